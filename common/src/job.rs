@@ -1,0 +1,328 @@
+//! The job model: the user-level job submission specification of seed 000
+//! (segments JobDetails, ResourceRequirements, QoSConstraints,
+//! QoSOptimization, extensible), plus the deadline type and penalty rate of
+//! seed 001 and the urgency class of the workload model.
+//!
+//! A [`JobSpec`] is what a user declares and what every policy sees. The
+//! actual runtime is *not* part of it: it lives in
+//! [`crate::workload::WorkloadJob`], hidden from policies, and only the
+//! execution models (the simulator's nodes, the real nodes' burners) use it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::time::Time;
+
+/// A job's identity (the trace's job number, or a generator's counter).
+pub type JobId = u64;
+
+/// Hard deadlines must be met to be worth anything; soft deadlines may be
+/// missed at a penalty (seed 001).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DeadlineType {
+    /// The job is worthless if late.
+    #[default]
+    Hard,
+    /// Lateness costs `penalty_rate` per second of delay.
+    Soft,
+}
+
+/// Urgency class of the workload model: high urgency means a tight deadline
+/// and a large budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    /// Tight deadline, high budget and penalty.
+    High,
+    /// Relaxed deadline, low budget and penalty.
+    Low,
+}
+
+impl Urgency {
+    /// Stable lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Urgency::High => "high",
+            Urgency::Low => "low",
+        }
+    }
+}
+
+/// What the user wants optimised within the constraints (seed 000's fourth
+/// segment). Policies of the Libra family do not use it yet; it is carried
+/// so that submissions round-trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Finish as early as possible within the budget.
+    FinishTime,
+    /// Pay as little as possible within the deadline.
+    Cost,
+}
+
+/// Segment JobDetails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobDetails {
+    /// Runtime estimate RE (seconds on the reference node of speed 1.0).
+    pub runtime_estimate: Time,
+    /// Arrival time AT at the cluster (trace seconds).
+    pub submit_time: Time,
+    /// Free-form name (the trace's job number, or what the user typed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Segment ResourceRequirements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceRequirements {
+    /// Number of processors: one part per node, all parts the same length.
+    pub processors: u32,
+    /// Memory per processor (KB); 0 when the trace does not say.
+    #[serde(default)]
+    pub memory_kb: u64,
+    /// Disk per processor (MB); 0 when unknown.
+    #[serde(default)]
+    pub disk_mb: u64,
+}
+
+/// Segment QoSConstraints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QosConstraints {
+    /// Relative deadline D (seconds after submission).
+    pub deadline: Time,
+    /// Budget B the user will pay at most.
+    pub budget: f64,
+    /// Hard or soft deadline (seed 001).
+    #[serde(default)]
+    pub deadline_type: DeadlineType,
+    /// Penalty per second of delay past the deadline (seed 001).
+    #[serde(default)]
+    pub penalty_rate: f64,
+}
+
+/// Segment QoSOptimization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct QosOptimization {
+    /// What to optimise, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<Objective>,
+}
+
+/// A job as submitted: `job_i([JobDetails][ResourceRequirements]
+/// [QoSConstraints][QoSOptimization] ...)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Identity.
+    pub id: JobId,
+    /// JobDetails segment.
+    pub details: JobDetails,
+    /// ResourceRequirements segment.
+    pub resources: ResourceRequirements,
+    /// QoSConstraints segment.
+    pub qos: QosConstraints,
+    /// QoSOptimization segment.
+    #[serde(default)]
+    pub optimization: QosOptimization,
+    /// Urgency class (workload model); `None` for hand-submitted jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<Urgency>,
+    /// Further segments, as the specification is meant to be extensible
+    /// (e.g. a workflow job's data dependencies): segment -> key -> value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_segments: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// An invalid job specification. Every variant names the job and the field.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum JobError {
+    /// A field that must be strictly positive is not.
+    #[error("job {job}: field {field} must be > 0, got {value}")]
+    NotPositive {
+        /// The job.
+        job: JobId,
+        /// Segment-qualified field name.
+        field: &'static str,
+        /// The offending value.
+        value: f64,
+    },
+    /// A field that must be >= 0 is negative.
+    #[error("job {job}: field {field} must be >= 0, got {value}")]
+    Negative {
+        /// The job.
+        job: JobId,
+        /// Segment-qualified field name.
+        field: &'static str,
+        /// The offending value.
+        value: f64,
+    },
+    /// A number that is NaN or infinite.
+    #[error("job {job}: field {field} must be a finite number, got {value}")]
+    NotFinite {
+        /// The job.
+        job: JobId,
+        /// Segment-qualified field name.
+        field: &'static str,
+        /// The offending value.
+        value: f64,
+    },
+}
+
+impl JobSpec {
+    /// Absolute deadline DT = AT + D.
+    pub fn deadline_abs(&self) -> Time {
+        self.details.submit_time + self.qos.deadline
+    }
+
+    /// Runtime estimate RE.
+    pub fn estimate(&self) -> Time {
+        self.details.runtime_estimate
+    }
+
+    /// Processors P.
+    pub fn processors(&self) -> usize {
+        self.resources.processors as usize
+    }
+
+    /// Checks the specification: runtime estimate, deadline and processors
+    /// must be > 0; budget and penalty rate >= 0; all numbers finite.
+    ///
+    /// A deadline shorter than the runtime estimate is *not* an error here:
+    /// it is a legitimate submission that admission control rejects (reason
+    /// deadline), or that LibraRisk may take alone onto an empty node.
+    pub fn validate(&self) -> Result<(), JobError> {
+        let job = self.id;
+        let finite = |field: &'static str, value: f64| {
+            if value.is_finite() {
+                Ok(())
+            } else {
+                Err(JobError::NotFinite { job, field, value })
+            }
+        };
+        let positive = |field: &'static str, value: f64| {
+            finite(field, value)?;
+            if value > 0.0 {
+                Ok(())
+            } else {
+                Err(JobError::NotPositive { job, field, value })
+            }
+        };
+        let non_negative = |field: &'static str, value: f64| {
+            finite(field, value)?;
+            if value >= 0.0 {
+                Ok(())
+            } else {
+                Err(JobError::Negative { job, field, value })
+            }
+        };
+        finite("JobDetails.submit_time", self.details.submit_time)?;
+        positive("JobDetails.runtime_estimate", self.details.runtime_estimate)?;
+        positive(
+            "ResourceRequirements.processors",
+            f64::from(self.resources.processors),
+        )?;
+        positive("QoSConstraints.deadline", self.qos.deadline)?;
+        non_negative("QoSConstraints.budget", self.qos.budget)?;
+        non_negative("QoSConstraints.penalty_rate", self.qos.penalty_rate)?;
+        Ok(())
+    }
+}
+
+impl fmt::Display for JobSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "job {} (RE {} s, P {}, D {} s, B {})",
+            self.id,
+            self.details.runtime_estimate,
+            self.resources.processors,
+            self.qos.deadline,
+            self.qos.budget
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> JobSpec {
+        JobSpec {
+            id: 7,
+            details: JobDetails {
+                runtime_estimate: 100.0,
+                submit_time: 0.0,
+                name: None,
+            },
+            resources: ResourceRequirements {
+                processors: 2,
+                memory_kb: 0,
+                disk_mb: 0,
+            },
+            qos: QosConstraints {
+                deadline: 400.0,
+                budget: 10.0,
+                deadline_type: DeadlineType::Hard,
+                penalty_rate: 0.0,
+            },
+            optimization: QosOptimization::default(),
+            urgency: None,
+            extra_segments: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn valid_spec_passes() {
+        spec().validate().unwrap();
+    }
+
+    #[test]
+    fn errors_name_job_and_field() {
+        let mut s = spec();
+        s.details.runtime_estimate = 0.0;
+        let e = s.validate().unwrap_err().to_string();
+        assert_eq!(e, "job 7: field JobDetails.runtime_estimate must be > 0, got 0");
+
+        let mut s = spec();
+        s.qos.deadline = -5.0;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("QoSConstraints.deadline"));
+
+        let mut s = spec();
+        s.resources.processors = 0;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("ResourceRequirements.processors"));
+
+        let mut s = spec();
+        s.qos.budget = -1.0;
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "job 7: field QoSConstraints.budget must be >= 0, got -1"
+        );
+
+        let mut s = spec();
+        s.details.runtime_estimate = f64::NAN;
+        assert!(s.validate().unwrap_err().to_string().contains("finite"));
+    }
+
+    #[test]
+    fn extra_segments_round_trip() {
+        let mut s = spec();
+        s.extra_segments.insert(
+            "DataDependencies".into(),
+            BTreeMap::from([("input".to_string(), "job 3".to_string())]),
+        );
+        let j = serde_json::to_string(&s).unwrap();
+        let back: JobSpec = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, s);
+    }
+}

@@ -1,0 +1,16 @@
+//! Libratory core: everything that decides, and nothing that waits.
+//!
+//! This crate holds the job model, the Standard Workload Format reader, the
+//! QoS annotation of traces, the Job Control share rule, the admission
+//! policies and the virtual-time simulator. It does no network I/O and reads
+//! no clock: time is always an argument (`now`), so the live manager, the
+//! emulated nodes and the simulator call exactly the same functions.
+//! (File I/O exists only in [`swf`], which reads traces.)
+
+pub mod job;
+pub mod share;
+pub mod swf;
+pub mod time;
+
+pub use job::{JobId, JobSpec};
+pub use time::Time;

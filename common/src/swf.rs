@@ -1,0 +1,1 @@
+//! Standard Workload Format reader (placeholder, being written).

@@ -1,0 +1,4 @@
+//! `libratory`: the user-facing command.
+fn main() {
+    println!("libratory {}", env!("CARGO_PKG_VERSION"));
+}
