@@ -1,1 +1,755 @@
-//! Standard Workload Format reader (placeholder, being written).
+//! Standard Workload Format (SWF) reader and window statistics.
+//!
+//! What it is for: reading Parallel Workloads Archive traces (`.swf`, or
+//! gzip-compressed `.swf.gz`) line by line into [`SwfRecord`]s that keep all
+//! 18 SWF fields as they are written, keeping the `;` header, taking the last
+//! N job lines of a trace ([`read_last`]) and summarising a window of records
+//! ([`WindowStats`]) with exactly the conventions of
+//! `shared/traces/README.md`, so that our numbers can be checked against the
+//! published ones.
+//!
+//! What it is not: it does not turn records into jobs. It drops, clamps and
+//! repairs nothing: a `-1` (unknown) stays `-1`, a cancelled job stays in the
+//! stream, and deciding what a never-started job means is the workload
+//! builder's business. It never reads a whole trace into memory either; the
+//! traces are tens of megabytes once decompressed and only a window is kept.
+//!
+//! Parsing rules, decided here once:
+//! - A job line has exactly 18 whitespace-separated fields; leading and
+//!   trailing whitespace (including a `\r` of CRLF files) is ignored.
+//! - Integer fields must be integers. Because some converters print integers
+//!   as `12.0`, a value whose fractional part is all zeros (`12.0`, `-1.00`)
+//!   is accepted as that integer; `12.5` is an error ([`FieldProblem::NotIntegral`]).
+//! - Fields 6 (average CPU time) and 7 (used memory) are fractional in real
+//!   traces (e.g. `40.25`) and are read as `f64`; they must be finite.
+//! - Lines starting with `;` are comments, wherever they appear; blank lines
+//!   are skipped. Both still count for line numbers.
+//! - Bytes that are not UTF-8 are replaced (lossy decoding): the archive's
+//!   traces are ASCII, and a stray byte in a comment should not make a trace
+//!   unreadable. In a job line it makes that field an invalid number.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Number of fields in an SWF job line.
+pub const SWF_FIELD_COUNT: usize = 18;
+
+/// The SWF field names, index 0 = field 1, as used in error messages.
+pub const SWF_FIELD_NAMES: [&str; SWF_FIELD_COUNT] = [
+    "job number",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable number",
+    "queue number",
+    "partition number",
+    "preceding job number",
+    "think time",
+];
+
+/// Buffer size for reading traces; large enough that decompression and line
+/// splitting are not dominated by small reads.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// [`SwfReader::into_last`] preallocates at most this many records, so that a
+/// caller asking for "the last `usize::MAX`" does not abort on allocation.
+const MAX_PREALLOC: usize = 1 << 16;
+
+/// What is wrong with one field of a job line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldProblem {
+    /// Not a number at all (`12x`, empty after splitting, `1e3` in an integer field).
+    InvalidNumber,
+    /// A number with a non-zero fractional part in an integer field (`12.5`).
+    NotIntegral,
+    /// `inf` or `NaN` in a fractional field.
+    NotFinite,
+    /// A negative job number (field 1 is the only field where `-1` is not allowed).
+    Negative,
+}
+
+impl fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FieldProblem::InvalidNumber => "invalid number",
+            FieldProblem::NotIntegral => "not an integer",
+            FieldProblem::NotFinite => "not a finite number",
+            FieldProblem::Negative => "negative job number",
+        })
+    }
+}
+
+/// Errors of the SWF reader. Every variant names the file (as given to
+/// [`SwfReader::open`] or [`SwfReader::from_reader`]), and every variant about
+/// a line names its 1-based line number.
+#[derive(Debug, Error)]
+pub enum SwfError {
+    /// The file could not be opened.
+    #[error("{file}: cannot open: {source}")]
+    Open {
+        /// The file.
+        file: String,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// Reading (or decompressing) failed; the rest of the file is unreadable
+    /// and iteration stops after this error.
+    #[error("{file}:{line}: read error: {source}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The line being read when the error happened.
+        line: u64,
+        /// The underlying error (a corrupt gzip stream shows up here).
+        source: io::Error,
+    },
+    /// A job line does not have 18 fields.
+    #[error("{file}:{line}: expected {SWF_FIELD_COUNT} fields, found {found}")]
+    FieldCount {
+        /// The file.
+        file: String,
+        /// The line.
+        line: u64,
+        /// How many whitespace-separated fields the line has.
+        found: usize,
+    },
+    /// One field of a job line could not be read.
+    #[error("{file}:{line}: field {field} ({name}): {problem} \"{value}\"")]
+    Field {
+        /// The file.
+        file: String,
+        /// The line.
+        line: u64,
+        /// The 1-based SWF field number.
+        field: usize,
+        /// The SWF field name (from [`SWF_FIELD_NAMES`]).
+        name: &'static str,
+        /// What is wrong with it.
+        problem: FieldProblem,
+        /// The text of the field as written.
+        value: String,
+    },
+}
+
+/// The `;` comment lines of a trace.
+///
+/// The archive's header is a block of `; Key: value` lines at the top. Every
+/// comment line is kept verbatim in [`comments`](Self::comments); those that
+/// have the `Key: value` shape are also split into [`fields`](Self::fields),
+/// in file order and with repeats kept (a header has one `Queue:` line per
+/// queue). Continuation lines (`;   more text`) are not joined to the key
+/// above them; they are only in `comments`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwfHeader {
+    /// `(key, value)` pairs in file order; the value is trimmed.
+    pub fields: Vec<(String, String)>,
+    /// Every comment line as written (with its `;`, without the line end).
+    pub comments: Vec<String>,
+}
+
+impl SwfHeader {
+    /// The value of the first `key` line (keys are case-sensitive, as in
+    /// the archive's format definition).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `MaxNodes`, if present and a non-negative integer.
+    pub fn max_nodes(&self) -> Option<u64> {
+        self.number("MaxNodes")
+    }
+
+    /// `MaxProcs`, if present and a non-negative integer.
+    pub fn max_procs(&self) -> Option<u64> {
+        self.number("MaxProcs")
+    }
+
+    /// `MaxRecords` (the number of job lines), if present and a non-negative integer.
+    pub fn max_records(&self) -> Option<u64> {
+        self.number("MaxRecords")
+    }
+
+    /// `UnixStartTime` (the epoch second of submit time 0), if present and an integer.
+    pub fn unix_start_time(&self) -> Option<i64> {
+        self.number("UnixStartTime")
+    }
+
+    fn number<T: std::str::FromStr>(&self, key: &str) -> Option<T> {
+        self.get(key)?.parse().ok()
+    }
+
+    /// Records one comment line (already known to start with `;`).
+    fn push_comment(&mut self, line: &str) {
+        self.comments.push(line.to_owned());
+        let body = line.trim_start().trim_start_matches(';').trim_start();
+        if let Some((key, value)) = body.split_once(':') {
+            // A key is one word followed by ':' and a space or the line end;
+            // this keeps "http://..." continuation lines from becoming keys.
+            let is_word = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            let then_space = value.is_empty() || value.starts_with(char::is_whitespace);
+            if is_word && then_space {
+                self.fields.push((key.to_owned(), value.trim().to_owned()));
+            }
+        }
+    }
+}
+
+/// One SWF job line, all 18 fields as written (`-1` means unknown).
+///
+/// Field numbers in the docs are the SWF ones (1-based).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwfRecord {
+    /// 1-based line number in the file (comments and blank lines count).
+    pub line: u64,
+    /// 1: job number.
+    pub job_number: u64,
+    /// 2: submit time, seconds since the trace's start.
+    pub submit_time: i64,
+    /// 3: wait time in the queue (s).
+    pub wait_time: i64,
+    /// 4: run time (s); `-1` for jobs that never ran.
+    pub run_time: i64,
+    /// 5: number of allocated processors.
+    pub allocated_procs: i64,
+    /// 6: average CPU time used per processor (s); fractional in real traces.
+    pub avg_cpu_time: f64,
+    /// 7: used memory (KB per processor); may be fractional.
+    pub used_memory: f64,
+    /// 8: requested number of processors.
+    pub requested_procs: i64,
+    /// 9: requested time (s), the user's runtime estimate.
+    pub requested_time: i64,
+    /// 10: requested memory (KB per processor).
+    pub requested_memory: i64,
+    /// 11: status (1 completed, 0 failed, 5 cancelled, ...).
+    pub status: i64,
+    /// 12: user id.
+    pub user_id: i64,
+    /// 13: group id.
+    pub group_id: i64,
+    /// 14: executable (application) number.
+    pub executable: i64,
+    /// 15: queue number.
+    pub queue: i64,
+    /// 16: partition number.
+    pub partition: i64,
+    /// 17: preceding job number.
+    pub preceding_job: i64,
+    /// 18: think time from the preceding job (s).
+    pub think_time: i64,
+}
+
+/// Parses an integer field, accepting an all-zero fractional part.
+fn parse_int(s: &str) -> Result<i64, FieldProblem> {
+    if let Ok(v) = s.parse::<i64>() {
+        return Ok(v);
+    }
+    if let Some((int, frac)) = s.split_once('.') {
+        if !frac.is_empty() && frac.bytes().all(|b| b == b'0') {
+            if let Ok(v) = int.parse::<i64>() {
+                return Ok(v);
+            }
+        }
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && s.contains('.') => Err(FieldProblem::NotIntegral),
+        _ => Err(FieldProblem::InvalidNumber),
+    }
+}
+
+fn parse_float(s: &str) -> Result<f64, FieldProblem> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(FieldProblem::NotFinite),
+        Err(_) => Err(FieldProblem::InvalidNumber),
+    }
+}
+
+/// Parses a (non-comment, non-blank) job line.
+fn parse_record(file: &str, line: u64, text: &str) -> Result<SwfRecord, SwfError> {
+    let mut raw = [""; SWF_FIELD_COUNT];
+    let mut found = 0;
+    for tok in text.split_ascii_whitespace() {
+        if found < SWF_FIELD_COUNT {
+            raw[found] = tok;
+        }
+        found += 1;
+    }
+    if found != SWF_FIELD_COUNT {
+        return Err(SwfError::FieldCount {
+            file: file.to_owned(),
+            line,
+            found,
+        });
+    }
+    let err = |i: usize, problem| SwfError::Field {
+        file: file.to_owned(),
+        line,
+        field: i + 1,
+        name: SWF_FIELD_NAMES[i],
+        problem,
+        value: raw[i].to_owned(),
+    };
+    let int = |i: usize| parse_int(raw[i]).map_err(|p| err(i, p));
+    let float = |i: usize| parse_float(raw[i]).map_err(|p| err(i, p));
+    let job_number = int(0)?;
+    let job_number = u64::try_from(job_number).map_err(|_| err(0, FieldProblem::Negative))?;
+    Ok(SwfRecord {
+        line,
+        job_number,
+        submit_time: int(1)?,
+        wait_time: int(2)?,
+        run_time: int(3)?,
+        allocated_procs: int(4)?,
+        avg_cpu_time: float(5)?,
+        used_memory: float(6)?,
+        requested_procs: int(7)?,
+        requested_time: int(8)?,
+        requested_memory: int(9)?,
+        status: int(10)?,
+        user_id: int(11)?,
+        group_id: int(12)?,
+        executable: int(13)?,
+        queue: int(14)?,
+        partition: int(15)?,
+        preceding_job: int(16)?,
+        think_time: int(17)?,
+    })
+}
+
+/// Streaming SWF reader: an iterator of job lines.
+///
+/// The header comments at the top are read when the reader is created, so
+/// [`header`](Self::header) is complete before the first record is returned;
+/// comment lines found later are appended to the same header as they are
+/// passed. A malformed line yields an `Err` and iteration can go on with the
+/// next line; a read error (I/O, corrupt gzip) yields one `Err` and ends the
+/// iteration.
+pub struct SwfReader {
+    name: String,
+    input: Box<dyn BufRead + Send>,
+    compressed: bool,
+    header: SwfHeader,
+    /// Lines consumed so far (= the 1-based number of the last line read).
+    line_no: u64,
+    buf: Vec<u8>,
+    /// The first job line, read while collecting the header.
+    pending: Option<Result<SwfRecord, SwfError>>,
+    done: bool,
+}
+
+impl fmt::Debug for SwfReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SwfReader")
+            .field("name", &self.name)
+            .field("compressed", &self.compressed)
+            .field("line", &self.line_no)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SwfReader {
+    /// Opens a trace file, plain or gzip-compressed. Compression is detected
+    /// from the gzip magic bytes, not from the file name, so a misnamed file
+    /// still reads. Error messages name the file as `path` displays.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SwfError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        match File::open(path) {
+            Ok(file) => Self::from_reader(name, file),
+            Err(source) => Err(SwfError::Open { file: name, source }),
+        }
+    }
+
+    /// Reads a trace from any byte source (plain or gzip, detected as in
+    /// [`open`](Self::open)); `name` stands for the file in error messages.
+    pub fn from_reader(
+        name: impl Into<String>,
+        mut source: impl Read + Send + 'static,
+    ) -> Result<Self, SwfError> {
+        let name = name.into();
+        let read_err = |source| SwfError::Read {
+            file: name.clone(),
+            line: 1,
+            source,
+        };
+        // Peek at the first two bytes and put them back in front, so that
+        // detection works on any `Read`, not only on seekable files.
+        let mut magic = [0u8; 2];
+        let mut got = 0;
+        while got < magic.len() {
+            match source.read(&mut magic[got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_err(e)),
+            }
+        }
+        let compressed = got == 2 && magic == [0x1f, 0x8b];
+        let whole = io::Cursor::new(magic).take(got as u64).chain(source);
+        // Multi-member: concatenated gzip streams are one valid .gz file,
+        // and a single-member decoder would silently stop after the first.
+        let input: Box<dyn BufRead + Send> = if compressed {
+            Box::new(BufReader::with_capacity(
+                READ_BUFFER,
+                MultiGzDecoder::new(whole),
+            ))
+        } else {
+            Box::new(BufReader::with_capacity(READ_BUFFER, whole))
+        };
+        let mut reader = SwfReader {
+            name,
+            input,
+            compressed,
+            header: SwfHeader::default(),
+            line_no: 0,
+            buf: Vec::new(),
+            pending: None,
+            done: false,
+        };
+        match reader.advance() {
+            // The header could not even be read: nothing useful to return.
+            Some(Err(e @ SwfError::Read { .. })) => Err(e),
+            first => {
+                reader.pending = first;
+                Ok(reader)
+            }
+        }
+    }
+
+    /// The name used for the file in error messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the input was gzip-compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.compressed
+    }
+
+    /// The comment lines read so far: the whole top header from the start,
+    /// plus any later comment lines already passed.
+    pub fn header(&self) -> &SwfHeader {
+        &self.header
+    }
+
+    /// Reads to the end and returns the header and the last `n` job lines in
+    /// file order (fewer if the file has fewer). Only `n` records are held
+    /// at any time. The first error of any kind is returned: a window of a
+    /// trace with a malformed line in it is not trusted.
+    pub fn into_last(mut self, n: usize) -> Result<(SwfHeader, Vec<SwfRecord>), SwfError> {
+        let mut ring = VecDeque::with_capacity(n.min(MAX_PREALLOC));
+        for rec in &mut self {
+            let rec = rec?;
+            if n == 0 {
+                continue;
+            }
+            if ring.len() == n {
+                ring.pop_front();
+            }
+            ring.push_back(rec);
+        }
+        Ok((self.header, ring.into()))
+    }
+
+    /// Reads up to the next job line, collecting comments on the way.
+    fn advance(&mut self) -> Option<Result<SwfRecord, SwfError>> {
+        while !self.done {
+            self.buf.clear();
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) => self.done = true,
+                Ok(_) => {
+                    self.line_no += 1;
+                    let text = String::from_utf8_lossy(&self.buf);
+                    let text = text.trim();
+                    if text.is_empty() {
+                        continue;
+                    }
+                    if text.starts_with(';') {
+                        self.header.push_comment(text);
+                        continue;
+                    }
+                    return Some(parse_record(&self.name, self.line_no, text));
+                }
+                Err(source) => {
+                    self.done = true;
+                    return Some(Err(SwfError::Read {
+                        file: self.name.clone(),
+                        line: self.line_no + 1,
+                        source,
+                    }));
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Iterator for SwfReader {
+    type Item = Result<SwfRecord, SwfError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.pending.take() {
+            Some(first) => Some(first),
+            None => self.advance(),
+        }
+    }
+}
+
+/// The header and the last `n` job lines of the trace at `path`, in file
+/// order, read in one streaming pass (see [`SwfReader::into_last`]).
+pub fn read_last(
+    path: impl AsRef<Path>,
+    n: usize,
+) -> Result<(SwfHeader, Vec<SwfRecord>), SwfError> {
+    SwfReader::open(path)?.into_last(n)
+}
+
+/// Summary of a window of job lines, with the conventions of
+/// `shared/traces/README.md` (so the published figures can be reproduced):
+/// every line counts as a job (cancelled ones included), and each statistic
+/// says which lines it uses. `None` means the statistic has no lines to use.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowStats {
+    /// Number of job lines.
+    pub jobs: usize,
+    /// Job number of the first line of the window.
+    pub first_job: Option<u64>,
+    /// Job number of the last line of the window.
+    pub last_job: Option<u64>,
+    /// (last submit − first submit) / (jobs − 1), in file order: the mean of
+    /// the gaps between consecutive submits.
+    pub mean_inter_arrival: Option<f64>,
+    /// Mean of field 4 over all lines, `-1` values included as `-1` (the
+    /// convention under which the papers' figures match).
+    pub mean_run_raw: Option<f64>,
+    /// Lines with field 4 ≥ 0.
+    pub run_valid: usize,
+    /// Mean of field 4 over the `run_valid` lines.
+    pub mean_run_valid: Option<f64>,
+    /// Median of field 4 over the `run_valid` lines; for an even count, the
+    /// mean of the two middle values.
+    pub median_run_valid: Option<f64>,
+    /// Lines with field 5 (allocated processors) > 0.
+    pub alloc_procs_count: usize,
+    /// Mean of field 5 over those lines.
+    pub mean_alloc_procs: Option<f64>,
+    /// Lines with field 8 (requested processors) > 0.
+    pub req_procs_count: usize,
+    /// Mean of field 8 over those lines.
+    pub mean_req_procs: Option<f64>,
+    /// Lines with field 9 (requested time) present, i.e. not `-1`.
+    pub req_time_present: usize,
+    /// Lines with both field 9 and field 4 > 0: the ones the ratios use.
+    pub ratio_jobs: usize,
+    /// Mean of requested time / run time per job.
+    pub ratio_mean: Option<f64>,
+    /// Median of requested time / run time per job (even count: mean of the
+    /// two middle values).
+    pub ratio_median: Option<f64>,
+    /// Σ requested time / Σ run time over the ratio lines.
+    pub ratio_sum: Option<f64>,
+    /// Lines whose run time (≥ 0) exceeds the requested time (present).
+    pub overrun: usize,
+    /// Number of lines for each field 11 (status) value.
+    pub status_counts: BTreeMap<i64, usize>,
+    /// Largest field 8 over lines where it is > 0.
+    pub max_req_procs: Option<i64>,
+    /// Largest field 9 over lines where it is > 0.
+    pub max_req_time: Option<i64>,
+}
+
+fn mean_of(sum: i128, count: usize) -> Option<f64> {
+    (count > 0).then(|| sum as f64 / count as f64)
+}
+
+/// Median of unsorted values; even count: mean of the two middle values.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+impl WindowStats {
+    /// Computes the statistics of `records`, taken in the given (file) order.
+    pub fn compute(records: &[SwfRecord]) -> Self {
+        let jobs = records.len();
+        // Sums are exact integers (i128 cannot overflow on any trace) and
+        // divided once, so results do not depend on summation order.
+        let mut run_raw_sum: i128 = 0;
+        let mut run_valid_sum: i128 = 0;
+        let mut valid_runs = Vec::with_capacity(jobs);
+        let mut alloc_sum: i128 = 0;
+        let mut alloc_procs_count = 0;
+        let mut req_procs_sum: i128 = 0;
+        let mut req_procs_count = 0;
+        let mut req_time_present = 0;
+        let mut ratios = Vec::with_capacity(jobs);
+        let mut ratio_req_sum: i128 = 0;
+        let mut ratio_run_sum: i128 = 0;
+        let mut overrun = 0;
+        let mut status_counts = BTreeMap::new();
+        let mut max_req_procs = None;
+        let mut max_req_time = None;
+
+        for r in records {
+            run_raw_sum += i128::from(r.run_time);
+            if r.run_time >= 0 {
+                run_valid_sum += i128::from(r.run_time);
+                valid_runs.push(r.run_time as f64);
+            }
+            if r.allocated_procs > 0 {
+                alloc_sum += i128::from(r.allocated_procs);
+                alloc_procs_count += 1;
+            }
+            if r.requested_procs > 0 {
+                req_procs_sum += i128::from(r.requested_procs);
+                req_procs_count += 1;
+                max_req_procs = max_req_procs.max(Some(r.requested_procs));
+            }
+            if r.requested_time != -1 {
+                req_time_present += 1;
+                if r.run_time >= 0 && r.run_time > r.requested_time {
+                    overrun += 1;
+                }
+            }
+            if r.requested_time > 0 {
+                max_req_time = max_req_time.max(Some(r.requested_time));
+                if r.run_time > 0 {
+                    ratios.push(r.requested_time as f64 / r.run_time as f64);
+                    ratio_req_sum += i128::from(r.requested_time);
+                    ratio_run_sum += i128::from(r.run_time);
+                }
+            }
+            *status_counts.entry(r.status).or_insert(0) += 1;
+        }
+
+        let mean_inter_arrival = match records {
+            [first, .., last] => {
+                Some((last.submit_time - first.submit_time) as f64 / (jobs - 1) as f64)
+            }
+            _ => None,
+        };
+        let ratio_jobs = ratios.len();
+        WindowStats {
+            jobs,
+            first_job: records.first().map(|r| r.job_number),
+            last_job: records.last().map(|r| r.job_number),
+            mean_inter_arrival,
+            mean_run_raw: mean_of(run_raw_sum, jobs),
+            run_valid: valid_runs.len(),
+            mean_run_valid: mean_of(run_valid_sum, valid_runs.len()),
+            median_run_valid: median(&mut valid_runs),
+            alloc_procs_count,
+            mean_alloc_procs: mean_of(alloc_sum, alloc_procs_count),
+            req_procs_count,
+            mean_req_procs: mean_of(req_procs_sum, req_procs_count),
+            req_time_present,
+            ratio_jobs,
+            ratio_mean: (ratio_jobs > 0).then(|| ratios.iter().sum::<f64>() / ratio_jobs as f64),
+            ratio_median: median(&mut ratios),
+            ratio_sum: (ratio_run_sum > 0).then(|| ratio_req_sum as f64 / ratio_run_sum as f64),
+            overrun,
+            status_counts,
+            max_req_procs,
+            max_req_time,
+        }
+    }
+}
+
+/// Formats an optional statistic with `decimals` places, or `n/a`.
+struct Opt<T>(Option<T>, usize);
+
+impl<T: fmt::Display> fmt::Display for Opt<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(v) => write!(f, "{:.*}", self.1, v),
+            None => f.write_str("n/a"),
+        }
+    }
+}
+
+impl fmt::Display for WindowStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self;
+        write!(f, "{:<28}{}", "jobs", s.jobs)?;
+        if let (Some(a), Some(b)) = (s.first_job, s.last_job) {
+            write!(f, " (job ids {a}..{b})")?;
+        }
+        writeln!(f)?;
+        let rows: [(&str, String); 11] = [
+            (
+                "mean inter-arrival (s)",
+                Opt(s.mean_inter_arrival, 1).to_string(),
+            ),
+            ("mean run raw (s)", Opt(s.mean_run_raw, 1).to_string()),
+            (
+                "mean run valid (s) [n]",
+                format!("{} [{}]", Opt(s.mean_run_valid, 1), s.run_valid),
+            ),
+            ("median run valid (s)", Opt(s.median_run_valid, 1).to_string()),
+            (
+                "mean alloc procs f5 [n]",
+                format!("{} [{}]", Opt(s.mean_alloc_procs, 2), s.alloc_procs_count),
+            ),
+            (
+                "mean req procs f8 [n]",
+                format!("{} [{}]", Opt(s.mean_req_procs, 2), s.req_procs_count),
+            ),
+            ("req time present", s.req_time_present.to_string()),
+            (
+                "req/actual mean/median/sum",
+                format!(
+                    "{} / {} / {} [{}]",
+                    Opt(s.ratio_mean, 2),
+                    Opt(s.ratio_median, 2),
+                    Opt(s.ratio_sum, 2),
+                    s.ratio_jobs
+                ),
+            ),
+            ("overrun", s.overrun.to_string()),
+            (
+                "status counts",
+                s.status_counts
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (
+                "max req procs / time (s)",
+                format!("{} / {}", Opt(s.max_req_procs, 0), Opt(s.max_req_time, 0)),
+            ),
+        ];
+        for (label, value) in rows {
+            writeln!(f, "{label:<28}{value}")?;
+        }
+        Ok(())
+    }
+}
