@@ -713,7 +713,10 @@ impl fmt::Display for WindowStats {
                 "mean run valid (s) [n]",
                 format!("{} [{}]", Opt(s.mean_run_valid, 1), s.run_valid),
             ),
-            ("median run valid (s)", Opt(s.median_run_valid, 1).to_string()),
+            (
+                "median run valid (s)",
+                Opt(s.median_run_valid, 1).to_string(),
+            ),
             (
                 "mean alloc procs f5 [n]",
                 format!("{} [{}]", Opt(s.mean_alloc_procs, 2), s.alloc_procs_count),
@@ -751,5 +754,458 @@ impl fmt::Display for WindowStats {
             writeln!(f, "{label:<28}{value}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::write::GzEncoder;
+    use flate2::Compression;
+    use std::io::Write;
+
+    /// Two jobs under a small header; job 2 was cancelled before it started.
+    const TEXT: &str = "\
+; Version: 2.2
+; Computer: Test box
+; Acknowledge: someone
+;   continuation line with a URL http://example.invalid/x
+; MaxNodes: 8
+; MaxProcs: 16
+; MaxRecords: 2
+; UnixStartTime: 893466664
+; Queue:  0  interactive
+; Queue:  1  batch
+;
+  1   10  5  100  4  95.25  1024.5  4  200  2048  1  7  3  9  1  2  -1  -1
+  2   70 -1   -1 -1     -1     -1   8  600    -1  5  8  3  9  0  2   1  30
+";
+
+    fn reader(text: &str) -> SwfReader {
+        SwfReader::from_reader("trace.swf", io::Cursor::new(text.as_bytes().to_vec())).unwrap()
+    }
+
+    fn all(text: &str) -> Vec<Result<SwfRecord, SwfError>> {
+        reader(text).collect()
+    }
+
+    fn gzip(text: &str) -> Vec<u8> {
+        let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(text.as_bytes()).unwrap();
+        enc.finish().unwrap()
+    }
+
+    /// The error message of the only line of `line` (prefixed by nothing).
+    fn error_of(line: &str) -> String {
+        match all(line).pop() {
+            Some(Err(e)) => e.to_string(),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    /// A job line with field `i` (1-based) replaced by `value`.
+    fn line_with(i: usize, value: &str) -> String {
+        let mut fields = vec!["1"; SWF_FIELD_COUNT];
+        fields[i - 1] = value;
+        fields.join(" ")
+    }
+
+    #[test]
+    fn header_is_read_before_the_first_record() {
+        let r = reader(TEXT);
+        let h = r.header();
+        assert_eq!(h.comments.len(), 11);
+        assert_eq!(
+            h.comments[3],
+            ";   continuation line with a URL http://example.invalid/x"
+        );
+        // The continuation line and the bare ";" are not keys.
+        let keys: Vec<&str> = h.fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "Version",
+                "Computer",
+                "Acknowledge",
+                "MaxNodes",
+                "MaxProcs",
+                "MaxRecords",
+                "UnixStartTime",
+                "Queue",
+                "Queue"
+            ]
+        );
+        assert_eq!(h.get("Computer"), Some("Test box"));
+        assert_eq!(
+            h.get("Queue"),
+            Some("0  interactive"),
+            "first of the repeats"
+        );
+        assert_eq!(h.fields[8].1, "1  batch");
+        assert_eq!(h.max_nodes(), Some(8));
+        assert_eq!(h.max_procs(), Some(16));
+        assert_eq!(h.max_records(), Some(2));
+        assert_eq!(h.unix_start_time(), Some(893_466_664));
+        assert_eq!(h.get("MaxJobs"), None);
+    }
+
+    #[test]
+    fn header_numbers_that_are_not_numbers_are_none() {
+        let r = reader("; MaxNodes: many\n; MaxProcs:\n; UnixStartTime: -5\n");
+        assert_eq!(r.header().get("MaxNodes"), Some("many"));
+        assert_eq!(r.header().max_nodes(), None);
+        assert_eq!(r.header().get("MaxProcs"), Some(""));
+        assert_eq!(r.header().max_procs(), None);
+        assert_eq!(r.header().unix_start_time(), Some(-5));
+    }
+
+    #[test]
+    fn all_18_fields_are_read() {
+        let recs: Vec<SwfRecord> = reader(TEXT).map(Result::unwrap).collect();
+        assert_eq!(
+            recs[0],
+            SwfRecord {
+                line: 12,
+                job_number: 1,
+                submit_time: 10,
+                wait_time: 5,
+                run_time: 100,
+                allocated_procs: 4,
+                avg_cpu_time: 95.25,
+                used_memory: 1024.5,
+                requested_procs: 4,
+                requested_time: 200,
+                requested_memory: 2048,
+                status: 1,
+                user_id: 7,
+                group_id: 3,
+                executable: 9,
+                queue: 1,
+                partition: 2,
+                preceding_job: -1,
+                think_time: -1,
+            }
+        );
+        let r = &recs[1];
+        assert_eq!((r.line, r.job_number, r.run_time), (13, 2, -1));
+        assert_eq!((r.avg_cpu_time, r.used_memory), (-1.0, -1.0));
+        assert_eq!((r.requested_procs, r.status), (8, 5));
+        assert_eq!((r.queue, r.preceding_job, r.think_time), (0, 1, 30));
+    }
+
+    #[test]
+    fn integer_fields_accept_only_a_zero_fraction() {
+        let r = all(&line_with(4, "12.0")).pop().unwrap().unwrap();
+        assert_eq!(r.run_time, 12);
+        let r = all(&line_with(9, "-1.00")).pop().unwrap().unwrap();
+        assert_eq!(r.requested_time, -1);
+        assert_eq!(
+            error_of(&line_with(4, "12.5")),
+            "trace.swf:1: field 4 (run time): not an integer \"12.5\""
+        );
+        assert_eq!(
+            error_of(&line_with(5, "1e3")),
+            "trace.swf:1: field 5 (allocated processors): invalid number \"1e3\""
+        );
+        assert_eq!(
+            error_of(&line_with(11, "1.")),
+            "trace.swf:1: field 11 (status): not an integer \"1.\""
+        );
+    }
+
+    #[test]
+    fn fractional_fields_must_be_finite() {
+        let r = all(&line_with(7, "3.5")).pop().unwrap().unwrap();
+        assert_eq!(r.used_memory, 3.5);
+        assert_eq!(
+            error_of(&line_with(6, "NaN")),
+            "trace.swf:1: field 6 (average CPU time): not a finite number \"NaN\""
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let text = format!("; Version: 2.2\n\n{}\n", line_with(4, "12x"));
+        let err = all(&text).pop().unwrap().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "trace.swf:3: field 4 (run time): invalid number \"12x\""
+        );
+        match err {
+            SwfError::Field {
+                line,
+                field,
+                name,
+                problem,
+                ..
+            } => assert_eq!(
+                (line, field, name, problem),
+                (3, 4, "run time", FieldProblem::InvalidNumber)
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            error_of(&line_with(1, "-3")),
+            "trace.swf:1: field 1 (job number): negative job number \"-3\""
+        );
+        assert_eq!(
+            error_of(&line_with(18, "x")),
+            "trace.swf:1: field 18 (think time): invalid number \"x\""
+        );
+    }
+
+    #[test]
+    fn wrong_field_count() {
+        let short = vec!["1"; 17].join(" ");
+        assert_eq!(
+            error_of(&short),
+            "trace.swf:1: expected 18 fields, found 17"
+        );
+        let long = format!("{} 1", line_with(1, "1"));
+        assert!(matches!(
+            all(&long).pop().unwrap(),
+            Err(SwfError::FieldCount {
+                line: 1,
+                found: 19,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn blank_lines_crlf_trailing_space_and_late_comments() {
+        let text = format!(
+            "; MaxNodes: 4\r\n\r\n{}   \t\r\n   \n; Note: a late comment\n{}\n",
+            line_with(1, "5"),
+            line_with(1, "6")
+        );
+        let mut r = reader(&text);
+        assert_eq!(r.header().comments.len(), 1);
+        let a = r.next().unwrap().unwrap();
+        let b = r.next().unwrap().unwrap();
+        assert!(r.next().is_none());
+        assert_eq!((a.job_number, a.line, a.think_time), (5, 3, 1));
+        assert_eq!((b.job_number, b.line), (6, 6));
+        assert_eq!(r.header().max_nodes(), Some(4));
+        assert_eq!(r.header().get("Note"), Some("a late comment"));
+        assert_eq!(r.header().comments.len(), 2);
+    }
+
+    #[test]
+    fn iteration_goes_on_after_a_malformed_line() {
+        let text = format!("{}\n1 2 3\n{}\n", line_with(1, "1"), line_with(1, "3"));
+        let got = all(&text);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].as_ref().unwrap().job_number, 1);
+        assert!(matches!(
+            got[1],
+            Err(SwfError::FieldCount {
+                line: 2,
+                found: 3,
+                ..
+            })
+        ));
+        assert_eq!(got[2].as_ref().unwrap().job_number, 3);
+    }
+
+    #[test]
+    fn empty_input() {
+        let mut r = reader("");
+        assert_eq!(r.header(), &SwfHeader::default());
+        assert!(r.next().is_none());
+        assert!(r.next().is_none());
+    }
+
+    #[test]
+    fn gzip_is_detected_by_its_magic_bytes() {
+        let plain = reader(TEXT);
+        assert!(!plain.is_compressed());
+        let gz = SwfReader::from_reader("trace.swf.gz", io::Cursor::new(gzip(TEXT))).unwrap();
+        assert!(gz.is_compressed());
+        assert_eq!(gz.header(), plain.header());
+        let a: Vec<SwfRecord> = plain.map(Result::unwrap).collect();
+        let b: Vec<SwfRecord> = gz.map(Result::unwrap).collect();
+        assert_eq!(a, b);
+        assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn concatenated_gzip_members_are_one_stream() {
+        let (head, tail) = TEXT.split_at(TEXT.find("  2   70").unwrap());
+        let mut bytes = gzip(head);
+        bytes.extend(gzip(tail));
+        let r = SwfReader::from_reader("two.gz", io::Cursor::new(bytes)).unwrap();
+        let ids: Vec<u64> = r.map(|r| r.unwrap().job_number).collect();
+        assert_eq!(ids, [1, 2]);
+    }
+
+    #[test]
+    fn a_corrupt_gzip_stream_is_a_read_error_that_ends_iteration() {
+        let mut bytes = gzip(TEXT);
+        let n = bytes.len();
+        bytes[n / 2..].iter_mut().for_each(|b| *b = !*b);
+        let got: Vec<_> = match SwfReader::from_reader("bad.swf.gz", io::Cursor::new(bytes)) {
+            Ok(r) => r.collect(),
+            Err(e) => vec![Err(e)],
+        };
+        let last = got.last().expect("an error");
+        match last {
+            Err(e @ SwfError::Read { .. }) => assert!(e.to_string().starts_with("bad.swf.gz:")),
+            other => panic!("expected a read error, got {other:?}"),
+        }
+    }
+
+    /// A file in the system temp dir, removed when dropped.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, bytes: &[u8]) -> Self {
+            let path =
+                std::env::temp_dir().join(format!("libratory-swf-{}-{name}", std::process::id()));
+            std::fs::write(&path, bytes).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn open_detects_compression_by_content_not_name() {
+        let gz_named_swf = TempFile::new("really-gz.swf", &gzip(TEXT));
+        let plain_named_gz = TempFile::new("really-plain.swf.gz", TEXT.as_bytes());
+        let a = SwfReader::open(&gz_named_swf.0).unwrap();
+        let b = SwfReader::open(&plain_named_gz.0).unwrap();
+        assert!(a.is_compressed());
+        assert!(!b.is_compressed());
+        assert_eq!(a.name(), gz_named_swf.0.display().to_string());
+        assert_eq!(a.count(), 2);
+        assert_eq!(b.count(), 2);
+        let (h, recs) = read_last(&gz_named_swf.0, 1).unwrap();
+        assert_eq!(h.max_records(), Some(2));
+        assert_eq!(recs[0].job_number, 2);
+    }
+
+    #[test]
+    fn open_names_a_missing_file() {
+        let err = SwfReader::open("/nonexistent/dir/trace.swf").unwrap_err();
+        assert!(matches!(err, SwfError::Open { .. }));
+        assert!(err
+            .to_string()
+            .starts_with("/nonexistent/dir/trace.swf: cannot open: "));
+    }
+
+    #[test]
+    fn last_n_keeps_the_tail_in_file_order() {
+        let text: String = (1..=5)
+            .map(|i| line_with(1, &i.to_string()) + "\n")
+            .collect();
+        let text = format!("; MaxRecords: 5\n{text}; Note: trailer\n");
+        let ids = |n| {
+            let (h, recs) = reader(&text).into_last(n).unwrap();
+            assert_eq!(h.comments.len(), 2, "late comments are collected too");
+            recs.iter().map(|r| r.job_number).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(0), Vec::<u64>::new());
+        assert_eq!(ids(1), [5]);
+        assert_eq!(ids(3), [3, 4, 5]);
+        assert_eq!(ids(5), [1, 2, 3, 4, 5]);
+        assert_eq!(ids(usize::MAX), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn last_n_fails_on_any_malformed_line() {
+        let text = format!("{}\n{}\n", line_with(1, "1"), line_with(3, "?"));
+        let err = reader(&text).into_last(1).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "trace.swf:2: field 3 (wait time): invalid number \"?\""
+        );
+    }
+
+    /// One job line from the fields the statistics use.
+    fn job(
+        id: u64,
+        submit: i64,
+        run: i64,
+        alloc: i64,
+        req_procs: i64,
+        req_time: i64,
+        status: i64,
+    ) -> SwfRecord {
+        let mut r = all(&line_with(1, &id.to_string())).pop().unwrap().unwrap();
+        r.submit_time = submit;
+        r.run_time = run;
+        r.allocated_procs = alloc;
+        r.requested_procs = req_procs;
+        r.requested_time = req_time;
+        r.status = status;
+        r
+    }
+
+    #[test]
+    fn window_stats_by_hand() {
+        let recs = [
+            job(1, 0, 10, 1, 1, 20, 1),
+            job(2, 100, 30, 2, 2, 30, 1),
+            job(3, 150, -1, -1, 4, 60, 5),
+            job(4, 400, 20, 1, 1, 10, 1),
+            job(5, 600, 50, 3, -1, -1, 0),
+        ];
+        let s = WindowStats::compute(&recs);
+        assert_eq!(s.jobs, 5);
+        assert_eq!((s.first_job, s.last_job), (Some(1), Some(5)));
+        // (600 - 0) / 4
+        assert_eq!(s.mean_inter_arrival, Some(150.0));
+        // (10 + 30 - 1 + 20 + 50) / 5 = 109 / 5
+        assert_eq!(s.mean_run_raw, Some(21.8));
+        // valid 10 30 20 50: mean 110 / 4, median of 10 [20 30] 50 = 25
+        assert_eq!(s.run_valid, 4);
+        assert_eq!(s.mean_run_valid, Some(27.5));
+        assert_eq!(s.median_run_valid, Some(25.0));
+        // alloc 1 2 1 3 = 7 / 4; requested 1 2 4 1 = 8 / 4
+        assert_eq!((s.alloc_procs_count, s.mean_alloc_procs), (4, Some(1.75)));
+        assert_eq!((s.req_procs_count, s.mean_req_procs), (4, Some(2.0)));
+        assert_eq!(s.req_time_present, 4);
+        // ratios on jobs 1, 2, 4: 20/10 = 2, 30/30 = 1, 10/20 = 0.5;
+        // mean 3.5 / 3, median 1, Σ 60 / 60
+        assert_eq!(s.ratio_jobs, 3);
+        assert_eq!(s.ratio_mean, Some(3.5 / 3.0));
+        assert_eq!(s.ratio_median, Some(1.0));
+        assert_eq!(s.ratio_sum, Some(1.0));
+        // job 4: 20 > 10 (job 5 has no request, job 3 never ran)
+        assert_eq!(s.overrun, 1);
+        assert_eq!(s.status_counts, BTreeMap::from([(0, 1), (1, 3), (5, 1)]));
+        assert_eq!((s.max_req_procs, s.max_req_time), (Some(4), Some(60)));
+
+        let table = s.to_string();
+        assert!(table.contains("(job ids 1..5)"), "{table}");
+        assert!(table.contains("27.5 [4]"), "{table}");
+        assert!(table.contains("1.17 / 1.00 / 1.00 [3]"), "{table}");
+        assert!(table.contains("0: 1, 1: 3, 5: 1"), "{table}");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["overrun"], 1);
+        assert_eq!(json["status_counts"]["5"], 1);
+    }
+
+    #[test]
+    fn window_stats_of_nothing_and_of_one_job() {
+        let s = WindowStats::compute(&[]);
+        assert_eq!(s.jobs, 0);
+        assert_eq!(s.mean_inter_arrival, None);
+        assert_eq!(s.mean_run_raw, None);
+        assert_eq!(s.median_run_valid, None);
+        assert_eq!(s.ratio_sum, None);
+        assert!(s.to_string().contains("n/a"));
+
+        let s = WindowStats::compute(&[job(7, 5, -1, -1, -1, -1, 5)]);
+        assert_eq!(s.mean_inter_arrival, None, "no gap in a single job");
+        assert_eq!(s.mean_run_raw, Some(-1.0));
+        assert_eq!((s.run_valid, s.mean_run_valid), (0, None));
+        assert_eq!((s.req_time_present, s.overrun), (0, 0));
+        assert_eq!((s.max_req_procs, s.max_req_time), (None, None));
     }
 }

@@ -80,12 +80,22 @@ fn check(window: &str, s: &WindowStats, row: &Row) {
         Some(expected) => approx(&w("mean req procs"), s.mean_req_procs, expected),
         None => assert_eq!(s.mean_req_procs, None, "{}", w("mean req procs")),
     }
-    assert_eq!(s.req_time_present, row.req_time_present, "{}", w("req time present"));
+    assert_eq!(
+        s.req_time_present,
+        row.req_time_present,
+        "{}",
+        w("req time present")
+    );
     approx(&w("req/actual mean"), s.ratio_mean, row.ratio[0]);
     approx(&w("req/actual median"), s.ratio_median, row.ratio[1]);
     approx(&w("req/actual sum"), s.ratio_sum, row.ratio[2]);
     assert_eq!(s.overrun, row.overrun, "{}", w("overrun"));
-    assert_eq!(s.status_counts, status(row.status), "{}", w("status counts"));
+    assert_eq!(
+        s.status_counts,
+        status(row.status),
+        "{}",
+        w("status counts")
+    );
 }
 
 fn last(records: &[SwfRecord], n: usize) -> &[SwfRecord] {
@@ -245,8 +255,16 @@ fn sdsc_completed_jobs_only() {
             .collect();
         let s = WindowStats::compute(&done);
         assert_eq!(s.jobs, jobs, "last {n}, status 1: jobs");
-        approx(&format!("last {n}, status 1: mean run"), s.mean_run_raw, run);
-        approx(&format!("last {n}, status 1: ratio median"), s.ratio_median, median);
+        approx(
+            &format!("last {n}, status 1: mean run"),
+            s.mean_run_raw,
+            run,
+        );
+        approx(
+            &format!("last {n}, status 1: ratio median"),
+            s.ratio_median,
+            median,
+        );
         approx(&format!("last {n}, status 1: ratio sum"), s.ratio_sum, sum);
     }
 }
