@@ -94,7 +94,9 @@ pub struct ResourceRequirements {
 pub struct QosConstraints {
     /// Relative deadline D (seconds after submission).
     pub deadline: Time,
-    /// Budget B the user will pay at most.
+    /// Budget B the user will pay at most (+inf: unlimited, written as
+    /// the string "unlimited" in JSON).
+    #[serde(with = "budget_serde")]
     pub budget: f64,
     /// Hard or soft deadline (seed 001).
     #[serde(default)]
@@ -102,6 +104,36 @@ pub struct QosConstraints {
     /// Penalty per second of delay past the deadline (seed 001).
     #[serde(default)]
     pub penalty_rate: f64,
+}
+
+/// JSON has no infinity: an unlimited budget is written "unlimited".
+pub(crate) mod budget_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if *v == f64::INFINITY {
+            s.serialize_str("unlimited")
+        } else {
+            s.serialize_f64(*v)
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Budget {
+        Num(f64),
+        Word(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Budget::deserialize(d)? {
+            Budget::Num(v) => Ok(v),
+            Budget::Word(w) if w == "unlimited" => Ok(f64::INFINITY),
+            Budget::Word(w) => Err(serde::de::Error::custom(format!(
+                "budget must be a number or \"unlimited\", got \"{w}\""
+            ))),
+        }
+    }
 }
 
 /// Segment QoSOptimization.
@@ -225,7 +257,11 @@ impl JobSpec {
             f64::from(self.resources.processors),
         )?;
         positive("QoSConstraints.deadline", self.qos.deadline)?;
-        non_negative("QoSConstraints.budget", self.qos.budget)?;
+        // An unlimited budget (+inf) is how a workload without budgets (seed
+        // 002) says "never binding"; NaN and negative budgets are errors.
+        if self.qos.budget != f64::INFINITY {
+            non_negative("QoSConstraints.budget", self.qos.budget)?;
+        }
         non_negative("QoSConstraints.penalty_rate", self.qos.penalty_rate)?;
         Ok(())
     }
@@ -284,7 +320,10 @@ mod tests {
         let mut s = spec();
         s.details.runtime_estimate = 0.0;
         let e = s.validate().unwrap_err().to_string();
-        assert_eq!(e, "job 7: field JobDetails.runtime_estimate must be > 0, got 0");
+        assert_eq!(
+            e,
+            "job 7: field JobDetails.runtime_estimate must be > 0, got 0"
+        );
 
         let mut s = spec();
         s.qos.deadline = -5.0;

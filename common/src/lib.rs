@@ -8,9 +8,14 @@
 //! (File I/O exists only in [`swf`], which reads traces.)
 
 pub mod job;
+pub mod metrics;
+pub mod node_model;
+pub mod policy;
 pub mod share;
+pub mod sim;
 pub mod swf;
 pub mod time;
+pub mod workload;
 
 pub use job::{JobId, JobSpec};
 pub use time::Time;

@@ -1,0 +1,606 @@
+//! Node state as the policies see it, and the fluid model of a time-shared
+//! node that the simulator (and LibraRisk's projection) integrate exactly.
+//!
+//! [`NodeState`] is the cluster snapshot a policy decides on: per node, its
+//! resources and the parts it holds with their estimated work left and
+//! deadlines. The live manager builds it from node reports; the simulator
+//! keeps it inside each [`FluidNode`]. Neither the actual runtime of a part
+//! nor anything else a policy must not know is in it.
+//!
+//! [`FluidNode`] runs the Job Control rule of [`crate::share`] between
+//! node-local events (a part placed, a part finishing its actual work, an
+//! on-track part reaching its deadline or using up its estimate). Between
+//! events shares are constant, so progress is linear and the next event time
+//! is found in closed form: no time steps, no integration error.
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{JobId, JobSpec};
+use crate::share::{job_control_shares, ShareInput, SpareRule};
+use crate::time::{Time, DEADLINE_TOLERANCE, TIME_EPS};
+
+/// A node's fixed description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// Index of the node in the cluster (0-based; ties go to lower indices).
+    pub id: usize,
+    /// Processor speed: 1.0 is the reference node runtimes were measured on;
+    /// a job needs RE / speed of processor time here.
+    pub speed: f64,
+    /// Memory (KB).
+    pub memory_kb: u64,
+    /// Disk (MB).
+    pub disk_mb: u64,
+}
+
+/// One part of a job placed on a node, as policies see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartView {
+    /// The job this part belongs to.
+    pub job: JobId,
+    /// Estimated processor time on this node (RE / speed).
+    pub est_cpu: f64,
+    /// Processor time done so far on this node.
+    pub cpu_done: f64,
+    /// Absolute deadline DT of the job.
+    pub deadline: Time,
+    /// Memory held (KB).
+    pub memory_kb: u64,
+    /// Disk held (MB).
+    pub disk_mb: u64,
+    /// Return of the job (LibraSLA); 0 for other policies.
+    pub ret: f64,
+}
+
+impl PartView {
+    /// Remaining estimated processor time (may be <= 0 once past the
+    /// estimate).
+    pub fn rem(&self) -> f64 {
+        self.est_cpu - self.cpu_done
+    }
+
+    /// What the share rule needs at `now`. Values within [`TIME_EPS`] of
+    /// zero are snapped to zero, so that a part that is a rounding error
+    /// away from its deadline or estimate counts as overdue and the event
+    /// loops below always make progress.
+    pub fn share_input(&self, now: Time) -> ShareInput {
+        let snap = |v: f64| if v <= TIME_EPS { 0.0 } else { v };
+        ShareInput {
+            rem: snap(self.rem()),
+            rd: snap(self.deadline - now),
+            ret: self.ret,
+        }
+    }
+}
+
+/// A node and the parts it holds: the snapshot a policy decides on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeState {
+    /// The node.
+    pub spec: NodeSpec,
+    /// Parts placed on it and not yet finished.
+    pub parts: Vec<PartView>,
+}
+
+impl NodeState {
+    /// An empty node.
+    pub fn new(spec: NodeSpec) -> NodeState {
+        NodeState {
+            spec,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Sum of the required shares of the on-track parts at `now` (Libra's
+    /// load; overdue parts count 0).
+    pub fn required_share(&self, now: Time) -> f64 {
+        self.parts
+            .iter()
+            .map(|p| p.share_input(now).required())
+            .sum()
+    }
+
+    /// Memory not held by any part.
+    pub fn free_memory_kb(&self) -> u64 {
+        let used: u64 = self.parts.iter().map(|p| p.memory_kb).sum();
+        self.spec.memory_kb.saturating_sub(used)
+    }
+
+    /// Disk not held by any part.
+    pub fn free_disk_mb(&self) -> u64 {
+        let used: u64 = self.parts.iter().map(|p| p.disk_mb).sum();
+        self.spec.disk_mb.saturating_sub(used)
+    }
+
+    /// Whether the node has the memory and disk one part of `job` needs.
+    pub fn has_resources(&self, job: &JobSpec) -> bool {
+        self.free_memory_kb() >= job.resources.memory_kb
+            && self.free_disk_mb() >= job.resources.disk_mb
+    }
+
+    /// Estimated processor time of one part of `job` on this node.
+    pub fn est_cpu(&self, job: &JobSpec) -> f64 {
+        job.estimate() / self.spec.speed
+    }
+
+    /// The part `job` would place here, with nothing done yet.
+    pub fn new_part(&self, job: &JobSpec, ret: f64) -> PartView {
+        PartView {
+            job: job.id,
+            est_cpu: self.est_cpu(job),
+            cpu_done: 0.0,
+            deadline: job.deadline_abs(),
+            memory_kb: job.resources.memory_kb,
+            disk_mb: job.resources.disk_mb,
+            ret,
+        }
+    }
+}
+
+/// A part that finished its actual work.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartFinished {
+    /// The part's job.
+    pub job: JobId,
+    /// The node it ran on.
+    pub node: usize,
+    /// When it finished.
+    pub at: Time,
+}
+
+/// The execution side of a time-shared node: what policies must not see
+/// (actual work) and the current shares. Kept apart from [`NodeState`] so a
+/// whole cluster's states form one slice a policy can read.
+#[derive(Debug, Clone, Default)]
+pub struct FluidExtra {
+    /// Actual processor time each part needs (parallel to the parts).
+    actual_cpu: Vec<f64>,
+    /// Current shares (parallel to the parts), valid until the next event.
+    shares: Vec<f64>,
+    now: Time,
+    /// Processor time handed to parts since the start (for utilisation).
+    busy: f64,
+}
+
+impl FluidExtra {
+    /// The node's current time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Processor time given to parts so far.
+    pub fn busy_time(&self) -> f64 {
+        self.busy
+    }
+
+    /// Current shares, parallel to the node's parts.
+    pub fn shares(&self) -> &[f64] {
+        &self.shares
+    }
+}
+
+/// Scratch space reused across calls so the hot loop does not allocate.
+#[derive(Debug, Clone, Default)]
+pub struct FluidScratch {
+    inputs: Vec<ShareInput>,
+}
+
+fn recompute(state: &NodeState, x: &mut FluidExtra, rule: SpareRule, s: &mut FluidScratch) {
+    let now = x.now;
+    s.inputs.clear();
+    s.inputs
+        .extend(state.parts.iter().map(|p| p.share_input(now)));
+    job_control_shares(&s.inputs, rule, &mut x.shares);
+}
+
+/// Time from now to the next node-local event, if any part is running.
+fn next_event_in(state: &NodeState, x: &FluidExtra) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    let mut consider = |dt: f64| {
+        if best.is_none_or(|b| dt < b) {
+            best = Some(dt);
+        }
+    };
+    for ((p, &a), &actual) in state.parts.iter().zip(&x.shares).zip(&x.actual_cpu) {
+        if a <= 0.0 {
+            continue;
+        }
+        consider(((actual - p.cpu_done) / a).max(0.0));
+        let input = p.share_input(x.now);
+        if input.on_track() {
+            consider(input.rem / a);
+            consider(input.rd);
+        }
+    }
+    best
+}
+
+/// Places a part at the node's current time (advance first). The part
+/// needs `actual_cpu` of processor time there to really finish.
+pub fn fluid_place(
+    state: &mut NodeState,
+    x: &mut FluidExtra,
+    part: PartView,
+    actual_cpu: f64,
+    rule: SpareRule,
+    s: &mut FluidScratch,
+) {
+    state.parts.push(part);
+    x.actual_cpu.push(actual_cpu);
+    recompute(state, x, rule, s);
+}
+
+/// Advances a node to `t`, integrating progress exactly and recomputing
+/// shares at every event on the way. Parts finishing at or before `t` are
+/// removed and reported in `finished` (so completions at `t` are handled
+/// before any arrival at `t`).
+pub fn fluid_advance(
+    state: &mut NodeState,
+    x: &mut FluidExtra,
+    t: Time,
+    rule: SpareRule,
+    s: &mut FluidScratch,
+    finished: &mut Vec<PartFinished>,
+) {
+    while !state.parts.is_empty() && x.now < t {
+        let step = match next_event_in(state, x) {
+            Some(dt) if dt <= t - x.now => dt,
+            _ => t - x.now,
+        };
+        for (p, &a) in state.parts.iter_mut().zip(&x.shares) {
+            p.cpu_done += a * step;
+            x.busy += a * step;
+        }
+        x.now = if step == t - x.now { t } else { x.now + step };
+        // Remove parts whose actual work is done (within rounding), keeping
+        // placement order: the share rule's tie-breaks follow it.
+        let mut k = 0;
+        while k < state.parts.len() {
+            if x.actual_cpu[k] - state.parts[k].cpu_done <= TIME_EPS {
+                finished.push(PartFinished {
+                    job: state.parts[k].job,
+                    node: state.spec.id,
+                    at: x.now,
+                });
+                state.parts.remove(k);
+                x.actual_cpu.remove(k);
+                x.shares.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        recompute(state, x, rule, s);
+    }
+    if x.now < t {
+        x.now = t;
+    }
+}
+
+/// A whole time-shared cluster for the simulator: every node's state as
+/// one slice (what policies read) plus the execution side.
+#[derive(Debug, Clone)]
+pub struct FluidCluster {
+    /// What policies see, one per node.
+    pub states: Vec<NodeState>,
+    extras: Vec<FluidExtra>,
+    scratch: FluidScratch,
+    rule: SpareRule,
+}
+
+impl FluidCluster {
+    /// Empty nodes at time `now`.
+    pub fn new(specs: &[NodeSpec], rule: SpareRule, now: Time) -> FluidCluster {
+        FluidCluster {
+            states: specs.iter().cloned().map(NodeState::new).collect(),
+            extras: specs
+                .iter()
+                .map(|_| FluidExtra {
+                    now,
+                    ..FluidExtra::default()
+                })
+                .collect(),
+            scratch: FluidScratch::default(),
+            rule,
+        }
+    }
+
+    /// Advances every node to `t`.
+    pub fn advance_to(&mut self, t: Time, finished: &mut Vec<PartFinished>) {
+        for (st, x) in self.states.iter_mut().zip(&mut self.extras) {
+            fluid_advance(st, x, t, self.rule, &mut self.scratch, finished);
+        }
+    }
+
+    /// Places a part on node `k` at the cluster's current time.
+    pub fn place(&mut self, k: usize, part: PartView, actual_cpu: f64) {
+        fluid_place(
+            &mut self.states[k],
+            &mut self.extras[k],
+            part,
+            actual_cpu,
+            self.rule,
+            &mut self.scratch,
+        );
+    }
+
+    /// The execution side of node `k`.
+    pub fn extra(&self, k: usize) -> &FluidExtra {
+        &self.extras[k]
+    }
+}
+
+/// One time-shared node integrated exactly between events (a cluster of
+/// one; used by LibraRisk's projection and in tests).
+#[derive(Debug, Clone)]
+pub struct FluidNode {
+    /// What policies see.
+    pub state: NodeState,
+    /// The execution side.
+    pub extra: FluidExtra,
+    scratch: FluidScratch,
+    rule: SpareRule,
+}
+
+impl FluidNode {
+    /// An empty node at time `now`.
+    pub fn new(spec: NodeSpec, rule: SpareRule, now: Time) -> FluidNode {
+        FluidNode {
+            state: NodeState::new(spec),
+            extra: FluidExtra {
+                now,
+                ..FluidExtra::default()
+            },
+            scratch: FluidScratch::default(),
+            rule,
+        }
+    }
+
+    /// Places a part at the node's current time.
+    pub fn place(&mut self, part: PartView, actual_cpu: f64) {
+        fluid_place(
+            &mut self.state,
+            &mut self.extra,
+            part,
+            actual_cpu,
+            self.rule,
+            &mut self.scratch,
+        );
+    }
+
+    /// Advances to `t`; see [`fluid_advance`].
+    pub fn advance_to(&mut self, t: Time, finished: &mut Vec<PartFinished>) {
+        fluid_advance(
+            &mut self.state,
+            &mut self.extra,
+            t,
+            self.rule,
+            &mut self.scratch,
+            finished,
+        );
+    }
+
+    /// Time to the next event, if any part runs.
+    pub fn next_event_in(&self) -> Option<f64> {
+        next_event_in(&self.state, &self.extra)
+    }
+
+    /// The node's current time.
+    pub fn now(&self) -> Time {
+        self.extra.now
+    }
+
+    /// Processor time given to parts so far.
+    pub fn busy_time(&self) -> f64 {
+        self.extra.busy
+    }
+}
+
+/// LibraRisk's projection: the deadline delays every part on `node` would
+/// see if `new` were placed there now and every part then needed exactly
+/// its estimated work (Job Control rule `rule`).
+///
+/// Returns `None` when some part's deadline has already passed (such a node
+/// is never zero-risk), else `deadline_delay_k = (delay_k + rd_k) / rd_k`
+/// for every part, the new one last. A part that ran past its estimate but
+/// not its deadline is projected as finishing now (deadline delay 1).
+pub fn project_deadline_delays(
+    node: &NodeState,
+    new: &PartView,
+    now: Time,
+    rule: SpareRule,
+    out: &mut Vec<f64>,
+) -> Option<()> {
+    out.clear();
+    let mut sim = FluidNode::new(node.spec.clone(), rule, now);
+    let mut order: Vec<(f64, f64)> = Vec::with_capacity(node.parts.len() + 1);
+    for p in node.parts.iter().chain(std::iter::once(new)) {
+        let rd = p.deadline - now;
+        if rd <= TIME_EPS {
+            return None;
+        }
+        let rem = p.rem();
+        order.push((p.deadline, rd));
+        if rem > TIME_EPS {
+            let mut q = p.clone();
+            q.job = (order.len() - 1) as JobId; // index as identity
+                                                // Its actual work is taken to be exactly its estimate.
+            let est = q.est_cpu;
+            sim.place(q, est);
+        }
+    }
+    let mut finish: Vec<Time> = vec![now; order.len()];
+    let mut done = Vec::new();
+    while !sim.state.parts.is_empty() {
+        let dt = sim.next_event_in().unwrap_or(0.0);
+        let t = sim.now() + dt;
+        sim.advance_to(t, &mut done);
+        for f in done.drain(..) {
+            finish[f.job as usize] = f.at;
+        }
+    }
+    out.extend(order.iter().zip(&finish).map(|(&(deadline, rd), &f)| {
+        let late = f - deadline;
+        let delay = if late <= DEADLINE_TOLERANCE {
+            0.0
+        } else {
+            late
+        };
+        (delay + rd) / rd
+    }));
+    Some(())
+}
+
+/// Population standard deviation, two-pass (the paper's
+/// sqrt(mean(x^2) - mean^2) cancels badly when all values are near 1).
+pub fn population_sd(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> NodeSpec {
+        NodeSpec {
+            id: 0,
+            speed: 1.0,
+            memory_kb: 1024,
+            disk_mb: 10,
+        }
+    }
+
+    fn part(job: JobId, est: f64, deadline: Time) -> PartView {
+        PartView {
+            job,
+            est_cpu: est,
+            cpu_done: 0.0,
+            deadline,
+            memory_kb: 0,
+            disk_mb: 0,
+            ret: 0.0,
+        }
+    }
+
+    #[test]
+    fn two_parts_share_proportionally_and_finish_exactly() {
+        // A: est = actual = 20, D = 100 (q 0.2); B: est = actual = 30,
+        // D = 100 (q 0.3). Proportional spare: shares 0.4/0.6, both finish
+        // at t = 50 (20/0.4 = 30/0.6 = 50).
+        let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+        n.place(part(1, 20.0, 100.0), 20.0);
+        n.place(part(2, 30.0, 100.0), 30.0);
+        let mut fin = Vec::new();
+        n.advance_to(1000.0, &mut fin);
+        assert_eq!(fin.len(), 2);
+        for f in &fin {
+            assert!((f.at - 50.0).abs() < 1e-9, "{f:?}");
+        }
+        assert!((n.busy_time() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn idle_rule_finishes_at_the_deadline() {
+        // Alone with q = 0.5 under the idle rule, a part finishes exactly at
+        // its deadline.
+        let mut n = FluidNode::new(spec(), SpareRule::Idle, 0.0);
+        n.place(part(1, 50.0, 100.0), 50.0);
+        let mut fin = Vec::new();
+        n.advance_to(1000.0, &mut fin);
+        assert!((fin[0].at - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn under_estimate_runs_on_past_the_estimate() {
+        // est 10, actual 30, D 100, alone, proportional: share 1 until the
+        // estimate is used up at t = 10, then overdue alone: share 1, done
+        // at t = 30.
+        let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+        n.place(part(1, 10.0, 100.0), 30.0);
+        let mut fin = Vec::new();
+        n.advance_to(1000.0, &mut fin);
+        assert!((fin[0].at - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overdue_part_gets_the_pool() {
+        // Part A: est 10 actual 40 D 1000; part B: est 90 actual 90 D 100.
+        // t=0: qA = 0.01, qB = 0.9, Q = 0.91: shares 0.011/0.989.
+        // A uses its estimate at t = 10/(0.01/0.91) = 910 — later than B's
+        // finish at 90/(0.9/0.91) = 91. After B: A alone, share 1.
+        // At 91, A has done 91 * 0.01/0.91 = 1; needs 39 more: done at 130.
+        let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+        n.place(part(1, 10.0, 1000.0), 40.0);
+        n.place(part(2, 90.0, 100.0), 90.0);
+        let mut fin = Vec::new();
+        n.advance_to(1000.0, &mut fin);
+        assert_eq!(fin[0].job, 2);
+        assert!((fin[0].at - 91.0).abs() < 1e-9, "{fin:?}");
+        assert!((fin[1].at - 130.0).abs() < 1e-9, "{fin:?}");
+    }
+
+    #[test]
+    fn completions_at_t_are_reported_by_advance_to_t() {
+        let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+        n.place(part(1, 10.0, 100.0), 10.0);
+        let mut fin = Vec::new();
+        n.advance_to(10.0, &mut fin);
+        assert_eq!(fin.len(), 1);
+        assert!(n.state.parts.is_empty());
+    }
+
+    #[test]
+    fn paper_deadline_delay_examples() {
+        // Seed 002 section 3.2: delay 20 s, remaining deadline 5 s ->
+        // deadline delay 5; delay 20 s, remaining deadline 10 s -> 3.
+        // Built as lone parts whose estimate overruns the deadline by 20 s
+        // on an empty node: est 25, D 5 finishes at 25 (delay 20) -> 5.
+        let node = NodeState::new(spec());
+        let mut out = Vec::new();
+        project_deadline_delays(
+            &node,
+            &part(1, 25.0, 5.0),
+            0.0,
+            SpareRule::Proportional,
+            &mut out,
+        )
+        .unwrap();
+        assert!((out[0] - 5.0).abs() < 1e-12, "{out:?}");
+        project_deadline_delays(
+            &node,
+            &part(1, 30.0, 10.0),
+            0.0,
+            SpareRule::Proportional,
+            &mut out,
+        )
+        .unwrap();
+        assert!((out[0] - 3.0).abs() < 1e-12, "{out:?}");
+    }
+
+    #[test]
+    fn passed_deadline_is_never_zero_risk() {
+        let mut node = NodeState::new(spec());
+        node.parts.push(part(1, 100.0, 5.0));
+        let mut out = Vec::new();
+        assert!(project_deadline_delays(
+            &node,
+            &part(2, 1.0, 100.0),
+            10.0,
+            SpareRule::Proportional,
+            &mut out
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn population_sd_is_the_paper_sigma() {
+        // deadline delays 1, 1, 3: mean 5/3; sigma = sqrt((1+1+9)/3 - 25/9)
+        // = sqrt(33/9 - 25/9) = sqrt(8)/3.
+        assert!((population_sd(&[1.0, 1.0, 3.0]) - 8f64.sqrt() / 3.0).abs() < 1e-12);
+        assert_eq!(population_sd(&[1.0, 1.0]), 0.0);
+    }
+}

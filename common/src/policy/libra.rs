@@ -1,0 +1,252 @@
+//! Libra (seed 003, as compared in seeds 000-002): a static cost, then the
+//! deadline-based proportional-share test on every node, then best fit.
+
+use super::steps::{load_if_fits, top_k, with_resources, Better};
+use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig, RejectReason};
+use crate::job::JobSpec;
+use crate::node_model::NodeState;
+use crate::share::SpareRule;
+use crate::time::Time;
+
+/// Libra's admission control.
+pub struct Libra {
+    cfg: PolicyConfig,
+    res: Vec<usize>,
+    cands: Vec<(usize, f64)>,
+}
+
+impl Libra {
+    /// Libra with these knobs (gamma, delta, placement, spare rule).
+    pub fn new(cfg: PolicyConfig) -> Libra {
+        Libra {
+            cfg,
+            res: Vec::new(),
+            cands: Vec::new(),
+        }
+    }
+
+    /// Libra's static cost C = gamma RE + delta RE / D: longer jobs pay
+    /// more, and a relaxed deadline is rewarded.
+    pub fn cost(cfg: &PolicyConfig, job: &JobSpec) -> f64 {
+        cfg.gamma * job.estimate() + cfg.delta * job.estimate() / job.qos.deadline
+    }
+
+    /// The budget step shared with LibraRisk.
+    pub(crate) fn budget_permit(cfg: &PolicyConfig, job: &JobSpec) -> Result<f64, Decision> {
+        let cost = Libra::cost(cfg, job);
+        if job.qos.budget < cost {
+            return Err(Decision::reject(
+                RejectReason::Budget,
+                format!(
+                    "cost {cost:.2} exceeds budget {:.2} (cost = {} RE + {} RE/D)",
+                    job.qos.budget, cfg.gamma, cfg.delta
+                ),
+            ));
+        }
+        Ok(cost)
+    }
+
+    /// The processors step: more parts than the cluster has nodes.
+    pub(crate) fn too_many_processors(nodes: &[NodeState], job: &JobSpec) -> Option<Decision> {
+        (job.processors() > nodes.len()).then(|| {
+            Decision::reject(
+                RejectReason::Resources,
+                format!(
+                    "needs {} processors, the cluster has {} nodes",
+                    job.processors(),
+                    nodes.len()
+                ),
+            )
+        })
+    }
+
+    /// The resources step: reject unless enough nodes have memory and disk.
+    pub(crate) fn resource_filter(
+        nodes: &[NodeState],
+        job: &JobSpec,
+        res: &mut Vec<usize>,
+    ) -> Option<Decision> {
+        with_resources(nodes, job, res);
+        (res.len() < job.processors()).then(|| {
+            Decision::reject(
+                RejectReason::Resources,
+                format!(
+                    "needs {} nodes with {} KB memory and {} MB disk free, {} have them",
+                    job.processors(),
+                    job.resources.memory_kb,
+                    job.resources.disk_mb,
+                    res.len()
+                ),
+            )
+        })
+    }
+}
+
+impl AdmissionPolicy for Libra {
+    fn name(&self) -> &'static str {
+        "libra"
+    }
+
+    fn spare_rule(&self) -> SpareRule {
+        self.cfg.spare_rule
+    }
+
+    fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        if let Some(d) = Libra::too_many_processors(nodes, job) {
+            return d;
+        }
+        let cost = match Libra::budget_permit(&self.cfg, job) {
+            Ok(c) => c,
+            Err(d) => return d,
+        };
+        if let Some(d) = Libra::resource_filter(nodes, job, &mut self.res) {
+            return d;
+        }
+        self.cands.clear();
+        self.cands.extend(
+            self.res
+                .iter()
+                .filter_map(|&k| load_if_fits(&nodes[k], job, now).map(|load| (k, load))),
+        );
+        if self.cands.len() < job.processors() {
+            return Decision::reject(
+                RejectReason::Deadline,
+                format!(
+                    "needs {} nodes that can finish RE {:.0} s within D {:.0} s, {} can",
+                    job.processors(),
+                    job.estimate(),
+                    job.qos.deadline,
+                    self.cands.len()
+                ),
+            );
+        }
+        let better = match self.cfg.placement {
+            Placement::BestFit => Better::Higher,
+            Placement::LeastLoaded => Better::Lower,
+        };
+        top_k(&mut self.cands, job.processors(), better);
+        Decision::Accept(Accept {
+            nodes: self.cands.iter().map(|c| c.0).collect(),
+            cost,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::test_util::{busy, job, nodes};
+
+    fn accept(d: Decision) -> Accept {
+        match d {
+            Decision::Accept(a) => a,
+            Decision::Reject(r) => panic!("rejected: {r:?}"),
+        }
+    }
+
+    fn reason(d: Decision) -> RejectReason {
+        match d {
+            Decision::Reject(r) => r.reason,
+            Decision::Accept(a) => panic!("accepted: {a:?}"),
+        }
+    }
+
+    #[test]
+    fn cost_is_re_plus_re_over_d() {
+        // RE 100, D 400: C = 100 + 100/400 = 100.25.
+        let c = Libra::cost(&PolicyConfig::default(), &job(1, 100.0, 1, 400.0, 1e9));
+        assert!((c - 100.25).abs() < 1e-12);
+    }
+
+    #[test]
+    fn budget_below_cost_is_rejected_for_budget() {
+        let mut l = Libra::new(PolicyConfig::default());
+        let n = nodes(2);
+        assert_eq!(
+            reason(l.decide(0.0, &n, &job(1, 100.0, 1, 400.0, 100.2))),
+            RejectReason::Budget
+        );
+        // Exactly the cost is enough.
+        accept(l.decide(0.0, &n, &job(1, 100.0, 1, 400.0, 100.25)));
+    }
+
+    #[test]
+    fn best_fit_takes_the_fullest_node_that_fits() {
+        // Node loads at now = 0: n0 0.5 (rem 50 / rd 100), n1 0.7, n2 0.1.
+        // New job RE 20, D 100 adds 0.2: loads after 0.7, 0.9, 0.3. All fit;
+        // best fit takes n1, then n0 for a second processor.
+        let mut n = nodes(3);
+        busy(&mut n[0], 10, 50.0, 100.0);
+        busy(&mut n[1], 11, 70.0, 100.0);
+        busy(&mut n[2], 12, 10.0, 100.0);
+        let mut l = Libra::new(PolicyConfig::default());
+        assert_eq!(
+            accept(l.decide(0.0, &n, &job(1, 20.0, 1, 100.0, 1e9))).nodes,
+            vec![1]
+        );
+        assert_eq!(
+            accept(l.decide(0.0, &n, &job(1, 20.0, 2, 100.0, 1e9))).nodes,
+            vec![1, 0]
+        );
+        // RE 40 adds 0.4: n1 would reach 1.1 and is unsuitable; best fit
+        // among n0 (0.9) and n2 (0.5) is n0.
+        assert_eq!(
+            accept(l.decide(0.0, &n, &job(1, 40.0, 1, 100.0, 1e9))).nodes,
+            vec![0]
+        );
+        // Least loaded picks n2 instead.
+        let mut ll = Libra::new(PolicyConfig {
+            placement: Placement::LeastLoaded,
+            ..PolicyConfig::default()
+        });
+        assert_eq!(
+            accept(ll.decide(0.0, &n, &job(1, 40.0, 1, 100.0, 1e9))).nodes,
+            vec![2]
+        );
+    }
+
+    #[test]
+    fn too_few_suitable_nodes_is_a_deadline_rejection() {
+        // RE 60 in D 100 needs 0.6: only n2 (0.1) has room; P = 2 fails.
+        let mut n = nodes(3);
+        busy(&mut n[0], 10, 50.0, 100.0);
+        busy(&mut n[1], 11, 70.0, 100.0);
+        busy(&mut n[2], 12, 10.0, 100.0);
+        let mut l = Libra::new(PolicyConfig::default());
+        assert_eq!(
+            reason(l.decide(0.0, &n, &job(1, 60.0, 2, 100.0, 1e9))),
+            RejectReason::Deadline
+        );
+        // An estimate beyond the deadline never fits (0 + 1.5 > 1).
+        assert_eq!(
+            reason(l.decide(0.0, &nodes(1), &job(1, 150.0, 1, 100.0, 1e9))),
+            RejectReason::Deadline
+        );
+        // More processors than nodes: resources.
+        assert_eq!(
+            reason(l.decide(0.0, &n, &job(1, 1.0, 4, 100.0, 1e9))),
+            RejectReason::Resources
+        );
+    }
+
+    #[test]
+    fn overdue_parts_count_zero() {
+        // A part past its estimate (rem <= 0) with a deadline ahead is
+        // overdue: Libra counts it 0, so a full-size job still fits. This
+        // is the blind spot LibraRisk addresses.
+        let mut n = nodes(1);
+        busy(&mut n[0], 10, 0.0, 500.0);
+        let mut l = Libra::new(PolicyConfig::default());
+        accept(l.decide(0.0, &n, &job(1, 100.0, 1, 100.0, 1e9)));
+    }
+
+    #[test]
+    fn memory_filter_rejects_for_resources() {
+        let mut n = nodes(2);
+        n[0].spec.memory_kb = 10;
+        let mut j = job(1, 10.0, 2, 100.0, 1e9);
+        j.resources.memory_kb = 100;
+        let mut l = Libra::new(PolicyConfig::default());
+        assert_eq!(reason(l.decide(0.0, &n, &j)), RejectReason::Resources);
+    }
+}

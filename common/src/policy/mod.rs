@@ -1,0 +1,408 @@
+//! Admission policies: pure functions of a cluster snapshot and a job.
+//!
+//! Two kinds, as in the papers:
+//! - [`AdmissionPolicy`] (time-shared, the Libra family): decides at
+//!   submission, on a snapshot of every node ([`NodeState`]), and places one
+//!   part per chosen node, which then runs at once under Job Control.
+//! - [`QueuePolicy`] (space-shared baselines): keeps a queue, and at each
+//!   event says which jobs start on which free nodes, and which it drops.
+//!
+//! Every policy is a sequence of small steps (resource filter, deadline
+//! filter, risk filter, price/budget permit, best-fit score; see
+//! [`steps`]), and a rejection is a normal [`Decision`] with a reason, never
+//! an error. Policies are registered by stable names in [`REGISTRY`]; the
+//! CLI, configs and tests use those names.
+//!
+//! Nothing here does I/O, reads a clock or knows about actix or quinn: the
+//! live manager and the simulator call the same code with `now` as an
+//! argument.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::job::{JobId, JobSpec};
+use crate::node_model::{NodeSpec, NodeState};
+use crate::share::SpareRule;
+use crate::time::Time;
+
+mod libra;
+mod plus_dollar;
+mod risk;
+mod space;
+pub mod steps;
+
+pub use libra::Libra;
+pub use plus_dollar::{LibraPlusDollar, PriceQuote};
+pub use risk::LibraRisk;
+pub use space::{Backfill, BackfillOrder, Edf, Fifo};
+
+/// Why a job was not accepted. Stable names appear in every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RejectReason {
+    /// Fewer nodes with the memory/disk (or processors) than it needs.
+    Resources,
+    /// Fewer nodes than it needs can meet its deadline.
+    Deadline,
+    /// Its budget does not cover the cost.
+    Budget,
+    /// Accepting it would expose nodes to deadline delay (LibraRisk).
+    Risk,
+    /// Accepting it would lower the nodes' return (LibraSLA).
+    Return,
+    /// Dropped from a queue after its deadline lapsed (space-shared).
+    Expired,
+}
+
+impl RejectReason {
+    /// Every reason, in report order.
+    pub const ALL: [RejectReason; 6] = [
+        RejectReason::Resources,
+        RejectReason::Deadline,
+        RejectReason::Budget,
+        RejectReason::Risk,
+        RejectReason::Return,
+        RejectReason::Expired,
+    ];
+
+    /// Stable lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RejectReason::Resources => "resources",
+            RejectReason::Deadline => "deadline",
+            RejectReason::Budget => "budget",
+            RejectReason::Risk => "risk",
+            RejectReason::Return => "return",
+            RejectReason::Expired => "expired",
+        }
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A rejection: the reason and a sentence a user can act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reject {
+    /// Why.
+    pub reason: RejectReason,
+    /// Details (how many nodes qualified, the cheapest price, ...).
+    pub detail: String,
+}
+
+/// An acceptance: where the parts go and what the user pays.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accept {
+    /// One node index per part.
+    pub nodes: Vec<usize>,
+    /// The cost C charged (earned only if the job's QoS is met).
+    pub cost: f64,
+}
+
+/// The outcome of an admission decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Decision {
+    /// Accepted onto these nodes at this cost.
+    Accept(Accept),
+    /// Rejected for this reason.
+    Reject(Reject),
+}
+
+impl Decision {
+    /// A rejection with a formatted detail.
+    pub fn reject(reason: RejectReason, detail: impl Into<String>) -> Decision {
+        Decision::Reject(Reject {
+            reason,
+            detail: detail.into(),
+        })
+    }
+}
+
+/// A time-shared admission policy (the Libra family).
+pub trait AdmissionPolicy: Send {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+
+    /// Decides on `job` at `now`, given every node's state at `now`. The
+    /// snapshot is not changed during the decision.
+    fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision;
+
+    /// The Job Control spare-capacity rule nodes should run with.
+    fn spare_rule(&self) -> SpareRule;
+}
+
+/// What a space-shared policy wants done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum QueueAction {
+    /// Start the job now on these nodes (exclusively), charging `cost` if
+    /// it meets its deadline.
+    Start {
+        /// The job.
+        job: JobId,
+        /// One node per processor.
+        nodes: Vec<usize>,
+        /// The cost.
+        cost: f64,
+    },
+    /// Remove the job from the queue without running it.
+    Drop {
+        /// The job.
+        job: JobId,
+        /// Why.
+        reject: Reject,
+    },
+}
+
+/// A space-shared queueing policy: one job per processor at a time.
+pub trait QueuePolicy: Send {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+
+    /// A job arrives at `now`. Returns a rejection if it can never run
+    /// (more processors than the cluster); otherwise it is queued.
+    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject>;
+
+    /// A started job finished at `now` and freed its nodes.
+    fn finished(&mut self, now: Time, job: JobId);
+
+    /// Decides what to start and what to drop at `now` (called after the
+    /// arrivals and completions of an instant). Appends to `out`.
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>);
+
+    /// Jobs waiting in the queue.
+    fn queued(&self) -> usize;
+}
+
+/// A built policy of either kind.
+pub enum Policy {
+    /// Time-shared admission at submission.
+    Admission(Box<dyn AdmissionPolicy>),
+    /// Space-shared queueing.
+    Queue(Box<dyn QueuePolicy>),
+}
+
+impl Policy {
+    /// The registered name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::Admission(p) => p.name(),
+            Policy::Queue(p) => p.name(),
+        }
+    }
+}
+
+/// Where Libra puts a job among the suitable nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Highest load after acceptance first (the version seeds 001/002
+    /// compare against).
+    #[default]
+    BestFit,
+    /// Lowest load after acceptance first (seed 003's original).
+    LeastLoaded,
+}
+
+/// The order LibraRisk walks its zero-risk nodes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RiskOrder {
+    /// Node index order (the paper's loop).
+    #[default]
+    NodeOrder,
+    /// Best fit among the zero-risk nodes.
+    BestFit,
+}
+
+/// Knobs of the policies. Defaults are the papers' (Table I of seed 000
+/// for alpha and beta; gamma = delta = 1 for Libra's cost).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// Libra+$ static pricing factor.
+    pub alpha: f64,
+    /// Libra+$ dynamic pricing factor.
+    pub beta: f64,
+    /// Libra cost factor on RE.
+    pub gamma: f64,
+    /// Libra cost factor on RE / D.
+    pub delta: f64,
+    /// Base price per second of processor time.
+    pub pbase: f64,
+    /// Libra's placement.
+    pub placement: Placement,
+    /// LibraRisk's node order.
+    pub risk_order: RiskOrder,
+    /// sigma_j at most this counts as zero risk.
+    pub risk_tolerance: f64,
+    /// Whether LibraRisk may skip the projection when no part can be
+    /// delayed (a valid shortcut; tests check it changes nothing).
+    pub risk_shortcut: bool,
+    /// Spare-capacity rule of the nodes' Job Control.
+    pub spare_rule: SpareRule,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            alpha: 1.0,
+            beta: 0.1,
+            gamma: 1.0,
+            delta: 1.0,
+            pbase: 1.0,
+            placement: Placement::BestFit,
+            risk_order: RiskOrder::NodeOrder,
+            risk_tolerance: 1e-9,
+            risk_shortcut: true,
+            spare_rule: SpareRule::Proportional,
+        }
+    }
+}
+
+/// A registered policy.
+pub struct PolicyEntry {
+    /// Stable name used by configs and the CLI.
+    pub name: &'static str,
+    /// Which paper it comes from and what it does, in one line.
+    pub about: &'static str,
+    /// Builds it for a cluster of these nodes.
+    pub build: fn(&PolicyConfig, &[NodeSpec]) -> Policy,
+}
+
+/// Every policy, by stable name.
+pub const REGISTRY: &[PolicyEntry] = &[
+    PolicyEntry {
+        name: "libra",
+        about: "seed 003: deadline-based proportional share, static cost, best fit",
+        build: |c, _| Policy::Admission(Box::new(Libra::new(c.clone()))),
+    },
+    PolicyEntry {
+        name: "libra-risk",
+        about: "seed 002: Libra admitting only onto nodes with zero risk of deadline delay",
+        build: |c, _| Policy::Admission(Box::new(LibraRisk::new(c.clone()))),
+    },
+    PolicyEntry {
+        name: "libra-plus-dollar",
+        about: "seed 000: Libra with dynamic pricing P = alpha PBase + beta PUtil",
+        build: |c, _| Policy::Admission(Box::new(LibraPlusDollar::new(c.clone()))),
+    },
+    PolicyEntry {
+        name: "edf",
+        about: "seed 002: space-shared non-preemptive EDF without backfilling",
+        build: |c, n| Policy::Queue(Box::new(Edf::new(c, n))),
+    },
+    PolicyEntry {
+        name: "fcfs-bf",
+        about: "seed 000: EASY backfilling in arrival order, lapsed jobs dropped",
+        build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Fcfs, c, n))),
+    },
+    PolicyEntry {
+        name: "sjf-bf",
+        about: "seed 000: EASY backfilling, shortest estimate first, lapsed jobs dropped",
+        build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Sjf, c, n))),
+    },
+    PolicyEntry {
+        name: "edf-bf",
+        about: "seed 000: EASY backfilling, earliest deadline first, lapsed jobs dropped",
+        build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Edf, c, n))),
+    },
+    PolicyEntry {
+        name: "fifo",
+        about: "seed 003: PBS FIFO, space-shared, no admission control",
+        build: |c, n| Policy::Queue(Box::new(Fifo::new(c, n))),
+    },
+];
+
+/// No policy of that name.
+#[derive(Debug, Clone, Error)]
+#[error("unknown policy '{name}'; known policies: {known}")]
+pub struct UnknownPolicy {
+    /// What was asked for.
+    pub name: String,
+    /// What exists.
+    pub known: String,
+}
+
+/// Looks a policy up by name.
+pub fn entry(name: &str) -> Result<&'static PolicyEntry, UnknownPolicy> {
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| UnknownPolicy {
+            name: name.to_string(),
+            known: REGISTRY
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// Builds a policy by name.
+pub fn build(name: &str, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Result<Policy, UnknownPolicy> {
+    Ok((entry(name)?.build)(cfg, nodes))
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use std::collections::BTreeMap;
+
+    use crate::job::*;
+    use crate::node_model::{NodeSpec, NodeState, PartView};
+
+    pub fn job(id: JobId, re: f64, p: u32, d: f64, b: f64) -> JobSpec {
+        JobSpec {
+            id,
+            details: JobDetails {
+                runtime_estimate: re,
+                submit_time: 0.0,
+                name: None,
+            },
+            resources: ResourceRequirements {
+                processors: p,
+                memory_kb: 0,
+                disk_mb: 0,
+            },
+            qos: QosConstraints {
+                deadline: d,
+                budget: b,
+                deadline_type: DeadlineType::Hard,
+                penalty_rate: 0.0,
+            },
+            optimization: QosOptimization::default(),
+            urgency: None,
+            extra_segments: BTreeMap::new(),
+        }
+    }
+
+    pub fn nodes(n: usize) -> Vec<NodeState> {
+        (0..n)
+            .map(|id| {
+                NodeState::new(NodeSpec {
+                    id,
+                    speed: 1.0,
+                    memory_kb: 1 << 20,
+                    disk_mb: 1 << 10,
+                })
+            })
+            .collect()
+    }
+
+    /// A running part with `rem` estimated work left and deadline `dt`.
+    pub fn busy(node: &mut NodeState, job: JobId, rem: f64, dt: f64) {
+        node.parts.push(PartView {
+            job,
+            est_cpu: rem,
+            cpu_done: 0.0,
+            deadline: dt,
+            memory_kb: 0,
+            disk_mb: 0,
+            ret: 0.0,
+        });
+    }
+}

@@ -1,0 +1,503 @@
+//! Space-shared baselines: one job per processor at a time, jobs wait in a
+//! queue. FCFS-BF, SJF-BF and EDF-BF (seed 000: EASY backfilling with the
+//! "generous" admission control that drops a waiting job once its deadline
+//! has lapsed), EDF (seed 002: non-preemptive, no backfilling, rejects a
+//! selected job that can no longer meet its deadline) and PBS FIFO (seed
+//! 003: no admission control at all).
+//!
+//! These policies own the node allocation (a node is free or busy). They
+//! plan with runtime *estimates* on the slowest node of the cluster; the
+//! execution model (simulator or real nodes) reports actual completions
+//! through [`QueuePolicy::finished`].
+
+use super::{PolicyConfig, QueueAction, QueuePolicy, Reject, RejectReason};
+use crate::job::{JobId, JobSpec};
+use crate::node_model::NodeSpec;
+use crate::time::{Time, TIME_EPS};
+
+#[derive(Debug, Clone)]
+struct Waiting {
+    id: JobId,
+    procs: usize,
+    /// Planned runtime: RE on the slowest node.
+    est: f64,
+    estimate: f64,
+    deadline: Time,
+    submit: Time,
+    seq: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Running {
+    id: JobId,
+    nodes: Vec<usize>,
+    est_end: Time,
+}
+
+/// The state every space-shared policy keeps: free nodes, running jobs,
+/// the queue.
+#[derive(Debug, Clone)]
+struct SpaceState {
+    free: Vec<bool>,
+    n_free: usize,
+    running: Vec<Running>,
+    queue: Vec<Waiting>,
+    seq: u64,
+    slowest: f64,
+    pbase: f64,
+}
+
+impl SpaceState {
+    fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> SpaceState {
+        SpaceState {
+            free: vec![true; nodes.len()],
+            n_free: nodes.len(),
+            running: Vec::new(),
+            queue: Vec::new(),
+            seq: 0,
+            slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
+            pbase: cfg.pbase,
+        }
+    }
+
+    fn submit(&mut self, job: &JobSpec) -> Option<Reject> {
+        if job.processors() > self.free.len() {
+            return Some(Reject {
+                reason: RejectReason::Resources,
+                detail: format!(
+                    "needs {} processors, the cluster has {}",
+                    job.processors(),
+                    self.free.len()
+                ),
+            });
+        }
+        self.seq += 1;
+        self.queue.push(Waiting {
+            id: job.id,
+            procs: job.processors(),
+            est: job.estimate() / self.slowest,
+            estimate: job.estimate(),
+            deadline: job.deadline_abs(),
+            submit: job.details.submit_time,
+            seq: self.seq,
+        });
+        None
+    }
+
+    fn finished(&mut self, job: JobId) {
+        if let Some(k) = self.running.iter().position(|r| r.id == job) {
+            let r = self.running.swap_remove(k);
+            for n in r.nodes {
+                self.free[n] = true;
+                self.n_free += 1;
+            }
+        }
+    }
+
+    /// Starts queue entry `k` now on the lowest-index free nodes.
+    fn start(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
+        let w = self.queue.remove(k);
+        let mut nodes = Vec::with_capacity(w.procs);
+        for (n, f) in self.free.iter_mut().enumerate() {
+            if nodes.len() == w.procs {
+                break;
+            }
+            if *f {
+                *f = false;
+                nodes.push(n);
+            }
+        }
+        self.n_free -= w.procs;
+        self.running.push(Running {
+            id: w.id,
+            nodes: nodes.clone(),
+            est_end: now + w.est,
+        });
+        out.push(QueueAction::Start {
+            job: w.id,
+            nodes,
+            cost: w.estimate * self.pbase,
+        });
+    }
+
+    fn drop_job(
+        &mut self,
+        k: usize,
+        reason: RejectReason,
+        detail: String,
+        out: &mut Vec<QueueAction>,
+    ) {
+        let w = self.queue.remove(k);
+        out.push(QueueAction::Drop {
+            job: w.id,
+            reject: Reject { reason, detail },
+        });
+    }
+
+    /// Drops every waiting job whose deadline has passed.
+    fn drop_lapsed(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        let mut k = 0;
+        while k < self.queue.len() {
+            if now > self.queue[k].deadline + TIME_EPS {
+                let detail = format!(
+                    "deadline {:.0} lapsed while waiting (dropped at {:.0})",
+                    self.queue[k].deadline, now
+                );
+                self.drop_job(k, RejectReason::Expired, detail, out);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// When `procs` nodes will be free by the running jobs' estimates (a
+    /// job past its estimate is expected to end now), and how many nodes
+    /// beyond `procs` are free then.
+    fn shadow(&self, now: Time, procs: usize) -> (Time, usize) {
+        let mut ends: Vec<(Time, usize)> = self
+            .running
+            .iter()
+            .map(|r| (r.est_end.max(now), r.nodes.len()))
+            .collect();
+        ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut avail = self.n_free;
+        for (t, n) in ends {
+            avail += n;
+            if avail >= procs {
+                return (t, avail - procs);
+            }
+        }
+        // Unreachable for jobs that fit the cluster; be safe.
+        (Time::INFINITY, 0)
+    }
+}
+
+/// The priority of an EASY backfilling queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackfillOrder {
+    /// First come, first served.
+    Fcfs,
+    /// Shortest runtime estimate first.
+    Sjf,
+    /// Earliest deadline first.
+    Edf,
+}
+
+/// EASY backfilling (seed 000's FCFS-BF, SJF-BF, EDF-BF).
+pub struct Backfill {
+    order: BackfillOrder,
+    st: SpaceState,
+}
+
+impl Backfill {
+    /// EASY backfilling with this priority on these nodes.
+    pub fn new(order: BackfillOrder, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Backfill {
+        Backfill {
+            order,
+            st: SpaceState::new(cfg, nodes),
+        }
+    }
+
+    fn sort_queue(&mut self) {
+        let key = |w: &Waiting| match self.order {
+            BackfillOrder::Fcfs => w.submit,
+            BackfillOrder::Sjf => w.estimate,
+            BackfillOrder::Edf => w.deadline,
+        };
+        self.st
+            .queue
+            .sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.seq.cmp(&b.seq)));
+    }
+}
+
+impl QueuePolicy for Backfill {
+    fn name(&self) -> &'static str {
+        match self.order {
+            BackfillOrder::Fcfs => "fcfs-bf",
+            BackfillOrder::Sjf => "sjf-bf",
+            BackfillOrder::Edf => "edf-bf",
+        }
+    }
+
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        self.st.drop_lapsed(now, out);
+        self.sort_queue();
+        // Start jobs from the head while they fit.
+        while let Some(head) = self.st.queue.first() {
+            if head.procs > self.st.n_free {
+                break;
+            }
+            self.st.start(0, now, out);
+        }
+        let Some(head) = self.st.queue.first() else {
+            return;
+        };
+        // The head waits: reserve its start at the shadow time; backfill
+        // later jobs that end before it, or that fit in the extra nodes.
+        let (shadow, mut extra) = self.st.shadow(now, head.procs);
+        let mut k = 1;
+        while k < self.st.queue.len() && self.st.n_free > 0 {
+            let w = &self.st.queue[k];
+            if w.procs <= self.st.n_free {
+                let ends_before = now + w.est <= shadow + TIME_EPS;
+                if ends_before || w.procs <= extra {
+                    if !ends_before {
+                        extra -= w.procs;
+                    }
+                    self.st.start(k, now, out);
+                    continue;
+                }
+            }
+            k += 1;
+        }
+    }
+}
+
+/// Seed 002's EDF: space-shared, non-preemptive, no backfilling. The
+/// earliest-deadline job is selected; if its deadline has passed or its
+/// estimate can no longer meet it, it is rejected and the next selected;
+/// if it does not fit it waits (and a later arrival with an earlier
+/// deadline may take its place).
+pub struct Edf {
+    st: SpaceState,
+}
+
+impl Edf {
+    /// EDF on these nodes.
+    pub fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Edf {
+        Edf {
+            st: SpaceState::new(cfg, nodes),
+        }
+    }
+}
+
+impl QueuePolicy for Edf {
+    fn name(&self) -> &'static str {
+        "edf"
+    }
+
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        self.st
+            .queue
+            .sort_by(|a, b| a.deadline.total_cmp(&b.deadline).then(a.seq.cmp(&b.seq)));
+        while let Some(head) = self.st.queue.first() {
+            if now > head.deadline + TIME_EPS {
+                let detail = format!(
+                    "deadline {:.0} passed before it was selected",
+                    head.deadline
+                );
+                self.st.drop_job(0, RejectReason::Expired, detail, out);
+            } else if now + head.est > head.deadline + TIME_EPS {
+                let detail = format!(
+                    "selected at {:.0}: estimate {:.0} s cannot meet deadline {:.0}",
+                    now, head.est, head.deadline
+                );
+                self.st.drop_job(0, RejectReason::Deadline, detail, out);
+            } else if head.procs <= self.st.n_free {
+                self.st.start(0, now, out);
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+/// PBS FIFO (seed 003): strict arrival order, no backfilling, no admission
+/// control: every job eventually runs, late or not.
+pub struct Fifo {
+    st: SpaceState,
+}
+
+impl Fifo {
+    /// FIFO on these nodes.
+    pub fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Fifo {
+        Fifo {
+            st: SpaceState::new(cfg, nodes),
+        }
+    }
+}
+
+impl QueuePolicy for Fifo {
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        // The queue is already in arrival order (submissions come in order).
+        while let Some(head) = self.st.queue.first() {
+            if head.procs > self.st.n_free {
+                break;
+            }
+            self.st.start(0, now, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::test_util::job;
+
+    fn specs(n: usize) -> Vec<NodeSpec> {
+        (0..n)
+            .map(|id| NodeSpec {
+                id,
+                speed: 1.0,
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect()
+    }
+
+    fn at(mut j: JobSpec, submit: Time) -> JobSpec {
+        j.details.submit_time = submit;
+        j
+    }
+
+    fn started(out: &[QueueAction]) -> Vec<(JobId, Vec<usize>)> {
+        out.iter()
+            .filter_map(|a| match a {
+                QueueAction::Start { job, nodes, .. } => Some((*job, nodes.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn easy_backfills_only_what_does_not_delay_the_head() {
+        // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
+        // B (4 procs, RE 10): must wait for A: shadow 100, extra 0.
+        // C (1 proc, RE 50): ends at 50 <= 100: backfilled on node 3.
+        // D (1 proc, RE 200): would end after the shadow and there is no
+        // extra node: waits.
+        let cfg = PolicyConfig::default();
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &cfg, &specs(4));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 3, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0, 1, 2])]);
+        out.clear();
+        p.submit(1.0, &at(job(2, 10.0, 4, 1e6, 1e9), 1.0));
+        p.submit(1.0, &at(job(3, 50.0, 1, 1e6, 1e9), 1.0));
+        p.submit(1.0, &at(job(4, 200.0, 1, 1e6, 1e9), 1.0));
+        p.schedule(1.0, &mut out);
+        assert_eq!(started(&out), vec![(3, vec![3])]);
+        assert_eq!(p.queued(), 2);
+        // A and C finish: B (head) starts on all four.
+        out.clear();
+        p.finished(51.0, 3);
+        p.finished(100.0, 1);
+        p.schedule(100.0, &mut out);
+        assert_eq!(started(&out), vec![(2, vec![0, 1, 2, 3])]);
+    }
+
+    #[test]
+    fn sjf_orders_by_estimate_and_lapsed_jobs_are_dropped() {
+        let cfg = PolicyConfig::default();
+        let mut p = Backfill::new(BackfillOrder::Sjf, &cfg, &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &job(1, 100.0, 1, 1e6, 1e9));
+        p.schedule(0.0, &mut out);
+        // While job 1 runs: job 2 (RE 50, DT 30) and job 3 (RE 20).
+        p.submit(0.0, &job(2, 50.0, 1, 30.0, 1e9));
+        p.submit(0.0, &job(3, 20.0, 1, 1e6, 1e9));
+        p.submit(0.0, &job(4, 10.0, 1, 1e6, 1e9));
+        out.clear();
+        p.finished(100.0, 1);
+        p.schedule(100.0, &mut out);
+        // Job 2's deadline (30) lapsed: dropped as expired. Shortest first:
+        // job 4 starts.
+        assert!(
+            matches!(&out[0], QueueAction::Drop { job: 2, reject } if reject.reason == RejectReason::Expired)
+        );
+        assert_eq!(started(&out), vec![(4, vec![0])]);
+    }
+
+    #[test]
+    fn edf_rejects_what_its_estimate_cannot_meet() {
+        let cfg = PolicyConfig::default();
+        let mut p = Edf::new(&cfg, &specs(2));
+        let mut out = Vec::new();
+        p.submit(0.0, &job(1, 100.0, 2, 1000.0, 1e9));
+        p.schedule(0.0, &mut out);
+        // Waiting while job 1 runs: job 2 (RE 50, DT 120) and job 3
+        // (RE 10, DT 500). At 100 job 2 is selected first (earliest
+        // deadline) but 100 + 50 > 120: rejected for deadline; job 3 runs.
+        p.submit(0.0, &job(2, 50.0, 1, 120.0, 1e9));
+        p.submit(0.0, &job(3, 10.0, 1, 500.0, 1e9));
+        out.clear();
+        p.finished(100.0, 1);
+        p.schedule(100.0, &mut out);
+        assert!(
+            matches!(&out[0], QueueAction::Drop { job: 2, reject } if reject.reason == RejectReason::Deadline)
+        );
+        assert_eq!(started(&out), vec![(3, vec![0])]);
+    }
+
+    #[test]
+    fn edf_head_waits_without_backfilling() {
+        // 2 nodes, job 1 holds one. Head (earliest deadline) needs 2 and
+        // waits; job 3 needs 1 and would fit, but EDF does not backfill.
+        let cfg = PolicyConfig::default();
+        let mut p = Edf::new(&cfg, &specs(2));
+        let mut out = Vec::new();
+        p.submit(0.0, &job(1, 100.0, 1, 1000.0, 1e9));
+        p.schedule(0.0, &mut out);
+        p.submit(0.0, &job(2, 10.0, 2, 200.0, 1e9));
+        p.submit(0.0, &job(3, 10.0, 1, 900.0, 1e9));
+        out.clear();
+        p.schedule(0.0, &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn fifo_runs_everything_in_order() {
+        let cfg = PolicyConfig::default();
+        let mut p = Fifo::new(&cfg, &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &job(1, 100.0, 1, 10.0, 1e9));
+        p.submit(0.0, &job(2, 1.0, 1, 10.0, 1e9));
+        p.schedule(0.0, &mut out);
+        p.finished(100.0, 1);
+        p.schedule(100.0, &mut out);
+        // Job 2 runs although its deadline passed long ago.
+        assert_eq!(started(&out), vec![(1, vec![0]), (2, vec![0])]);
+        assert!(p.submit(0.0, &job(3, 1.0, 2, 10.0, 1e9)).is_some());
+    }
+}
