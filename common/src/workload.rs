@@ -311,43 +311,7 @@ impl Params {
     /// Overrides one parameter by name, parsing `value` as the field's type.
     /// Unknown keys and ill-typed values are errors naming the key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
-        let serde_json::Value::Object(mut map) =
-            serde_json::to_value(&*self).expect("params serialise")
-        else {
-            unreachable!("Params serialises to an object")
-        };
-        let Some(old) = map.get(key) else {
-            return Err(WorkloadError::UnknownParam {
-                key: key.to_string(),
-                known: map.keys().cloned().collect::<Vec<_>>().join(", "),
-            });
-        };
-        let bad = |why: String| WorkloadError::BadValue {
-            key: key.to_string(),
-            value: value.to_string(),
-            why,
-        };
-        let new = match old {
-            serde_json::Value::String(_) => serde_json::Value::String(value.to_string()),
-            serde_json::Value::Bool(_) => serde_json::Value::Bool(
-                value
-                    .parse::<bool>()
-                    .map_err(|_| bad("expected true or false".into()))?,
-            ),
-            serde_json::Value::Number(_) => {
-                let n: serde_json::Number =
-                    value.parse().map_err(|_| bad("expected a number".into()))?;
-                serde_json::Value::Number(n)
-            }
-            _ => return Err(bad("not settable".into())),
-        };
-        map.insert(key.to_string(), new);
-        *self = serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| {
-            bad(e
-                .to_string()
-                .replace("unknown variant", "expected one of; got"))
-        })?;
-        Ok(())
+        set_by_name(self, key, value)
     }
 
     /// Applies `key=value` strings in order.
@@ -447,6 +411,50 @@ impl Params {
             })
             .collect()
     }
+}
+
+/// Sets the field `key` of any flat serde struct from a string, parsing it
+/// as the field's current JSON type (number, bool, string or enum name).
+/// An unknown key is [`WorkloadError::UnknownParam`] listing the known ones.
+pub fn set_by_name<T: Serialize + serde::de::DeserializeOwned>(
+    target: &mut T,
+    key: &str,
+    value: &str,
+) -> Result<(), WorkloadError> {
+    let serde_json::Value::Object(mut map) =
+        serde_json::to_value(&*target).expect("a flat struct serialises to JSON")
+    else {
+        unreachable!("set_by_name is only used on structs")
+    };
+    let Some(old) = map.get(key) else {
+        return Err(WorkloadError::UnknownParam {
+            key: key.to_string(),
+            known: map.keys().cloned().collect::<Vec<_>>().join(", "),
+        });
+    };
+    let bad = |why: String| WorkloadError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        why,
+    };
+    let new = match old {
+        serde_json::Value::String(_) => serde_json::Value::String(value.to_string()),
+        serde_json::Value::Bool(_) => serde_json::Value::Bool(
+            value
+                .parse::<bool>()
+                .map_err(|_| bad("expected true or false".into()))?,
+        ),
+        serde_json::Value::Number(_) => {
+            let n: serde_json::Number =
+                value.parse().map_err(|_| bad("expected a number".into()))?;
+            serde_json::Value::Number(n)
+        }
+        _ => return Err(bad("not settable from the command line".into())),
+    };
+    map.insert(key.to_string(), new);
+    *target =
+        serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| bad(e.to_string()))?;
+    Ok(())
 }
 
 /// `v >= min`, false for NaN (so NaN parameters are refused).
