@@ -1,0 +1,218 @@
+//! Property tests: invariants every policy (or a named family) must keep on
+//! random small workloads.
+
+use std::collections::BTreeMap;
+
+use common::job::*;
+use common::node_model::{FluidCluster, NodeSpec, PartFinished, PartView};
+use common::policy::{self, Decision, LibraRisk, Policy, PolicyConfig, REGISTRY};
+use common::share::SpareRule;
+use common::sim::simulate;
+use common::workload::{self, Params, WorkloadJob};
+use proptest::prelude::*;
+
+fn specs(n: usize) -> Vec<NodeSpec> {
+    (0..n)
+        .map(|id| NodeSpec {
+            id,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        })
+        .collect()
+}
+
+/// A job with an accurate estimate (RE = R).
+fn job(id: u64, submit: f64, runtime: f64, procs: u32, slack: f64, budget: f64) -> WorkloadJob {
+    WorkloadJob {
+        spec: JobSpec {
+            id,
+            details: JobDetails {
+                runtime_estimate: runtime,
+                submit_time: submit,
+                name: None,
+            },
+            resources: ResourceRequirements {
+                processors: procs,
+                memory_kb: 0,
+                disk_mb: 0,
+            },
+            qos: QosConstraints {
+                deadline: runtime * slack,
+                budget,
+                deadline_type: DeadlineType::Hard,
+                penalty_rate: 0.0,
+            },
+            optimization: QosOptimization::default(),
+            urgency: Some(if id % 5 == 0 {
+                Urgency::High
+            } else {
+                Urgency::Low
+            }),
+            extra_segments: BTreeMap::new(),
+        },
+        actual_runtime: runtime,
+    }
+}
+
+/// Random workloads of up to 40 jobs on up to 6 nodes, accurate estimates.
+fn workloads() -> impl Strategy<Value = (Vec<WorkloadJob>, usize)> {
+    (
+        prop::collection::vec(
+            (
+                0.0..50.0f64,
+                1.0..100.0f64,
+                1u32..4,
+                1.05..6.0f64,
+                0.5..4.0f64,
+            ),
+            1..40,
+        ),
+        1usize..6,
+    )
+        .prop_map(|(raw, nodes)| {
+            let mut t = 0.0;
+            let jobs = raw
+                .into_iter()
+                .enumerate()
+                .map(|(k, (gap, r, p, slack, bf))| {
+                    t += gap;
+                    job(k as u64 + 1, t, r, p, slack, bf * r)
+                })
+                .collect();
+            (jobs, nodes)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Under accurate estimates no job accepted by Libra or Libra+$ misses
+    /// its deadline (whatever the spare rule).
+    #[test]
+    fn accurate_estimates_meet_every_accepted_deadline((jobs, n) in workloads(), idle in any::<bool>()) {
+        for name in ["libra", "libra-plus-dollar"] {
+            let cfg = PolicyConfig {
+                spare_rule: if idle { SpareRule::Idle } else { SpareRule::Proportional },
+                ..PolicyConfig::default()
+            };
+            let p = policy::build(name, &cfg, &specs(n)).unwrap();
+            let out = simulate(&jobs, &specs(n), p);
+            for r in &out.records {
+                if r.accepted {
+                    prop_assert!(r.met(), "{name}: job {} accepted but finished {:?} after DT {}", r.id, r.finish, r.deadline_abs());
+                }
+            }
+        }
+    }
+
+    /// After every Libra-family admission, no node's required shares
+    /// exceed 1 (LibraRisk excepted: it may take a lone late part).
+    #[test]
+    fn admission_keeps_required_shares_within_one((jobs, n) in workloads()) {
+        for name in ["libra", "libra-plus-dollar"] {
+            let Policy::Admission(mut p) = policy::build(name, &PolicyConfig::default(), &specs(n)).unwrap() else {
+                unreachable!()
+            };
+            let mut cluster = FluidCluster::new(&specs(n), p.spare_rule(), 0.0);
+            let mut fin: Vec<PartFinished> = Vec::new();
+            for j in &jobs {
+                let now = j.spec.details.submit_time;
+                cluster.advance_to(now, &mut fin);
+                if let Decision::Accept(a) = p.decide(now, &cluster.states, &j.spec) {
+                    prop_assert_eq!(a.nodes.len(), j.spec.processors());
+                    for &k in &a.nodes {
+                        let part = cluster.states[k].new_part(&j.spec, 0.0);
+                        cluster.place(k, part, j.actual_runtime);
+                        let q = cluster.states[k].required_share(now);
+                        prop_assert!(q <= 1.0 + 1e-9, "{name}: node {k} at {q}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every registered policy gives every job exactly one outcome:
+    /// accepted with one node per processor (distinct nodes), or rejected
+    /// with a reason and never run; accepted jobs finish.
+    #[test]
+    fn every_policy_accounts_for_every_job((jobs, n) in workloads()) {
+        for e in REGISTRY {
+            let out = simulate(&jobs, &specs(n), (e.build)(&PolicyConfig::default(), &specs(n)));
+            prop_assert_eq!(out.records.len(), jobs.len());
+            for (r, j) in out.records.iter().zip(&jobs) {
+                prop_assert_eq!(r.id, j.spec.id);
+                if r.accepted {
+                    prop_assert!(r.reason.is_none());
+                    prop_assert_eq!(r.nodes.len(), j.spec.processors());
+                    let mut ns = r.nodes.clone();
+                    ns.sort_unstable();
+                    ns.dedup();
+                    prop_assert_eq!(ns.len(), r.nodes.len());
+                    prop_assert!(r.finish.is_some(), "{}: job {} never finished", e.name, r.id);
+                    prop_assert!(r.start.unwrap() >= r.submit);
+                } else {
+                    prop_assert!(r.reason.is_some(), "{}: job {} has no outcome", e.name, r.id);
+                    prop_assert!(r.finish.is_none());
+                }
+            }
+        }
+    }
+
+    /// Space-shared policies never run two jobs on one node at once.
+    #[test]
+    fn space_shared_nodes_run_one_job_at_a_time((jobs, n) in workloads()) {
+        for name in ["fcfs-bf", "sjf-bf", "edf-bf", "edf", "fifo"] {
+            let out = simulate(&jobs, &specs(n), policy::build(name, &PolicyConfig::default(), &specs(n)).unwrap());
+            let mut by_node: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n];
+            for r in out.records.iter().filter(|r| r.accepted) {
+                for &k in &r.nodes {
+                    by_node[k].push((r.start.unwrap(), r.finish.unwrap()));
+                }
+            }
+            for iv in &mut by_node {
+                iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for w in iv.windows(2) {
+                    prop_assert!(w[1].0 >= w[0].1 - 1e-9, "{name}: overlap {w:?}");
+                }
+            }
+        }
+    }
+
+    /// LibraRisk's shortcut (skip the projection when the share test
+    /// passes and no deadline has passed) never changes a decision.
+    #[test]
+    fn risk_shortcut_changes_nothing(
+        parts in prop::collection::vec((0.0..100.0f64, 1.0..200.0f64), 0..5),
+        re in 1.0..150.0f64,
+        d in 1.0..200.0f64,
+    ) {
+        let mut node = common::node_model::NodeState::new(specs(1).remove(0));
+        for (k, (rem, rd)) in parts.into_iter().enumerate() {
+            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: 0.0 });
+        }
+        let j = job(99, 0.0, re, 1, d / re, 1e12).spec;
+        let mut with = LibraRisk::new(PolicyConfig::default());
+        let mut without = LibraRisk::new(PolicyConfig { risk_shortcut: false, ..PolicyConfig::default() });
+        prop_assert_eq!(with.zero_risk(0.0, &node, &j), without.zero_risk(0.0, &node, &j));
+    }
+}
+
+/// Identical seeds give identical workloads and identical runs; another
+/// seed gives another workload.
+#[test]
+fn identical_seeds_give_identical_runs() {
+    let p = Params::preset("libra").unwrap();
+    let a = workload::build(&p, None).unwrap();
+    let b = workload::build(&p, None).unwrap();
+    assert_eq!(a.jobs, b.jobs);
+    for e in REGISTRY {
+        let specs = p.node_specs();
+        let x = simulate(&a.jobs, &specs, (e.build)(&PolicyConfig::default(), &specs));
+        let y = simulate(&b.jobs, &specs, (e.build)(&PolicyConfig::default(), &specs));
+        assert_eq!(x.records, y.records, "{}", e.name);
+    }
+    let mut q = p.clone();
+    q.seed += 1;
+    assert_ne!(workload::build(&q, None).unwrap().jobs, a.jobs);
+}
