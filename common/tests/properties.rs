@@ -44,7 +44,7 @@ fn job(id: u64, submit: f64, runtime: f64, procs: u32, slack: f64, budget: f64) 
                 penalty_rate: 0.0,
             },
             optimization: QosOptimization::default(),
-            urgency: Some(if id % 5 == 0 {
+            urgency: Some(if id.is_multiple_of(5) {
                 Urgency::High
             } else {
                 Urgency::Low
