@@ -1,0 +1,27 @@
+//! Helpers shared by the benchmarks: robust timing on a noisy, shared
+//! machine (median of repeated samples) and the trace location.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Median wall time (seconds) of `samples` runs of `f`, after one warm-up.
+pub fn median_secs(samples: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..samples)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// The SDSC SP2 trace beside the project (`../shared/traces`).
+pub fn sdsc_trace() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces/SDSC-SP2-1998-4.2-cln.swf.gz");
+    assert!(p.is_file(), "trace missing at {}", p.display());
+    p
+}
