@@ -11,4 +11,4 @@ if [ ! -f "$traces/SDSC-SP2-1998-4.2-cln.swf.gz" ]; then
   exit 1
 fi
 
-cargo test --workspace --all-targets "$@"
+cargo test --workspace "$@"
