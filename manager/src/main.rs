@@ -21,7 +21,7 @@ mod output;
 /// Deadline- and budget-aware cluster admission control: simulate the
 /// Libra family of policies and their baselines on real traces.
 #[derive(Parser)]
-#[command(name = "libratory", version, about, long_about = None)]
+#[command(name = "libratory", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
