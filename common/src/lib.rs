@@ -12,6 +12,7 @@ pub mod job;
 pub mod metrics;
 pub mod node_model;
 pub mod policy;
+pub mod protocol;
 pub mod share;
 pub mod sim;
 pub mod swf;

@@ -1,0 +1,657 @@
+//! The wire protocol between the manager and the nodes: every message type,
+//! versioned, and the frame codec. The only module that knows the byte
+//! encoding (bincode 2.0.1, pinned: 3.0.0 is an empty tombstone release and
+//! the crate is unmaintained, so nothing else may depend on it directly).
+//!
+//! A frame is a 4-byte big-endian length followed by that many bytes of
+//! bincode (standard config, variable-length integers). A frame longer than
+//! [`MAX_FRAME`] is refused before anything is allocated. The first frame
+//! on every connection, in each direction, is a [`Hello`] whose layout
+//! never changes (magic, version, role, software), so that peers of any
+//! version can tell each other apart; after it, messages are
+//! [`NodeMsg`] (node to manager) and [`ManagerMsg`] (manager to node).
+//!
+//! Decoding works on plain bytes ([`Decoder`] is fed whatever arrived and
+//! yields whole frames), apart from any socket, and never panics on
+//! malformed input: it returns a [`ProtocolError`] and the caller closes
+//! the connection.
+//!
+//! Times on the wire are *trace seconds* on the manager's trace clock (the
+//! node keeps the mapping it was given in [`Welcome`]) except where a field
+//! says otherwise.
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::job::JobId;
+use crate::share::SpareRule;
+use crate::time::Time;
+
+/// The protocol version this build speaks. Bump on any change to a message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Magic bytes opening every [`Hello`]: "LBRT".
+pub const MAGIC: [u8; 4] = *b"LBRT";
+
+/// Largest frame accepted (bytes of payload). Histogram hand-overs are the
+/// biggest messages (a few KB per histogram); 4 MiB leaves ample room and
+/// bounds what a stranger can make us buffer.
+pub const MAX_FRAME: usize = 4 << 20;
+
+/// Bytes of the length prefix.
+pub const LEN_PREFIX: usize = 4;
+
+/// Who is speaking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// The manager.
+    Manager,
+    /// A node process (hosting one or more emulated nodes).
+    Node,
+    /// A client (`libratory submit/quote/status`).
+    Client,
+}
+
+/// The first frame on every connection, in both directions. Its layout is
+/// frozen: new fields go into later messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Always [`MAGIC`].
+    pub magic: [u8; 4],
+    /// The sender's [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The sender's role.
+    pub role: Role,
+    /// Free text: program name and version, host.
+    pub software: String,
+}
+
+impl Hello {
+    /// This build's hello.
+    pub fn new(role: Role, software: impl Into<String>) -> Hello {
+        Hello {
+            magic: MAGIC,
+            version: PROTOCOL_VERSION,
+            role,
+            software: software.into(),
+        }
+    }
+
+    /// Checks magic and version.
+    pub fn check(&self) -> Result<(), ProtocolError> {
+        if self.magic != MAGIC {
+            return Err(ProtocolError::NotLibratory);
+        }
+        if self.version != PROTOCOL_VERSION {
+            return Err(ProtocolError::Version {
+                theirs: self.version,
+                ours: PROTOCOL_VERSION,
+                software: self.software.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One emulated node as a node process registers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// Index within its process (0-based).
+    pub local: u32,
+    /// Fraction of one core the node may use.
+    pub capacity: f64,
+    /// Speed relative to the reference node.
+    pub speed: f64,
+    /// Memory (KB).
+    pub memory_kb: u64,
+    /// Disk (MB).
+    pub disk_mb: u64,
+}
+
+/// Identity of one job part: the job and the part's index within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PartId {
+    /// The job.
+    pub job: JobId,
+    /// 0-based index of the part (one per processor).
+    pub index: u32,
+}
+
+/// A part sent to a node to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// Which part.
+    pub part: PartId,
+    /// The emulated node (local index in the receiving process).
+    pub node: u32,
+    /// Runtime estimate RE (reference seconds).
+    pub estimate: Time,
+    /// Actual work R (reference seconds): the synthetic job burns this much.
+    pub actual: Time,
+    /// Absolute deadline DT (trace seconds).
+    pub deadline: Time,
+    /// When the manager dispatched it (trace seconds).
+    pub dispatched_at: Time,
+    /// Exclusive use of the node (space-shared policies): the part gets the
+    /// whole node whatever the share rule says.
+    pub exclusive: bool,
+}
+
+/// Progress of one part, as of the report's time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PartProgress {
+    /// Which part.
+    pub part: PartId,
+    /// The node it runs on (local index).
+    pub node: u32,
+    /// Work done so far in reference seconds (processor time / capacity x
+    /// speed).
+    pub work_done: f64,
+    /// The share it is currently assigned.
+    pub share: f64,
+}
+
+/// What the manager says to an admitted node process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The cluster-wide index of each registered node, in registration
+    /// order.
+    pub node_ids: Vec<u32>,
+    /// Real seconds per trace second.
+    pub time_scale: f64,
+    /// The manager's trace clock at the moment it sent this: the node maps
+    /// its own monotonic clock onto trace time from here.
+    pub trace_now: Time,
+    /// Job Control spare-capacity rule.
+    pub spare_rule: SpareRule,
+    /// Period between progress reports (real milliseconds).
+    pub report_ms: u32,
+    /// Period between heartbeats (real milliseconds).
+    pub heartbeat_ms: u32,
+}
+
+/// Node process to manager.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum NodeMsg {
+    /// The emulated nodes this process hosts (sent once after the hello).
+    Register {
+        /// Host name, for logs and results.
+        host: String,
+        /// The nodes.
+        nodes: Vec<NodeInfo>,
+    },
+    /// Liveness; `seq` increases by one each time.
+    Heartbeat {
+        /// Sequence number.
+        seq: u64,
+    },
+    /// Periodic progress of every running part.
+    Progress {
+        /// Node-side trace time of the report.
+        at: Time,
+        /// Every running part.
+        parts: Vec<PartProgress>,
+    },
+    /// A part started running (it was placed under Job Control).
+    Started {
+        /// Which part.
+        part: PartId,
+        /// Node-side trace time.
+        at: Time,
+    },
+    /// A part finished its actual work.
+    Completed {
+        /// Which part.
+        part: PartId,
+        /// Node-side trace time.
+        at: Time,
+        /// Processor seconds it really burned.
+        cpu_seconds: f64,
+    },
+    /// A dispatch the node could not take (unknown node, duplicate part).
+    Refused {
+        /// Which part.
+        part: PartId,
+        /// Why.
+        reason: String,
+    },
+    /// Histograms, HdrHistogram V2 serialised (one per name).
+    Histograms {
+        /// Whether this is the final hand-over.
+        last: bool,
+        /// Name and serialised histogram.
+        histograms: Vec<(String, Vec<u8>)>,
+    },
+    /// Answer to a ping.
+    Pong {
+        /// The ping's nonce.
+        nonce: u64,
+    },
+    /// Orderly goodbye.
+    Goodbye {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Manager to node process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ManagerMsg {
+    /// Admitted: the node counts itself part of the cluster only now.
+    Welcome(Welcome),
+    /// Not admitted; the connection closes.
+    Reject {
+        /// Why.
+        reason: String,
+    },
+    /// Run this part.
+    Dispatch(Dispatch),
+    /// Stop this part (the job is no longer wanted).
+    Cancel {
+        /// Which part.
+        part: PartId,
+    },
+    /// Round-trip probe.
+    Ping {
+        /// Echoed in the pong.
+        nonce: u64,
+    },
+    /// Send histograms now.
+    SendHistograms,
+    /// Stop everything and leave.
+    Shutdown {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What can go wrong with bytes from a peer. Every variant means: close the
+/// connection.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProtocolError {
+    /// The length prefix announces more than [`MAX_FRAME`].
+    #[error("frame of {len} bytes exceeds the {max}-byte limit")]
+    FrameTooLarge {
+        /// Announced length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The payload is not a valid message of the expected type.
+    #[error("malformed {what}: {detail}")]
+    Malformed {
+        /// What was expected.
+        what: &'static str,
+        /// The decoder's complaint.
+        detail: String,
+    },
+    /// A frame decoded but left bytes over: not our encoding.
+    #[error("malformed {what}: {extra} trailing bytes")]
+    Trailing {
+        /// What was expected.
+        what: &'static str,
+        /// Bytes left over.
+        extra: usize,
+    },
+    /// The hello's magic is wrong: the peer is not a Libratory process.
+    #[error("peer is not a Libratory process (bad magic in hello)")]
+    NotLibratory,
+    /// The peer speaks another protocol version.
+    #[error("protocol version mismatch: peer ({software}) speaks {theirs}, we speak {ours}")]
+    Version {
+        /// Theirs.
+        theirs: u32,
+        /// Ours.
+        ours: u32,
+        /// What the peer said it is.
+        software: String,
+    },
+    /// The stream ended in the middle of a frame.
+    #[error("connection closed in the middle of a frame ({have} of {want} bytes)")]
+    Truncated {
+        /// Bytes received.
+        have: usize,
+        /// Bytes announced.
+        want: usize,
+    },
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_FRAME>()
+}
+
+/// Encodes one message as a whole frame (length prefix included).
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    let mut out = vec![0u8; LEN_PREFIX];
+    bincode::serde::encode_into_std_write(msg, &mut out, config())
+        .expect("writing to a Vec cannot fail and every message is bounded");
+    let len = out.len() - LEN_PREFIX;
+    assert!(len <= MAX_FRAME, "message of {len} bytes exceeds MAX_FRAME");
+    out[..LEN_PREFIX].copy_from_slice(&(len as u32).to_be_bytes());
+    out
+}
+
+/// Decodes one payload (without its length prefix).
+pub fn decode_payload<T: DeserializeOwned>(
+    what: &'static str,
+    bytes: &[u8],
+) -> Result<T, ProtocolError> {
+    let (v, used) = bincode::serde::decode_from_slice(bytes, config()).map_err(|e| {
+        ProtocolError::Malformed {
+            what,
+            detail: e.to_string(),
+        }
+    })?;
+    if used != bytes.len() {
+        return Err(ProtocolError::Trailing {
+            what,
+            extra: bytes.len() - used,
+        });
+    }
+    Ok(v)
+}
+
+/// Incremental frame splitter: feed it bytes as they arrive, take whole
+/// payloads out. Refuses an oversize length prefix as soon as it is seen.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+}
+
+impl Decoder {
+    /// An empty decoder.
+    pub fn new() -> Decoder {
+        Decoder::default()
+    }
+
+    /// Appends received bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next whole payload, if one has arrived.
+    pub fn next_payload(&mut self) -> Result<Option<Vec<u8>>, ProtocolError> {
+        if self.buf.len() < LEN_PREFIX {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes(self.buf[..LEN_PREFIX].try_into().expect("4 bytes")) as usize;
+        if len > MAX_FRAME {
+            return Err(ProtocolError::FrameTooLarge {
+                len,
+                max: MAX_FRAME,
+            });
+        }
+        if self.buf.len() < LEN_PREFIX + len {
+            return Ok(None);
+        }
+        let payload = self.buf[LEN_PREFIX..LEN_PREFIX + len].to_vec();
+        self.buf.drain(..LEN_PREFIX + len);
+        Ok(Some(payload))
+    }
+
+    /// The next whole message of type `T`.
+    pub fn next<T: DeserializeOwned>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<T>, ProtocolError> {
+        match self.next_payload()? {
+            Some(p) => decode_payload(what, &p).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Call at end of stream: an error if a frame was cut short.
+    pub fn finish(&self) -> Result<(), ProtocolError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let want = if self.buf.len() >= LEN_PREFIX {
+            LEN_PREFIX
+                + u32::from_be_bytes(self.buf[..LEN_PREFIX].try_into().expect("4 bytes")) as usize
+        } else {
+            LEN_PREFIX
+        };
+        Err(ProtocolError::Truncated {
+            have: self.buf.len(),
+            want,
+        })
+    }
+
+    /// Bytes buffered and not yet returned.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Decodes and checks a hello payload: the first frame of a connection.
+pub fn decode_hello(payload: &[u8]) -> Result<Hello, ProtocolError> {
+    // A stranger's first bytes rarely decode as a hello at all; check the
+    // magic first so the error says "not a Libratory process" when it can.
+    if payload.len() < 4 || payload[..4] != MAGIC {
+        return Err(ProtocolError::NotLibratory);
+    }
+    let h: Hello = decode_payload("hello", payload)?;
+    h.check()?;
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_node_msgs() -> Vec<NodeMsg> {
+        let part = PartId { job: 42, index: 3 };
+        vec![
+            NodeMsg::Register {
+                host: "lab-1".into(),
+                nodes: vec![NodeInfo {
+                    local: 0,
+                    capacity: 0.25,
+                    speed: 1.5,
+                    memory_kb: 1 << 20,
+                    disk_mb: 100,
+                }],
+            },
+            NodeMsg::Heartbeat { seq: 7 },
+            NodeMsg::Progress {
+                at: 12.5,
+                parts: vec![PartProgress {
+                    part,
+                    node: 1,
+                    work_done: 3.25,
+                    share: 0.5,
+                }],
+            },
+            NodeMsg::Started { part, at: 1.0 },
+            NodeMsg::Completed {
+                part,
+                at: 2.0,
+                cpu_seconds: 0.001,
+            },
+            NodeMsg::Refused {
+                part,
+                reason: "no node 9".into(),
+            },
+            NodeMsg::Histograms {
+                last: true,
+                histograms: vec![("tick_jitter".into(), vec![1, 2, 3])],
+            },
+            NodeMsg::Pong { nonce: 9 },
+            NodeMsg::Goodbye {
+                reason: "done".into(),
+            },
+        ]
+    }
+
+    fn all_manager_msgs() -> Vec<ManagerMsg> {
+        let part = PartId { job: 1, index: 0 };
+        vec![
+            ManagerMsg::Welcome(Welcome {
+                node_ids: vec![4, 5],
+                time_scale: 1e-3,
+                trace_now: 100.0,
+                spare_rule: SpareRule::Proportional,
+                report_ms: 100,
+                heartbeat_ms: 250,
+            }),
+            ManagerMsg::Reject {
+                reason: "full".into(),
+            },
+            ManagerMsg::Dispatch(Dispatch {
+                part,
+                node: 0,
+                estimate: 10.0,
+                actual: 8.0,
+                deadline: 50.0,
+                dispatched_at: 1.0,
+                exclusive: false,
+            }),
+            ManagerMsg::Cancel { part },
+            ManagerMsg::Ping { nonce: 1 },
+            ManagerMsg::SendHistograms,
+            ManagerMsg::Shutdown {
+                reason: "end".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_message_round_trips_through_frames() {
+        let mut d = Decoder::new();
+        let h = Hello::new(Role::Node, "libratory-node 0.1.0");
+        d.feed(&encode(&h));
+        for m in all_node_msgs() {
+            d.feed(&encode(&m));
+        }
+        let got = decode_hello(&d.next_payload().unwrap().unwrap()).unwrap();
+        assert_eq!(got, h);
+        for m in all_node_msgs() {
+            assert_eq!(d.next::<NodeMsg>("node message").unwrap(), Some(m));
+        }
+        assert_eq!(d.next::<NodeMsg>("node message").unwrap(), None);
+        d.finish().unwrap();
+        for m in all_manager_msgs() {
+            let f = encode(&m);
+            d.feed(&f);
+            assert_eq!(d.next::<ManagerMsg>("manager message").unwrap(), Some(m));
+        }
+    }
+
+    #[test]
+    fn frames_split_anywhere_reassemble() {
+        let bytes: Vec<u8> = all_node_msgs().iter().flat_map(encode).collect();
+        for chunk in [1, 2, 3, 7, 64] {
+            let mut d = Decoder::new();
+            let mut got = Vec::new();
+            for c in bytes.chunks(chunk) {
+                d.feed(c);
+                while let Some(m) = d.next::<NodeMsg>("node message").unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got, all_node_msgs(), "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn frame_layout_is_length_prefixed() {
+        // Heartbeat { seq: 7 }: variant index 1 and 7, each one varint byte.
+        let f = encode(&NodeMsg::Heartbeat { seq: 7 });
+        assert_eq!(f, vec![0, 0, 0, 2, 1, 7]);
+    }
+
+    #[test]
+    fn oversize_frame_is_refused_before_buffering() {
+        let mut d = Decoder::new();
+        d.feed(&((MAX_FRAME as u32) + 1).to_be_bytes());
+        assert!(matches!(
+            d.next_payload(),
+            Err(ProtocolError::FrameTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn strangers_bytes_are_errors_not_panics() {
+        // An HTTP request arriving where a hello should be.
+        let mut d = Decoder::new();
+        d.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        // "GET " as a length is 0x47455420 > MAX_FRAME.
+        assert!(d.next_payload().is_err());
+        // A well-framed payload that is not a hello.
+        assert_eq!(
+            decode_hello(b"hello there"),
+            Err(ProtocolError::NotLibratory)
+        );
+        // A truncated hello.
+        let f = encode(&Hello::new(Role::Node, "x"));
+        assert!(matches!(
+            decode_hello(&f[LEN_PREFIX..f.len() - 1]),
+            Err(ProtocolError::Malformed { .. })
+        ));
+        // An unknown variant index.
+        assert!(matches!(
+            decode_payload::<NodeMsg>("node message", &[200, 1]),
+            Err(ProtocolError::Malformed { .. })
+        ));
+        // Trailing garbage after a valid message.
+        assert!(matches!(
+            decode_payload::<NodeMsg>("node message", &[1, 7, 0]),
+            Err(ProtocolError::Trailing { extra: 1, .. })
+        ));
+        // A cut-off frame at end of stream.
+        let mut d = Decoder::new();
+        d.feed(&encode(&NodeMsg::Heartbeat { seq: 1 })[..4]);
+        assert!(d.next_payload().unwrap().is_none());
+        assert!(matches!(d.finish(), Err(ProtocolError::Truncated { .. })));
+    }
+
+    #[test]
+    fn version_mismatch_is_named() {
+        let mut h = Hello::new(Role::Node, "libratory-node 9.9");
+        h.version = PROTOCOL_VERSION + 1;
+        let f = encode(&h);
+        let e = decode_hello(&f[LEN_PREFIX..]).unwrap_err();
+        assert!(matches!(e, ProtocolError::Version { .. }));
+        assert!(e.to_string().contains("libratory-node 9.9"), "{e}");
+    }
+
+    #[test]
+    fn huge_vec_length_inside_a_frame_is_bounded() {
+        // A Register claiming 2^60 nodes in a tiny frame must fail cleanly
+        // (the decoder's limit), not try to allocate.
+        let mut bytes = vec![0u8]; // variant Register
+        bytes.extend_from_slice(&[1, b'h']); // host "h"
+        bytes.push(255); // varint marker for u64
+        bytes.extend_from_slice(&(1u64 << 60).to_le_bytes());
+        assert!(decode_payload::<NodeMsg>("node message", &bytes).is_err());
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, fed in arbitrary chunks, never panic the
+        /// decoder: they yield messages or an error.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512), chunk in 1usize..64) {
+            let mut d = Decoder::new();
+            for c in bytes.chunks(chunk) {
+                d.feed(c);
+                loop {
+                    match d.next::<NodeMsg>("node message") {
+                        Ok(Some(_)) => continue,
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
+            let _ = decode_hello(&bytes);
+            let _ = decode_payload::<ManagerMsg>("manager message", &bytes);
+        }
+
+        /// Progress reports with arbitrary values round-trip exactly.
+        #[test]
+        fn progress_round_trips(job in 0u64..u64::MAX, index in 0u32..1000, at in -1e12f64..1e12, work in 0f64..1e9, share in 0f64..1.0) {
+            let m = NodeMsg::Progress { at, parts: vec![PartProgress { part: PartId { job, index }, node: index, work_done: work, share }] };
+            let f = encode(&m);
+            let back: NodeMsg = decode_payload("node message", &f[LEN_PREFIX..]).unwrap();
+            proptest::prop_assert_eq!(back, m);
+        }
+    }
+}
