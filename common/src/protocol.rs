@@ -634,12 +634,7 @@ mod tests {
             let mut d = Decoder::new();
             for c in bytes.chunks(chunk) {
                 d.feed(c);
-                loop {
-                    match d.next::<NodeMsg>("node message") {
-                        Ok(Some(_)) => continue,
-                        Ok(None) | Err(_) => break,
-                    }
-                }
+                while let Ok(Some(_)) = d.next::<NodeMsg>("node message") {}
             }
             let _ = decode_hello(&bytes);
             let _ = decode_payload::<ManagerMsg>("manager message", &bytes);
