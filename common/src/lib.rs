@@ -10,6 +10,8 @@
 pub mod experiment;
 pub mod job;
 pub mod metrics;
+#[cfg(feature = "net")]
+pub mod net;
 pub mod node_model;
 pub mod policy;
 pub mod protocol;

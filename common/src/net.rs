@@ -1,0 +1,733 @@
+//! QUIC transport with mutual TLS against a cluster CA (feature `net`).
+//!
+//! What it is for: making the cluster's certificates, building the
+//! manager's and the nodes' QUIC endpoints (quinn + rustls with the ring
+//! provider), and moving [`crate::protocol`] frames over one bidirectional
+//! stream per connection. What it is not for: what the messages mean (the
+//! manager's and the node's actors decide that).
+//!
+//! Trust model: one cluster CA, made by `libratory certs`. The manager
+//! presents a certificate for the fixed name [`MANAGER_NAME`] (plus any
+//! host names given), so nodes reach it by IP without certificates tied to
+//! addresses; every node process presents a client certificate signed by
+//! the same CA, and the manager refuses a connection without one, or with
+//! one from another CA, during the TLS handshake.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::protocol::{self, Decoder, Hello, ProtocolError};
+
+/// The name every manager certificate carries and every node checks.
+pub const MANAGER_NAME: &str = "libratory-manager";
+
+/// ALPN protocol id: a QUIC peer speaking something else is refused during
+/// the handshake.
+pub const ALPN: &[u8] = b"libratory/1";
+
+/// Errors of the transport. Each names the file or the peer it is about.
+#[derive(Debug, Error)]
+pub enum NetError {
+    /// A certificate or key file could not be read or parsed.
+    #[error("{path}: {what}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        what: String,
+    },
+    /// Making certificates failed.
+    #[error("certificate generation: {0}")]
+    Rcgen(#[from] rcgen::Error),
+    /// TLS configuration was refused.
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    /// Binding or configuring the endpoint failed.
+    #[error("QUIC endpoint on {addr}: {what}")]
+    Endpoint {
+        /// The address.
+        addr: SocketAddr,
+        /// What went wrong.
+        what: String,
+    },
+    /// Connecting to the manager failed (handshake refused, unreachable).
+    #[error("connecting to {peer}: {what}")]
+    Connect {
+        /// The peer.
+        peer: SocketAddr,
+        /// What went wrong.
+        what: String,
+    },
+    /// The connection failed or closed.
+    #[error("connection with {peer}: {what}")]
+    Connection {
+        /// The peer.
+        peer: SocketAddr,
+        /// What went wrong.
+        what: String,
+    },
+    /// The peer sent bytes that are not our protocol.
+    #[error("peer {peer}: {source}")]
+    Protocol {
+        /// The peer.
+        peer: SocketAddr,
+        /// What was wrong with its bytes.
+        source: ProtocolError,
+    },
+}
+
+fn file_err(path: &Path, what: impl ToString) -> NetError {
+    NetError::File {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+    }
+}
+
+/// Paths of the files in a certificates directory.
+#[derive(Debug, Clone)]
+pub struct CertPaths {
+    dir: PathBuf,
+}
+
+impl CertPaths {
+    /// The directory.
+    pub fn new(dir: impl Into<PathBuf>) -> CertPaths {
+        CertPaths { dir: dir.into() }
+    }
+
+    /// The CA certificate (every host needs it).
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// The CA key (keep it on the machine that makes certificates).
+    pub fn ca_key(&self) -> PathBuf {
+        self.dir.join("ca.key")
+    }
+
+    /// Certificate and key of an identity (`manager` or `node-NAME`).
+    pub fn identity(&self, name: &str) -> (PathBuf, PathBuf) {
+        (
+            self.dir.join(format!("{name}.pem")),
+            self.dir.join(format!("{name}.key")),
+        )
+    }
+
+    /// The identity name of a node process called `node`.
+    pub fn node_identity(node: &str) -> String {
+        format!("node-{node}")
+    }
+}
+
+fn ca_params() -> CertificateParams {
+    // Built the same way every time, so `add_nodes` can sign with the saved
+    // CA key and produce certificates that chain to the saved CA certificate.
+    let mut p = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "Libratory cluster CA");
+    dn.push(DnType::OrganizationName, "Libratory");
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p.not_before = rcgen::date_time_ymd(2024, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2099, 1, 1);
+    p
+}
+
+fn leaf(
+    name: &str,
+    sans: Vec<String>,
+    purpose: ExtendedKeyUsagePurpose,
+    issuer: &Issuer<'_, KeyPair>,
+) -> Result<(String, String), NetError> {
+    let mut p = CertificateParams::new(sans)?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, name);
+    p.distinguished_name = dn;
+    p.extended_key_usages = vec![purpose];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    p.not_before = rcgen::date_time_ymd(2024, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2099, 1, 1);
+    let key = KeyPair::generate()?;
+    let cert = p.signed_by(&key, issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn write_private(path: &Path, text: &str) -> Result<(), NetError> {
+    fs::write(path, text).map_err(|e| file_err(path, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| file_err(path, e))?;
+    }
+    Ok(())
+}
+
+/// Makes a new cluster CA, the manager's certificate (for [`MANAGER_NAME`]
+/// plus `manager_names`, e.g. its host names and IPs) and one client
+/// certificate per node process name, into `dir`. Refuses to overwrite an
+/// existing CA.
+pub fn make_cluster_certs(
+    dir: &Path,
+    manager_names: &[String],
+    nodes: &[String],
+) -> Result<(), NetError> {
+    let paths = CertPaths::new(dir);
+    fs::create_dir_all(dir).map_err(|e| file_err(dir, e))?;
+    if paths.ca_key().exists() {
+        return Err(file_err(
+            &paths.ca_key(),
+            "a cluster CA already exists here; use --add to add node certificates to it, or choose another directory",
+        ));
+    }
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca_params().self_signed(&ca_key)?;
+    fs::write(paths.ca_cert(), ca_cert.pem()).map_err(|e| file_err(&paths.ca_cert(), e))?;
+    write_private(&paths.ca_key(), &ca_key.serialize_pem())?;
+    let issuer = Issuer::new(ca_params(), ca_key);
+    let mut sans = vec![MANAGER_NAME.to_string()];
+    sans.extend(manager_names.iter().cloned());
+    let (c, k) = leaf(
+        MANAGER_NAME,
+        sans,
+        ExtendedKeyUsagePurpose::ServerAuth,
+        &issuer,
+    )?;
+    let (cp, kp) = paths.identity("manager");
+    fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
+    write_private(&kp, &k)?;
+    add_nodes_with(&paths, &issuer, nodes)
+}
+
+/// Adds node certificates signed by the existing CA in `dir`.
+pub fn add_node_certs(dir: &Path, nodes: &[String]) -> Result<(), NetError> {
+    let paths = CertPaths::new(dir);
+    let key_pem = fs::read_to_string(paths.ca_key()).map_err(|e| file_err(&paths.ca_key(), e))?;
+    let ca_key = KeyPair::from_pem(&key_pem).map_err(|e| file_err(&paths.ca_key(), e))?;
+    let issuer = Issuer::new(ca_params(), ca_key);
+    add_nodes_with(&paths, &issuer, nodes)
+}
+
+fn add_nodes_with(
+    paths: &CertPaths,
+    issuer: &Issuer<'_, KeyPair>,
+    nodes: &[String],
+) -> Result<(), NetError> {
+    for n in nodes {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
+            return Err(file_err(
+                &paths.dir,
+                format!("node name '{n}' must be non-empty letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        let id = CertPaths::node_identity(n);
+        let (c, k) = leaf(
+            &id,
+            vec![id.clone()],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            issuer,
+        )?;
+        let (cp, kp) = paths.identity(&id);
+        fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
+        write_private(&kp, &k)?;
+    }
+    Ok(())
+}
+
+fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| file_err(path, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| file_err(path, e))?;
+    if certs.is_empty() {
+        return Err(file_err(path, "no certificate in file"));
+    }
+    Ok(certs)
+}
+
+fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| file_err(path, e))
+}
+
+fn roots(paths: &CertPaths) -> Result<RootCertStore, NetError> {
+    let mut roots = RootCertStore::empty();
+    for c in load_certs(&paths.ca_cert())? {
+        roots.add(c).map_err(|e| file_err(&paths.ca_cert(), e))?;
+    }
+    Ok(roots)
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Timeouts of every connection: a peer silent for `idle` is gone (the
+/// bound on detecting a dead node), keep-alives every `idle / 4` keep a
+/// healthy but quiet link open.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// Idle timeout.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            idle: Duration::from_secs(5),
+        }
+    }
+}
+
+fn transport(t: Timeouts) -> Arc<quinn::TransportConfig> {
+    let mut tc = quinn::TransportConfig::default();
+    tc.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(t.idle).expect("idle timeout within QUIC's range"),
+    ));
+    tc.keep_alive_interval(Some(t.idle / 4));
+    Arc::new(tc)
+}
+
+/// The manager's endpoint: listens on `addr`, presents the manager
+/// certificate, and requires a client certificate from the cluster CA.
+/// Must be called inside a tokio runtime (actix's is one).
+pub fn server_endpoint(
+    addr: SocketAddr,
+    certs: &Path,
+    t: Timeouts,
+) -> Result<quinn::Endpoint, NetError> {
+    let paths = CertPaths::new(certs);
+    let (cp, kp) = paths.identity("manager");
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&paths)?), provider())
+            .build()
+            .map_err(|e| file_err(&paths.ca_cert(), e))?;
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(load_certs(&cp)?, load_key(&kp)?)?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let qc = QuicServerConfig::try_from(tls).map_err(|e| NetError::Endpoint {
+        addr,
+        what: e.to_string(),
+    })?;
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(qc));
+    sc.transport_config(transport(t));
+    quinn::Endpoint::server(sc, addr).map_err(|e| NetError::Endpoint {
+        addr,
+        what: e.to_string(),
+    })
+}
+
+/// A client endpoint (node process or client) presenting identity `name`
+/// (`node-NAME`, or any identity in `certs`) and trusting only the cluster
+/// CA. `bind` is usually `0.0.0.0:0`.
+pub fn client_endpoint(
+    bind: SocketAddr,
+    certs: &Path,
+    name: &str,
+    t: Timeouts,
+) -> Result<quinn::Endpoint, NetError> {
+    let paths = CertPaths::new(certs);
+    let (cp, kp) = paths.identity(name);
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_root_certificates(roots(&paths)?)
+        .with_client_auth_cert(load_certs(&cp)?, load_key(&kp)?)?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let qc = QuicClientConfig::try_from(tls).map_err(|e| NetError::Endpoint {
+        addr: bind,
+        what: e.to_string(),
+    })?;
+    let mut cc = quinn::ClientConfig::new(Arc::new(qc));
+    cc.transport_config(transport(t));
+    let mut ep = quinn::Endpoint::client(bind).map_err(|e| NetError::Endpoint {
+        addr: bind,
+        what: e.to_string(),
+    })?;
+    ep.set_default_client_config(cc);
+    Ok(ep)
+}
+
+/// Connects to the manager at `peer` and completes the TLS handshake.
+pub async fn connect(
+    ep: &quinn::Endpoint,
+    peer: SocketAddr,
+) -> Result<quinn::Connection, NetError> {
+    let connecting = ep
+        .connect(peer, MANAGER_NAME)
+        .map_err(|e| NetError::Connect {
+            peer,
+            what: e.to_string(),
+        })?;
+    connecting.await.map_err(|e| NetError::Connect {
+        peer,
+        what: e.to_string(),
+    })
+}
+
+/// One bidirectional stream carrying protocol frames, with its peer's
+/// address for error messages.
+pub struct FramedStream {
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+    dec: Decoder,
+    peer: SocketAddr,
+    buf: Vec<u8>,
+}
+
+impl FramedStream {
+    /// Wraps an opened or accepted stream pair.
+    pub fn new(send: quinn::SendStream, recv: quinn::RecvStream, peer: SocketAddr) -> FramedStream {
+        FramedStream {
+            send,
+            recv,
+            dec: Decoder::new(),
+            peer,
+            buf: vec![0u8; 64 * 1024],
+        }
+    }
+
+    /// Opens the stream on a new connection (the connecting side).
+    pub async fn open(conn: &quinn::Connection) -> Result<FramedStream, NetError> {
+        let peer = conn.remote_address();
+        let (send, recv) = conn.open_bi().await.map_err(|e| NetError::Connection {
+            peer,
+            what: e.to_string(),
+        })?;
+        Ok(FramedStream::new(send, recv, peer))
+    }
+
+    /// Accepts the stream on a new connection (the accepting side).
+    pub async fn accept(conn: &quinn::Connection) -> Result<FramedStream, NetError> {
+        let peer = conn.remote_address();
+        let (send, recv) = conn.accept_bi().await.map_err(|e| NetError::Connection {
+            peer,
+            what: e.to_string(),
+        })?;
+        Ok(FramedStream::new(send, recv, peer))
+    }
+
+    /// The peer's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Splits into a sending and a receiving half, for a reader task and a
+    /// writer that live apart.
+    pub fn split(self) -> (FrameSender, FrameReceiver) {
+        (
+            FrameSender {
+                send: self.send,
+                peer: self.peer,
+            },
+            FrameReceiver {
+                recv: self.recv,
+                dec: self.dec,
+                peer: self.peer,
+                buf: self.buf,
+            },
+        )
+    }
+
+    /// Sends one message.
+    pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), NetError> {
+        send_on(&mut self.send, self.peer, msg).await
+    }
+
+    /// Receives one message; `None` when the peer finished the stream
+    /// cleanly between frames.
+    pub async fn recv<T: DeserializeOwned>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<T>, NetError> {
+        recv_on(
+            &mut self.recv,
+            &mut self.dec,
+            &mut self.buf,
+            self.peer,
+            what,
+        )
+        .await
+    }
+
+    /// Sends our hello and reads and checks theirs.
+    pub async fn handshake(&mut self, ours: &Hello) -> Result<Hello, NetError> {
+        self.send(ours).await?;
+        loop {
+            if let Some(p) = self
+                .dec
+                .next_payload()
+                .map_err(|source| NetError::Protocol {
+                    peer: self.peer,
+                    source,
+                })?
+            {
+                return protocol::decode_hello(&p).map_err(|source| NetError::Protocol {
+                    peer: self.peer,
+                    source,
+                });
+            }
+            if !fill(&mut self.recv, &mut self.dec, &mut self.buf, self.peer).await? {
+                return Err(NetError::Connection {
+                    peer: self.peer,
+                    what: "closed before saying hello".into(),
+                });
+            }
+        }
+    }
+}
+
+/// The sending half of a [`FramedStream`].
+pub struct FrameSender {
+    send: quinn::SendStream,
+    peer: SocketAddr,
+}
+
+impl FrameSender {
+    /// Sends one message.
+    pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), NetError> {
+        send_on(&mut self.send, self.peer, msg).await
+    }
+
+    /// Finishes the stream (the peer's reader sees a clean end).
+    pub fn finish(&mut self) {
+        let _ = self.send.finish();
+    }
+}
+
+/// The receiving half of a [`FramedStream`].
+pub struct FrameReceiver {
+    recv: quinn::RecvStream,
+    dec: Decoder,
+    peer: SocketAddr,
+    buf: Vec<u8>,
+}
+
+impl FrameReceiver {
+    /// Receives one message; `None` on a clean end of stream.
+    pub async fn recv<T: DeserializeOwned>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<T>, NetError> {
+        recv_on(
+            &mut self.recv,
+            &mut self.dec,
+            &mut self.buf,
+            self.peer,
+            what,
+        )
+        .await
+    }
+
+    /// The peer's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+}
+
+async fn send_on<T: Serialize>(
+    send: &mut quinn::SendStream,
+    peer: SocketAddr,
+    msg: &T,
+) -> Result<(), NetError> {
+    send.write_all(&protocol::encode(msg))
+        .await
+        .map_err(|e| NetError::Connection {
+            peer,
+            what: e.to_string(),
+        })
+}
+
+/// Reads more bytes into the decoder; false on a clean end of stream.
+async fn fill(
+    recv: &mut quinn::RecvStream,
+    dec: &mut Decoder,
+    buf: &mut [u8],
+    peer: SocketAddr,
+) -> Result<bool, NetError> {
+    match recv.read(buf).await {
+        Ok(Some(n)) => {
+            dec.feed(&buf[..n]);
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(e) => Err(NetError::Connection {
+            peer,
+            what: e.to_string(),
+        }),
+    }
+}
+
+async fn recv_on<T: DeserializeOwned>(
+    recv: &mut quinn::RecvStream,
+    dec: &mut Decoder,
+    buf: &mut [u8],
+    peer: SocketAddr,
+    what: &'static str,
+) -> Result<Option<T>, NetError> {
+    loop {
+        if let Some(m) = dec
+            .next::<T>(what)
+            .map_err(|source| NetError::Protocol { peer, source })?
+        {
+            return Ok(Some(m));
+        }
+        if !fill(recv, dec, buf, peer).await? {
+            dec.finish()
+                .map_err(|source| NetError::Protocol { peer, source })?;
+            return Ok(None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ManagerMsg, NodeMsg, Role};
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn local() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    /// A manager that accepts one connection, says hello, and answers a
+    /// heartbeat with a ping.
+    async fn serve_once(ep: quinn::Endpoint) -> Result<Hello, NetError> {
+        let conn =
+            ep.accept()
+                .await
+                .expect("incoming")
+                .await
+                .map_err(|e| NetError::Connection {
+                    peer: local(),
+                    what: e.to_string(),
+                })?;
+        let mut s = FramedStream::accept(&conn).await?;
+        let theirs = s
+            .handshake(&Hello::new(Role::Manager, "test manager"))
+            .await?;
+        let m: Option<NodeMsg> = s.recv("node message").await?;
+        assert_eq!(m, Some(NodeMsg::Heartbeat { seq: 1 }));
+        s.send(&ManagerMsg::Ping { nonce: 5 }).await?;
+        // Wait for the client to finish before dropping the connection.
+        let _ = s.recv::<NodeMsg>("node message").await;
+        Ok(theirs)
+    }
+
+    #[test]
+    fn mutual_tls_round_trip_and_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        make_cluster_certs(dir.path(), &[], &["a".into()]).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        make_cluster_certs(other.path(), &[], &["a".into()]).unwrap();
+        // A second CA in the same directory is refused.
+        assert!(make_cluster_certs(dir.path(), &[], &[])
+            .unwrap_err()
+            .to_string()
+            .contains("already exists"));
+        add_node_certs(dir.path(), &["b".into()]).unwrap();
+        rt().block_on(async {
+            let server = server_endpoint(local(), dir.path(), Timeouts::default()).unwrap();
+            let addr = server.local_addr().unwrap();
+
+            // Nodes with a certificate from this CA (one added later too).
+            for name in ["node-a", "node-b"] {
+                let srv = tokio::spawn(serve_once(server.clone()));
+                let ep = client_endpoint(local(), dir.path(), name, Timeouts::default()).unwrap();
+                let conn = connect(&ep, addr).await.unwrap();
+                let mut s = FramedStream::open(&conn).await.unwrap();
+                let h = s.handshake(&Hello::new(Role::Node, name)).await.unwrap();
+                assert_eq!(h.role, Role::Manager);
+                s.send(&NodeMsg::Heartbeat { seq: 1 }).await.unwrap();
+                let m: Option<ManagerMsg> = s.recv("manager message").await.unwrap();
+                assert_eq!(m, Some(ManagerMsg::Ping { nonce: 5 }));
+                s.send(&NodeMsg::Goodbye {
+                    reason: "bye".into(),
+                })
+                .await
+                .unwrap();
+                let hello = tokio::time::timeout(Duration::from_secs(10), srv)
+                    .await
+                    .expect("server done in time")
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(hello.software, name);
+            }
+
+            // A certificate from another CA, and no certificate at all:
+            // refused in the handshake, before any frame is read.
+            let other_ep =
+                client_endpoint(local(), other.path(), "node-a", Timeouts::default()).unwrap();
+            let no_cert_ep = {
+                let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+                    .with_protocol_versions(&[&rustls::version::TLS13])
+                    .unwrap()
+                    .with_root_certificates(roots(&CertPaths::new(dir.path())).unwrap())
+                    .with_no_client_auth();
+                tls.alpn_protocols = vec![ALPN.to_vec()];
+                let mut ep = quinn::Endpoint::client(local()).unwrap();
+                ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(
+                    QuicClientConfig::try_from(tls).unwrap(),
+                )));
+                ep
+            };
+            for (what, ep) in [("another CA", other_ep), ("no certificate", no_cert_ep)] {
+                let srv = tokio::spawn(serve_once(server.clone()));
+                let r = tokio::time::timeout(Duration::from_secs(10), async {
+                    let conn = connect(&ep, addr).await?;
+                    let mut s = FramedStream::open(&conn).await?;
+                    s.handshake(&Hello::new(Role::Node, "stranger")).await
+                })
+                .await
+                .expect("refusal within the timeout");
+                assert!(r.is_err(), "{what}: must be refused");
+                let served = tokio::time::timeout(Duration::from_secs(10), srv).await;
+                assert!(
+                    matches!(served, Ok(Ok(Err(_)))),
+                    "{what}: the manager must see a failed connection"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn missing_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = match client_endpoint(local(), dir.path(), "node-x", Timeouts::default()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("no certificates, yet an endpoint"),
+        };
+        assert!(e.contains("node-x.pem") || e.contains("ca.pem"), "{e}");
+    }
+}
