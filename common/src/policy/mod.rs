@@ -176,6 +176,11 @@ pub trait QueuePolicy: Send {
 
     /// Jobs waiting in the queue.
     fn queued(&self) -> usize;
+
+    /// Marks a node as (un)usable: a live node that died is taken out of
+    /// the pool for good, one that (re)joined is put in. Nodes are indexed
+    /// as at construction; `node == len` appends a new node.
+    fn set_node_available(&mut self, node: usize, available: bool);
 }
 
 /// A built policy of either kind.

@@ -16,7 +16,7 @@ use crate::time::Time;
 /// The price one node would charge a job now.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PriceQuote {
-    /// The node.
+    /// The node: its id in a quote, its snapshot index inside a decision.
     pub node: usize,
     /// Processor time left free in the window after the job (RESFree).
     pub res_free: f64,
@@ -127,7 +127,11 @@ impl AdmissionPolicy for LibraPlusDollar {
                 continue;
             }
             suitable += 1;
-            if let Some(q) = LibraPlusDollar::quote(&self.cfg, now, &nodes[k], job) {
+            if let Some(mut q) = LibraPlusDollar::quote(&self.cfg, now, &nodes[k], job) {
+                // Decisions name nodes by their index in the snapshot (a
+                // live snapshot leaves out dead nodes, so it may differ
+                // from the node's id).
+                q.node = k;
                 self.quotes.push(q);
             }
         }

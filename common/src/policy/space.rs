@@ -39,6 +39,8 @@ struct Running {
 #[derive(Debug, Clone)]
 struct SpaceState {
     free: Vec<bool>,
+    /// Nodes that may be used (false: dead, never allocated again).
+    usable: Vec<bool>,
     n_free: usize,
     running: Vec<Running>,
     queue: Vec<Waiting>,
@@ -51,6 +53,7 @@ impl SpaceState {
     fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> SpaceState {
         SpaceState {
             free: vec![true; nodes.len()],
+            usable: vec![true; nodes.len()],
             n_free: nodes.len(),
             running: Vec::new(),
             queue: Vec::new(),
@@ -60,14 +63,40 @@ impl SpaceState {
         }
     }
 
+    fn usable_count(&self) -> usize {
+        self.usable.iter().filter(|u| **u).count()
+    }
+
+    fn set_available(&mut self, node: usize, available: bool) {
+        if node == self.free.len() {
+            self.free.push(false);
+            self.usable.push(false);
+        }
+        if node >= self.free.len() || self.usable[node] == available {
+            return;
+        }
+        self.usable[node] = available;
+        // A busy node stays busy until its job reports; a free one changes
+        // the pool at once.
+        let busy = self.running.iter().any(|r| r.nodes.contains(&node));
+        if !busy {
+            self.free[node] = available;
+            if available {
+                self.n_free += 1;
+            } else {
+                self.n_free -= 1;
+            }
+        }
+    }
+
     fn submit(&mut self, job: &JobSpec) -> Option<Reject> {
-        if job.processors() > self.free.len() {
+        if job.processors() > self.usable_count() {
             return Some(Reject {
                 reason: RejectReason::Resources,
                 detail: format!(
                     "needs {} processors, the cluster has {}",
                     job.processors(),
-                    self.free.len()
+                    self.usable_count()
                 ),
             });
         }
@@ -88,8 +117,10 @@ impl SpaceState {
         if let Some(k) = self.running.iter().position(|r| r.id == job) {
             let r = self.running.swap_remove(k);
             for n in r.nodes {
-                self.free[n] = true;
-                self.n_free += 1;
+                if self.usable[n] {
+                    self.free[n] = true;
+                    self.n_free += 1;
+                }
             }
         }
     }
@@ -231,6 +262,10 @@ impl QueuePolicy for Backfill {
         self.st.queue.len()
     }
 
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
+    }
+
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
         self.sort_queue();
@@ -300,6 +335,10 @@ impl QueuePolicy for Edf {
         self.st.queue.len()
     }
 
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
+    }
+
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st
             .queue
@@ -356,6 +395,10 @@ impl QueuePolicy for Fifo {
 
     fn queued(&self) -> usize {
         self.st.queue.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
     }
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
@@ -499,5 +542,31 @@ mod tests {
         // Job 2 runs although its deadline passed long ago.
         assert_eq!(started(&out), vec![(1, vec![0]), (2, vec![0])]);
         assert!(p.submit(0.0, &job(3, 1.0, 2, 10.0, 1e9)).is_some());
+    }
+
+    #[test]
+    fn a_dead_node_is_never_allocated_again() {
+        // 3 nodes; node 1 dies while job 1 runs on nodes 0-1. After job 1
+        // ends only nodes 0 and 2 are free: a 3-processor job is now
+        // refused at submission, and a 2-processor job gets 0 and 2.
+        let cfg = PolicyConfig::default();
+        let mut p = Fifo::new(&cfg, &specs(3));
+        let mut out = Vec::new();
+        p.submit(0.0, &job(1, 10.0, 2, 1e6, 1e9));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0, 1])]);
+        p.set_node_available(1, false);
+        p.finished(5.0, 1);
+        assert!(p.submit(5.0, &job(2, 10.0, 3, 1e6, 1e9)).is_some());
+        out.clear();
+        p.submit(5.0, &job(3, 10.0, 2, 1e6, 1e9));
+        p.schedule(5.0, &mut out);
+        assert_eq!(started(&out), vec![(3, vec![0, 2])]);
+        // A node joining later is appended and used.
+        p.set_node_available(3, true);
+        out.clear();
+        p.submit(6.0, &job(4, 10.0, 1, 1e6, 1e9));
+        p.schedule(6.0, &mut out);
+        assert_eq!(started(&out), vec![(4, vec![3])]);
     }
 }
