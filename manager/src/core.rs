@@ -1,0 +1,729 @@
+//! The live manager's core: admission, the cluster view, dispatch and the
+//! job records, as a pure state machine.
+//!
+//! It takes events with `now` (trace seconds on the manager's trace clock)
+//! and returns what to do ([`Output`]); it opens no socket and reads no
+//! clock. The actix actors in [`crate::live`] feed it and forward its
+//! outputs; tests drive it with a virtual clock. The policies it calls are
+//! the very objects the simulator calls.
+//!
+//! # The cluster view and its staleness
+//!
+//! Time-shared policies decide on a snapshot of every live node
+//! ([`NodeState`]): each part's estimated work, the processor time it has
+//! done and its deadline. Nodes report each part's work done every report
+//! period; between reports the core extrapolates ("dead reckoning"):
+//! `cpu_done(now) = cpu_done(report) + share(report) x (now - report time)`,
+//! which is exact while shares do not change. A part dispatched but not yet
+//! reported counts as not started (all its estimate still to do), the
+//! conservative side. The error is bounded by one report period of share
+//! change; docs/manager.md discusses it.
+//!
+//! # Faults
+//!
+//! When a link is lost (idle timeout, heartbeat silence, connection error)
+//! every unfinished part on its nodes is lost: the job is recorded as lost
+//! with the reason, its parts on other nodes are cancelled, and the nodes
+//! leave the view (space-shared policies take them out of their pool).
+//! A node process may register again; its nodes join as new nodes.
+
+use std::collections::{BTreeMap, HashMap};
+
+use common::job::JobId;
+use common::metrics::JobRecord;
+use common::node_model::{NodeSpec, NodeState};
+use common::policy::{Decision, Policy, QueueAction, RejectReason};
+use common::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
+use common::sim::blank_record;
+use common::time::Time;
+use common::workload::WorkloadJob;
+
+/// A connection to one node process.
+pub type LinkId = u64;
+
+/// What the core wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Send this message on this link.
+    Send {
+        /// The link.
+        link: LinkId,
+        /// The message.
+        msg: ManagerMsg,
+    },
+    /// A job was decided (for clients and the progress display).
+    Decided {
+        /// The job.
+        job: JobId,
+        /// Accepted or rejected, with the nodes (global ids) or reason.
+        decision: Decision,
+    },
+    /// A job is over (completed, lost, rejected): its record is final.
+    Finished {
+        /// The job.
+        job: JobId,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct LiveNode {
+    link: LinkId,
+    local: u32,
+    alive: bool,
+    host: String,
+}
+
+#[derive(Debug, Clone)]
+struct LiveJob {
+    job: WorkloadJob,
+    record: JobRecord,
+    /// Global ids of the nodes of each part (index = part index).
+    part_nodes: Vec<u32>,
+    parts_left: usize,
+    done: bool,
+}
+
+/// What the core knows of a part from the last report.
+#[derive(Debug, Clone, Copy)]
+struct Reported {
+    cpu_done: f64,
+    share: f64,
+    at: Time,
+}
+
+/// Errors that come from peers doing something impossible; the caller logs
+/// them (naming the link) and carries on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoreError {
+    /// A message about a part the core never dispatched to that link.
+    #[error("link {link}: unknown part {job}/{index}")]
+    UnknownPart {
+        /// The link.
+        link: LinkId,
+        /// The job.
+        job: JobId,
+        /// The part index.
+        index: u32,
+    },
+    /// A job submitted twice.
+    #[error("job {0} was already submitted")]
+    Duplicate(JobId),
+    /// A submitted job failed validation.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The manager's state machine.
+pub struct ManagerCore {
+    policy: Policy,
+    /// Every node ever registered, by global id.
+    nodes: Vec<LiveNode>,
+    /// Snapshot of the live nodes only (what time-shared policies read).
+    view: Vec<NodeState>,
+    /// Global id of each snapshot entry.
+    view_ids: Vec<u32>,
+    /// Snapshot index of each global id (`None` once dead).
+    view_index: Vec<Option<usize>>,
+    jobs: BTreeMap<JobId, LiveJob>,
+    /// Last report per part, keyed by (job, global node): a node holds at
+    /// most one part of a job.
+    reported: HashMap<(JobId, u32), Reported>,
+    /// Jobs waiting in a queue policy (space-shared).
+    queued: usize,
+    actions: Vec<QueueAction>,
+}
+
+impl ManagerCore {
+    /// A core running `policy`. Space-shared policies must have been built
+    /// for the nodes that will register (node ids are given in
+    /// registration order).
+    pub fn new(policy: Policy) -> ManagerCore {
+        ManagerCore {
+            policy,
+            nodes: Vec::new(),
+            view: Vec::new(),
+            view_ids: Vec::new(),
+            view_index: Vec::new(),
+            jobs: BTreeMap::new(),
+            reported: HashMap::new(),
+            queued: 0,
+            actions: Vec::new(),
+        }
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Registers the nodes of a link; returns their global ids.
+    pub fn register(&mut self, link: LinkId, host: &str, infos: &[NodeInfo]) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(infos.len());
+        for info in infos {
+            let id = self.nodes.len() as u32;
+            self.nodes.push(LiveNode {
+                link,
+                local: info.local,
+                alive: true,
+                host: host.to_string(),
+            });
+            self.view_index.push(Some(self.view.len()));
+            self.view_ids.push(id);
+            self.view.push(NodeState::new(NodeSpec {
+                id: id as usize,
+                speed: info.speed,
+                memory_kb: info.memory_kb,
+                disk_mb: info.disk_mb,
+            }));
+            if let Policy::Queue(q) = &mut self.policy {
+                q.set_node_available(id as usize, true);
+            }
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// Live nodes.
+    pub fn live_nodes(&self) -> usize {
+        self.view.len()
+    }
+
+    /// Brings every part's processor time up to `now` by dead reckoning.
+    fn refresh(&mut self, now: Time) {
+        for (st, &g) in self.view.iter_mut().zip(&self.view_ids) {
+            for p in &mut st.parts {
+                if let Some(r) = self.reported.get(&(p.job, g)) {
+                    p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
+                }
+            }
+        }
+    }
+
+    /// A job arrives at `now`.
+    pub fn submit(
+        &mut self,
+        now: Time,
+        job: WorkloadJob,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let id = job.spec.id;
+        if self.jobs.contains_key(&id) {
+            return Err(CoreError::Duplicate(id));
+        }
+        job.spec
+            .validate()
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        let mut record = blank_record(&job);
+        record.submit = job.spec.details.submit_time;
+        self.jobs.insert(
+            id,
+            LiveJob {
+                job,
+                record,
+                part_nodes: Vec::new(),
+                parts_left: 0,
+                done: false,
+            },
+        );
+        match &mut self.policy {
+            Policy::Admission(_) => {
+                self.refresh(now);
+                let Policy::Admission(p) = &mut self.policy else {
+                    unreachable!()
+                };
+                let spec = &self.jobs[&id].job.spec;
+                let decision = p.decide(now, &self.view, spec);
+                self.apply_admission(now, id, decision, out);
+            }
+            Policy::Queue(q) => {
+                let spec = &self.jobs[&id].job.spec;
+                if let Some(rej) = q.submit(now, spec) {
+                    self.reject(now, id, rej.reason, rej.detail, out);
+                } else {
+                    self.queued += 1;
+                    self.schedule(now, out);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_admission(&mut self, now: Time, id: JobId, decision: Decision, out: &mut Vec<Output>) {
+        match decision {
+            Decision::Accept(a) => {
+                let global: Vec<u32> = a.nodes.iter().map(|&k| self.view_ids[k]).collect();
+                self.start(now, id, &global, a.cost, false, out);
+                out.push(Output::Decided {
+                    job: id,
+                    decision: Decision::Accept(common::policy::Accept {
+                        nodes: global.iter().map(|&g| g as usize).collect(),
+                        cost: a.cost,
+                    }),
+                });
+            }
+            Decision::Reject(r) => self.reject(now, id, r.reason, r.detail, out),
+        }
+    }
+
+    fn reject(
+        &mut self,
+        now: Time,
+        id: JobId,
+        reason: RejectReason,
+        detail: String,
+        out: &mut Vec<Output>,
+    ) {
+        let j = self.jobs.get_mut(&id).expect("submitted");
+        j.record.reason = Some(reason);
+        j.record.detail = detail.clone();
+        j.record.decided_at = now;
+        j.done = true;
+        out.push(Output::Decided {
+            job: id,
+            decision: Decision::reject(reason, detail),
+        });
+        out.push(Output::Finished { job: id });
+    }
+
+    /// Places the parts of an accepted or started job on `global` nodes and
+    /// emits the dispatches.
+    fn start(
+        &mut self,
+        now: Time,
+        id: JobId,
+        global: &[u32],
+        cost: f64,
+        exclusive: bool,
+        out: &mut Vec<Output>,
+    ) {
+        let j = self.jobs.get_mut(&id).expect("submitted");
+        j.record.accepted = true;
+        j.record.decided_at = now;
+        j.record.start = Some(now);
+        j.record.cost = cost;
+        j.record.nodes = global.iter().map(|&g| g as usize).collect();
+        j.part_nodes = global.to_vec();
+        j.parts_left = global.len();
+        let spec = j.job.spec.clone();
+        let actual = j.job.actual_runtime;
+        for (index, &g) in global.iter().enumerate() {
+            let node = &self.nodes[g as usize];
+            if let Some(k) = self.view_index[g as usize] {
+                let part = self.view[k].new_part(&spec, 0.0);
+                self.view[k].parts.push(part);
+            }
+            out.push(Output::Send {
+                link: node.link,
+                msg: ManagerMsg::Dispatch(Dispatch {
+                    part: PartId {
+                        job: id,
+                        index: index as u32,
+                    },
+                    node: node.local,
+                    estimate: spec.estimate(),
+                    actual,
+                    deadline: spec.deadline_abs(),
+                    dispatched_at: now,
+                    exclusive,
+                }),
+            });
+        }
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<Output>) {
+        let Policy::Queue(q) = &mut self.policy else {
+            return;
+        };
+        self.actions.clear();
+        q.schedule(now, &mut self.actions);
+        let actions = std::mem::take(&mut self.actions);
+        for a in &actions {
+            match a {
+                QueueAction::Start { job, nodes, cost } => {
+                    self.queued -= 1;
+                    let global: Vec<u32> = nodes.iter().map(|&n| n as u32).collect();
+                    self.start(now, *job, &global, *cost, true, out);
+                    out.push(Output::Decided {
+                        job: *job,
+                        decision: Decision::Accept(common::policy::Accept {
+                            nodes: nodes.clone(),
+                            cost: *cost,
+                        }),
+                    });
+                }
+                QueueAction::Drop { job, reject } => {
+                    self.queued -= 1;
+                    self.reject(now, *job, reject.reason, reject.detail.clone(), out);
+                }
+            }
+        }
+        self.actions = actions;
+    }
+
+    /// A progress report from `link` at node time `at`.
+    pub fn progress(
+        &mut self,
+        link: LinkId,
+        at: Time,
+        parts: &[PartProgress],
+    ) -> Result<(), CoreError> {
+        for p in parts {
+            let g = self.global_of(link, p.part)?;
+            let speed = self.view_index[g as usize].map_or(1.0, |k| self.view[k].spec.speed);
+            self.reported.insert(
+                (p.part.job, g),
+                Reported {
+                    cpu_done: p.work_done / speed,
+                    share: p.share,
+                    at,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
+        let unknown = CoreError::UnknownPart {
+            link,
+            job: part.job,
+            index: part.index,
+        };
+        let j = self.jobs.get(&part.job).ok_or(unknown.clone())?;
+        let g = *j
+            .part_nodes
+            .get(part.index as usize)
+            .ok_or(unknown.clone())?;
+        if self.nodes[g as usize].link != link {
+            return Err(unknown);
+        }
+        Ok(g)
+    }
+
+    /// A part finished its actual work at node time `at`.
+    pub fn completed(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let g = self.global_of(link, part)?;
+        self.remove_part(g, part);
+        let j = self.jobs.get_mut(&part.job).expect("checked");
+        if j.done {
+            return Ok(());
+        }
+        j.parts_left -= 1;
+        j.record.finish = Some(j.record.finish.map_or(at, |f: Time| f.max(at)));
+        if j.parts_left == 0 {
+            j.done = true;
+            out.push(Output::Finished { job: part.job });
+            if let Policy::Queue(q) = &mut self.policy {
+                q.finished(now, part.job);
+                self.schedule(now, out);
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_part(&mut self, g: u32, part: PartId) {
+        self.reported.remove(&(part.job, g));
+        if let Some(k) = self.view_index[g as usize] {
+            self.view[k].parts.retain(|p| p.job != part.job);
+        }
+    }
+
+    /// A link is gone (`reason` says how). Every unfinished part on its
+    /// nodes is lost, those jobs' other parts are cancelled, the nodes
+    /// leave the view.
+    pub fn link_lost(&mut self, now: Time, link: LinkId, reason: &str, out: &mut Vec<Output>) {
+        let dead: Vec<u32> = (0..self.nodes.len() as u32)
+            .filter(|&g| self.nodes[g as usize].link == link && self.nodes[g as usize].alive)
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        let mut lost_jobs: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| !j.done && j.part_nodes.iter().any(|g| dead.contains(g)))
+            .map(|(&id, _)| id)
+            .collect();
+        lost_jobs.sort_unstable();
+        for &g in &dead {
+            self.nodes[g as usize].alive = false;
+        }
+        for id in lost_jobs {
+            let j = self.jobs.get_mut(&id).expect("listed");
+            let host = &self.nodes[j.part_nodes[0] as usize].host;
+            j.record.lost = true;
+            j.record.finish = None;
+            j.record.detail =
+                format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}");
+            j.done = true;
+            let part_nodes = j.part_nodes.clone();
+            for (index, &g) in part_nodes.iter().enumerate() {
+                let part = PartId {
+                    job: id,
+                    index: index as u32,
+                };
+                let n = &self.nodes[g as usize];
+                if n.alive {
+                    out.push(Output::Send {
+                        link: n.link,
+                        msg: ManagerMsg::Cancel { part },
+                    });
+                }
+                self.remove_part(g, part);
+            }
+            if let Policy::Queue(q) = &mut self.policy {
+                q.finished(now, id);
+            }
+            out.push(Output::Finished { job: id });
+        }
+        // Take the dead nodes out of the view (swap-remove keeps it dense).
+        for &g in &dead {
+            if let Some(k) = self.view_index[g as usize].take() {
+                self.view.swap_remove(k);
+                self.view_ids.swap_remove(k);
+                if k < self.view.len() {
+                    let moved = self.view_ids[k];
+                    self.view_index[moved as usize] = Some(k);
+                }
+            }
+            if let Policy::Queue(q) = &mut self.policy {
+                q.set_node_available(g as usize, false);
+            }
+        }
+        self.schedule(now, out);
+    }
+
+    /// Periodic work (queue policies drop lapsed jobs).
+    pub fn tick(&mut self, now: Time, out: &mut Vec<Output>) {
+        self.schedule(now, out);
+    }
+
+    /// Jobs submitted and not yet over.
+    pub fn open_jobs(&self) -> usize {
+        self.jobs.values().filter(|j| !j.done).count()
+    }
+
+    /// Jobs waiting in a queue policy.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Every record, in job-id order.
+    pub fn records(&self) -> Vec<JobRecord> {
+        self.jobs.values().map(|j| j.record.clone()).collect()
+    }
+
+    /// Current parts and their estimated processor time done, per live
+    /// node (for `libratory status`).
+    pub fn view(&self) -> (&[NodeState], &[u32]) {
+        (&self.view, &self.view_ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use common::job::*;
+    use common::policy::{self, PolicyConfig};
+
+    use super::*;
+
+    fn info(local: u32) -> NodeInfo {
+        NodeInfo {
+            local,
+            capacity: 1.0,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        }
+    }
+
+    fn job(id: JobId, submit: f64, re: f64, p: u32, d: f64) -> WorkloadJob {
+        WorkloadJob {
+            spec: JobSpec {
+                id,
+                details: JobDetails {
+                    runtime_estimate: re,
+                    submit_time: submit,
+                    name: None,
+                },
+                resources: ResourceRequirements {
+                    processors: p,
+                    memory_kb: 0,
+                    disk_mb: 0,
+                },
+                qos: QosConstraints {
+                    deadline: d,
+                    budget: 1e9,
+                    deadline_type: DeadlineType::Hard,
+                    penalty_rate: 0.0,
+                },
+                optimization: QosOptimization::default(),
+                urgency: Some(Urgency::Low),
+                extra_segments: BTreeMap::new(),
+            },
+            actual_runtime: re,
+        }
+    }
+
+    fn dispatches(out: &[Output]) -> Vec<(LinkId, Dispatch)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Send {
+                    link,
+                    msg: ManagerMsg::Dispatch(d),
+                } => Some((*link, d.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn libra() -> ManagerCore {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        ManagerCore::new(p)
+    }
+
+    #[test]
+    fn admits_dispatches_and_records_completion() {
+        // Two links with two nodes each: global ids 0,1 (link 10) and 2,3
+        // (link 20). Job 1 (RE 50, D 100, P 2): best fit on empty nodes is
+        // the lowest indices, nodes 0 and 1 on link 10, locals 0 and 1.
+        let mut c = libra();
+        assert_eq!(c.register(10, "a", &[info(0), info(1)]), vec![0, 1]);
+        assert_eq!(c.register(20, "b", &[info(0), info(1)]), vec![2, 3]);
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
+            .unwrap();
+        let d = dispatches(&out);
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].0, d[0].1.node, d[0].1.part.index), (10, 0, 0));
+        assert_eq!((d[1].0, d[1].1.node, d[1].1.part.index), (10, 1, 1));
+        assert_eq!(d[0].1.deadline, 100.0);
+        // Job 2 (RE 60, D 100, P 1): nodes 0 and 1 hold q 0.5 and 0.6 more
+        // would not fit (1.1); best fit among the empty nodes 2 and 3 is 2.
+        out.clear();
+        c.submit(1.0, job(2, 1.0, 60.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out)[0].0, 20);
+        // Completions: job 1 finishes when both parts are done, at the
+        // later time.
+        out.clear();
+        let p0 = PartId { job: 1, index: 0 };
+        let p1 = PartId { job: 1, index: 1 };
+        c.completed(40.0, 10, p0, 39.0, &mut out).unwrap();
+        assert!(out.is_empty());
+        c.completed(45.0, 10, p1, 44.5, &mut out).unwrap();
+        assert_eq!(out, vec![Output::Finished { job: 1 }]);
+        let r = &c.records()[0];
+        assert_eq!(r.finish, Some(44.5));
+        assert!(r.met());
+        // A completion for a part the link does not hold is an error naming
+        // the link.
+        let e = c.completed(46.0, 20, p0, 46.0, &mut out).unwrap_err();
+        assert!(e.to_string().contains("link 20"));
+    }
+
+    #[test]
+    fn dead_reckoning_feeds_admission() {
+        // One node. Job 1: RE 50, D 100 (q 0.5). At t = 40 the node reports
+        // 40 s of work done at share 1 (it had the node alone). Dead
+        // reckoning at t = 50: 40 + 1 x 10 = 50 done: job 1 has no
+        // estimated work left and counts 0, so job 2 (RE 90, D 100, q 0.9)
+        // fits. Without the report job 1 would still count 50/50 = 1.0 at
+        // t = 50 and job 2 would be refused.
+        let mut c = libra();
+        c.register(1, "a", &[info(0)]);
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.progress(
+            1,
+            40.0,
+            &[PartProgress {
+                part: PartId { job: 1, index: 0 },
+                node: 0,
+                work_done: 40.0,
+                share: 1.0,
+            }],
+        )
+        .unwrap();
+        out.clear();
+        c.submit(50.0, job(2, 50.0, 90.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out).len(), 1, "{out:?}");
+
+        let mut c = libra();
+        c.register(1, "a", &[info(0)]);
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        out.clear();
+        c.submit(50.0, job(2, 50.0, 90.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert!(dispatches(&out).is_empty());
+    }
+
+    #[test]
+    fn lost_link_loses_parts_cancels_siblings_and_leaves_the_view() {
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]);
+        c.register(20, "b", &[info(0)]);
+        let mut out = Vec::new();
+        // P 2 spans both links.
+        c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
+            .unwrap();
+        out.clear();
+        c.link_lost(5.0, 10, "idle timeout", &mut out);
+        assert!(out.contains(&Output::Send {
+            link: 20,
+            msg: ManagerMsg::Cancel {
+                part: PartId { job: 1, index: 1 }
+            }
+        }));
+        assert!(out.contains(&Output::Finished { job: 1 }));
+        let r = &c.records()[0];
+        assert!(r.lost && r.detail.contains("idle timeout") && r.detail.contains("node process a"));
+        assert_eq!(c.live_nodes(), 1);
+        // A 2-processor job no longer fits: only one node left.
+        out.clear();
+        c.submit(6.0, job(2, 6.0, 10.0, 2, 100.0), &mut out)
+            .unwrap();
+        assert!(
+            matches!(&out[0], Output::Decided { decision: Decision::Reject(r), .. } if r.reason == RejectReason::Resources)
+        );
+        // The process rejoins: its node comes back as a new node (id 2).
+        assert_eq!(c.register(10, "a", &[info(0)]), vec![2]);
+        out.clear();
+        c.submit(7.0, job(3, 7.0, 10.0, 2, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out).len(), 2);
+    }
+
+    #[test]
+    fn queue_policy_starts_exclusive_parts_and_frees_on_completion() {
+        let specs: Vec<NodeSpec> = Vec::new();
+        let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]);
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        let d = dispatches(&out);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].1.exclusive);
+        assert_eq!(c.queued(), 1);
+        out.clear();
+        c.completed(10.0, 1, PartId { job: 1, index: 0 }, 10.0, &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out)[0].1.part.job, 2);
+        assert_eq!(c.open_jobs(), 1);
+    }
+}

@@ -1,0 +1,6 @@
+//! The Libratory manager as a library: the pure manager core (admission,
+//! cluster view, dispatch, records) and, around it, the actors and the
+//! QUIC server of a live run. The `libratory` binary is a thin shell over
+//! this crate and `common`.
+
+pub mod core;
