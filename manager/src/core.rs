@@ -514,6 +514,11 @@ impl ManagerCore {
         self.queued
     }
 
+    /// The record of one job.
+    pub fn record(&self, job: JobId) -> Option<&JobRecord> {
+        self.jobs.get(&job).map(|j| &j.record)
+    }
+
     /// Every record, in job-id order.
     pub fn records(&self) -> Vec<JobRecord> {
         self.jobs.values().map(|j| j.record.clone()).collect()

@@ -4,3 +4,4 @@
 //! this crate and `common`.
 
 pub mod core;
+pub mod live;

@@ -1,0 +1,843 @@
+//! A live run: the QUIC server, one link actor per node connection, the
+//! manager actor that drives the [`ManagerCore`], the workload replay and
+//! the collection of records and latency histograms.
+//!
+//! The actors hold no policy logic: each handler feeds an event to the core
+//! with `now` from the [`TraceClock`] and forwards what the core returns.
+//!
+//! Lifecycle: bind, accept node processes until the expected number of
+//! emulated nodes has registered (or the start timeout passes), replay the
+//! workload (trace time mapped to real time by `time_scale`), wait until
+//! every job is over, collect the nodes' histograms, tell the nodes to shut
+//! down, return the outcome. A shutdown signal (Ctrl-C, or the future given
+//! by a test) ends the run early; jobs still open are then recorded as
+//! lost with that reason.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use anyhow::{bail, Context as _, Result};
+use common::metrics::JobRecord;
+use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts};
+use common::policy::{self, PolicyConfig};
+use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome};
+use common::time::Time;
+use common::workload::WorkloadJob;
+use hdrhistogram::Histogram;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::{LinkId, ManagerCore, Output};
+
+/// Trace time from a wall clock: `trace = (wall - start) / time_scale`.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceClock {
+    start: Instant,
+    scale: f64,
+}
+
+impl TraceClock {
+    /// A clock at trace time 0 now, `scale` real seconds per trace second.
+    pub fn new(scale: f64) -> TraceClock {
+        TraceClock {
+            start: Instant::now(),
+            scale,
+        }
+    }
+
+    /// Trace seconds now.
+    pub fn now(&self) -> Time {
+        self.start.elapsed().as_secs_f64() / self.scale
+    }
+
+    /// The wall instant of trace time `t`.
+    pub fn instant_of(&self, t: Time) -> Instant {
+        self.start + Duration::from_secs_f64((t * self.scale).max(0.0))
+    }
+
+    /// Real seconds per trace second.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+}
+
+/// Everything a live run needs.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    /// Where to listen (UDP).
+    pub listen: SocketAddr,
+    /// Certificates directory (`libratory certs`).
+    pub certs: PathBuf,
+    /// Real seconds per trace second.
+    pub time_scale: f64,
+    /// Emulated nodes to wait for before the replay starts.
+    pub expect_nodes: usize,
+    /// How long to wait for them.
+    pub start_timeout: Duration,
+    /// The policy (registered name) and its knobs.
+    pub policy: String,
+    /// Policy knobs.
+    pub policy_config: PolicyConfig,
+    /// Nodes report progress this often (real ms).
+    pub report_ms: u32,
+    /// Nodes send heartbeats this often (real ms).
+    pub heartbeat_ms: u32,
+    /// A link silent this long is lost (and QUIC's idle timeout).
+    pub link_timeout: Duration,
+    /// How long to wait for the nodes' histograms at the end.
+    pub histogram_timeout: Duration,
+    /// Show a live progress line on stderr.
+    pub progress: bool,
+}
+
+/// Names of the manager's latency histograms (microseconds).
+pub const MANAGER_HISTOGRAMS: &[&str] = &[
+    "submit_to_decision_us",
+    "policy_compute_us",
+    "dispatch_to_start_us",
+    "report_latency_us",
+    "quic_rtt_us",
+];
+
+/// What a live run produced.
+pub struct LiveOutcome {
+    /// One record per job, in job-id order.
+    pub records: Vec<JobRecord>,
+    /// The manager's histograms by name.
+    pub histograms: BTreeMap<String, Histogram<u64>>,
+    /// Each node process's histograms: (host, name, histogram).
+    pub node_histograms: Vec<(String, String, Histogram<u64>)>,
+    /// Node processes that took part: (host, emulated nodes).
+    pub node_processes: Vec<(String, usize)>,
+    /// Things the user should know (late starts, lost links...).
+    pub warnings: Vec<String>,
+    /// Real seconds from the first arrival to the end.
+    pub wall_seconds: f64,
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant figures is valid")
+}
+
+// ---- messages ---------------------------------------------------------
+
+/// A node process connected and registered; answer with its welcome.
+#[derive(Message)]
+#[rtype(result = "Result<Welcome, String>")]
+struct Connected {
+    link: LinkId,
+    host: String,
+    nodes: Vec<NodeInfo>,
+    addr: Addr<LinkActor>,
+}
+
+/// A message from a node, as received.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FromNode {
+    link: LinkId,
+    msg: NodeMsg,
+}
+
+/// A link ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct LinkClosed {
+    link: LinkId,
+    reason: String,
+}
+
+/// Send this to the node.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ToNode(ManagerMsg);
+
+/// Stop the run now.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Abort(pub String);
+
+// ---- link actor --------------------------------------------------------
+
+/// One node connection: reads frames (as a stream), writes frames (through
+/// a writer task), notices silence.
+struct LinkActor {
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    tx: mpsc::UnboundedSender<ManagerMsg>,
+    last_heard: Instant,
+    timeout: Duration,
+    closed: bool,
+}
+
+impl Actor for LinkActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let every = (self.timeout / 4).max(Duration::from_millis(10));
+        ctx.run_interval(every, |a, ctx| {
+            if a.last_heard.elapsed() > a.timeout {
+                a.close(format!(
+                    "silent for more than {:?} (heartbeat timeout)",
+                    a.timeout
+                ));
+                ctx.stop();
+            }
+        });
+    }
+}
+
+impl LinkActor {
+    fn close(&mut self, reason: String) {
+        if !self.closed {
+            self.closed = true;
+            self.manager.do_send(LinkClosed {
+                link: self.link,
+                reason,
+            });
+        }
+    }
+}
+
+impl StreamHandler<Result<NodeMsg, NetError>> for LinkActor {
+    fn handle(&mut self, item: Result<NodeMsg, NetError>, ctx: &mut Self::Context) {
+        match item {
+            Ok(msg) => {
+                self.last_heard = Instant::now();
+                self.manager.do_send(FromNode {
+                    link: self.link,
+                    msg,
+                });
+            }
+            Err(e) => {
+                self.close(e.to_string());
+                ctx.stop();
+            }
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        self.close("the node closed the connection".into());
+        ctx.stop();
+    }
+}
+
+impl Handler<ToNode> for LinkActor {
+    type Result = ();
+    fn handle(&mut self, m: ToNode, _: &mut Self::Context) {
+        let _ = self.tx.send(m.0);
+    }
+}
+
+fn frame_stream(rx: FrameReceiver) -> impl futures_util::Stream<Item = Result<NodeMsg, NetError>> {
+    futures_util::stream::unfold(Some(rx), |state| async move {
+        let mut rx = state?;
+        match rx.recv::<NodeMsg>("node message").await {
+            Ok(Some(m)) => Some((Ok(m), Some(rx))),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>) {
+    while let Some(m) = rx.recv().await {
+        let last = matches!(m, ManagerMsg::Shutdown { .. } | ManagerMsg::Reject { .. });
+        if tx.send(&m).await.is_err() {
+            break;
+        }
+        if last {
+            tx.finish();
+            break;
+        }
+    }
+}
+
+// ---- manager actor -----------------------------------------------------
+
+struct LinkInfo {
+    addr: Addr<LinkActor>,
+    host: String,
+    nodes: usize,
+    alive: bool,
+}
+
+struct ManagerActor {
+    core: ManagerCore,
+    clock: Option<TraceClock>,
+    cfg: LiveConfig,
+    links: HashMap<LinkId, LinkInfo>,
+    jobs: VecDeque<WorkloadJob>,
+    total_jobs: usize,
+    submitted: usize,
+    decided: usize,
+    finished: usize,
+    started_replay: bool,
+    ending: bool,
+    hists: BTreeMap<String, Histogram<u64>>,
+    node_hists: Vec<(String, String, Histogram<u64>)>,
+    hist_pending: usize,
+    warnings: Vec<String>,
+    done: Option<oneshot::Sender<()>>,
+    out: Vec<Output>,
+    ping_sent: HashMap<u64, Instant>,
+    nonce: u64,
+    registered_nodes: usize,
+    replay_started: Option<Instant>,
+    ended: Option<Instant>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ManagerActor {
+    fn record(&mut self, name: &str, micros: f64) {
+        if let Some(h) = self.hists.get_mut(name) {
+            let _ = h.record(micros.max(0.0).round() as u64);
+        }
+    }
+
+    fn now(&self) -> Time {
+        self.clock.map_or(0.0, |c| c.now())
+    }
+
+    /// Forwards the core's outputs.
+    fn flush(&mut self) {
+        for o in std::mem::take(&mut self.out) {
+            match o {
+                Output::Send { link, msg } => {
+                    if let Some(l) = self.links.get(&link).filter(|l| l.alive) {
+                        l.addr.do_send(ToNode(msg));
+                    }
+                }
+                Output::Decided { .. } => self.decided += 1,
+                Output::Finished { .. } => self.finished += 1,
+            }
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(self.finished as u64);
+            b.set_message(format!(
+                "submitted {} decided {} queued {} nodes {}",
+                self.submitted,
+                self.decided,
+                self.core.queued(),
+                self.core.live_nodes()
+            ));
+        }
+    }
+
+    fn maybe_start(&mut self, ctx: &mut Context<Self>) {
+        if self.started_replay || self.registered_nodes < self.cfg.expect_nodes {
+            return;
+        }
+        self.started_replay = true;
+        self.replay_started = Some(Instant::now());
+        if self.cfg.progress {
+            let b = indicatif::ProgressBar::new(self.total_jobs as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} jobs over  {msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            self.bar = Some(b);
+        }
+        self.schedule_next(ctx);
+    }
+
+    fn schedule_next(&mut self, ctx: &mut Context<Self>) {
+        let Some(clock) = self.clock else { return };
+        let Some(next) = self.jobs.front() else {
+            self.check_end(ctx);
+            return;
+        };
+        let at = clock.instant_of(next.spec.details.submit_time);
+        let wait = at.saturating_duration_since(Instant::now());
+        ctx.run_later(wait, |a, ctx| a.submit_due(ctx));
+    }
+
+    fn submit_due(&mut self, ctx: &mut Context<Self>) {
+        let clock = self.clock.expect("clock set before replay");
+        while let Some(j) = self.jobs.front() {
+            let due = clock.instant_of(j.spec.details.submit_time);
+            if due > Instant::now() {
+                break;
+            }
+            let j = self.jobs.pop_front().expect("peeked");
+            let id = j.spec.id;
+            let t0 = Instant::now();
+            let now = clock.now();
+            if let Err(e) = self.core.submit(now, j, &mut self.out) {
+                self.warnings.push(format!("job {id}: {e}"));
+                self.finished += 1;
+            }
+            let t1 = Instant::now();
+            self.record("policy_compute_us", (t1 - t0).as_secs_f64() * 1e6);
+            self.record(
+                "submit_to_decision_us",
+                (t1.saturating_duration_since(due)).as_secs_f64() * 1e6,
+            );
+            self.submitted += 1;
+            self.flush();
+        }
+        self.schedule_next(ctx);
+    }
+
+    fn check_end(&mut self, ctx: &mut Context<Self>) {
+        if self.ending || !self.started_replay || !self.jobs.is_empty() || self.core.open_jobs() > 0
+        {
+            return;
+        }
+        self.begin_end(ctx);
+    }
+
+    fn begin_end(&mut self, ctx: &mut Context<Self>) {
+        if self.ending {
+            return;
+        }
+        self.ending = true;
+        self.ended = Some(Instant::now());
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        self.hist_pending = 0;
+        for l in self.links.values().filter(|l| l.alive) {
+            l.addr.do_send(ToNode(ManagerMsg::SendHistograms));
+            self.hist_pending += 1;
+        }
+        let timeout = self.cfg.histogram_timeout;
+        ctx.run_later(timeout, |a, ctx| {
+            if a.hist_pending > 0 {
+                a.warnings.push(format!(
+                    "{} node process(es) did not hand over histograms within {:?}",
+                    a.hist_pending, a.cfg.histogram_timeout
+                ));
+            }
+            a.finish(ctx);
+        });
+        if self.hist_pending == 0 {
+            self.finish(ctx);
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut Context<Self>) {
+        for l in self.links.values().filter(|l| l.alive) {
+            l.addr.do_send(ToNode(ManagerMsg::Shutdown {
+                reason: "run complete".into(),
+            }));
+        }
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(());
+        }
+        // Give the writers a moment to flush the shutdown frames.
+        ctx.run_later(Duration::from_millis(200), |_, ctx| ctx.stop());
+    }
+}
+
+impl Actor for ManagerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let tick = Duration::from_millis(u64::from(self.cfg.heartbeat_ms).max(10));
+        ctx.run_interval(tick, |a, ctx| {
+            if a.started_replay && !a.ending {
+                let now = a.now();
+                a.core.tick(now, &mut a.out);
+                a.flush();
+                a.check_end(ctx);
+            }
+            // Application-level round trips, one ping per link per tick.
+            for (id, l) in a.links.iter().filter(|(_, l)| l.alive) {
+                a.nonce += 1;
+                let nonce = (*id << 32) | (a.nonce & 0xffff_ffff);
+                a.ping_sent.insert(nonce, Instant::now());
+                l.addr.do_send(ToNode(ManagerMsg::Ping { nonce }));
+            }
+        });
+        let timeout = self.cfg.start_timeout;
+        ctx.run_later(timeout, move |a, ctx| {
+            if !a.started_replay {
+                if a.registered_nodes == 0 {
+                    a.warnings.push(format!("no node registered within {timeout:?}"));
+                    a.begin_end(ctx);
+                } else {
+                    a.warnings.push(format!(
+                        "only {} of {} emulated nodes registered within {timeout:?}; starting with them",
+                        a.registered_nodes, a.cfg.expect_nodes
+                    ));
+                    a.cfg.expect_nodes = a.registered_nodes;
+                    a.maybe_start(ctx);
+                }
+            }
+        });
+    }
+}
+
+impl Handler<Connected> for ManagerActor {
+    type Result = Result<Welcome, String>;
+
+    fn handle(&mut self, m: Connected, ctx: &mut Self::Context) -> Self::Result {
+        if self.ending {
+            return Err("the run is over".into());
+        }
+        if m.nodes.is_empty() {
+            return Err("registered no nodes".into());
+        }
+        if self.clock.is_none() {
+            self.clock = Some(TraceClock::new(self.cfg.time_scale));
+        }
+        let ids = self.core.register(m.link, &m.host, &m.nodes);
+        self.registered_nodes += ids.len();
+        self.links.insert(
+            m.link,
+            LinkInfo {
+                addr: m.addr,
+                host: m.host,
+                nodes: ids.len(),
+                alive: true,
+            },
+        );
+        let welcome = Welcome {
+            node_ids: ids,
+            time_scale: self.cfg.time_scale,
+            trace_now: self.now(),
+            spare_rule: self.cfg.policy_config.spare_rule,
+            report_ms: self.cfg.report_ms,
+            heartbeat_ms: self.cfg.heartbeat_ms,
+        };
+        let w = welcome.clone();
+        ctx.run_later(Duration::ZERO, |a, ctx| a.maybe_start(ctx));
+        Ok(w)
+    }
+}
+
+impl Handler<FromNode> for ManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, m: FromNode, ctx: &mut Self::Context) {
+        let now = self.now();
+        let scale = self.cfg.time_scale;
+        let host = self
+            .links
+            .get(&m.link)
+            .map_or_else(String::new, |l| l.host.clone());
+        let res = match m.msg {
+            NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
+            NodeMsg::Progress { at, parts } => {
+                self.record("report_latency_us", (now - at) * scale * 1e6);
+                self.core.progress(m.link, at, &parts)
+            }
+            NodeMsg::Started { part, at } => {
+                if let Some(dispatched) = self.core.record(part.job).and_then(|r| r.start) {
+                    self.record("dispatch_to_start_us", (at - dispatched) * scale * 1e6);
+                }
+                Ok(())
+            }
+            NodeMsg::Completed { part, at, .. } => {
+                self.core.completed(now, m.link, part, at, &mut self.out)
+            }
+            NodeMsg::Refused { part, reason } => {
+                self.warnings.push(format!(
+                    "{host} refused part {}/{}: {reason}",
+                    part.job, part.index
+                ));
+                Ok(())
+            }
+            NodeMsg::Histograms {
+                last: _,
+                histograms,
+            } => {
+                for (name, bytes) in histograms {
+                    match hdrhistogram::serialization::Deserializer::new()
+                        .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
+                    {
+                        Ok(h) => self.node_hists.push((host.clone(), name, h)),
+                        Err(e) => self
+                            .warnings
+                            .push(format!("{host}: histogram {name} unreadable: {e:?}")),
+                    }
+                }
+                if self.ending && self.hist_pending > 0 {
+                    self.hist_pending -= 1;
+                    if self.hist_pending == 0 {
+                        self.finish(ctx);
+                    }
+                }
+                Ok(())
+            }
+            NodeMsg::Pong { nonce } => {
+                if let Some(t) = self.ping_sent.remove(&nonce) {
+                    self.record("quic_rtt_us", t.elapsed().as_secs_f64() * 1e6);
+                }
+                Ok(())
+            }
+            NodeMsg::Goodbye { reason } => {
+                self.warnings.push(format!("{host} left: {reason}"));
+                Ok(())
+            }
+        };
+        if let Err(e) = res {
+            self.warnings.push(format!("{host}: {e}"));
+        }
+        self.flush();
+        self.check_end(ctx);
+    }
+}
+
+impl Handler<LinkClosed> for ManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, m: LinkClosed, ctx: &mut Self::Context) {
+        let Some(l) = self.links.get_mut(&m.link) else {
+            return;
+        };
+        if !l.alive {
+            return;
+        }
+        l.alive = false;
+        let host = l.host.clone();
+        if self.ending {
+            if self.hist_pending > 0 {
+                self.hist_pending -= 1;
+                if self.hist_pending == 0 {
+                    self.finish(ctx);
+                }
+            }
+            return;
+        }
+        self.warnings.push(format!(
+            "lost node process {host} (link {}): {}",
+            m.link, m.reason
+        ));
+        let now = self.now();
+        self.core.link_lost(now, m.link, &m.reason, &mut self.out);
+        self.flush();
+        self.check_end(ctx);
+    }
+}
+
+impl Handler<Abort> for ManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, m: Abort, ctx: &mut Self::Context) {
+        self.warnings.push(format!("run stopped early: {}", m.0));
+        let now = self.now();
+        let links: Vec<LinkId> = self.links.keys().copied().collect();
+        for l in links {
+            self.core.link_lost(now, l, &m.0, &mut self.out);
+        }
+        self.flush();
+        self.jobs.clear();
+        self.begin_end(ctx);
+    }
+}
+
+/// Results are read out of the actor at the end.
+#[derive(Message)]
+#[rtype(result = "LiveOutcomeParts")]
+struct TakeOutcome;
+
+struct LiveOutcomeParts(LiveOutcome);
+
+impl<A, M> actix::dev::MessageResponse<A, M> for LiveOutcomeParts
+where
+    A: Actor,
+    M: Message<Result = LiveOutcomeParts>,
+{
+    fn handle(self, _: &mut A::Context, tx: Option<actix::dev::OneshotSender<M::Result>>) {
+        if let Some(tx) = tx {
+            let _ = tx.send(self);
+        }
+    }
+}
+
+impl Handler<TakeOutcome> for ManagerActor {
+    type Result = LiveOutcomeParts;
+
+    fn handle(&mut self, _: TakeOutcome, _: &mut Self::Context) -> LiveOutcomeParts {
+        let wall = match (self.replay_started, self.ended) {
+            (Some(a), Some(b)) => (b - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        LiveOutcomeParts(LiveOutcome {
+            records: self.core.records(),
+            histograms: std::mem::take(&mut self.hists),
+            node_histograms: std::mem::take(&mut self.node_hists),
+            node_processes: self
+                .links
+                .values()
+                .map(|l| (l.host.clone(), l.nodes))
+                .collect(),
+            warnings: std::mem::take(&mut self.warnings),
+            wall_seconds: wall,
+        })
+    }
+}
+
+// ---- server ------------------------------------------------------------
+
+async fn serve_connection(
+    incoming: quinn::Incoming,
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let peer = incoming.remote_address();
+    let conn = incoming
+        .await
+        .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
+    let mut s = FramedStream::accept(&conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let hello = Hello::new(
+        Role::Manager,
+        format!("libratory {}", env!("CARGO_PKG_VERSION")),
+    );
+    let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
+    if theirs.role != Role::Node {
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: format!("expected a node, got {:?}", theirs.role),
+            })
+            .await;
+        return Err(format!("{peer}: not a node ({:?})", theirs.role));
+    }
+    let reg: Option<NodeMsg> = s.recv("node message").await.map_err(|e| e.to_string())?;
+    let Some(NodeMsg::Register { host, nodes }) = reg else {
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: "expected Register after hello".into(),
+            })
+            .await;
+        return Err(format!("{peer}: did not register"));
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (sender, receiver) = s.split();
+    let manager2 = manager.clone();
+    let addr = LinkActor::create(move |ctx| {
+        ctx.add_stream(frame_stream(receiver));
+        LinkActor {
+            link,
+            manager: manager2,
+            tx: tx.clone(),
+            last_heard: Instant::now(),
+            timeout,
+            closed: false,
+        }
+    });
+    let host_label = format!("{host} ({peer})");
+    match manager
+        .send(Connected {
+            link,
+            host: host_label,
+            nodes,
+            addr: addr.clone(),
+        })
+        .await
+    {
+        Ok(Ok(w)) => {
+            addr.do_send(ToNode(ManagerMsg::Welcome(w)));
+        }
+        Ok(Err(reason)) => {
+            addr.do_send(ToNode(ManagerMsg::Reject {
+                reason: reason.clone(),
+            }));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    actix::spawn(writer(sender, rx));
+    // Keep the connection alive as long as the link actor runs.
+    actix::spawn(async move {
+        let _conn = conn;
+        while addr.connected() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    Ok(())
+}
+
+/// Runs a live experiment: serves on `cfg.listen` until the workload is
+/// done or `shutdown` resolves. Call inside an actix `System`.
+pub async fn run(
+    cfg: LiveConfig,
+    jobs: Vec<WorkloadJob>,
+    shutdown: impl std::future::Future<Output = String> + 'static,
+) -> Result<LiveOutcome> {
+    let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
+    let policy = policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?;
+    if cfg.time_scale <= 0.0 {
+        bail!("time_scale must be > 0, got {}", cfg.time_scale);
+    }
+    let endpoint = net::server_endpoint(
+        cfg.listen,
+        &cfg.certs,
+        Timeouts {
+            idle: cfg.link_timeout,
+        },
+    )
+    .with_context(|| format!("starting the QUIC server on {}", cfg.listen))?;
+    let (done_tx, done_rx) = oneshot::channel();
+    let hists = MANAGER_HISTOGRAMS
+        .iter()
+        .map(|n| (n.to_string(), new_hist()))
+        .collect();
+    let total = jobs.len();
+    let timeout = cfg.link_timeout;
+    let manager = ManagerActor {
+        core: ManagerCore::new(policy),
+        clock: None,
+        cfg,
+        links: HashMap::new(),
+        jobs: jobs.into(),
+        total_jobs: total,
+        submitted: 0,
+        decided: 0,
+        finished: 0,
+        started_replay: false,
+        ending: false,
+        hists,
+        node_hists: Vec::new(),
+        hist_pending: 0,
+        warnings: Vec::new(),
+        done: Some(done_tx),
+        out: Vec::new(),
+        ping_sent: HashMap::new(),
+        nonce: 0,
+        registered_nodes: 0,
+        replay_started: None,
+        ended: None,
+        bar: None,
+    }
+    .start();
+    let accept_manager = manager.clone();
+    let ep = endpoint.clone();
+    let acceptor = actix::spawn(async move {
+        let mut link: LinkId = 0;
+        while let Some(incoming) = ep.accept().await {
+            link += 1;
+            let m = accept_manager.clone();
+            actix::spawn(async move {
+                if let Err(e) = serve_connection(incoming, link, m, timeout).await {
+                    tracing::warn!("connection refused: {e}");
+                }
+            });
+        }
+    });
+    let abort = manager.clone();
+    let stopper = actix::spawn(async move {
+        let reason = shutdown.await;
+        abort.do_send(Abort(reason));
+    });
+    let _ = done_rx.await;
+    let outcome = manager
+        .send(TakeOutcome)
+        .await
+        .context("the manager actor stopped before handing over its results")?;
+    // Let the shutdown frames go out, then close.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stopper.abort();
+    acceptor.abort();
+    endpoint.close(0u32.into(), b"run complete");
+    Ok(outcome.0)
+}
