@@ -3,5 +3,6 @@
 //! QUIC server of a live run. The `libratory` binary is a thin shell over
 //! this crate and `common`.
 
+pub mod config;
 pub mod core;
 pub mod live;
