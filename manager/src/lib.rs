@@ -6,3 +6,5 @@
 pub mod config;
 pub mod core;
 pub mod live;
+pub mod output;
+pub mod runcmd;

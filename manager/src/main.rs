@@ -2,7 +2,7 @@
 //! the core in `common` and writes what it returns; errors are printed
 //! with their whole chain and a non-zero exit code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -16,7 +16,7 @@ use common::swf::{SwfReader, WindowStats};
 use common::workload::{self, Source, PRESETS};
 use serde::Serialize;
 
-mod output;
+use libratory_manager::{config::ClusterConfig, output, runcmd};
 
 /// Deadline- and budget-aware cluster admission control: simulate the
 /// Libra family of policies and their baselines on real traces.
@@ -34,6 +34,55 @@ enum Command {
     /// With no arguments: seed 003's synthetic batch (100 jobs, 10 nodes),
     /// Libra against PBS FIFO.
     Simulate(SimulateArgs),
+    /// Run a live demo: make certificates, start local `libratory-node`
+    /// processes, replay a built-in workload over QUIC, print the summary.
+    Demo {
+        /// Node processes to start.
+        #[arg(long, default_value_t = 2)]
+        processes: usize,
+        /// Emulated nodes per process.
+        #[arg(long, default_value_t = 4)]
+        nodes: usize,
+        /// Jobs of seed 003's batch to replay.
+        #[arg(long, default_value_t = 40)]
+        jobs: usize,
+        /// UDP port of the manager (127.0.0.1).
+        #[arg(long, default_value_t = 7878)]
+        port: u16,
+        /// Results directory (default runs/demo).
+        #[arg(long, default_value = "runs/demo")]
+        out: PathBuf,
+    },
+    /// Run a workload live on a cluster described by a configuration file.
+    Run {
+        /// The cluster configuration (cluster-configs/*.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// Also start the node processes of hosts without an ssh target
+        /// on this machine.
+        #[arg(long)]
+        spawn_local: bool,
+        /// Results directory (default: the config's [output] dir, else
+        /// runs/<config name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Make the cluster's certificates: a CA, the manager's and one per
+    /// node process name.
+    Certs {
+        /// Directory to write them to.
+        #[arg(long)]
+        out: PathBuf,
+        /// Node process names (each gets node-NAME.pem/.key).
+        #[arg(long, value_delimiter = ',')]
+        nodes: Vec<String>,
+        /// Extra names for the manager certificate (host names).
+        #[arg(long, value_delimiter = ',')]
+        manager_names: Vec<String>,
+        /// Add node certificates to an existing CA in --out.
+        #[arg(long)]
+        add: bool,
+    },
     /// List the registered policies.
     Policies,
     /// List the presets and their parameters.
@@ -88,6 +137,51 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Simulate(a) => simulate(a),
+        Command::Certs {
+            out,
+            nodes,
+            manager_names,
+            add,
+        } => {
+            runcmd::certs(&out, &nodes, &manager_names, add)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            config,
+            spawn_local,
+            out,
+        } => {
+            let cfg = ClusterConfig::load(&config)?;
+            let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
+                let stem = config
+                    .file_stem()
+                    .map_or("run".into(), |s| s.to_string_lossy().to_string());
+                PathBuf::from("runs").join(stem)
+            });
+            runcmd::run(&cfg, &out, spawn_local, std::io::stderr().is_terminal())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo {
+            processes,
+            nodes,
+            jobs,
+            port,
+            out,
+        } => {
+            let certs = out.join("certs");
+            if !certs.join("ca.key").exists() {
+                runcmd::certs(&certs, &["local".to_string()], &[], false)?;
+            }
+            let cfg = runcmd::demo_config(
+                &std::fs::canonicalize(&certs)?,
+                port,
+                processes,
+                nodes,
+                jobs,
+            );
+            runcmd::run(&cfg, &out, true, std::io::stderr().is_terminal())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);

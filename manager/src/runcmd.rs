@@ -1,0 +1,470 @@
+//! The live commands: `libratory certs`, `libratory run` and
+//! `libratory demo`. They set up a live run (certificates, configuration,
+//! local node processes), hand it to [`crate::live::run`], and write the
+//! results in the same formats as `simulate`, plus the latency histograms.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use common::experiment::Experiment;
+use common::metrics::Summary;
+use common::workload;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2Serializer;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::config::{ClusterConfig, HostSection};
+use crate::live::{self, LiveConfig, LiveOutcome};
+use crate::output;
+
+/// `libratory certs`: a cluster CA, the manager's certificate and one per
+/// node process name.
+pub fn certs(out: &Path, nodes: &[String], manager_names: &[String], add: bool) -> Result<()> {
+    if add {
+        common::net::add_node_certs(out, nodes)?;
+        println!(
+            "added {} node certificate(s) to {}",
+            nodes.len(),
+            out.display()
+        );
+    } else {
+        common::net::make_cluster_certs(out, manager_names, nodes)?;
+        println!(
+            "made a cluster CA, the manager certificate and {} node certificate(s) in {}\n\
+             copy ca.pem and node-NAME.pem/.key to each node host; keep ca.key on this machine",
+            nodes.len(),
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Local node processes started for a run; killed if still alive on drop.
+pub struct LocalNodes {
+    children: Vec<(String, Child)>,
+}
+
+impl LocalNodes {
+    /// Starts one `libratory-node` per process of every host in `hosts`
+    /// on this machine, logging to `logs/`.
+    pub fn spawn(
+        hosts: &[&HostSection],
+        manager: SocketAddr,
+        certs: &Path,
+        logs: &Path,
+    ) -> Result<LocalNodes> {
+        let exe = node_binary()?;
+        fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
+        let mut children = Vec::new();
+        for h in hosts {
+            for p in 0..h.processes {
+                let label = format!("{}-{p}", h.name);
+                let log = logs.join(format!("node-{label}.log"));
+                let file = fs::File::create(&log)
+                    .with_context(|| format!("creating {}", log.display()))?;
+                let child = Command::new(&exe)
+                    .arg("--manager")
+                    .arg(manager.to_string())
+                    .arg("--certs")
+                    .arg(certs)
+                    .arg("--name")
+                    .arg(&h.name)
+                    .arg("--label")
+                    .arg(&label)
+                    .arg("--nodes")
+                    .arg(h.nodes_per_process.to_string())
+                    .arg("--capacity")
+                    .arg(h.capacity.to_string())
+                    .arg("--speed")
+                    .arg(h.speed.to_string())
+                    .arg("--memory-mb")
+                    .arg(h.memory_mb.to_string())
+                    .arg("--disk-mb")
+                    .arg(h.disk_mb.to_string())
+                    .stdin(Stdio::null())
+                    .stdout(file.try_clone()?)
+                    .stderr(file)
+                    .spawn()
+                    .with_context(|| format!("starting {}", exe.display()))?;
+                children.push((label, child));
+            }
+        }
+        Ok(LocalNodes { children })
+    }
+
+    /// Waits up to `grace` for the processes to leave, then kills the rest.
+    /// Returns (label, exit status text) per process.
+    pub fn finish(mut self, grace: Duration) -> Vec<(String, String)> {
+        let deadline = std::time::Instant::now() + grace;
+        let mut out = Vec::new();
+        for (label, child) in &mut self.children {
+            loop {
+                match child.try_wait() {
+                    Ok(Some(st)) => {
+                        out.push((label.clone(), st.to_string()));
+                        break;
+                    }
+                    Ok(None) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    _ => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        out.push((label.clone(), "killed after the grace period".into()));
+                        break;
+                    }
+                }
+            }
+        }
+        self.children.clear();
+        out
+    }
+
+    /// The process ids (for tests that kill a node).
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        self.children
+            .iter()
+            .map(|(l, c)| (l.clone(), c.id()))
+            .collect()
+    }
+}
+
+impl Drop for LocalNodes {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The `libratory-node` binary beside this one.
+pub fn node_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe().context("locating the libratory binary")?;
+    let exe = me.with_file_name("libratory-node");
+    if !exe.is_file() {
+        bail!(
+            "{} not found: build it with `cargo build --release` (it is installed beside libratory)",
+            exe.display()
+        );
+    }
+    Ok(exe)
+}
+
+/// Percentiles of one histogram, for `summary.json`.
+#[derive(Debug, Serialize)]
+pub struct Percentiles {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Percentiles of `h`.
+pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
+    Percentiles {
+        count: h.len(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+        mean: h.mean(),
+    }
+}
+
+/// Writes histograms as one HdrHistogram interval log (the standard
+/// format: other HdrHistogram tools read it), one tagged interval each.
+pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64) -> Result<()> {
+    let mut file =
+        fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut ser = V2Serializer::new();
+    let mut w = IntervalLogWriterBuilder::new()
+        .add_comment("Libratory latency histograms, values in microseconds")
+        .with_max_value_divisor(1.0)
+        .begin_log_with(&mut file, &mut ser)
+        .with_context(|| format!("writing {}", path.display()))?;
+    for (name, h) in hists {
+        // Tags may not contain spaces or commas.
+        let tag: String = name
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() || c == ',' {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        w.write_histogram(
+            *h,
+            Duration::ZERO,
+            Duration::from_secs_f64(seconds.max(0.0)),
+            Tag::new(&tag),
+        )
+        .map_err(|e| anyhow::anyhow!("writing {}: {e:?}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct LiveSummaryFile<'a> {
+    libratory_version: &'static str,
+    mode: &'static str,
+    seed: u64,
+    preset: &'a str,
+    trace: Option<String>,
+    experiment: &'a Experiment,
+    time_scale: f64,
+    node_processes: Vec<(String, usize)>,
+    wall_seconds: f64,
+    warnings: &'a [String],
+    policies: Vec<Summary>,
+    latency_us: BTreeMap<String, Percentiles>,
+    node_latency_us: BTreeMap<String, Percentiles>,
+}
+
+/// Builds the experiment and workload a config describes.
+fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)> {
+    let mut exp = Experiment::preset(&cfg.workload.preset)?;
+    if let Some(seed) = cfg.workload.seed {
+        exp.params.seed = seed;
+    }
+    let pairs = cfg.set_pairs();
+    exp.set_all(pairs.iter().map(String::as_str))
+        .context("in [workload] set")?;
+    exp.policies = vec![cfg.workload.policy.clone()];
+    let trace = match exp.params.source {
+        workload::Source::Trace => Some(
+            cfg.workload
+                .trace
+                .clone()
+                .context("the preset reads a trace: give [workload] trace = \"FILE.swf.gz\"")?,
+        ),
+        workload::Source::Synthetic003 => None,
+    };
+    let wl = workload::build(&exp.params, trace.as_deref())?;
+    Ok((exp, wl))
+}
+
+/// Runs the configuration live; when `spawn_local` is set, starts the node
+/// processes of every host without an ssh target on this machine.
+pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: bool) -> Result<()> {
+    let (exp, wl) = experiment_of(cfg)?;
+    let seed = exp.params.seed;
+    let listen: SocketAddr = cfg.manager.listen.parse()?;
+    let advertise: SocketAddr = match &cfg.manager.advertise {
+        Some(a) => a.parse()?,
+        None => listen,
+    };
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    println!(
+        "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
+        cfg.workload.policy,
+        exp.params.preset,
+        wl.jobs.len(),
+        cfg.manager.time_scale,
+        cfg.manager.time_scale,
+        cfg.total_nodes()
+    );
+    warn_short_jobs(&wl, cfg.manager.time_scale);
+    let live_cfg = LiveConfig {
+        listen,
+        certs: cfg.manager.certs.clone(),
+        time_scale: cfg.manager.time_scale,
+        expect_nodes: cfg.total_nodes(),
+        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
+        policy: cfg.workload.policy.clone(),
+        policy_config: exp.policy.clone(),
+        report_ms: cfg.manager.report_ms,
+        heartbeat_ms: cfg.manager.heartbeat_ms,
+        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
+        histogram_timeout: Duration::from_secs(5),
+        progress,
+    };
+    let jobs = wl.jobs.clone();
+    let certs = cfg.manager.certs.clone();
+    let local_hosts: Vec<&HostSection> = cfg
+        .hosts
+        .iter()
+        .filter(|h| h.ssh.as_deref().unwrap_or("").is_empty())
+        .collect();
+    let outcome: LiveOutcome = actix_rt::System::new().block_on(async move {
+        let nodes = if spawn_local {
+            Some(LocalNodes::spawn(
+                &local_hosts,
+                advertise,
+                &certs,
+                &out.join("logs"),
+            )?)
+        } else {
+            None
+        };
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+            "interrupted (Ctrl-C)".to_string()
+        };
+        let outcome = live::run(live_cfg, jobs, shutdown).await;
+        if let Some(n) = nodes {
+            for (label, status) in n.finish(Duration::from_secs(5)) {
+                if !status.contains("exit status: 0") {
+                    eprintln!("node process {label}: {status}");
+                }
+            }
+        }
+        outcome
+    })?;
+    write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome)?;
+    Ok(())
+}
+
+fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
+    // A job compressed to a few slicing periods (10 ms by default) cannot
+    // be sliced faithfully: say how many there are.
+    let period = 0.010;
+    let short = wl
+        .jobs
+        .iter()
+        .filter(|j| j.actual_runtime * time_scale < 10.0 * period)
+        .count();
+    if short > 0 {
+        eprintln!(
+            "warning: {short} of {} jobs last less than 10 slicing periods ({} ms) of real time at time_scale {time_scale}; \
+             their shares are coarse (raise time_scale to compress less)",
+            wl.jobs.len(),
+            (10.0 * period * 1000.0) as u64
+        );
+    }
+}
+
+/// Writes summary.json, the per-job CSV and the histogram logs of a live
+/// run, and prints the table.
+pub fn write_live_results(
+    out: &Path,
+    exp: &Experiment,
+    wl: &workload::Workload,
+    time_scale: f64,
+    o: &LiveOutcome,
+) -> Result<()> {
+    let policy = exp.policies[0].clone();
+    let summary = Summary::compute(&policy, &o.records);
+    println!();
+    output::print_table(&mut std::io::stdout(), std::slice::from_ref(&summary))?;
+    for w in &o.warnings {
+        println!("note: {w}");
+    }
+    let mut latency = BTreeMap::new();
+    for (name, h) in &o.histograms {
+        latency.insert(name.clone(), percentiles(h));
+    }
+    let mut node_latency = BTreeMap::new();
+    let mut merged: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
+    for (_, name, h) in &o.node_histograms {
+        let m = merged
+            .entry(name.clone())
+            .or_insert_with(|| Histogram::new_from(h));
+        let _ = m.add(h);
+    }
+    for (name, h) in &merged {
+        node_latency.insert(name.clone(), percentiles(h));
+    }
+    println!("\nlatency (us)                 count      p50      p99    max");
+    for (name, p) in latency.iter().chain(node_latency.iter()) {
+        println!(
+            "{name:<28} {:>6} {:>8} {:>8} {:>6}",
+            p.count, p.p50, p.p99, p.max
+        );
+    }
+    let file = LiveSummaryFile {
+        libratory_version: env!("CARGO_PKG_VERSION"),
+        mode: "live",
+        seed: exp.params.seed,
+        preset: &exp.params.preset,
+        trace: wl.trace.as_ref().map(|t| t.display().to_string()),
+        experiment: exp,
+        time_scale,
+        node_processes: o.node_processes.clone(),
+        wall_seconds: o.wall_seconds,
+        warnings: &o.warnings,
+        policies: vec![summary.clone()],
+        latency_us: latency,
+        node_latency_us: node_latency,
+    };
+    output::write_json(&out.join("summary.json"), &file)?;
+    output::write_jobs_csv(&out.join(format!("jobs-{policy}.csv")), &o.records)?;
+    let hdir = out.join("histograms");
+    fs::create_dir_all(&hdir)?;
+    let mine: Vec<(String, &Histogram<u64>)> =
+        o.histograms.iter().map(|(n, h)| (n.clone(), h)).collect();
+    write_hlog(&hdir.join("manager.hlog"), &mine, o.wall_seconds)?;
+    let nodes: Vec<(String, &Histogram<u64>)> = o
+        .node_histograms
+        .iter()
+        .map(|(host, n, h)| (format!("{}/{n}", host.split(' ').next().unwrap_or(host)), h))
+        .collect();
+    write_hlog(&hdir.join("nodes.hlog"), &nodes, o.wall_seconds)?;
+    println!(
+        "\nresults in {} (summary.json, jobs-{policy}.csv, histograms/*.hlog, logs/)",
+        out.display()
+    );
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The built-in demo configuration: one host, `processes` node processes
+/// of `per_process` nodes each, seed 003's batch scaled to a short run.
+pub fn demo_config(
+    certs: &Path,
+    port: u16,
+    processes: usize,
+    per_process: usize,
+    jobs: usize,
+) -> ClusterConfig {
+    let capacity = (num_cpus_f64() / (processes * per_process) as f64).min(1.0);
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "{certs}"
+time_scale = 0.05
+start_timeout_s = 20
+link_timeout_s = 5
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = {jobs}, nodes = {nodes}, synthetic_arrival_max = {arrival} }}
+
+[[hosts]]
+name = "local"
+processes = {processes}
+nodes_per_process = {per_process}
+capacity = {capacity}
+"#,
+        certs = certs.display(),
+        nodes = processes * per_process,
+        arrival = (jobs as f64 * 1.02).max(2.0),
+    );
+    ClusterConfig::parse(Path::new("<demo>"), &text).expect("the demo configuration is valid")
+}
+
+fn num_cpus_f64() -> f64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
+}
