@@ -1,0 +1,280 @@
+//! Live runs on loopback: the real `libratory` manager and real
+//! `libratory-node` processes over QUIC with mutual TLS.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::net::{self, FramedStream, Timeouts};
+use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
+
+fn libratory() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
+}
+
+fn node_bin() -> PathBuf {
+    let p = libratory().with_file_name("libratory-node");
+    assert!(
+        p.is_file(),
+        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+/// A free UDP port on loopback (bound and released; the race with another
+/// process taking it in between is harmless on a test machine).
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn certs(dir: &Path, nodes: &str) {
+    let o = Command::new(libratory())
+        .args(["certs", "--out"])
+        .arg(dir)
+        .args(["--nodes", nodes])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn config(dir: &Path, port: u16, processes: usize, nodes: usize, extra_set: &str, policy: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.01
+start_timeout_s = 20
+link_timeout_s = 2
+report_ms = 50
+heartbeat_ms = 100
+
+[workload]
+preset = "libra"
+policy = "{policy}"
+set = {{ jobs = 16, nodes = {total}, synthetic_arrival_max = 20 {extra_set} }}
+
+[[hosts]]
+name = "local"
+processes = {processes}
+nodes_per_process = {nodes}
+capacity = 0.2
+"#,
+        total = processes * nodes
+    );
+    let p = dir.join("cluster.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn dump(what: &str, o: &Output) {
+    eprintln!(
+        "{what}: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn manager_and_two_node_processes_run_a_workload() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"), "local");
+    let port = free_port();
+    let cfg = config(dir.path(), port, 2, 2, "", "libra");
+    let out = dir.path().join("run");
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        dump("libratory run", &o);
+        panic!("run failed");
+    }
+    let s = summary(&out);
+    let p = &s["policies"][0];
+    assert_eq!(p["submitted"], 16);
+    assert_eq!(s["node_processes"].as_array().unwrap().len(), 2);
+    let accepted = p["accepted"].as_u64().unwrap();
+    assert!(accepted > 0);
+    // Every accepted job ran to completion on real nodes.
+    assert_eq!(p["completed"].as_u64().unwrap(), accepted);
+    assert_eq!(p["lost"], 0);
+    // Latency histograms were filled: decisions, starts, reports, RTT,
+    // and the nodes handed theirs over.
+    for h in ["submit_to_decision_us", "dispatch_to_start_us", "report_latency_us", "quic_rtt_us"] {
+        assert!(s["latency_us"][h]["count"].as_u64().unwrap() > 0, "{h} empty");
+    }
+    assert!(!s["node_latency_us"].as_object().unwrap().is_empty());
+    let hlog = std::fs::read_to_string(out.join("histograms/manager.hlog")).unwrap();
+    assert!(hlog.contains("submit_to_decision_us"));
+    assert!(out.join("jobs-libra.csv").is_file());
+    assert!(out.join("logs/node-local-0.log").is_file());
+}
+
+/// Connects with a valid certificate and performs `script` after the TLS
+/// handshake; returns whether the manager kept talking afterwards.
+async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), String> {
+    let ep = net::client_endpoint("127.0.0.1:0".parse().unwrap(), certs, "node-local", Timeouts::default())
+        .map_err(|e| e.to_string())?;
+    let conn = net::connect(&ep, addr).await.map_err(|e| e.to_string())?;
+    let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+    send.write_all(&bytes).await.map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 4096];
+    // The manager answers with its hello and then must close on us; a
+    // Welcome would mean it accepted the bytes.
+    let mut dec = protocol::Decoder::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match tokio::time::timeout(Duration::from_secs(5), recv.read(&mut buf)).await {
+            Ok(Ok(Some(n))) => {
+                dec.feed(&buf[..n]);
+                while let Ok(Some(p)) = dec.next_payload() {
+                    if let Ok(ManagerMsg::Welcome(_)) = protocol::decode_payload::<ManagerMsg>("m", &p) {
+                        return Err("welcomed".into());
+                    }
+                }
+            }
+            _ => return Ok(()),
+        }
+    }
+    Err("the manager neither closed nor answered".into())
+}
+
+#[test]
+fn strangers_are_refused() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let port = free_port();
+    let cfg = config(dir.path(), port, 1, 1, "", "libra");
+    let mut manager = Command::new(libratory())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut bad_version = Hello::new(Role::Node, "libratory-node 99");
+    bad_version.version += 1;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("wrong protocol version", protocol::encode(&bad_version)),
+        ("oversize frame", {
+            let mut b = protocol::encode(&Hello::new(Role::Node, "x"));
+            b.extend_from_slice(&((protocol::MAX_FRAME as u32) + 1).to_be_bytes());
+            b.extend_from_slice(&[0u8; 64]);
+            b
+        }),
+        ("not our protocol", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        ("register before hello", protocol::encode(&NodeMsg::Register {
+            host: "x".into(),
+            nodes: vec![NodeInfo { local: 0, capacity: 0.1, speed: 1.0, memory_kb: 1, disk_mb: 1 }],
+        })),
+    ];
+    for (what, bytes) in cases {
+        let r = rt.block_on(stranger(addr, &certs_dir, bytes));
+        assert!(r.is_ok(), "{what}: {r:?}");
+    }
+    // The manager survived all of it and still serves a real node.
+    let node = Command::new(node_bin())
+        .args(["--manager", &addr.to_string(), "--certs"])
+        .arg(&certs_dir)
+        .args(["--name", "local", "--nodes", "1", "--capacity", "0.2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = wait_timeout(&mut manager, Duration::from_secs(120));
+    kill(node);
+    let o = manager.wait_with_output().unwrap();
+    if status != Some(true) {
+        dump("manager", &o);
+        panic!("manager did not finish the run");
+    }
+}
+
+fn wait_timeout(c: &mut Child, t: Duration) -> Option<bool> {
+    let end = Instant::now() + t;
+    while Instant::now() < end {
+        if let Some(s) = c.try_wait().unwrap() {
+            return Some(s.success());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = c.kill();
+    None
+}
+
+fn kill(mut c: Child) {
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+#[test]
+fn a_node_killed_mid_run_loses_its_parts_and_the_run_completes() {
+    let nb = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "a,b");
+    let port = free_port();
+    // Longer jobs so the kill lands while parts run.
+    let cfg = config(dir.path(), port, 2, 2, ", synthetic_mips = 20", "libra");
+    let out = dir.path().join("run");
+    let manager = Command::new(libratory())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    std::thread::sleep(Duration::from_millis(300));
+    let spawn = |name: &str| {
+        Command::new(&nb)
+            .args(["--manager", &addr, "--certs"])
+            .arg(&certs_dir)
+            .args(["--name", name, "--nodes", "2", "--capacity", "0.2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let a = spawn("a");
+    let b = spawn("b");
+    // Let jobs start, then kill node process b.
+    std::thread::sleep(Duration::from_millis(2500));
+    kill(b);
+    let o = manager.wait_with_output().unwrap();
+    kill(a);
+    if !o.status.success() {
+        dump("manager", &o);
+        panic!("the run did not complete after a node died");
+    }
+    let s = summary(&out);
+    let p = &s["policies"][0];
+    assert_eq!(p["submitted"], 16, "no job record lost");
+    assert!(p["lost"].as_u64().unwrap() >= 1, "{p}");
+    let csv = std::fs::read_to_string(out.join("jobs-libra.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 17);
+    assert!(csv.contains("lost at"), "lost parts carry their reason");
+    let warnings = s["warnings"].to_string();
+    assert!(warnings.contains("lost node process"), "{warnings}");
+}
