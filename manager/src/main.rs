@@ -12,9 +12,12 @@ use common::experiment::Experiment;
 use common::swf::{SwfReader, WindowStats};
 use common::workload::PRESETS;
 
+mod metric_table;
 mod output;
+mod plot;
 mod rundir;
 mod simulate;
+mod sweep;
 
 /// Deadline- and budget-aware cluster admission control: simulate the
 /// Libra family of policies and their baselines on real traces.
@@ -32,6 +35,13 @@ enum Command {
     /// With no arguments: seed 003's synthetic batch (100 jobs, 10 nodes),
     /// Libra against PBS FIFO.
     Simulate(simulate::SimulateArgs),
+    /// Vary one parameter over values, times policies, times seeds, in
+    /// parallel; write a tidy CSV and one SVG plot per metric.
+    ///
+    /// Example: libratory sweep --preset libra-plus-dollar --param beta
+    /// --values 0.1,0.3,0.5,0.7,1.0 --policies libra-plus-dollar,libra
+    /// --seeds 3 --out runs/beta
+    Sweep(sweep::SweepArgs),
     /// List the registered policies.
     Policies,
     /// List the presets and their parameters.
@@ -62,6 +72,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Simulate(a) => simulate::run(a),
+        Command::Sweep(a) => sweep::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);
