@@ -12,6 +12,7 @@ use common::experiment::Experiment;
 use common::swf::{SwfReader, WindowStats};
 use common::workload::PRESETS;
 
+mod figures;
 mod metric_table;
 mod output;
 mod plot;
@@ -42,6 +43,9 @@ enum Command {
     /// --values 0.1,0.3,0.5,0.7,1.0 --policies libra-plus-dollar,libra
     /// --seeds 3 --out runs/beta
     Sweep(sweep::SweepArgs),
+    /// Regenerate a paper's evaluation figures (000, 001, 002, 003, 004,
+    /// a figure id, or all): sweeps, SVG plots and an index.md of tables.
+    Figures(figures::FiguresArgs),
     /// List the registered policies.
     Policies,
     /// List the presets and their parameters.
@@ -73,6 +77,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Simulate(a) => simulate::run(a),
         Command::Sweep(a) => sweep::run(a),
+        Command::Figures(a) => figures::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);

@@ -224,6 +224,7 @@ pub fn param_label(key: &str) -> String {
         "jobs" => "Jobs".into(),
         "nodes" => "Nodes".into(),
         "oc_factor" => "OC-Factor".into(),
+        "case" => "Case".into(),
         other => other.to_string(),
     }
 }

@@ -580,13 +580,13 @@ pub fn subtitle(r: &SweepResult) -> String {
         format!("seed {}", seeds[0])
     } else {
         format!(
-            "{} seeds ({}..{}), line = mean, {} = min-max",
+            "{} seeds ({}..{}), {}",
             seeds.len(),
             seeds[0],
             seeds[seeds.len() - 1],
             match r.spec.x_axis() {
-                XAxis::Numeric => "band",
-                XAxis::Categories(_) => "bars",
+                XAxis::Numeric => "line = mean, band = min-max",
+                XAxis::Categories(_) => "marker = mean, bar = min-max",
             }
         )
     };
