@@ -16,6 +16,7 @@ mod figures;
 mod metric_table;
 mod output;
 mod plot;
+mod report;
 mod rundir;
 mod simulate;
 mod sweep;
@@ -46,6 +47,9 @@ enum Command {
     /// Regenerate a paper's evaluation figures (000, 001, 002, 003, 004,
     /// a figure id, or all): sweeps, SVG plots and an index.md of tables.
     Figures(figures::FiguresArgs),
+    /// Compare run directories side by side: a table, a CSV with every
+    /// metric and one SVG per metric.
+    Report(report::ReportArgs),
     /// List the registered policies.
     Policies,
     /// List the presets and their parameters.
@@ -78,6 +82,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(a) => simulate::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Figures(a) => figures::run(a),
+        Command::Report(a) => report::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);
