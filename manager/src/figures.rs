@@ -715,6 +715,8 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
             f.panels.iter().map(Some).collect()
         };
         let mut figure_csv = String::from("panel,metric,line,value,mean,min,max\n");
+        // Subfigures in letter order: (a), (b) ... whatever the loop order.
+        let mut sections: Vec<(usize, String)> = Vec::new();
         let t0 = std::time::Instant::now();
         let mut runs = 0;
         for (pi, panel) in panels.iter().enumerate() {
@@ -738,8 +740,9 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
                 let m = metric_table::metric(name)?;
                 let lines = figure_lines(f, &r, m)?;
                 let n_sub = f.metrics.len() * panels.len();
+                let sub = mi * panels.len() + pi;
                 let letter = if n_sub > 1 {
-                    format!("({})", (b'a' + (mi * panels.len() + pi) as u8) as char)
+                    format!("({})", (b'a' + sub as u8) as char)
                 } else {
                     String::new()
                 };
@@ -772,18 +775,29 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
                 for row in rows.lines() {
                     let _ = writeln!(figure_csv, "{},{row}", panel.map_or("", |p| p.name));
                 }
-                let _ = write!(
-                    index,
-                    "### {letter} {what}{}\n\n![{svg}]({svg})\n\n{}\n",
-                    if f.improvement.is_empty() {
-                        String::new()
-                    } else {
-                        " (improvement over the baseline, %)".to_string()
-                    },
-                    markdown_table(&r, &lines)
-                );
+                sections.push((
+                    sub,
+                    format!(
+                        "### {}{}\n\n![{svg}]({svg})\n\n{}\n",
+                        if letter.is_empty() {
+                            what.clone()
+                        } else {
+                            format!("{letter} {what}")
+                        },
+                        if f.improvement.is_empty() {
+                            ""
+                        } else {
+                            " (improvement over the baseline, %)"
+                        },
+                        markdown_table(&r, &lines)
+                    ),
+                ));
                 files.push(svg);
             }
+        }
+        sections.sort_by_key(|(k, _)| *k);
+        for (_, text) in sections {
+            index.push_str(&text);
         }
         let csv = format!("{}/figure.csv", f.id);
         std::fs::write(out.join(&csv), figure_csv).with_context(|| format!("writing {csv}"))?;
