@@ -46,10 +46,11 @@ impl Log {
         Log::default()
     }
 
-    /// Prints one line (which may hold newlines) and keeps it.
+    /// Prints one line (which may hold newlines) and keeps it. A closed
+    /// stdout (`| head`) does not stop the run: the files are still written.
     pub fn say(&mut self, line: impl Display) {
         let s = line.to_string();
-        println!("{s}");
+        let _ = writeln!(std::io::stdout().lock(), "{s}");
         self.text.push_str(&s);
         self.text.push('\n');
     }
@@ -61,8 +62,9 @@ impl Log {
 
     /// Prints and keeps a block of text as it is.
     pub fn block(&mut self, text: &str) {
-        print!("{text}");
-        let _ = std::io::stdout().flush();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
         self.keep(text);
     }
 
