@@ -6,5 +6,3 @@
 pub mod config;
 pub mod core;
 pub mod live;
-pub mod output;
-pub mod runcmd;

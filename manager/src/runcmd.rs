@@ -20,8 +20,9 @@ use hdrhistogram::serialization::V2Serializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::config::{ClusterConfig, HostSection};
-use crate::live::{self, LiveConfig, LiveOutcome};
+use libratory_manager::config::{ClusterConfig, HostSection};
+use libratory_manager::live::{self, LiveConfig, LiveOutcome};
+
 use crate::output;
 
 /// `libratory certs`: a cluster CA, the manager's certificate and one per
@@ -125,14 +126,6 @@ impl LocalNodes {
         }
         self.children.clear();
         out
-    }
-
-    /// The process ids (for tests that kill a node).
-    pub fn pids(&self) -> Vec<(String, u32)> {
-        self.children
-            .iter()
-            .map(|(l, c)| (l.clone(), c.id()))
-            .collect()
     }
 }
 

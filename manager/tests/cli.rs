@@ -154,3 +154,324 @@ fn bad_input_gets_a_clear_error() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("bad.swf:3") && e.contains("field 4"), "{e}");
 }
+
+/// SHA-256 of the SDSC SP2 trace file (shared/traces/README.md).
+const SDSC_SHA256: &str = "e03fe48be50c4ab04d6bb2285296d9c3399e9c1f27ee79b754ad32a14abd9bac";
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&read(path)).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn run_directory_has_every_file_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = sdsc();
+    let o = libratory(
+        &[
+            "simulate",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--preset",
+            "libra-plus-dollar",
+            "--policies",
+            "libra-plus-dollar,fcfs-bf",
+            "--set",
+            "jobs=300",
+            "--set",
+            "arrival_delay_factor=0.1",
+            "--out",
+            "run",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let run = dir.path().join("run");
+    let policies = ["libra-plus-dollar", "fcfs-bf"];
+    let mut expected = vec![
+        "summary.json".to_string(),
+        "manifest.json".into(),
+        "log.txt".into(),
+    ];
+    for p in policies {
+        for f in [
+            "jobs-{}.csv",
+            "jobs-{}.jsonl",
+            "out_jobs-{}.csv",
+            "schedule-{}.swf",
+        ] {
+            expected.push(f.replace("{}", p));
+        }
+    }
+    for f in &expected {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+
+    // The log is what was printed.
+    assert_eq!(
+        read(&run.join("log.txt")),
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // The manifest says what ran, on what, with which binary, where.
+    let m = json(&run.join("manifest.json"));
+    assert_eq!(m["kind"], "simulate");
+    assert_eq!(m["mode"], "simulated");
+    assert_eq!(m["seed"], 20061995);
+    assert_eq!(m["config"]["params"]["jobs"], 300);
+    assert_eq!(m["config"]["policies"][1], "fcfs-bf");
+    assert_eq!(m["trace"]["file_name"], "SDSC-SP2-1998-4.2-cln.swf.gz");
+    assert_eq!(m["trace"]["sha256"], SDSC_SHA256);
+    assert!(m["binary"]["version"].is_string());
+    assert!(m["host"]["cores"].as_u64().unwrap() >= 1);
+    assert!(m["host"]["os"].is_string());
+    assert!(m["command_line"][1] == "simulate");
+    let listed: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    for f in &expected {
+        assert!(listed.contains(&f.as_str()), "manifest does not list {f}");
+    }
+
+    let summary = json(&run.join("summary.json"));
+    for (k, p) in policies.iter().enumerate() {
+        let s = &summary["policies"][k];
+        assert_eq!(s["policy"], *p);
+
+        // Per-job CSV and JSON lines: one per job.
+        let jobs = read(&run.join(format!("jobs-{p}.csv")));
+        assert_eq!(jobs.lines().count(), 301);
+        let jsonl = read(&run.join(format!("jobs-{p}.jsonl")));
+        assert_eq!(jsonl.lines().count(), 300);
+        let accepted: std::collections::HashMap<String, bool> = jsonl
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert!(v.get("met").is_some() && v.get("slowdown").is_some());
+                (v["id"].to_string(), v["accepted"].as_bool().unwrap())
+            })
+            .collect();
+
+        // Batsim CSV: the exact header, one row per job, consistent times.
+        let path = run.join(format!("out_jobs-{p}.csv"));
+        let mut rd = csv::Reader::from_path(&path).unwrap();
+        let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(
+            header.join(","),
+            "job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,success,final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,stretch,allocated_resources,consumed_energy,metadata"
+        );
+        let mut rows = 0;
+        let mut rejected = 0;
+        for row in rd.records() {
+            let row = row.unwrap();
+            rows += 1;
+            let f = |i: usize| row[i].parse::<f64>().unwrap();
+            let state = &row[7];
+            assert_eq!(
+                accepted[&row[0].to_string()],
+                state != "REJECTED",
+                "{row:?}"
+            );
+            match state {
+                "COMPLETED_SUCCESSFULLY" => {
+                    assert_eq!(&row[6], "1");
+                    let (submit, start, exec, finish) = (f(3), f(8), f(9), f(10));
+                    assert!(close(f(11), start - submit), "waiting_time {row:?}");
+                    assert!(close(f(12), finish - submit), "turnaround_time {row:?}");
+                    assert!(close(exec, finish - start), "execution_time {row:?}");
+                    assert!(close(f(13), f(12) / exec), "stretch {row:?}");
+                    assert!(!row[14].is_empty(), "allocated_resources {row:?}");
+                    let n: usize = row[14]
+                        .split(' ')
+                        .map(|r| match r.split_once('-') {
+                            Some((a, b)) => {
+                                b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1
+                            }
+                            None => 1,
+                        })
+                        .sum();
+                    assert_eq!(n, row[4].parse::<usize>().unwrap(), "{row:?}");
+                }
+                "REJECTED" => {
+                    rejected += 1;
+                    assert_eq!(&row[6], "0");
+                    for i in 8..=15 {
+                        assert!(row[i].is_empty(), "column {i} of a rejected job: {row:?}");
+                    }
+                    assert!(row[16].contains("reason="), "{row:?}");
+                }
+                other => panic!("unexpected final_state {other}"),
+            }
+        }
+        assert_eq!(rows, 300);
+        assert_eq!(rejected, s["rejected"].as_u64().unwrap());
+        assert!(rejected > 0, "f = 0.1 should reject some jobs");
+
+        // The executed schedule parses back with the project's SWF reader.
+        let path = run.join(format!("schedule-{p}.swf"));
+        let reader = common::swf::SwfReader::open(&path).unwrap();
+        assert_eq!(reader.header().max_nodes(), Some(128));
+        let records: Vec<_> = reader.map(|r| r.unwrap()).collect();
+        assert_eq!(records.len(), 300);
+        let mut cancelled = 0;
+        for r in &records {
+            match r.status {
+                1 => assert!(r.wait_time >= 0 && r.run_time >= 0 && r.allocated_procs > 0),
+                5 => {
+                    cancelled += 1;
+                    assert_eq!((r.run_time, r.allocated_procs), (-1, -1));
+                }
+                s => panic!("status {s}"),
+            }
+        }
+        assert_eq!(cancelled, rejected);
+        for line in read(&path).lines().filter(|l| !l.starts_with(';')) {
+            assert_eq!(line.split_whitespace().count(), 18, "{line}");
+        }
+    }
+}
+
+fn sweep_args<'a>(trace: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "sweep",
+        "--trace",
+        trace,
+        "--preset",
+        "libra-plus-dollar",
+        "--set",
+        "jobs=200",
+        "--param",
+        "beta",
+        "--values",
+        "0.1,0.5",
+        "--policies",
+        "libra-plus-dollar,libra",
+        "--seeds",
+        "2",
+        "--out",
+        out,
+    ]
+}
+
+#[test]
+fn a_small_sweep_writes_a_tidy_csv_and_plots_and_repeats_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = sdsc();
+    for out in ["a", "b"] {
+        let o = libratory(&sweep_args(trace.to_str().unwrap(), out), dir.path());
+        assert!(o.status.success());
+    }
+    let a = dir.path().join("a");
+    let csv_a = read(&a.join("sweep.csv"));
+    // Header + 2 values x 2 policies x 2 seeds.
+    assert_eq!(csv_a.lines().count(), 9, "{csv_a}");
+    assert!(csv_a.starts_with("param,value,x,series,policy,seed,qos_satisfaction,profitability"));
+    let first = csv_a.lines().nth(1).unwrap();
+    assert!(
+        first.starts_with("beta,0.1,0.1,libra-plus-dollar,libra-plus-dollar,20061995,"),
+        "{first}"
+    );
+    assert_eq!(
+        csv_a,
+        read(&dir.path().join("b/sweep.csv")),
+        "same seed, different sweep.csv"
+    );
+    assert_eq!(
+        read(&a.join("aggregate.csv")),
+        read(&dir.path().join("b/aggregate.csv"))
+    );
+    for m in [
+        "qos_satisfaction",
+        "profitability",
+        "pct_deadlines_met",
+        "avg_slowdown",
+        "utility",
+    ] {
+        let svg = read(&a.join(format!("{m}.svg")));
+        assert!(
+            svg.starts_with("<svg") && svg.contains("libra-plus-dollar"),
+            "{m}.svg"
+        );
+    }
+    let m = json(&a.join("manifest.json"));
+    assert_eq!(m["kind"], "sweep");
+    assert_eq!(m["config"]["seeds"][1], 20061996);
+    assert_eq!(m["trace"]["sha256"], SDSC_SHA256);
+
+    // A bad value names the parameter and the value.
+    let mut args = sweep_args(trace.to_str().unwrap(), "c");
+    args[10] = "0.1,lots";
+    let o = libratory(&args, dir.path());
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("beta=lots") && e.contains("'beta'"), "{e}");
+}
+
+#[test]
+fn figures_run_as_data_and_refuse_unregistered_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = libratory(&["figures", "001", "--out", "f"], dir.path());
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("001-fig2 needs libra-sla"), "{e}");
+    assert!(
+        !dir.path().join("f").exists(),
+        "nothing may run before the check"
+    );
+
+    let o = libratory(
+        &["figures", "003", "--seeds", "2", "--out", "f"],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let f = dir.path().join("f");
+    let index = read(&f.join("index.md"));
+    assert!(
+        index.contains("Table 1") && index.contains("| 200 jobs, 20 nodes |"),
+        "{index}"
+    );
+    assert!(read(&f.join("003-table1/deadlines_met.svg")).contains("PBS FIFO"));
+    // Header + 4 cases x 2 policies x 2 seeds.
+    assert_eq!(read(&f.join("003-table1/sweep.csv")).lines().count(), 17);
+    assert!(f.join("manifest.json").is_file() && f.join("log.txt").is_file());
+}
+
+#[test]
+fn report_puts_run_directories_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    for (out, seed) in [("one", "1"), ("two", "2")] {
+        assert!(
+            libratory(&["simulate", "--seed", seed, "--out", out], dir.path())
+                .status
+                .success()
+        );
+    }
+    let o = libratory(&["report", "one", "two", "--out", "rep"], dir.path());
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("| one | simulated | libra | 1 | libra |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| two | simulated | libra | 2 | fifo |"),
+        "{stdout}"
+    );
+    let rep = dir.path().join("rep");
+    assert_eq!(read(&rep.join("report.csv")).lines().count(), 5);
+    assert!(read(&rep.join("qos_satisfaction.svg")).contains("two (simulated, seed 2)"));
+
+    let o = libratory(&["report", "nowhere"], dir.path());
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nowhere"));
+}

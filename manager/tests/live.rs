@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::net::{self, FramedStream, Timeouts};
+use common::net::{self, Timeouts};
 use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
 
 fn libratory() -> PathBuf {
@@ -26,7 +26,11 @@ fn node_bin() -> PathBuf {
 /// A free UDP port on loopback (bound and released; the race with another
 /// process taking it in between is harmless on a test machine).
 fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn certs(dir: &Path, nodes: &str) {
@@ -39,7 +43,14 @@ fn certs(dir: &Path, nodes: &str) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn config(dir: &Path, port: u16, processes: usize, nodes: usize, extra_set: &str, policy: &str) -> PathBuf {
+fn config(
+    dir: &Path,
+    port: u16,
+    processes: usize,
+    nodes: usize,
+    extra_set: &str,
+    policy: &str,
+) -> PathBuf {
     let text = format!(
         r#"
 [manager]
@@ -112,8 +123,16 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert_eq!(p["lost"], 0);
     // Latency histograms were filled: decisions, starts, reports, RTT,
     // and the nodes handed theirs over.
-    for h in ["submit_to_decision_us", "dispatch_to_start_us", "report_latency_us", "quic_rtt_us"] {
-        assert!(s["latency_us"][h]["count"].as_u64().unwrap() > 0, "{h} empty");
+    for h in [
+        "submit_to_decision_us",
+        "dispatch_to_start_us",
+        "report_latency_us",
+        "quic_rtt_us",
+    ] {
+        assert!(
+            s["latency_us"][h]["count"].as_u64().unwrap() > 0,
+            "{h} empty"
+        );
     }
     assert!(!s["node_latency_us"].as_object().unwrap().is_empty());
     let hlog = std::fs::read_to_string(out.join("histograms/manager.hlog")).unwrap();
@@ -125,8 +144,13 @@ fn manager_and_two_node_processes_run_a_workload() {
 /// Connects with a valid certificate and performs `script` after the TLS
 /// handshake; returns whether the manager kept talking afterwards.
 async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), String> {
-    let ep = net::client_endpoint("127.0.0.1:0".parse().unwrap(), certs, "node-local", Timeouts::default())
-        .map_err(|e| e.to_string())?;
+    let ep = net::client_endpoint(
+        "127.0.0.1:0".parse().unwrap(),
+        certs,
+        "node-local",
+        Timeouts::default(),
+    )
+    .map_err(|e| e.to_string())?;
     let conn = net::connect(&ep, addr).await.map_err(|e| e.to_string())?;
     let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
     send.write_all(&bytes).await.map_err(|e| e.to_string())?;
@@ -140,7 +164,9 @@ async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), 
             Ok(Ok(Some(n))) => {
                 dec.feed(&buf[..n]);
                 while let Ok(Some(p)) = dec.next_payload() {
-                    if let Ok(ManagerMsg::Welcome(_)) = protocol::decode_payload::<ManagerMsg>("m", &p) {
+                    if let Ok(ManagerMsg::Welcome(_)) =
+                        protocol::decode_payload::<ManagerMsg>("m", &p)
+                    {
                         return Err("welcomed".into());
                     }
                 }
@@ -170,7 +196,10 @@ fn strangers_are_refused() {
         .unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut bad_version = Hello::new(Role::Node, "libratory-node 99");
     bad_version.version += 1;
     let cases: Vec<(&str, Vec<u8>)> = vec![
@@ -182,10 +211,19 @@ fn strangers_are_refused() {
             b
         }),
         ("not our protocol", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
-        ("register before hello", protocol::encode(&NodeMsg::Register {
-            host: "x".into(),
-            nodes: vec![NodeInfo { local: 0, capacity: 0.1, speed: 1.0, memory_kb: 1, disk_mb: 1 }],
-        })),
+        (
+            "register before hello",
+            protocol::encode(&NodeMsg::Register {
+                host: "x".into(),
+                nodes: vec![NodeInfo {
+                    local: 0,
+                    capacity: 0.1,
+                    speed: 1.0,
+                    memory_kb: 1,
+                    disk_mb: 1,
+                }],
+            }),
+        ),
     ];
     for (what, bytes) in cases {
         let r = rt.block_on(stranger(addr, &certs_dir, bytes));

@@ -1,0 +1,214 @@
+//! `libratory simulate`: one workload through several policies in virtual
+//! time, a comparison table on stdout, and a run directory (see `rundir`).
+//!
+//! Also the set-up shared with `sweep` and `figures`: an experiment from a
+//! preset, a seed and `--set` overrides, and where the trace is.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use common::experiment::Experiment;
+use common::workload::{self, Source};
+
+use crate::output;
+use crate::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
+
+/// Arguments of `libratory simulate`.
+#[derive(clap::Args, Debug)]
+pub struct SimulateArgs {
+    /// SWF trace (.swf or .swf.gz) for trace presets. Default: the SDSC SP2
+    /// trace in ../shared/traces if it is there.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Experiment preset (see `libratory presets`).
+    #[arg(long, default_value = "libra")]
+    pub preset: String,
+    /// Policies to compare, comma-separated (default: the preset's).
+    #[arg(long, value_delimiter = ',')]
+    pub policies: Option<Vec<String>>,
+    /// Seed of every random draw (default: the preset's, printed and
+    /// stored in summary.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override a parameter: --set beta=0.5 --set arrival_delay_factor=0.25
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Output directory (default: runs/<preset>-seed<seed>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Where the shared traces are when running from a checkout: beside the
+/// project, as `../shared/traces`.
+pub fn default_trace() -> Option<PathBuf> {
+    let name = "SDSC-SP2-1998-4.2-cln.swf.gz";
+    let candidates = [
+        PathBuf::from("../shared/traces").join(name),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/traces")
+            .join(name),
+    ];
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The trace an experiment reads: the one given, else the default; `None`
+/// for generated workloads. An error if a trace is needed and none exists.
+pub fn resolve_trace(exp: &Experiment, given: Option<PathBuf>) -> Result<Option<PathBuf>> {
+    match exp.params.source {
+        Source::Trace => Ok(Some(match given {
+            Some(t) => t,
+            None => default_trace().with_context(|| {
+                format!(
+                    "preset '{}' reads a trace and none was found at ../shared/traces: give --trace FILE.swf[.gz]",
+                    exp.params.preset
+                )
+            })?,
+        })),
+        Source::Synthetic003 => Ok(None),
+    }
+}
+
+/// The experiment of a preset with a seed, `key=value` overrides (applied
+/// in order) and, if given, a policy list; policies are checked.
+pub fn experiment(
+    preset: &str,
+    seed: Option<u64>,
+    sets: &[String],
+    policies: Option<Vec<String>>,
+) -> Result<Experiment> {
+    let mut exp = Experiment::preset(preset)?;
+    if let Some(seed) = seed {
+        exp.params.seed = seed;
+    }
+    exp.set_all(sets.iter().map(String::as_str))
+        .context("in --set")?;
+    if let Some(p) = policies {
+        exp.policies = p;
+    }
+    if exp.policies.is_empty() {
+        bail!("no policies to run: give --policies");
+    }
+    exp.check_policies()?;
+    Ok(exp)
+}
+
+/// Runs `libratory simulate`.
+pub fn run(a: SimulateArgs) -> Result<ExitCode> {
+    let inv = Invocation::capture();
+    let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
+    let trace = resolve_trace(&exp, a.trace)?;
+    let mut log = Log::new();
+    let seed = exp.params.seed;
+    log.say(format_args!(
+        "libratory simulate: preset {}, seed {seed}{}",
+        exp.params.preset,
+        if a.seed.is_none() { " (default)" } else { "" }
+    ));
+    let t0 = Instant::now();
+    let wl = workload::build(&exp.params, trace.as_deref())?;
+    let load_time = t0.elapsed();
+    match &trace {
+        Some(t) => log.say(format_args!(
+            "workload: last {} jobs of {} ({:.2} s to read), {} nodes, arrival delay factor {}, inaccuracy {} ({:?})",
+            wl.jobs.len(),
+            t.display(),
+            load_time.as_secs_f64(),
+            exp.params.nodes,
+            exp.params.arrival_delay_factor,
+            exp.params.inaccuracy,
+            exp.params.inaccuracy_form
+        )),
+        None => log.say(format_args!(
+            "workload: synthetic batch of {} jobs (seed 003), {} nodes",
+            wl.jobs.len(),
+            exp.params.nodes
+        )),
+    }
+    let o = &wl.odd;
+    log.say(format_args!(
+        "odd records (kept, see docs/workloads.md): never ran {}, no requested time {}, ran past request {}, procs from field 5 {}, procs unknown {}, procs over machine {}, estimate floored {}",
+        o.never_ran,
+        o.no_requested_time,
+        o.overran_request,
+        o.procs_from_allocated,
+        o.procs_unknown,
+        o.procs_over_machine,
+        o.estimate_floored
+    ));
+    log.say(format_args!(
+        "class spread (sd/mean) {}; policies: {}",
+        exp.params.spread,
+        exp.policies.join(", ")
+    ));
+
+    // Policies are independent: run them side by side.
+    let results: Vec<Result<(PolicyRun, f64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = exp
+            .policies
+            .iter()
+            .map(|name| {
+                let (exp, wl) = (&exp, &wl);
+                s.spawn(move || {
+                    let t = Instant::now();
+                    let (outcome, summary) = exp.run_policy(name, wl)?;
+                    Ok((PolicyRun { outcome, summary }, t.elapsed().as_secs_f64()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("simulation thread panicked"))
+            .collect()
+    });
+    let mut runs = Vec::new();
+    let mut secs = Vec::new();
+    for r in results {
+        let (run, s) = r?;
+        runs.push(run);
+        secs.push(s);
+    }
+    let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
+    let mut table = Vec::new();
+    output::print_table(&mut table, &summaries)?;
+    log.say("");
+    log.block(&String::from_utf8_lossy(&table));
+    log.say("");
+    for (r, secs) in runs.iter().zip(&secs) {
+        let s = &r.summary;
+        log.say(format_args!(
+            "{:<18} {:.3} s, {:.0} jobs/s simulated ({} events); accepted with estimate > deadline: {} ({} met)",
+            s.policy,
+            secs,
+            wl.jobs.len() as f64 / secs.max(1e-9),
+            r.outcome.events,
+            s.accepted_estimate_over_deadline,
+            s.accepted_estimate_over_deadline_met
+        ));
+    }
+
+    let out = rundir::out_dir(a.out, || format!("runs/{}-seed{seed}", exp.params.preset));
+    let files = rundir::write_run_files(
+        &out,
+        &Run {
+            experiment: &exp,
+            workload: &wl,
+            trace: trace.as_deref(),
+            policies: &runs,
+        },
+    )?;
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let files = rundir::with_manifest_and_log(files);
+    let manifest = Manifest::new("simulate", &inv, seed, &exp, trace_facts.as_ref(), &files);
+    rundir::finish(
+        &out,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults in {} (summary.json, jobs-<policy>.csv/.jsonl, out_jobs-<policy>.csv, schedule-<policy>.swf, manifest.json, log.txt)",
+            out.display()
+        ),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
