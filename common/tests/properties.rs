@@ -189,7 +189,7 @@ proptest! {
     ) {
         let mut node = common::node_model::NodeState::new(specs(1).remove(0));
         for (k, (rem, rd)) in parts.into_iter().enumerate() {
-            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: 0.0 });
+            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: 0.0, ret_penalty: 0.0, hard: false });
         }
         let j = job(99, 0.0, re, 1, d / re, 1e12).spec;
         let mut with = LibraRisk::new(PolicyConfig::default());

@@ -403,6 +403,8 @@ pub(crate) mod test_util {
             memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
+            ret_penalty: 0.0,
+            hard: false,
         });
     }
 }
