@@ -28,7 +28,7 @@ fn default_policies(preset: &str) -> &'static [&'static str] {
         "libra" => &["libra", "fifo"],
         "libra-plus-dollar" => &["libra-plus-dollar", "libra", "fcfs-bf", "sjf-bf", "edf-bf"],
         "libra-risk" => &["libra-risk", "libra", "edf"],
-        "libra-sla" => &["libra"],
+        "libra-sla" => &["libra-sla", "libra"],
         _ => &["fcfs-bf", "edf-bf"],
     }
 }

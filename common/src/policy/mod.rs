@@ -23,19 +23,21 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::job::{JobId, JobSpec};
-use crate::node_model::{NodeSpec, NodeState};
+use crate::node_model::{NodeSpec, NodeState, PartValue};
 use crate::share::SpareRule;
 use crate::time::Time;
 
 mod libra;
 mod plus_dollar;
 mod risk;
+mod sla;
 mod space;
 pub mod steps;
 
 pub use libra::Libra;
 pub use plus_dollar::{LibraPlusDollar, PriceQuote};
 pub use risk::LibraRisk;
+pub use sla::{LibraSla, NodeReturn, RETURN_REL_EPS};
 pub use space::{Backfill, BackfillOrder, Edf, Fifo};
 
 /// Why a job was not accepted. Stable names appear in every output.
@@ -50,7 +52,9 @@ pub enum RejectReason {
     Budget,
     /// Accepting it would expose nodes to deadline delay (LibraRisk).
     Risk,
-    /// Accepting it would lower the nodes' return (LibraSLA).
+    /// Accepting it would not return enough: it would lower the nodes'
+    /// return (LibraSLA), or its revenue gain does not beat its opportunity
+    /// cost (VQoPS, DVQoPS).
     Return,
     /// Dropped from a queue after its deadline lapsed (space-shared).
     Expired,
@@ -134,6 +138,13 @@ pub trait AdmissionPolicy: Send {
 
     /// The Job Control spare-capacity rule nodes should run with.
     fn spare_rule(&self) -> SpareRule;
+
+    /// What each part of an accepted `job` is worth to the node holding it
+    /// (the return the node's share rule ranks parts by). Nothing, unless
+    /// the policy ranks parts (LibraSLA).
+    fn part_value(&self, _job: &JobSpec) -> PartValue {
+        PartValue::default()
+    }
 }
 
 /// What a space-shared policy wants done.
@@ -243,8 +254,14 @@ pub struct PolicyConfig {
     /// Whether LibraRisk may skip the projection when no part can be
     /// delayed (a valid shortcut; tests check it changes nothing).
     pub risk_shortcut: bool,
-    /// Spare-capacity rule of the nodes' Job Control.
+    /// Spare-capacity rule of the nodes' Job Control (LibraSLA always
+    /// runs its own, `sla`).
     pub spare_rule: SpareRule,
+    /// LibraSLA: count a P-processor job's return on each of its nodes as
+    /// 1/P of its return (its share of the job's utility) instead of the
+    /// whole (Algorithm 2's literal `budget_i / runtime_i / deadline_i` on
+    /// every node). Off by default; see docs/findings.md.
+    pub sla_return_per_part: bool,
 }
 
 impl Default for PolicyConfig {
@@ -260,6 +277,7 @@ impl Default for PolicyConfig {
             risk_tolerance: 1e-9,
             risk_shortcut: true,
             spare_rule: SpareRule::Proportional,
+            sla_return_per_part: false,
         }
     }
 }
@@ -290,6 +308,11 @@ pub const REGISTRY: &[PolicyEntry] = &[
         name: "libra-plus-dollar",
         about: "seed 000: Libra with dynamic pricing P = alpha PBase + beta PUtil",
         build: |c, _| Policy::Admission(Box::new(LibraPlusDollar::new(c.clone()))),
+    },
+    PolicyEntry {
+        name: "libra-sla",
+        about: "seed 001: admission by node return (utility less penalties), spare to the highest return",
+        build: |c, _| Policy::Admission(Box::new(LibraSla::new(c.clone()))),
     },
     PolicyEntry {
         name: "edf",
