@@ -29,6 +29,7 @@ use crate::time::Time;
 
 mod libra;
 mod plus_dollar;
+mod qops;
 mod risk;
 mod sla;
 mod space;
@@ -36,6 +37,7 @@ pub mod steps;
 
 pub use libra::Libra;
 pub use plus_dollar::{LibraPlusDollar, PriceQuote};
+pub use qops::{decayed_price, Dvqops, Qops, Vqops};
 pub use risk::LibraRisk;
 pub use sla::{LibraSla, NodeReturn, RETURN_REL_EPS};
 pub use space::{Backfill, BackfillOrder, Edf, Fifo};
@@ -262,6 +264,27 @@ pub struct PolicyConfig {
     /// whole (Algorithm 2's literal `budget_i / runtime_i / deadline_i` on
     /// every node). Off by default; see docs/findings.md.
     pub sla_return_per_part: bool,
+    /// QoPS family: most violations (queued jobs moved ahead of the new
+    /// one) per insertion position.
+    pub qops_k: u32,
+    /// QoPS family: artificial slack. A new job must fit by
+    /// AT + RE + (D - RE) / this; 1 (the default) is none.
+    pub qops_slack_factor: f64,
+    /// VQoPS: the static OC-Factor (opportunity cost = this x P x RE, in
+    /// price units per processor-second); DVQoPS's initial one.
+    pub oc_factor: f64,
+    /// DVQoPS: the OC-Factors its what-if replays try.
+    pub oc_candidates: Vec<f64>,
+    /// DVQoPS: initial rollback window (hours of trace time).
+    pub rollback_window_hours: f64,
+    /// DVQoPS: the rollback windows its replays try (hours).
+    pub rollback_candidates_hours: Vec<f64>,
+    /// DVQoPS: how often the rollback window is re-chosen, over how much
+    /// history (hours).
+    pub max_rollback_window_hours: f64,
+    /// DVQoPS: whether the rollback window adapts (else it stays at
+    /// `rollback_window_hours`).
+    pub adapt_rollback_window: bool,
 }
 
 impl Default for PolicyConfig {
@@ -278,6 +301,14 @@ impl Default for PolicyConfig {
             risk_shortcut: true,
             spare_rule: SpareRule::Proportional,
             sla_return_per_part: false,
+            qops_k: 2,
+            qops_slack_factor: 1.0,
+            oc_factor: 0.05,
+            oc_candidates: vec![0.0, 0.05, 0.1, 0.2, 0.4],
+            rollback_window_hours: 16.0,
+            rollback_candidates_hours: vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0],
+            max_rollback_window_hours: 128.0,
+            adapt_rollback_window: true,
         }
     }
 }
@@ -333,6 +364,21 @@ pub const REGISTRY: &[PolicyEntry] = &[
         name: "edf-bf",
         about: "seed 000: EASY backfilling, earliest deadline first, lapsed jobs dropped",
         build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Edf, c, n))),
+    },
+    PolicyEntry {
+        name: "qops",
+        about: "seed 004: space-shared admission guaranteeing every accepted deadline (K violations)",
+        build: |c, n| Policy::Queue(Box::new(Qops::new(c, n))),
+    },
+    PolicyEntry {
+        name: "vqops",
+        about: "seed 004: QoPS taking the highest-revenue plan if its gain beats OC-Factor x P x RE",
+        build: |c, n| Policy::Queue(Box::new(Vqops::new(c, n))),
+    },
+    PolicyEntry {
+        name: "dvqops",
+        about: "seed 004: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
+        build: |c, n| Policy::Queue(Box::new(Dvqops::new(c, n))),
     },
     PolicyEntry {
         name: "fifo",
