@@ -691,7 +691,7 @@ impl Dvqops {
             .oc
             .as_ref()
             .map_or(0, |t| t.snap_from)
-            .min(self.window_snap.as_ref().map_or(0, |s| s.2));
+            .min(self.window_snap.as_ref().map_or(usize::MAX, |s| s.2));
         if oldest > 1024 && oldest * 2 > self.history.len() {
             self.history.drain(..oldest);
             if let Some(t) = &mut self.oc {
@@ -1053,6 +1053,34 @@ mod tests {
         let rev = |c: f64| if c >= 0.1 { 5.0 } else { 1.0 };
         assert_eq!(pick(&[0.0, 0.1, 0.2], 0.2, rev), 0.2);
         assert_eq!(pick(&[0.0, 0.1, 0.2], 0.0, rev), 0.1);
+    }
+
+    #[test]
+    fn dvqops_forgets_arrivals_no_replay_needs() {
+        // A window of 3.6 s and one arrival a second: after 5000 arrivals
+        // the history holds far fewer than 5000 (only those since the last
+        // tuning are needed; it is trimmed in batches).
+        for adapt in [false, true] {
+            let cfg = PolicyConfig {
+                rollback_window_hours: 0.001,
+                rollback_candidates_hours: vec![0.001, 0.002],
+                max_rollback_window_hours: 0.004,
+                adapt_rollback_window: adapt,
+                ..PolicyConfig::default()
+            };
+            let mut d = Dvqops::new(&cfg, &specs(2));
+            let mut out = Vec::new();
+            for k in 0..5000u64 {
+                let t = k as f64;
+                let _ = d.submit(t, &j(k + 1, t, 0.5, 1, 5.0, 1.0));
+                out.clear();
+                d.schedule(t, &mut out);
+                for s in starts(&out) {
+                    d.finished(t + 0.5, s.0);
+                }
+            }
+            assert!(d.history.len() < 2100, "{adapt}: {}", d.history.len());
+        }
     }
 
     #[test]
