@@ -58,6 +58,8 @@ fn cluster(n: usize, seed: u64) -> Vec<NodeState> {
                     memory_kb: 0,
                     disk_mb: 0,
                     ret: 0.0,
+                    ret_penalty: 0.0,
+                    hard: false,
                 });
             }
             s

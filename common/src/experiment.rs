@@ -28,7 +28,8 @@ fn default_policies(preset: &str) -> &'static [&'static str] {
         "libra" => &["libra", "fifo"],
         "libra-plus-dollar" => &["libra-plus-dollar", "libra", "fcfs-bf", "sjf-bf", "edf-bf"],
         "libra-risk" => &["libra-risk", "libra", "edf"],
-        "libra-sla" => &["libra"],
+        "libra-sla" => &["libra-sla", "libra"],
+        "vqops" => &["qops", "vqops", "dvqops"],
         _ => &["fcfs-bf", "edf-bf"],
     }
 }
@@ -147,6 +148,27 @@ mod tests {
             err.contains("spare_rule") && err.contains("proportional"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn qops_knobs_and_lists_are_settable() {
+        let mut e = Experiment::preset("vqops").unwrap();
+        assert_eq!(e.policies, ["qops", "vqops", "dvqops"]);
+        e.set_all([
+            "oc_factor=0.1",
+            "oc_candidates=0, 0.1,0.4",
+            "qops_k=3",
+            "urgent_price_factor=5",
+            "adapt_rollback_window=false",
+        ])
+        .unwrap();
+        assert_eq!(e.policy.oc_factor, 0.1);
+        assert_eq!(e.policy.oc_candidates, vec![0.0, 0.1, 0.4]);
+        assert_eq!(e.policy.qops_k, 3);
+        assert_eq!(e.params.urgent_price_factor, 5.0);
+        assert!(!e.policy.adapt_rollback_window);
+        let err = e.set("oc_candidates", "0,x").unwrap_err().to_string();
+        assert!(err.contains("comma-separated"), "{err}");
     }
 
     #[test]

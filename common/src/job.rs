@@ -24,7 +24,11 @@ pub type JobId = u64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum DeadlineType {
-    /// The job is worthless if late.
+    /// The job must not be delayed: LibraSLA accepts it only where it is
+    /// projected on time, and protects its share on a short node. If it is
+    /// late all the same (inaccurate estimates, or a later job delaying
+    /// it), its utility follows the same equation as a soft job's (seed
+    /// 001, equation 1): budget less delay x penalty rate.
     #[default]
     Hard,
     /// Lateness costs `penalty_rate` per second of delay.

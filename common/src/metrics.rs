@@ -87,8 +87,9 @@ impl JobRecord {
         }
     }
 
-    /// Utility (seed 001): budget less delay x penalty rate for a completed
-    /// job; 0 for one that never ran. With an unlimited budget there is no
+    /// Utility (seed 001, equation 1): budget less delay x penalty rate for
+    /// a completed job, hard or soft deadline alike (it may be negative);
+    /// 0 for one that never ran. With an unlimited budget there is no
     /// utility to speak of: 0.
     pub fn utility(&self) -> f64 {
         if !self.completed() || !self.budget.is_finite() {
@@ -304,6 +305,23 @@ mod tests {
         assert_eq!(s.per_class["high"].submitted, 2);
         assert_eq!(s.per_class["high"].deadlines_met, 0);
         assert_eq!(s.per_class["low"].deadlines_met, 2);
+    }
+
+    #[test]
+    fn utility_of_a_late_job_by_hand() {
+        // Submitted at 10, D 100: DT 110. Finished at 160: 50 s late. B 100,
+        // PR 2: utility 100 - 50 x 2 = 0. Finished at 210 (100 s late):
+        // 100 - 200 = -100, a penalty. A hard deadline changes nothing:
+        // equation 1 of seed 001 applies to every job.
+        let mut r = rec(1, true, Some(160.0), 60.0, 100.0);
+        assert_eq!(r.delay(), 50.0);
+        assert_eq!(r.utility(), 0.0);
+        r.finish = Some(210.0);
+        assert_eq!(r.utility(), -100.0);
+        r.deadline_type = DeadlineType::Hard;
+        assert_eq!(r.utility(), -100.0);
+        // Rejected: never ran, utility 0.
+        assert_eq!(rec(2, false, None, 0.0, 100.0).utility(), 0.0);
     }
 
     #[test]

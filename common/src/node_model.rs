@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::{JobId, JobSpec};
+use crate::job::{DeadlineType, JobId, JobSpec};
 use crate::share::{job_control_shares, ShareInput, SpareRule};
 use crate::time::{Time, DEADLINE_TOLERANCE, TIME_EPS};
 
@@ -48,8 +48,27 @@ pub struct PartView {
     pub memory_kb: u64,
     /// Disk held (MB).
     pub disk_mb: u64,
-    /// Return of the job (LibraSLA); 0 for other policies.
+    /// Return of the job when on time (LibraSLA: B / RE / D); 0 for other
+    /// policies. The share rule hands spare capacity by it.
     pub ret: f64,
+    /// Return lost per second of delay past the deadline (LibraSLA:
+    /// PR / RE / D); 0 for other policies.
+    #[serde(default)]
+    pub ret_penalty: f64,
+    /// Whether the job has a hard deadline ([`crate::share::SpareRule::Sla`]
+    /// never delays such a part to make room for others).
+    #[serde(default)]
+    pub hard: bool,
+}
+
+/// What a policy says one part of a job is worth to the node holding it
+/// (see [`PartView::ret`] and [`PartView::ret_penalty`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PartValue {
+    /// Return when on time.
+    pub ret: f64,
+    /// Return lost per second of delay.
+    pub ret_penalty: f64,
 }
 
 impl PartView {
@@ -69,6 +88,7 @@ impl PartView {
             rem: snap(self.rem()),
             rd: snap(self.deadline - now),
             ret: self.ret,
+            hard: self.hard,
         }
     }
 }
@@ -130,6 +150,17 @@ impl NodeState {
 
     /// The part `job` would place here, with nothing done yet.
     pub fn new_part(&self, job: &JobSpec, ret: f64) -> PartView {
+        self.new_valued_part(
+            job,
+            PartValue {
+                ret,
+                ret_penalty: 0.0,
+            },
+        )
+    }
+
+    /// The part `job` would place here, worth `value` to the node.
+    pub fn new_valued_part(&self, job: &JobSpec, value: PartValue) -> PartView {
         PartView {
             job: job.id,
             est_cpu: self.est_cpu(job),
@@ -137,7 +168,9 @@ impl NodeState {
             deadline: job.deadline_abs(),
             memory_kb: job.resources.memory_kb,
             disk_mb: job.resources.disk_mb,
-            ret,
+            ret: value.ret,
+            ret_penalty: value.ret_penalty,
+            hard: job.qos.deadline_type == DeadlineType::Hard,
         }
     }
 }
@@ -207,13 +240,16 @@ fn next_event_in(state: &NodeState, x: &FluidExtra) -> Option<f64> {
         }
     };
     for ((p, &a), &actual) in state.parts.iter().zip(&x.shares).zip(&x.actual_cpu) {
-        if a <= 0.0 {
-            continue;
-        }
-        consider(((actual - p.cpu_done) / a).max(0.0));
         let input = p.share_input(x.now);
+        if a > 0.0 {
+            consider(((actual - p.cpu_done) / a).max(0.0));
+            if input.on_track() {
+                consider(input.rem / a);
+            }
+        }
+        // A part waiting with no share (SpareRule::Sla) still changes the
+        // shares when its deadline passes.
         if input.on_track() {
-            consider(input.rem / a);
             consider(input.rd);
         }
     }
@@ -400,9 +436,57 @@ impl FluidNode {
     }
 }
 
+/// The projection LibraRisk and LibraSLA decide on: when every part of
+/// `node`, then `new` (if any), would finish if it were placed now and
+/// every part then needed exactly its estimated work, under Job Control
+/// rule `rule`. Writes one finish time per part, `new` last. A part with no
+/// estimated work left (it ran past its estimate) is projected as finishing
+/// now. The same fluid model as the simulator's nodes, run on estimates.
+pub fn project_finishes(
+    node: &NodeState,
+    new: Option<&PartView>,
+    now: Time,
+    rule: SpareRule,
+    out: &mut Vec<Time>,
+) {
+    out.clear();
+    let mut sim = FluidNode::new(node.spec.clone(), rule, now);
+    for p in node.parts.iter().chain(new) {
+        let k = out.len();
+        out.push(now);
+        if p.rem() > TIME_EPS {
+            let mut q = p.clone();
+            q.job = k as JobId; // index as identity
+                                // Its actual work is taken to be exactly its estimate.
+            let est = q.est_cpu;
+            sim.place(q, est);
+        }
+    }
+    let mut done = Vec::new();
+    while !sim.state.parts.is_empty() {
+        let dt = sim.next_event_in().unwrap_or(0.0);
+        let t = sim.now() + dt;
+        sim.advance_to(t, &mut done);
+        for f in done.drain(..) {
+            out[f.job as usize] = f.at;
+        }
+    }
+}
+
+/// Delay past `deadline` of a finish at `finish` (0 within
+/// [`DEADLINE_TOLERANCE`]).
+pub fn delay_past(finish: Time, deadline: Time) -> Time {
+    let late = finish - deadline;
+    if late <= DEADLINE_TOLERANCE {
+        0.0
+    } else {
+        late
+    }
+}
+
 /// LibraRisk's projection: the deadline delays every part on `node` would
 /// see if `new` were placed there now and every part then needed exactly
-/// its estimated work (Job Control rule `rule`).
+/// its estimated work (Job Control rule `rule`; see [`project_finishes`]).
 ///
 /// Returns `None` when some part's deadline has already passed (such a node
 /// is never zero-risk), else `deadline_delay_k = (delay_k + rd_k) / rd_k`
@@ -416,42 +500,26 @@ pub fn project_deadline_delays(
     out: &mut Vec<f64>,
 ) -> Option<()> {
     out.clear();
-    let mut sim = FluidNode::new(node.spec.clone(), rule, now);
-    let mut order: Vec<(f64, f64)> = Vec::with_capacity(node.parts.len() + 1);
-    for p in node.parts.iter().chain(std::iter::once(new)) {
-        let rd = p.deadline - now;
-        if rd <= TIME_EPS {
-            return None;
-        }
-        let rem = p.rem();
-        order.push((p.deadline, rd));
-        if rem > TIME_EPS {
-            let mut q = p.clone();
-            q.job = (order.len() - 1) as JobId; // index as identity
-                                                // Its actual work is taken to be exactly its estimate.
-            let est = q.est_cpu;
-            sim.place(q, est);
-        }
+    if node
+        .parts
+        .iter()
+        .chain(std::iter::once(new))
+        .any(|p| p.deadline - now <= TIME_EPS)
+    {
+        return None;
     }
-    let mut finish: Vec<Time> = vec![now; order.len()];
-    let mut done = Vec::new();
-    while !sim.state.parts.is_empty() {
-        let dt = sim.next_event_in().unwrap_or(0.0);
-        let t = sim.now() + dt;
-        sim.advance_to(t, &mut done);
-        for f in done.drain(..) {
-            finish[f.job as usize] = f.at;
-        }
-    }
-    out.extend(order.iter().zip(&finish).map(|(&(deadline, rd), &f)| {
-        let late = f - deadline;
-        let delay = if late <= DEADLINE_TOLERANCE {
-            0.0
-        } else {
-            late
-        };
-        (delay + rd) / rd
-    }));
+    let mut finish = Vec::with_capacity(node.parts.len() + 1);
+    project_finishes(node, Some(new), now, rule, &mut finish);
+    out.extend(
+        node.parts
+            .iter()
+            .chain(std::iter::once(new))
+            .zip(&finish)
+            .map(|(p, &f)| {
+                let rd = p.deadline - now;
+                (delay_past(f, p.deadline) + rd) / rd
+            }),
+    );
     Some(())
 }
 
@@ -488,6 +556,8 @@ mod tests {
             memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
+            ret_penalty: 0.0,
+            hard: false,
         }
     }
 
@@ -584,6 +654,59 @@ mod tests {
         )
         .unwrap();
         assert!((out[0] - 3.0).abs() < 1e-12, "{out:?}");
+    }
+
+    fn sla_part(job: JobId, est: f64, deadline: Time, ret: f64, hard: bool) -> PartView {
+        PartView {
+            ret,
+            hard,
+            ..part(job, est, deadline)
+        }
+    }
+
+    #[test]
+    fn sla_projection_delays_the_soft_part_only() {
+        // A soft: est 100, DT 200, return 0.015; new N soft: est 150,
+        // DT 200, return 0.02 (the highest). Q = 0.5 + 0.75 = 1.25: N keeps
+        // 0.75, A gets 0.25. N finishes at 150/0.75 = 200 (on time); A has
+        // 50 done then, its deadline passes, and alone it gets the whole
+        // node: 50 more, done at 250 (50 s late).
+        let mut node = NodeState::new(spec());
+        node.parts.push(sla_part(1, 100.0, 200.0, 0.015, false));
+        let mut out = Vec::new();
+        project_finishes(
+            &node,
+            Some(&sla_part(2, 150.0, 200.0, 0.02, false)),
+            0.0,
+            SpareRule::Sla,
+            &mut out,
+        );
+        assert!((out[0] - 250.0).abs() < 1e-9, "{out:?}");
+        assert!((out[1] - 200.0).abs() < 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn a_waiting_part_reaching_its_deadline_is_an_event() {
+        // Hard H: est 100, DT 100 (q 1, return 1); soft S: est 10, DT 50
+        // (return 0). Q = 1.2, the protected H needs the whole node: S
+        // waits with share 0. At t = 50 S's deadline passes: S is overdue
+        // and gets the pool floor 0.05, H the other 0.95. At t = 100 H has
+        // 50 + 0.95 x 50 = 97.5 done and reaches its deadline: both overdue,
+        // 0.5 each. H's last 2.5 take 5 s (done at 105); S has 2.5 + 2.5 =
+        // 5 done then and alone finishes its last 5 at 110. (Without the
+        // event at 50, S would wait until H finished at 100.)
+        let mut node = NodeState::new(spec());
+        node.parts.push(sla_part(1, 100.0, 100.0, 1.0, true));
+        let mut out = Vec::new();
+        project_finishes(
+            &node,
+            Some(&sla_part(2, 10.0, 50.0, 0.0, false)),
+            0.0,
+            SpareRule::Sla,
+            &mut out,
+        );
+        assert!((out[0] - 105.0).abs() < 1e-9, "{out:?}");
+        assert!((out[1] - 110.0).abs() < 1e-9, "{out:?}");
     }
 
     #[test]

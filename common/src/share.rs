@@ -20,7 +20,15 @@
 //!   `max(1 - Q, OVERDUE_POOL_MIN)` equally; on-track parts get `q` if
 //!   `Q <= 1 - pool`, else are scaled to fill `1 - pool`.
 //!
-//! Shares never sum above 1 and no part with work left starves.
+//! [`SpareRule::Sla`] (LibraSLA, seed 001) changes only what happens when
+//! the on-track parts need more than they can get: instead of scaling every
+//! part down, the hard-deadline parts and the highest-return part keep `q`
+//! and the other (soft-deadline) parts share what is left.
+//!
+//! Shares never sum above 1. No part with work left starves, except a
+//! soft-deadline part under [`SpareRule::Sla`] while protected parts need
+//! the whole node: it waits until one of them finishes its estimate or
+//! reaches its deadline (both bounded).
 
 use serde::{Deserialize, Serialize};
 
@@ -45,8 +53,14 @@ pub enum SpareRule {
     Proportional,
     /// Leave it idle: each part gets exactly `q`.
     Idle,
-    /// Give all of it to the part with the highest return (LibraSLA).
+    /// Give all of it to the part with the highest return.
     HighestReturn,
+    /// LibraSLA (seed 001, Algorithm 2): spare as [`SpareRule::HighestReturn`];
+    /// on a short node (on-track parts need more than they can get), the
+    /// hard-deadline parts and the highest-return part keep their `q` and
+    /// the other parts (soft deadlines) share what is left in proportion
+    /// to `q`, so only they are delayed.
+    Sla,
 }
 
 impl SpareRule {
@@ -56,6 +70,7 @@ impl SpareRule {
             SpareRule::Proportional => "proportional",
             SpareRule::Idle => "idle",
             SpareRule::HighestReturn => "highest-return",
+            SpareRule::Sla => "sla",
         }
     }
 
@@ -65,6 +80,7 @@ impl SpareRule {
             "proportional" => Some(SpareRule::Proportional),
             "idle" => Some(SpareRule::Idle),
             "highest-return" => Some(SpareRule::HighestReturn),
+            "sla" => Some(SpareRule::Sla),
             _ => None,
         }
     }
@@ -80,8 +96,12 @@ pub struct ShareInput {
     /// Remaining time to the part's absolute deadline (`deadline - now`).
     /// Zero or negative once the deadline has passed.
     pub rd: f64,
-    /// The part's return, used only by [`SpareRule::HighestReturn`].
+    /// The part's return, used only by [`SpareRule::HighestReturn`] and
+    /// [`SpareRule::Sla`].
     pub ret: f64,
+    /// Whether the part's job has a hard deadline; used only by
+    /// [`SpareRule::Sla`], which never delays such a part to make room.
+    pub hard: bool,
 }
 
 impl ShareInput {
@@ -118,7 +138,11 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     let overdue = parts.iter().filter(|p| !p.on_track()).count();
     if overdue == 0 {
         if q_total > 1.0 {
-            out.extend(parts.iter().map(|p| p.required() / q_total));
+            if rule == SpareRule::Sla {
+                sla_shortfall(parts, q_total, 1.0, 0.0, out);
+            } else {
+                out.extend(parts.iter().map(|p| p.required() / q_total));
+            }
             return;
         }
         match rule {
@@ -127,7 +151,7 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
                 out.extend(parts.iter().map(|p| p.required() / q_total));
             }
             SpareRule::Idle => out.extend(parts.iter().map(ShareInput::required)),
-            SpareRule::HighestReturn => {
+            SpareRule::HighestReturn | SpareRule::Sla => {
                 out.extend(parts.iter().map(ShareInput::required));
                 // Ties go to the earlier part so the rule is deterministic.
                 let mut best = 0;
@@ -143,6 +167,10 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     }
     let pool = (1.0 - q_total).max(OVERDUE_POOL_MIN);
     let each_overdue = pool / overdue as f64;
+    if rule == SpareRule::Sla && q_total > 1.0 - pool {
+        sla_shortfall(parts, q_total, 1.0 - pool, each_overdue, out);
+        return;
+    }
     let on_track_scale = if q_total <= 1.0 - pool {
         1.0
     } else {
@@ -157,12 +185,62 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     }));
 }
 
+/// LibraSLA's short node: the on-track parts need `q_total` but only `cap`
+/// is theirs. The hard-deadline parts and the highest-return on-track part
+/// (ties to the earlier part) keep `q`; the other on-track parts share
+/// `cap` less that, in proportion to `q` ("share the shortfall
+/// proportionally", seed 001). If the protected parts alone need more than
+/// `cap`, they are scaled to fill it and the others wait. Overdue parts get
+/// `overdue_share` each.
+fn sla_shortfall(
+    parts: &[ShareInput],
+    q_total: f64,
+    cap: f64,
+    overdue_share: f64,
+    out: &mut Vec<f64>,
+) {
+    let mut best: Option<usize> = None;
+    for (k, p) in parts.iter().enumerate() {
+        if p.on_track() && best.is_none_or(|b| p.ret > parts[b].ret) {
+            best = Some(k);
+        }
+    }
+    let protected = |k: usize, p: &ShareInput| p.on_track() && (p.hard || Some(k) == best);
+    let q_protected: f64 = parts
+        .iter()
+        .enumerate()
+        .filter(|(k, p)| protected(*k, p))
+        .map(|(_, p)| p.required())
+        .sum();
+    let q_others = q_total - q_protected;
+    // q_protected > 0: the highest-return on-track part has q > 0.
+    let (scale_protected, scale_others) = if q_protected >= cap || q_others <= 0.0 {
+        (cap / q_protected, 0.0)
+    } else {
+        (1.0, (cap - q_protected) / q_others)
+    };
+    out.extend(parts.iter().enumerate().map(|(k, p)| {
+        if !p.on_track() {
+            overdue_share
+        } else if protected(k, p) {
+            p.required() * scale_protected
+        } else {
+            p.required() * scale_others
+        }
+    }));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn p(rem: f64, rd: f64) -> ShareInput {
-        ShareInput { rem, rd, ret: 0.0 }
+        ShareInput {
+            rem,
+            rd,
+            ret: 0.0,
+            hard: false,
+        }
     }
 
     fn shares(parts: &[ShareInput], rule: SpareRule) -> Vec<f64> {
@@ -202,14 +280,104 @@ mod tests {
                 rem: 20.0,
                 rd: 100.0,
                 ret: 1.0,
+                hard: false,
             },
             ShareInput {
                 rem: 30.0,
                 rd: 100.0,
                 ret: 5.0,
+                hard: false,
             },
         ];
         close(&shares(&parts, SpareRule::HighestReturn), &[0.2, 0.8]);
+    }
+
+    fn sla(rem: f64, rd: f64, ret: f64, hard: bool) -> ShareInput {
+        ShareInput { rem, rd, ret, hard }
+    }
+
+    #[test]
+    fn sla_hands_spare_to_the_highest_return_like_highest_return() {
+        // Not short (Q = 0.5): q each, the spare 0.5 to the part with
+        // return 5, exactly as HighestReturn.
+        let parts = [sla(20.0, 100.0, 1.0, false), sla(30.0, 100.0, 5.0, true)];
+        close(&shares(&parts, SpareRule::Sla), &[0.2, 0.8]);
+        close(
+            &shares(&parts, SpareRule::Sla),
+            &shares(&parts, SpareRule::HighestReturn),
+        );
+    }
+
+    #[test]
+    fn sla_short_node_delays_only_the_other_soft_parts() {
+        // A soft, q = 50/100 = 0.5, return 0.015; N soft, q = 150/200 =
+        // 0.75, return 0.02 (the highest). Q = 1.25: N keeps 0.75 and A
+        // takes the rest, 0.25 (the whole shortfall of 0.25 is A's).
+        let parts = [
+            sla(50.0, 100.0, 0.015, false),
+            sla(150.0, 200.0, 0.02, false),
+        ];
+        close(&shares(&parts, SpareRule::Sla), &[0.25, 0.75]);
+        // The other rules scale both: 0.5/1.25 = 0.4 and 0.75/1.25 = 0.6.
+        close(&shares(&parts, SpareRule::Proportional), &[0.4, 0.6]);
+    }
+
+    #[test]
+    fn sla_hard_parts_keep_q_and_soft_parts_share_in_proportion() {
+        // H hard q 0.4 (return 1), S1 soft q 0.4 (return 3, the highest),
+        // S2 soft q 0.4 (return 2), S3 soft q 0.2 (return 0). Q = 1.4.
+        // Protected: H and S1, 0.8. S2 and S3 need 0.6 and share 0.2 in
+        // proportion: S2 0.4 x 0.2/0.6 = 0.1333.., S3 0.2 x 0.2/0.6.
+        let parts = [
+            sla(40.0, 100.0, 1.0, true),
+            sla(40.0, 100.0, 3.0, false),
+            sla(40.0, 100.0, 2.0, false),
+            sla(20.0, 100.0, 0.0, false),
+        ];
+        close(
+            &shares(&parts, SpareRule::Sla),
+            &[0.4, 0.4, 0.4 * 0.2 / 0.6, 0.2 * 0.2 / 0.6],
+        );
+    }
+
+    #[test]
+    fn sla_protected_parts_over_the_node_are_scaled_and_the_rest_wait() {
+        // Two hard parts need 0.7 + 0.6 = 1.3 on their own: scaled to
+        // 0.7/1.3 and 0.6/1.3; the soft part (lowest return) gets 0.
+        let parts = [
+            sla(70.0, 100.0, 1.0, true),
+            sla(60.0, 100.0, 2.0, true),
+            sla(20.0, 100.0, 0.5, false),
+        ];
+        close(
+            &shares(&parts, SpareRule::Sla),
+            &[0.7 / 1.3, 0.6 / 1.3, 0.0],
+        );
+    }
+
+    #[test]
+    fn sla_short_node_with_an_overdue_part() {
+        // On-track H hard q 0.6 (return 1), S soft q 0.5 (return 0), and
+        // an overdue part O. Q = 1.1: O's pool is the floor 0.05, leaving
+        // 0.95 to the on-track parts. H is protected (hard, and the
+        // highest return): 0.6; S gets 0.95 - 0.6 = 0.35; O 0.05.
+        let parts = [
+            sla(60.0, 100.0, 1.0, true),
+            sla(50.0, 100.0, 0.0, false),
+            sla(0.0, 100.0, 9.0, false),
+        ];
+        close(&shares(&parts, SpareRule::Sla), &[0.6, 0.35, 0.05]);
+        // Proportional scales both on-track parts to fill 0.95.
+        close(
+            &shares(&parts, SpareRule::Proportional),
+            &[0.6 * 0.95 / 1.1, 0.5 * 0.95 / 1.1, 0.05],
+        );
+    }
+
+    #[test]
+    fn sla_names_round_trip() {
+        assert_eq!(SpareRule::parse("sla"), Some(SpareRule::Sla));
+        assert_eq!(SpareRule::Sla.name(), "sla");
     }
 
     #[test]

@@ -108,8 +108,9 @@ fn simulate_time_shared(
                 r.start = Some(now);
                 r.cost = a.cost;
                 parts_left[k] = a.nodes.len();
+                let value = policy.part_value(&j.spec);
                 for &n in &a.nodes {
-                    let part = cluster.states[n].new_part(&j.spec, 0.0);
+                    let part = cluster.states[n].new_valued_part(&j.spec, value);
                     let actual_cpu = j.actual_runtime / specs[n].speed;
                     cluster.place(n, part, actual_cpu);
                 }

@@ -62,6 +62,22 @@ pub enum DeadlineBasis {
     Estimate,
 }
 
+/// How budgets are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetBasis {
+    /// B = factor x PBase x R, the factor drawn per class (seeds 000-002).
+    Runtime,
+    /// Seed 004: B = PBase x P x RE, times `urgent_price_factor` for an
+    /// urgent (high-urgency) job: the job's maximum price per
+    /// processor-second of its estimate.
+    ProcessorSeconds,
+}
+
+/// Job numbers of duplicated jobs (seed 004's high load) are the
+/// original's plus this, so they never collide with trace job numbers.
+pub const DUPLICATE_ID_OFFSET: JobId = 1_000_000_000;
+
 /// Every knob of a workload and of the cluster it runs on. Any field can be
 /// overridden by name (`--set key=value`, see [`Params::set`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +115,14 @@ pub struct Params {
     pub deadline_basis: DeadlineBasis,
     /// Whether jobs carry budgets at all (seed 002 has none: unlimited).
     pub budgets: bool,
+    /// How budgets are set.
+    pub budget_basis: BudgetBasis,
+    /// Seed 004: price factor C of urgent jobs over normal ones (with
+    /// `budget_basis = processor-seconds`).
+    pub urgent_price_factor: f64,
+    /// Seed 004's high load: each trace job is duplicated (same arrival,
+    /// estimate, runtime, deadline, class) with this probability.
+    pub duplicate_fraction: f64,
     /// Mean B/f(R) of the low-urgency class (the "low mean"), f(R) = PBase R.
     pub budget_low_mean: f64,
     /// Ratio of the high-urgency class's mean B/f(R) to the low one's.
@@ -217,7 +241,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ),
     (
         "vqops",
-        "seed 004 (QoPS family): last 10000 SDSC SP2 jobs, deadline 5x estimate, 20% urgent",
+        "seed 004 (QoPS family): last 10000 SDSC SP2 jobs, deadline 5x estimate, 20% urgent at 10x the normal 0.1 per processor-second, exact estimates",
     ),
 ];
 
@@ -241,6 +265,9 @@ impl Params {
             deadline_estimate_factor: 5.0,
             deadline_basis: DeadlineBasis::Actual,
             budgets: true,
+            budget_basis: BudgetBasis::Runtime,
+            urgent_price_factor: 10.0,
+            duplicate_fraction: 0.0,
             budget_low_mean: 2.0,
             budget_high_low_ratio: 4.0,
             penalty_low_mean: 2.0,
@@ -292,10 +319,13 @@ impl Params {
                 jobs: 10000,
                 deadline_basis: DeadlineBasis::Estimate,
                 arrival_delay_factor: 1.0,
-                inaccuracy: 1.0,
+                // Exact estimates, the paper's main set; inaccuracy=1 gives
+                // the trace's own (its section 5.3).
+                inaccuracy: 0.0,
                 inaccuracy_form: InaccuracyForm::TowardTrace,
-                budget_low_mean: 1.0,
-                budget_high_low_ratio: 5.0,
+                budget_basis: BudgetBasis::ProcessorSeconds,
+                pbase: 0.1,
+                urgent_price_factor: 10.0,
                 ..base
             },
             _ => {
@@ -347,6 +377,12 @@ impl Params {
         }
         if !(0.0..=1.0).contains(&self.high_urgency_fraction) {
             return bad("high_urgency_fraction", "must be within [0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.duplicate_fraction) {
+            return bad("duplicate_fraction", "must be within [0, 1]");
+        }
+        if !at_least(self.urgent_price_factor, 0.0) {
+            return bad("urgent_price_factor", "must be >= 0");
         }
         if !(0.0..=1.0).contains(&self.inaccuracy) {
             return bad("inaccuracy", "must be within [0, 1]");
@@ -414,7 +450,8 @@ impl Params {
 }
 
 /// Sets the field `key` of any flat serde struct from a string, parsing it
-/// as the field's current JSON type (number, bool, string or enum name).
+/// as the field's current JSON type (number, bool, string or enum name, or
+/// a list of numbers written `0,0.05,0.1`).
 /// An unknown key is [`WorkloadError::UnknownParam`] listing the known ones.
 pub fn set_by_name<T: Serialize + serde::de::DeserializeOwned>(
     target: &mut T,
@@ -449,6 +486,17 @@ pub fn set_by_name<T: Serialize + serde::de::DeserializeOwned>(
                 value.parse().map_err(|_| bad("expected a number".into()))?;
             serde_json::Value::Number(n)
         }
+        serde_json::Value::Array(_) => serde_json::Value::Array(
+            value
+                .split(',')
+                .map(|v| {
+                    v.trim()
+                        .parse::<serde_json::Number>()
+                        .map(serde_json::Value::Number)
+                        .map_err(|_| bad("expected comma-separated numbers".into()))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
         _ => return Err(bad("not settable from the command line".into())),
     };
     map.insert(key.to_string(), new);
@@ -507,6 +555,9 @@ pub struct Workload {
     pub jobs: Vec<WorkloadJob>,
     /// How odd records were handled.
     pub odd: OddRecords,
+    /// Jobs added as duplicates (`duplicate_fraction`).
+    #[serde(default)]
+    pub duplicates: usize,
 }
 
 /// A draw from a normal distribution with mean `mean` and standard
@@ -571,6 +622,14 @@ fn draw_qos(p: &Params, index: u64) -> QosDraw {
     }
 }
 
+/// Whether trace job `index` is duplicated (seed 004's high load). Drawn
+/// from its own stream family, so the knob shifts no other draw.
+fn duplicate_draw(p: &Params, index: u64) -> bool {
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed ^ 0x0d0b_1e00_d0b1_e000);
+    rng.set_stream(index);
+    rng.random::<f64>() < p.duplicate_fraction
+}
+
 /// Builds the workload the parameters describe. `trace` is required for
 /// trace sources and ignored otherwise.
 pub fn build(params: &Params, trace: Option<&Path>) -> Result<Workload, WorkloadError> {
@@ -594,6 +653,7 @@ pub fn from_records(
     p.validate()?;
     let mut odd = OddRecords::default();
     let mut jobs = Vec::with_capacity(records.len());
+    let mut duplicates = 0;
     let first_submit = records.first().map_or(0, |r| r.submit_time) as f64;
     for (index, r) in records.iter().enumerate() {
         let actual = if r.run_time > 0 {
@@ -637,10 +697,19 @@ pub fn from_records(
             DeadlineBasis::Actual => draw.deadline_factor * actual,
             DeadlineBasis::Estimate => p.deadline_estimate_factor * estimate,
         };
-        let budget = if p.budgets {
-            draw.budget_factor * p.pbase * actual
-        } else {
+        let budget = if !p.budgets {
             f64::INFINITY
+        } else {
+            match p.budget_basis {
+                BudgetBasis::Runtime => draw.budget_factor * p.pbase * actual,
+                BudgetBasis::ProcessorSeconds => {
+                    let c = match draw.urgency {
+                        Urgency::High => p.urgent_price_factor,
+                        Urgency::Low => 1.0,
+                    };
+                    c * p.pbase * processors as f64 * estimate
+                }
+            }
         };
         let spec = JobSpec {
             id: r.job_number as JobId,
@@ -671,10 +740,25 @@ pub fn from_records(
             origin: format!("{}:{}", path.display(), r.line),
             source,
         })?;
-        jobs.push(WorkloadJob {
-            spec,
-            actual_runtime: actual,
-        });
+        let duplicate = p.duplicate_fraction > 0.0 && duplicate_draw(p, index as u64);
+        if duplicate {
+            let mut copy = spec.clone();
+            copy.id += DUPLICATE_ID_OFFSET;
+            jobs.push(WorkloadJob {
+                spec,
+                actual_runtime: actual,
+            });
+            jobs.push(WorkloadJob {
+                spec: copy,
+                actual_runtime: actual,
+            });
+            duplicates += 1;
+        } else {
+            jobs.push(WorkloadJob {
+                spec,
+                actual_runtime: actual,
+            });
+        }
     }
     sort_by_arrival(&mut jobs);
     Ok(Workload {
@@ -682,6 +766,7 @@ pub fn from_records(
         trace: Some(path.to_path_buf()),
         jobs,
         odd,
+        duplicates,
     })
 }
 
@@ -747,6 +832,7 @@ pub fn synthetic_003(p: &Params) -> Workload {
         trace: None,
         jobs,
         odd,
+        duplicates: 0,
     }
 }
 
@@ -829,6 +915,92 @@ mod tests {
             let (x, y) = (draw_qos(&a, i), draw_qos(&b, i));
             assert_eq!(x.deadline_factor, y.deadline_factor);
             assert_eq!(x.budget_factor, y.budget_factor);
+        }
+    }
+
+    fn rec(job: u64, submit: i64, run: i64, procs: i64, req: i64) -> SwfRecord {
+        SwfRecord {
+            line: job,
+            job_number: job,
+            submit_time: submit,
+            wait_time: 0,
+            run_time: run,
+            allocated_procs: procs,
+            avg_cpu_time: -1.0,
+            used_memory: -1.0,
+            requested_procs: procs,
+            requested_time: req,
+            requested_memory: -1,
+            status: 1,
+            user_id: 1,
+            group_id: 1,
+            executable: 1,
+            queue: 1,
+            partition: 1,
+            preceding_job: -1,
+            think_time: -1,
+        }
+    }
+
+    #[test]
+    fn seed_004_prices_and_deadlines() {
+        // Seed 004: D = 5 x RE; B = 0.1 per processor-second of the
+        // estimate, 10x for urgent jobs. Exact estimates: RE = R = 100,
+        // 4 processors: D 500, B 0.1 x 4 x 100 = 40 (normal) or 400.
+        let p = Params::preset("vqops").unwrap();
+        let records: Vec<SwfRecord> = (0..200)
+            .map(|k| rec(k + 1, 10 * k as i64, 100, 4, 300))
+            .collect();
+        let w = from_records(&p, Path::new("t.swf"), &records).unwrap();
+        assert_eq!(w.jobs.len(), 200);
+        for j in &w.jobs {
+            assert_eq!(j.spec.estimate(), 100.0);
+            assert_eq!(j.spec.qos.deadline, 500.0);
+            let want = match j.spec.urgency {
+                Some(Urgency::High) => 400.0,
+                _ => 40.0,
+            };
+            assert!((j.spec.qos.budget - want).abs() < 1e-9);
+        }
+        // The trace's own estimates: RE = 300, D = 1500, B = 120 / 1200.
+        let mut q = p.clone();
+        q.set("inaccuracy", "1").unwrap();
+        let w = from_records(&q, Path::new("t.swf"), &records).unwrap();
+        assert_eq!(w.jobs[0].spec.qos.deadline, 1500.0);
+    }
+
+    #[test]
+    fn duplicates_copy_jobs_under_new_numbers() {
+        // About 40% of 1000 jobs duplicated: each copy keeps arrival,
+        // estimate, runtime, deadline and class, with the number offset.
+        let mut p = Params::preset("vqops").unwrap();
+        p.set("duplicate_fraction", "0.4").unwrap();
+        let records: Vec<SwfRecord> = (0..1000)
+            .map(|k| rec(k + 1, 10 * k as i64, 50 + k as i64, 1, 600))
+            .collect();
+        let w = from_records(&p, Path::new("t.swf"), &records).unwrap();
+        assert_eq!(w.jobs.len(), 1000 + w.duplicates);
+        assert!((350..450).contains(&w.duplicates), "{}", w.duplicates);
+        for pair in w.jobs.windows(2) {
+            if pair[1].spec.id > DUPLICATE_ID_OFFSET {
+                assert_eq!(pair[1].spec.id, pair[0].spec.id + DUPLICATE_ID_OFFSET);
+                let mut copy = pair[1].spec.clone();
+                copy.id = pair[0].spec.id;
+                assert_eq!(copy, pair[0].spec);
+                assert_eq!(pair[1].actual_runtime, pair[0].actual_runtime);
+            }
+        }
+        // The other draws do not move.
+        let q = Params::preset("vqops").unwrap();
+        let v = from_records(&q, Path::new("t.swf"), &records).unwrap();
+        let originals: Vec<&WorkloadJob> = w
+            .jobs
+            .iter()
+            .filter(|j| j.spec.id < DUPLICATE_ID_OFFSET)
+            .collect();
+        assert_eq!(originals.len(), v.jobs.len());
+        for (a, b) in originals.iter().zip(&v.jobs) {
+            assert_eq!(a.spec, b.spec);
         }
     }
 

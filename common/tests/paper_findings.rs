@@ -101,3 +101,79 @@ fn seed_002_accurate_estimates_libra_risk_close_to_libra() {
         libra.pct_deadlines_met
     );
 }
+
+/// Seed 001: under heavy load LibraSLA completes many more jobs than Libra
+/// (it takes soft-deadline jobs that Libra's share test refuses, at a
+/// delay). At f = 0.005 and 0.01 with the default seed: 599 / 633 against
+/// 400 / 406.
+#[test]
+fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
+    for f in ["0.005", "0.01"] {
+        let s = run("libra-sla", &[&format!("arrival_delay_factor={f}")]);
+        let (sla, libra) = (get(&s, "libra-sla"), get(&s, "libra"));
+        assert!(
+            sla.completed as f64 > 1.3 * libra.completed as f64,
+            "f = {f}: LibraSLA {} vs Libra {}",
+            sla.completed,
+            libra.completed
+        );
+        // Accurate estimates: Libra never misses; LibraSLA's misses are
+        // the soft jobs it chose to delay (and hard jobs later arrivals
+        // delayed; see docs/findings.md).
+        assert_eq!(libra.accepted, libra.deadlines_met);
+    }
+}
+
+/// Seed 001's utility finding holds only when each of a parallel job's
+/// nodes counts its share (1/P) of the job's return
+/// (`sla_return_per_part`): then LibraSLA earns more utility than Libra at
+/// f = 0.01 (also for seeds 1-5). With Algorithm 2's literal per-node
+/// return it does not (docs/findings.md says why), so that is not asserted.
+#[test]
+fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
+    let s = run(
+        "libra-sla",
+        &["arrival_delay_factor=0.01", "sla_return_per_part=true"],
+    );
+    let (sla, libra) = (get(&s, "libra-sla"), get(&s, "libra"));
+    assert!(
+        sla.utility > libra.utility,
+        "LibraSLA {} vs Libra {}",
+        sla.utility,
+        libra.utility
+    );
+}
+
+/// Seed 004: VQoPS earns more revenue than QoPS whatever the OC-Factor;
+/// no single OC-Factor is best for every job mix; DVQoPS stays within a
+/// few % of the best static OC-Factor (original load, exact estimates).
+#[test]
+fn seed_004_vqops_beats_qops_and_dvqops_tracks_the_best_static_oc_factor() {
+    for urgent in ["0.2", "0.8"] {
+        let u = format!("high_urgency_fraction={urgent}");
+        let s = run("vqops", &[&u]);
+        let qops = get(&s, "qops").revenue;
+        let dvqops = get(&s, "dvqops").revenue;
+        let mut e = Experiment::preset("vqops").unwrap();
+        e.set("high_urgency_fraction", urgent).unwrap();
+        let wl = workload::build(&e.params, Some(&sdsc())).unwrap();
+        let mut best = (f64::NEG_INFINITY, "");
+        for oc in ["0", "0.05", "0.1", "0.2", "0.4"] {
+            e.set("oc_factor", oc).unwrap();
+            let v = e.run_policy("vqops", &wl).unwrap().1.revenue;
+            assert!(v > qops, "U {urgent}, OC {oc}: VQoPS {v} vs QoPS {qops}");
+            if v > best.0 {
+                best = (v, oc);
+            }
+        }
+        // 20% urgent: 0.05 is best; 80% urgent: 0.4 (the paper's Table 1
+        // shape: more urgent jobs, higher best OC-Factor).
+        assert_eq!(best.1, if urgent == "0.2" { "0.05" } else { "0.4" });
+        assert!(
+            dvqops > 0.93 * best.0,
+            "U {urgent}: DVQoPS {dvqops} vs best static {} at {}",
+            best.0,
+            best.1
+        );
+    }
+}

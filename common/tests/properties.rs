@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use common::job::*;
 use common::node_model::{FluidCluster, NodeSpec, PartFinished, PartView};
-use common::policy::{self, Decision, LibraRisk, Policy, PolicyConfig, REGISTRY};
+use common::policy::{self, Decision, LibraRisk, LibraSla, Policy, PolicyConfig, REGISTRY};
 use common::share::SpareRule;
 use common::sim::simulate;
 use common::workload::{self, Params, WorkloadJob};
@@ -179,6 +179,64 @@ proptest! {
         }
     }
 
+    /// Under accurate estimates no job accepted by QoPS, VQoPS or DVQoPS
+    /// misses its deadline (DVQoPS with windows of seconds, so that its
+    /// what-if replays run), and no node runs two jobs at once.
+    #[test]
+    fn qops_family_meets_every_accepted_deadline((jobs, n) in workloads(), oc in 0.0..0.3f64, k in 0u32..3) {
+        let cfg = PolicyConfig {
+            qops_k: k,
+            oc_factor: oc,
+            rollback_window_hours: 0.005,
+            rollback_candidates_hours: vec![0.002, 0.005, 0.01],
+            max_rollback_window_hours: 0.02,
+            ..PolicyConfig::default()
+        };
+        for name in ["qops", "vqops", "dvqops"] {
+            let out = simulate(&jobs, &specs(n), policy::build(name, &cfg, &specs(n)).unwrap());
+            let mut by_node: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n];
+            for r in &out.records {
+                if r.accepted {
+                    prop_assert!(r.met(), "{name}: job {} accepted but finished {:?} after DT {}", r.id, r.finish, r.deadline_abs());
+                    // The price never exceeds the budget (the full price).
+                    prop_assert!(r.cost <= r.budget + 1e-9);
+                    for &k in &r.nodes {
+                        by_node[k].push((r.start.unwrap(), r.finish.unwrap()));
+                    }
+                }
+            }
+            for iv in &mut by_node {
+                iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for w in iv.windows(2) {
+                    prop_assert!(w[1].0 >= w[0].1 - 1e-9, "{name}: overlap {w:?}");
+                }
+            }
+        }
+    }
+
+    /// LibraSLA's shortcut (skip the projections when the node is not
+    /// short even with the new job) never changes a node's returns.
+    #[test]
+    fn sla_shortcut_changes_nothing(
+        parts in prop::collection::vec((0.0..100.0f64, 1.0..200.0f64, 0.0..3.0f64, any::<bool>()), 0..5),
+        re in 1.0..150.0f64,
+        d in 1.0..200.0f64,
+    ) {
+        let mut node = common::node_model::NodeState::new(specs(1).remove(0));
+        for (k, (rem, rd, v, hard)) in parts.into_iter().enumerate() {
+            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: v, ret_penalty: v / 100.0, hard });
+        }
+        let mut j = job(99, 0.0, re, 1, d / re, 2.0 * re).spec;
+        j.qos.deadline_type = DeadlineType::Soft;
+        j.qos.penalty_rate = 1.0;
+        let mut with = LibraSla::new(PolicyConfig::default());
+        let mut without = LibraSla::new(PolicyConfig { risk_shortcut: false, ..PolicyConfig::default() });
+        let (a, b) = (with.node_return(0.0, &node, &j), without.node_return(0.0, &node, &j));
+        prop_assert!((a.old - b.old).abs() <= 1e-9 * a.old.abs().max(1.0), "{a:?} {b:?}");
+        prop_assert!((a.new - b.new).abs() <= 1e-9 * a.new.abs().max(1.0), "{a:?} {b:?}");
+        prop_assert_eq!(a.new_delay, b.new_delay);
+    }
+
     /// LibraRisk's shortcut (skip the projection when the share test
     /// passes and no deadline has passed) never changes a decision.
     #[test]
@@ -189,7 +247,7 @@ proptest! {
     ) {
         let mut node = common::node_model::NodeState::new(specs(1).remove(0));
         for (k, (rem, rd)) in parts.into_iter().enumerate() {
-            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: 0.0 });
+            node.parts.push(PartView { job: k as u64, est_cpu: rem, cpu_done: 0.0, deadline: rd, memory_kb: 0, disk_mb: 0, ret: 0.0, ret_penalty: 0.0, hard: false });
         }
         let j = job(99, 0.0, re, 1, d / re, 1e12).spec;
         let mut with = LibraRisk::new(PolicyConfig::default());

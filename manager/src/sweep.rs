@@ -675,6 +675,8 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         series,
         seeds: (0..a.seeds).map(|k| base + k).collect(),
     };
+    // Refuse a bad configuration before anything is written.
+    spec.check()?;
     let out = rundir::out_dir(a.out, || format!("runs/sweep-{}", slug(&a.param)));
     let mut log = Log::new();
     log.say(format_args!(

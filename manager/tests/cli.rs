@@ -420,13 +420,26 @@ fn a_small_sweep_writes_a_tidy_csv_and_plots_and_repeats_byte_for_byte() {
 #[test]
 fn figures_run_as_data_and_refuse_unregistered_policies() {
     let dir = tempfile::tempdir().unwrap();
-    let o = libratory(&["figures", "001", "--out", "f"], dir.path());
+    // Every figure's policies are registered now; an unregistered one is
+    // refused, named, before anything runs (here through a sweep, which
+    // figures are made of).
+    let trace = sdsc();
+    let mut args = sweep_args(trace.to_str().unwrap(), "f");
+    args[12] = "libra,no-such-policy";
+    let o = libratory(&args, dir.path());
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("001-fig2 needs libra-sla"), "{e}");
+    assert!(e.contains("no-such-policy"), "{e}");
     assert!(
         !dir.path().join("f").exists(),
         "nothing may run before the check"
+    );
+    let o = libratory(&["figures", "--list"], dir.path());
+    assert!(o.status.success());
+    let list = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        list.contains("001-fig2") && list.contains("004-table1"),
+        "{list}"
     );
 
     let o = libratory(

@@ -23,19 +23,23 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::job::{JobId, JobSpec};
-use crate::node_model::{NodeSpec, NodeState};
+use crate::node_model::{NodeSpec, NodeState, PartValue};
 use crate::share::SpareRule;
 use crate::time::Time;
 
 mod libra;
 mod plus_dollar;
+mod qops;
 mod risk;
+mod sla;
 mod space;
 pub mod steps;
 
 pub use libra::Libra;
 pub use plus_dollar::{LibraPlusDollar, PriceQuote};
+pub use qops::{decayed_price, Dvqops, Qops, Vqops};
 pub use risk::LibraRisk;
+pub use sla::{LibraSla, NodeReturn, RETURN_REL_EPS};
 pub use space::{Backfill, BackfillOrder, Edf, Fifo};
 
 /// Why a job was not accepted. Stable names appear in every output.
@@ -50,7 +54,9 @@ pub enum RejectReason {
     Budget,
     /// Accepting it would expose nodes to deadline delay (LibraRisk).
     Risk,
-    /// Accepting it would lower the nodes' return (LibraSLA).
+    /// Accepting it would not return enough: it would lower the nodes'
+    /// return (LibraSLA), or its revenue gain does not beat its opportunity
+    /// cost (VQoPS, DVQoPS).
     Return,
     /// Dropped from a queue after its deadline lapsed (space-shared).
     Expired,
@@ -134,6 +140,13 @@ pub trait AdmissionPolicy: Send {
 
     /// The Job Control spare-capacity rule nodes should run with.
     fn spare_rule(&self) -> SpareRule;
+
+    /// What each part of an accepted `job` is worth to the node holding it
+    /// (the return the node's share rule ranks parts by). Nothing, unless
+    /// the policy ranks parts (LibraSLA).
+    fn part_value(&self, _job: &JobSpec) -> PartValue {
+        PartValue::default()
+    }
 }
 
 /// What a space-shared policy wants done.
@@ -248,8 +261,35 @@ pub struct PolicyConfig {
     /// Whether LibraRisk may skip the projection when no part can be
     /// delayed (a valid shortcut; tests check it changes nothing).
     pub risk_shortcut: bool,
-    /// Spare-capacity rule of the nodes' Job Control.
+    /// Spare-capacity rule of the nodes' Job Control (LibraSLA always
+    /// runs its own, `sla`).
     pub spare_rule: SpareRule,
+    /// LibraSLA: count a P-processor job's return on each of its nodes as
+    /// 1/P of its return (its share of the job's utility) instead of the
+    /// whole (Algorithm 2's literal `budget_i / runtime_i / deadline_i` on
+    /// every node). Off by default; see docs/findings.md.
+    pub sla_return_per_part: bool,
+    /// QoPS family: most violations (queued jobs moved ahead of the new
+    /// one) per insertion position.
+    pub qops_k: u32,
+    /// QoPS family: artificial slack. A new job must fit by
+    /// AT + RE + (D - RE) / this; 1 (the default) is none.
+    pub qops_slack_factor: f64,
+    /// VQoPS: the static OC-Factor (opportunity cost = this x P x RE, in
+    /// price units per processor-second); DVQoPS's initial one.
+    pub oc_factor: f64,
+    /// DVQoPS: the OC-Factors its what-if replays try.
+    pub oc_candidates: Vec<f64>,
+    /// DVQoPS: initial rollback window (hours of trace time).
+    pub rollback_window_hours: f64,
+    /// DVQoPS: the rollback windows its replays try (hours).
+    pub rollback_candidates_hours: Vec<f64>,
+    /// DVQoPS: how often the rollback window is re-chosen, over how much
+    /// history (hours).
+    pub max_rollback_window_hours: f64,
+    /// DVQoPS: whether the rollback window adapts (else it stays at
+    /// `rollback_window_hours`).
+    pub adapt_rollback_window: bool,
 }
 
 impl Default for PolicyConfig {
@@ -265,6 +305,15 @@ impl Default for PolicyConfig {
             risk_tolerance: 1e-9,
             risk_shortcut: true,
             spare_rule: SpareRule::Proportional,
+            sla_return_per_part: false,
+            qops_k: 2,
+            qops_slack_factor: 1.0,
+            oc_factor: 0.05,
+            oc_candidates: vec![0.0, 0.05, 0.1, 0.2, 0.4],
+            rollback_window_hours: 16.0,
+            rollback_candidates_hours: vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0],
+            max_rollback_window_hours: 128.0,
+            adapt_rollback_window: true,
         }
     }
 }
@@ -297,6 +346,11 @@ pub const REGISTRY: &[PolicyEntry] = &[
         build: |c, _| Policy::Admission(Box::new(LibraPlusDollar::new(c.clone()))),
     },
     PolicyEntry {
+        name: "libra-sla",
+        about: "seed 001: admission by node return (utility less penalties), spare to the highest return",
+        build: |c, _| Policy::Admission(Box::new(LibraSla::new(c.clone()))),
+    },
+    PolicyEntry {
         name: "edf",
         about: "seed 002: space-shared non-preemptive EDF without backfilling",
         build: |c, n| Policy::Queue(Box::new(Edf::new(c, n))),
@@ -315,6 +369,21 @@ pub const REGISTRY: &[PolicyEntry] = &[
         name: "edf-bf",
         about: "seed 000: EASY backfilling, earliest deadline first, lapsed jobs dropped",
         build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Edf, c, n))),
+    },
+    PolicyEntry {
+        name: "qops",
+        about: "seed 004: space-shared admission guaranteeing every accepted deadline (K violations)",
+        build: |c, n| Policy::Queue(Box::new(Qops::new(c, n))),
+    },
+    PolicyEntry {
+        name: "vqops",
+        about: "seed 004: QoPS taking the highest-revenue plan if its gain beats OC-Factor x P x RE",
+        build: |c, n| Policy::Queue(Box::new(Vqops::new(c, n))),
+    },
+    PolicyEntry {
+        name: "dvqops",
+        about: "seed 004: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
+        build: |c, n| Policy::Queue(Box::new(Dvqops::new(c, n))),
     },
     PolicyEntry {
         name: "fifo",
@@ -408,6 +477,8 @@ pub(crate) mod test_util {
             memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
+            ret_penalty: 0.0,
+            hard: false,
         });
     }
 }

@@ -1,0 +1,358 @@
+//! LibraSLA (seed 001, Algorithms 1 and 2): admission by the return of
+//! nodes. A job's utility is its budget less its penalty for delay,
+//! `utility_i = B_i - max(0, delay_i) PR_i`; its return on node j is
+//! `utility_ij / RE_i / D_i`; a node's return is the sum over its jobs. A
+//! node is suitable if its return does not drop when the new job joins
+//! (and, for a hard deadline, the new job is not delayed there); the job
+//! goes to the `P_i` suitable nodes with the highest new return.
+//!
+//! Delays come from the same fluid node model the simulator runs
+//! ([`crate::node_model::project_finishes`]), on estimates, under the node
+//! rule LibraSLA runs with, [`SpareRule::Sla`]: spare capacity to the
+//! highest-return job; on a short node the soft-deadline jobs other than
+//! the highest-return one share the shortfall, hard-deadline jobs keep
+//! their share. So what the admission projects is what the nodes do.
+
+use super::libra::Libra;
+use super::steps::{top_k, Better, SHARE_SUM_EPS};
+use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
+use crate::job::{DeadlineType, JobSpec};
+use crate::node_model::{delay_past, project_finishes, NodeState, PartValue, PartView};
+use crate::share::SpareRule;
+use crate::time::{Time, TIME_EPS};
+
+/// A new node return counts as "not lower" than the old one when it is
+/// below by at most this fraction of the larger of the two: both are sums
+/// of the same terms plus one, and rounding must not refuse a job whose
+/// return is exactly zero (budget 0).
+pub const RETURN_REL_EPS: f64 = 1e-9;
+
+/// What LibraSLA projects for one node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeReturn {
+    /// The node's return now (without the new job).
+    pub old: f64,
+    /// Its return with the new job.
+    pub new: f64,
+    /// The new job's projected delay there.
+    pub new_delay: Time,
+}
+
+/// LibraSLA's admission control.
+pub struct LibraSla {
+    cfg: PolicyConfig,
+    res: Vec<usize>,
+    cands: Vec<(usize, f64)>,
+    finish: Vec<Time>,
+}
+
+impl LibraSla {
+    /// LibraSLA with these knobs (`sla_return_per_part`, and the shortcut
+    /// switch shared with LibraRisk; its node rule is always
+    /// [`SpareRule::Sla`], whatever `spare_rule` says).
+    pub fn new(cfg: PolicyConfig) -> LibraSla {
+        LibraSla {
+            cfg,
+            res: Vec::new(),
+            cands: Vec::new(),
+            finish: Vec::new(),
+        }
+    }
+
+    /// The job's return when on time, `B / RE / D`, and the return it
+    /// loses per second of delay, `PR / RE / D` (equation 5 with equation
+    /// 1 for the utility). With `per_part`, both are divided by `P`: each
+    /// of the job's `P` nodes then counts its share of the job's utility
+    /// rather than all of it (see `sla_return_per_part`).
+    pub fn value(job: &JobSpec, per_part: bool) -> PartValue {
+        let mut scale = job.estimate() * job.qos.deadline;
+        if per_part {
+            scale *= job.processors() as f64;
+        }
+        PartValue {
+            ret: job.qos.budget / scale,
+            ret_penalty: job.qos.penalty_rate / scale,
+        }
+    }
+
+    /// Sum of the parts' returns on `node`, each `ret - delay x
+    /// ret_penalty` with the delay projected for `node`'s parts plus `new`
+    /// (if any); and the delay of `new`.
+    fn projected(&mut self, now: Time, node: &NodeState, new: Option<&PartView>) -> (f64, Time) {
+        project_finishes(node, new, now, SpareRule::Sla, &mut self.finish);
+        let mut total = 0.0;
+        let mut last_delay = 0.0;
+        for (p, &f) in node.parts.iter().chain(new).zip(&self.finish) {
+            let delay = delay_past(f, p.deadline);
+            total += p.ret - delay * p.ret_penalty;
+            last_delay = delay;
+        }
+        (total, if new.is_some() { last_delay } else { 0.0 })
+    }
+
+    /// Algorithm 2 for one node: its return without and with one part of
+    /// `job`, and the job's delay there.
+    pub fn node_return(&mut self, now: Time, node: &NodeState, job: &JobSpec) -> NodeReturn {
+        let new = node.new_valued_part(job, LibraSla::value(job, self.cfg.sla_return_per_part));
+        let no_deadline_passed = node.parts.iter().all(|p| p.deadline - now > TIME_EPS);
+        let q_old = node.required_share(now);
+        let q_new = q_old + node.est_cpu(job) / job.qos.deadline;
+        if self.cfg.risk_shortcut && no_deadline_passed && q_new <= 1.0 + SHARE_SUM_EPS {
+            // Not short even with the new job: every part gets at least
+            // its q and finishes by its deadline, so every utility is the
+            // budget and the return only grows by the new job's.
+            let old: f64 = node.parts.iter().map(|p| p.ret).sum();
+            return NodeReturn {
+                old,
+                new: old + new.ret,
+                new_delay: 0.0,
+            };
+        }
+        let old = if self.cfg.risk_shortcut && no_deadline_passed && q_old <= 1.0 + SHARE_SUM_EPS {
+            node.parts.iter().map(|p| p.ret).sum()
+        } else {
+            self.projected(now, node, None).0
+        };
+        let (new_ret, new_delay) = self.projected(now, node, Some(&new));
+        NodeReturn {
+            old,
+            new: new_ret,
+            new_delay,
+        }
+    }
+}
+
+/// Whether `new` is not lower than `old` (see [`RETURN_REL_EPS`]).
+fn not_lower(new: f64, old: f64) -> bool {
+    new >= old - RETURN_REL_EPS * old.abs().max(new.abs())
+}
+
+impl AdmissionPolicy for LibraSla {
+    fn name(&self) -> &'static str {
+        "libra-sla"
+    }
+
+    fn spare_rule(&self) -> SpareRule {
+        SpareRule::Sla
+    }
+
+    fn part_value(&self, job: &JobSpec) -> PartValue {
+        LibraSla::value(job, self.cfg.sla_return_per_part)
+    }
+
+    fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        if let Some(d) = Libra::too_many_processors(nodes, job) {
+            return d;
+        }
+        if !job.qos.budget.is_finite() {
+            return Decision::reject(
+                RejectReason::Budget,
+                "LibraSLA needs a finite budget: utility is the budget less penalties",
+            );
+        }
+        if job.estimate() > job.qos.deadline {
+            // Seed 001: "the deadline given by a user for the job must be
+            // more than its run time; otherwise it is not accepted".
+            return Decision::reject(
+                RejectReason::Deadline,
+                format!(
+                    "runtime estimate {:.0} s exceeds the deadline {:.0} s",
+                    job.estimate(),
+                    job.qos.deadline
+                ),
+            );
+        }
+        let mut res = std::mem::take(&mut self.res);
+        if let Some(d) = Libra::resource_filter(nodes, job, &mut res) {
+            self.res = res;
+            return d;
+        }
+        let hard = job.qos.deadline_type == DeadlineType::Hard;
+        let (mut lower, mut delayed) = (0, 0);
+        self.cands.clear();
+        for &k in &res {
+            let r = self.node_return(now, &nodes[k], job);
+            if !not_lower(r.new, r.old) {
+                lower += 1;
+            } else if hard && r.new_delay > 0.0 {
+                delayed += 1;
+            } else {
+                self.cands.push((k, r.new));
+            }
+        }
+        self.res = res;
+        let p = job.processors();
+        if self.cands.len() < p {
+            return Decision::reject(
+                RejectReason::Return,
+                format!(
+                    "needs {p} nodes whose return does not drop{}, {} have it ({lower} would lose return{})",
+                    if hard { " and where its hard deadline is met" } else { "" },
+                    self.cands.len(),
+                    if hard { format!(", {delayed} would delay it") } else { String::new() }
+                ),
+            );
+        }
+        top_k(&mut self.cands, p, Better::Higher);
+        Decision::Accept(Accept {
+            nodes: self.cands.iter().map(|c| c.0).collect(),
+            // The user pays the full budget if the deadline is met; a late
+            // job's penalty shows in the utility metric.
+            cost: job.qos.budget,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::JobId;
+    use crate::policy::test_util::{job, nodes};
+
+    fn soft(id: JobId, re: f64, d: f64, b: f64, pr: f64) -> JobSpec {
+        let mut j = job(id, re, 1, d, b);
+        j.qos.deadline_type = DeadlineType::Soft;
+        j.qos.penalty_rate = pr;
+        j
+    }
+
+    fn hard(id: JobId, re: f64, d: f64, b: f64, pr: f64) -> JobSpec {
+        let mut j = soft(id, re, d, b, pr);
+        j.qos.deadline_type = DeadlineType::Hard;
+        j
+    }
+
+    /// Places `j` on `node` as LibraSLA would (its value attached).
+    fn place(node: &mut NodeState, j: &JobSpec) {
+        let part = node.new_valued_part(j, LibraSla::value(j, false));
+        node.parts.push(part);
+    }
+
+    fn decide(p: &mut LibraSla, n: &[NodeState], j: &JobSpec) -> Result<Vec<usize>, RejectReason> {
+        match p.decide(0.0, n, j) {
+            Decision::Accept(a) => Ok(a.nodes),
+            Decision::Reject(r) => Err(r.reason),
+        }
+    }
+
+    #[test]
+    fn return_is_budget_over_runtime_over_deadline() {
+        // B 300, RE 100, D 200: 300 / 100 / 200 = 0.015; PR 1 loses
+        // 1 / 100 / 200 = 5e-5 of return per second of delay.
+        let mut j = soft(1, 100.0, 200.0, 300.0, 1.0);
+        let v = LibraSla::value(&j, false);
+        assert!((v.ret - 0.015).abs() < 1e-15);
+        assert!((v.ret_penalty - 5e-5).abs() < 1e-18);
+        // Per part, a 3-processor job counts a third on each node.
+        j.resources.processors = 3;
+        assert!((LibraSla::value(&j, true).ret - 0.005).abs() < 1e-15);
+        assert!((LibraSla::value(&j, false).ret - 0.015).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_soft_job_that_raises_the_node_return_is_accepted_despite_a_delay() {
+        // n0 holds A: soft, RE 100, D 200, B 300, PR 1 (return 0.015).
+        // Alone it gets the whole node and is on time: old return 0.015.
+        // New N: soft, RE 150, D 200, B 600, PR 2 (return 0.02, the
+        // highest). Q = 0.5 + 0.75 = 1.25 > 1: N keeps 0.75, A gets 0.25.
+        // N finishes at 200 (on time); A has 50 done then, gets the node
+        // alone and finishes at 250: 50 s late. A's utility 300 - 50 x 1 =
+        // 250, return 250/100/200 = 0.0125. New node return 0.0125 + 0.02
+        // = 0.0325 >= 0.015: suitable.
+        let mut n = nodes(1);
+        place(&mut n[0], &soft(10, 100.0, 200.0, 300.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = soft(1, 150.0, 200.0, 600.0, 2.0);
+        let r = p.node_return(0.0, &n[0], &j);
+        assert!((r.old - 0.015).abs() < 1e-12, "{r:?}");
+        assert!((r.new - 0.0325).abs() < 1e-12, "{r:?}");
+        assert_eq!(r.new_delay, 0.0);
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
+        // Libra would refuse it: 0.5 + 0.75 > 1.
+        let mut l = Libra::new(PolicyConfig::default());
+        assert!(matches!(l.decide(0.0, &n, &j), Decision::Reject(_)));
+    }
+
+    #[test]
+    fn a_job_whose_delays_cost_more_than_it_brings_is_refused_for_return() {
+        // As above but A's penalty rate is 10: A's utility 300 - 50 x 10 =
+        // -200, return -200/100/200 = -0.01. New node return -0.01 + 0.02
+        // = 0.01 < 0.015: the node's return would drop. Rejected (return).
+        let mut n = nodes(1);
+        place(&mut n[0], &soft(10, 100.0, 200.0, 300.0, 10.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = soft(1, 150.0, 200.0, 600.0, 2.0);
+        let r = p.node_return(0.0, &n[0], &j);
+        assert!((r.new - 0.01).abs() < 1e-12, "{r:?}");
+        assert_eq!(decide(&mut p, &n, &j), Err(RejectReason::Return));
+    }
+
+    #[test]
+    fn a_hard_job_is_not_placed_where_it_would_be_late() {
+        // n0 holds H: hard, RE 100, D 125 (q 0.8), B 1000, PR 5. New N:
+        // hard, RE 50, D 100 (q 0.5). Q = 1.3 and both are hard (both
+        // protected): scaled to 0.8/1.3 and 0.5/1.3; N would need
+        // 50 x 1.3/0.5 = 130 s > 100. Delayed: n0 is unsuitable. The
+        // empty n1 takes it (return 1000/50/100 = 0.2 there, on time).
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 100.0, 125.0, 1000.0, 5.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = hard(1, 50.0, 100.0, 1000.0, 5.0);
+        assert!(p.node_return(0.0, &n[0], &j).new_delay > 0.0);
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
+        // With only n0, the hard job is refused (reason return).
+        assert_eq!(decide(&mut p, &n[..1], &j), Err(RejectReason::Return));
+    }
+
+    #[test]
+    fn nodes_are_ranked_by_new_return() {
+        // n0 holds X (soft, RE 10, D 100, B 10: return 0.01, q 0.1); n1
+        // holds Y (RE 10, D 100, B 30: return 0.03, q 0.1); n2 is empty.
+        // New N: soft RE 10, D 100, B 20 (return 0.02, q 0.1). Nobody is
+        // delayed anywhere: new returns 0.03, 0.05, 0.02. Best first: n1,
+        // then n0.
+        let mut n = nodes(3);
+        place(&mut n[0], &soft(10, 10.0, 100.0, 10.0, 1.0));
+        place(&mut n[1], &soft(11, 10.0, 100.0, 30.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let mut j = soft(1, 10.0, 100.0, 20.0, 1.0);
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
+        j.resources.processors = 2;
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1, 0]));
+    }
+
+    #[test]
+    fn estimate_beyond_deadline_is_refused_for_deadline() {
+        let mut p = LibraSla::new(PolicyConfig::default());
+        assert_eq!(
+            decide(&mut p, &nodes(1), &soft(1, 150.0, 100.0, 1e3, 1.0)),
+            Err(RejectReason::Deadline)
+        );
+    }
+
+    #[test]
+    fn shortcut_changes_nothing_on_small_cases() {
+        let mut with = LibraSla::new(PolicyConfig::default());
+        let mut without = LibraSla::new(PolicyConfig {
+            risk_shortcut: false,
+            ..PolicyConfig::default()
+        });
+        for (re_a, d_a, re, d) in [
+            (50.0, 100.0, 20.0, 100.0),
+            (50.0, 100.0, 50.0, 100.0),
+            (50.0, 100.0, 60.0, 100.0),
+            (10.0, 40.0, 90.0, 120.0),
+        ] {
+            let mut n = nodes(1);
+            place(&mut n[0], &soft(10, re_a, d_a, 2.0 * re_a, 1.0));
+            let j = soft(1, re, d, 2.0 * re, 1.0);
+            let (a, b) = (
+                with.node_return(0.0, &n[0], &j),
+                without.node_return(0.0, &n[0], &j),
+            );
+            assert!((a.old - b.old).abs() < 1e-15, "{a:?} {b:?}");
+            assert!((a.new - b.new).abs() < 1e-15, "{a:?} {b:?}");
+            assert_eq!(a.new_delay, b.new_delay);
+        }
+    }
+}
