@@ -117,6 +117,9 @@ pub enum NodeEvent {
         reason: ShareReason,
         /// The new share of every part on the node, in placement order.
         shares: Vec<(PartId, f64)>,
+        /// What the share rule saw, in the same order (so anyone can check
+        /// the shares against `job_control_shares`).
+        inputs: Vec<ShareInput>,
     },
     /// Periodic progress of every part on the node.
     Progress {
@@ -382,13 +385,14 @@ impl NodeCore {
             p.share = *s;
             p.on_track = i.on_track();
         }
-        self.inputs = inputs;
         self.tel.recomputes += 1;
         self.events.push_back(NodeEvent::SharesChanged {
             at: now,
             reason,
             shares: self.shares(),
+            inputs: inputs.clone(),
         });
+        self.inputs = inputs;
     }
 
     /// Recomputes if an on-track part became overdue since the last
@@ -869,9 +873,9 @@ mod tests {
             .events
             .iter()
             .filter_map(|e| match e {
-                NodeEvent::SharesChanged { at, reason, shares } => {
-                    Some((*at, *reason, shares.clone()))
-                }
+                NodeEvent::SharesChanged {
+                    at, reason, shares, ..
+                } => Some((*at, *reason, shares.clone())),
                 _ => None,
             })
             .collect();

@@ -137,7 +137,7 @@ impl Default for SliceConfig {
             period: Duration::from_millis(10),
             tick: Duration::from_millis(100),
             spare_rule: SpareRule::default(),
-            min_slice: Duration::from_micros(50),
+            min_slice: Duration::from_micros(250),
             max_slice: Duration::from_millis(10),
             backlog_periods: 2.0,
             progress_ticks: 10,
