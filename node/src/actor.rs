@@ -1,6 +1,6 @@
 //! The node actor: drives one [`NodeCore`] with the real trace clock and
 //! the process's executor pool. It holds no policy: every handler feeds the
-//! core an event, then [`NodeActor::drive`] hands due slices to executors,
+//! core an event, then `NodeActor::drive` hands due slices to executors,
 //! forwards the core's events, and re-arms the one timer the core asks for.
 //!
 //! Messages in: [`PlacePart`], [`GetTelemetry`], [`GetStatus`],

@@ -591,7 +591,11 @@ impl NodeCore {
             self.tel.forgiven_ns += excess;
         }
         self.ticks += 1;
-        if self.cfg.progress_ticks > 0 && self.ticks % u64::from(self.cfg.progress_ticks) == 0 {
+        if self.cfg.progress_ticks > 0
+            && self
+                .ticks
+                .is_multiple_of(u64::from(self.cfg.progress_ticks))
+        {
             self.events.push_back(NodeEvent::Progress {
                 at: now,
                 parts: self.progress(),

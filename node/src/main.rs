@@ -117,11 +117,11 @@ impl NodeArgs {
 
 #[derive(Args)]
 struct StandaloneArgs {
-    /// TOML file with one [[part]] table per part (estimate, actual,
+    /// TOML file with one `[[part]]` table per part (estimate, actual,
     /// deadline; optional at, job, memory_mb, disk_mb, ret).
     #[arg(long)]
     parts: Option<PathBuf>,
-    /// A part: "estimate=..,actual=..,deadline=..[,at=..][,job=..]" (trace
+    /// A part: `estimate=..,actual=..,deadline=..[,at=..][,job=..]` (trace
     /// seconds; deadline relative to arrival `at`). Repeatable.
     #[arg(long = "part")]
     part: Vec<String>,

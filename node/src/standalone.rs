@@ -110,9 +110,8 @@ impl PartEntry {
             let (k, v) = (k.trim(), v.trim());
             v.parse::<f64>()
                 .map_err(|_| err(format!("{k}: {v:?} is not a number")))?;
-            let v = if matches!(k, "job" | "memory_mb" | "disk_mb") {
-                v.to_string()
-            } else if v.contains(['.', 'e', 'E']) {
+            // TOML wants floats written as floats and integers as integers.
+            let v = if matches!(k, "job" | "memory_mb" | "disk_mb") || v.contains(['.', 'e', 'E']) {
                 v.to_string()
             } else {
                 format!("{v}.0")
