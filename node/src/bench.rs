@@ -77,10 +77,12 @@ fn rss_bytes() -> u64 {
 }
 
 /// CPU time (ns) of this process's threads, summed by whether the thread
-/// is an executor, from /proc/self/task/*/schedstat (ns precision).
-fn thread_cpu_split() -> (u64, u64) {
+/// is an executor, and the executors' time spent runnable but waiting for a
+/// core (host contention), from /proc/self/task/*/schedstat (ns precision).
+fn thread_cpu_split() -> (u64, u64, u64) {
     let mut exec = 0;
     let mut other = 0;
+    let mut waited = 0;
     for t in std::fs::read_dir("/proc/self/task")
         .into_iter()
         .flatten()
@@ -88,19 +90,19 @@ fn thread_cpu_split() -> (u64, u64) {
     {
         let p = t.path();
         let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        let ns: u64 = std::fs::read_to_string(p.join("schedstat"))
-            .unwrap_or_default()
+        let stat = std::fs::read_to_string(p.join("schedstat")).unwrap_or_default();
+        let mut f = stat
             .split_whitespace()
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        let (ns, delay) = (f.next().unwrap_or(0), f.next().unwrap_or(0));
         if comm.starts_with("libratory-exec") {
             exec += ns;
+            waited += delay;
         } else {
             other += ns;
         }
     }
-    (exec, other)
+    (exec, other, waited)
 }
 
 /// Busy-loop child processes, killed on drop.
@@ -143,6 +145,8 @@ struct UserRun {
     exec_ns: u64,
     /// CPU of every other thread (actix, main) in the window.
     rest_ns: u64,
+    /// Time executors were runnable but another process had the core.
+    waited_ns: u64,
     window: Duration,
 }
 
@@ -206,12 +210,12 @@ fn userspace(
             v
         };
         let (t0, c0, b0) = (Instant::now(), rusage_cpu_ns(), host.pool().burned_ns());
-        let (e0, r0) = thread_cpu_split();
+        let (e0, r0, q0) = thread_cpu_split();
         let before = snapshot(addrs.clone()).await;
         actix_rt::time::sleep(window).await;
         let after = snapshot(addrs.clone()).await;
         let (w, c1, b1) = (t0.elapsed(), rusage_cpu_ns(), host.pool().burned_ns());
-        let (e1, r1) = thread_cpu_split();
+        let (e1, r1, q1) = thread_cpu_split();
         let mut absolute = vec![0.0; TARGETS.len()];
         let mut relative = vec![0.0; TARGETS.len()];
         for (b, a) in before.iter().zip(&after) {
@@ -229,6 +233,7 @@ fn userspace(
             process_ns: c1 - c0,
             exec_ns: e1 - e0,
             rest_ns: r1 - r0,
+            waited_ns: q1 - q0,
             window: w,
         })
     })
@@ -264,13 +269,19 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     for busy in [0, a.busy] {
         let _competitor = Busy::start(busy)?;
         let u = userspace(1, 1.0, period, window, a)?;
+        // Executor run-queue wait: time an executor was ready to burn but
+        // another process held the core (one thread competes under CFS as
+        // one thread, whatever its node's capacity).
+        let waited = u.waited_ns as f64 / u.window.as_nanos() as f64;
         writeln!(
             out,
-            "  busy={busy} user-space: absolute {} (MAE {:.4}), relative {} (MAE {:.4})",
+            "  busy={busy} user-space: absolute {} (MAE {:.4}), relative {} (MAE {:.4}); \
+             executors runnable but waiting for a core {:.1}% of the window",
             fmt(&u.absolute),
             mae(&u.absolute, &TARGETS),
             fmt(&u.relative),
-            mae(&u.relative, &TARGETS)
+            mae(&u.relative, &TARGETS),
+            100.0 * waited,
         )?;
         match &cg {
             Ok(cg) => {

@@ -429,12 +429,24 @@ impl NodeCore {
 
     /// Credit the node as a whole has earned and not yet spent (slices
     /// still burning count as spent). The node starts a slice only when
-    /// this is >= 0, which holds it to its capacity in the long run.
+    /// this is above a small allowance ([`NodeCore::borrow_ns`]), which
+    /// holds it to its capacity in the long run.
     fn node_credit_ns(&self) -> f64 {
         self.parts
             .iter()
             .map(|p| p.credit_ns - p.in_flight.unwrap_or(0) as f64)
             .sum()
+    }
+
+    /// How far into debt the node may be and still start a slice: one
+    /// minimum slice. Every burn overshoots its slice by a little (the
+    /// clock is read every few us), so without this allowance a node whose
+    /// shares sum to one would be a few hundred ns short after each slice
+    /// and sleep for a whole timer tick (1 ms in tokio) to earn it back,
+    /// losing ~10% of its capacity. The debt is paid back like any other
+    /// overrun, so the long-run rate stays exactly the capacity.
+    fn borrow_ns(&self) -> f64 {
+        self.cfg.min_slice.as_nanos() as f64
     }
 
     /// The next slice to burn, if an executor slot of this node is free and
@@ -451,9 +463,7 @@ impl NodeCore {
             return None;
         }
         self.accrue(now);
-        // 1 ns of slack so float rounding cannot leave the node just short
-        // with a timer that never moves time forward.
-        if self.node_credit_ns() < -1.0 {
+        if self.node_credit_ns() < -self.borrow_ns() {
             return None;
         }
         let mut best: Option<(usize, f64)> = None;
@@ -627,7 +637,7 @@ impl NodeCore {
             // parts' credit accrues too and counts towards the node's.
             let rate: f64 = self.parts.iter().map(|p| p.share).sum::<f64>() * self.spec.capacity;
             if rate > 0.0 {
-                let need = -self.node_credit_ns();
+                let need = -self.borrow_ns() - self.node_credit_ns();
                 // At least 1 us ahead, so the wake-up always earns credit.
                 let wait = (need / rate).max(1_000.0);
                 t = t.min(self.last_accrual + self.trace_dt(wait));
