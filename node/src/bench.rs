@@ -47,6 +47,11 @@ pub struct BenchArgs {
     /// Executor threads (0: one per host core).
     #[arg(long, default_value_t = 0)]
     executors: usize,
+    /// Niceness of the executors and of the kernel baseline's processes
+    /// alike (negative needs root): to measure both on a host busy with
+    /// other work without that work taking their cycles.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    nice: i32,
     /// Shortest slice (us): fewer, longer slices cost less dispatch.
     #[arg(long, default_value_t = 250)]
     min_slice_us: u64,
@@ -161,6 +166,7 @@ fn userspace(
     a: &BenchArgs,
 ) -> anyhow::Result<UserRun> {
     let executors = a.executors;
+    let nice = a.nice;
     let slice = SliceConfig {
         time_scale: 1e-3,
         period,
@@ -170,7 +176,12 @@ fn userspace(
         ..SliceConfig::default()
     };
     actix::System::new().block_on(async move {
-        let mut host = NodeHost::new(executors, slice, TraceClock::new(0.0, slice.time_scale))?;
+        let mut host = NodeHost::with_nice(
+            executors,
+            nice,
+            slice,
+            TraceClock::new(0.0, slice.time_scale),
+        )?;
         let mut addrs = Vec::new();
         let horizon = 1e9;
         for id in 0..nodes {
@@ -261,10 +272,11 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     writeln!(
         out,
         "fidelity: one node of capacity 1.0, targets {}, period {:?}, window {:?}; \
-         absolute = cpu/(capacity x wall), relative = cpu/node cpu; MAE vs targets",
+         nice {}; absolute = cpu/(capacity x wall), relative = cpu/node cpu; MAE vs targets",
         fmt(&TARGETS),
         period,
-        window
+        window,
+        a.nice
     )?;
     for busy in [0, a.busy] {
         let _competitor = Busy::start(busy)?;
@@ -285,7 +297,7 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         )?;
         match &cg {
             Ok(cg) => {
-                let k = run_baseline(cg, 1.0, period, &TARGETS, window)?;
+                let k = run_baseline(cg, 1.0, period, &TARGETS, window, a.nice)?;
                 let abs: Vec<f64> = k.iter().map(|r| r.delivered(1.0)).collect();
                 let total: u64 = k.iter().map(|r| r.cpu_ns).sum();
                 let rel: Vec<f64> = k.iter().map(|r| r.cpu_ns as f64 / total as f64).collect();

@@ -126,8 +126,17 @@ impl ExecutorPool {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
-    /// Starts `threads` executors (at least one).
+    /// Starts `threads` executors (at least one) at normal priority.
     pub fn new(threads: usize) -> std::io::Result<Self> {
+        Self::with_nice(threads, 0)
+    }
+
+    /// Starts `threads` executors with scheduling niceness `nice` (-20..19;
+    /// negative needs root or CAP_SYS_NICE). Under CFS one executor thread
+    /// competes with every other runnable thread of the host as one
+    /// thread; a negative nice lets emulated nodes get their capacity on a
+    /// host that is busy with other work.
+    pub fn with_nice(threads: usize, nice: i32) -> std::io::Result<Self> {
         // Calibrate before any job arrives, so the first slice is exact.
         iters_per_ns();
         let shared = Arc::new(Shared {
@@ -139,18 +148,40 @@ impl ExecutorPool {
             burned_ns: AtomicU64::new(0),
         });
         let mut handles = Vec::new();
+        let (tx, rx) = std::sync::mpsc::channel();
         for k in 0..threads.max(1) {
-            let shared = Arc::clone(&shared);
-            handles.push(
-                std::thread::Builder::new()
-                    .name(format!("libratory-exec-{k}"))
-                    .spawn(move || executor(&shared))?,
-            );
+            let mine = Arc::clone(&shared);
+            let tx = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("libratory-exec-{k}"))
+                .spawn(move || {
+                    let r = set_thread_nice(nice);
+                    let ok = r.is_ok();
+                    let _ = tx.send(r);
+                    if ok {
+                        executor(&mine);
+                    }
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    drop(ExecutorPool {
+                        shared,
+                        threads: handles,
+                    });
+                    return Err(e);
+                }
+            }
         }
-        Ok(ExecutorPool {
+        let pool = ExecutorPool {
             shared,
             threads: handles,
-        })
+        };
+        for _ in 0..pool.threads.len() {
+            // Dropping the pool on error stops and joins the threads.
+            rx.recv().map_err(std::io::Error::other)??;
+        }
+        Ok(pool)
     }
 
     /// Number of executor threads.
@@ -171,6 +202,26 @@ impl ExecutorPool {
     pub fn burned_ns(&self) -> u64 {
         self.shared.burned_ns.load(Ordering::Relaxed)
     }
+}
+
+fn set_thread_nice(nice: i32) -> std::io::Result<()> {
+    if nice == 0 {
+        return Ok(());
+    }
+    // SAFETY: gettid and setpriority on the calling thread; on Linux
+    // PRIO_PROCESS with a thread id sets that thread's niceness only.
+    let rc = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!("setting executor niceness {nice}: {e}"),
+        ));
+    }
+    Ok(())
 }
 
 fn executor(shared: &Shared) {

@@ -65,14 +65,36 @@ const CAPACITY_EPS: f64 = 1e-9;
 impl NodeHost {
     /// A host with `executors` burner threads (0: one per host core).
     pub fn new(executors: usize, slice: SliceConfig, clock: TraceClock) -> Result<Self, HostError> {
+        Self::with_nice(executors, 0, slice, clock)
+    }
+
+    /// A host whose executors (0: one per host core) run at niceness
+    /// `nice` (see [`ExecutorPool::with_nice`]).
+    pub fn with_nice(
+        executors: usize,
+        nice: i32,
+        slice: SliceConfig,
+        clock: TraceClock,
+    ) -> Result<Self, HostError> {
         slice.validate()?;
         let threads = if executors == 0 {
             ExecutorPool::host_cores()
         } else {
             executors
         };
-        let pool =
-            ExecutorPool::new(threads).map_err(|source| HostError::Threads { threads, source })?;
+        let pool = ExecutorPool::with_nice(threads, nice)
+            .map_err(|source| HostError::Threads { threads, source })?;
+        Self::with_pool(pool, slice, clock)
+    }
+
+    /// A host over an executor pool built by the caller (e.g. with
+    /// [`ExecutorPool::with_nice`]).
+    pub fn with_pool(
+        pool: ExecutorPool,
+        slice: SliceConfig,
+        clock: TraceClock,
+    ) -> Result<Self, HostError> {
+        slice.validate()?;
         Ok(NodeHost {
             pool: Arc::new(pool),
             clock,

@@ -122,11 +122,27 @@ pub fn detect() -> Result<CgroupCpu, KernelError> {
             _ => {}
         }
     }
-    if let Some(p) = v2 {
-        return Ok(CgroupCpu::V2(p));
-    }
-    if let Some(p) = v1 {
-        return Ok(CgroupCpu::V1(p));
+    let found = match (v2, v1) {
+        (Some(p), _) => Some(CgroupCpu::V2(p)),
+        (None, Some(p)) => Some(CgroupCpu::V1(p)),
+        (None, None) => None,
+    };
+    if let Some(cg) = found {
+        // Present is not enough: we must be allowed to create cgroups.
+        let root = match &cg {
+            CgroupCpu::V1(p) | CgroupCpu::V2(p) => p,
+        };
+        let probe = root.join(format!("libratory-probe-{}", std::process::id()));
+        return match fs::create_dir(&probe) {
+            Ok(()) => {
+                let _ = fs::remove_dir(&probe);
+                Ok(cg)
+            }
+            Err(e) => Err(KernelError::Unavailable(format!(
+                "cannot create a cgroup under {}: {e}",
+                root.display()
+            ))),
+        };
     }
     if seen.is_empty() {
         seen.push("no cgroup mount with a cpu controller in /proc/self/mountinfo".into());
@@ -227,14 +243,16 @@ fn child_main(start_r: libc::c_int, result_w: libc::c_int, window_ns: u64, chunk
 static RUN_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Runs one child process per share for `window` of wall time, each in its
-/// own cgroup capped at `share x capacity x period`, and returns the
-/// processor time each got.
+/// own cgroup capped at `share x capacity x period` and at niceness `nice`
+/// (0: normal; the same knob as the user-space executors'), and returns
+/// the processor time each got.
 pub fn run_baseline(
     cg: &CgroupCpu,
     capacity: f64,
     period: Duration,
     shares: &[f64],
     window: Duration,
+    nice: i32,
 ) -> Result<Vec<KernelPartResult>, KernelError> {
     let period_us = period.as_micros() as u64;
     let quotas: Vec<u64> = shares
@@ -302,6 +320,15 @@ pub fn run_baseline(
         for (file, value) in writes {
             let f = dir.join(file);
             fs::write(&f, value).map_err(io_err(&f))?;
+        }
+        // SAFETY: setpriority on our own (waiting) child.
+        if nice != 0
+            && unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) } != 0
+        {
+            return Err(KernelError::Os {
+                what: "setpriority on a baseline child",
+                source: std::io::Error::last_os_error(),
+            });
         }
         let procs = dir.join("cgroup.procs");
         fs::write(&procs, pid.to_string()).map_err(io_err(&procs))?;
