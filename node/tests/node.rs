@@ -311,6 +311,7 @@ fn kernel_baseline_delivers_quota_shares() {
         Duration::from_millis(10),
         &shares,
         Duration::from_millis(1500),
+        0,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let got: Vec<f64> = r.iter().map(|x| x.delivered(1.0)).collect();
