@@ -16,9 +16,9 @@ use actix::WeakAddr;
 use common::Time;
 
 use crate::clock::TraceClock;
-use crate::core::{NodeCore, NodeEvent, PartProgress, PlaceError};
+use crate::core::{NodeCore, NodeEvent, PartProgress, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
-use crate::spec::{NodeId, NodeSpec, PartId, PartSpec};
+use crate::spec::{NodeId, NodeSpec, PartSpec};
 use crate::telemetry::NodeTelemetry;
 
 /// Place a part on the node now. Refusals (no room, duplicate id, invalid
@@ -31,10 +31,8 @@ pub struct PlacePart(pub PartSpec);
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct SliceDone {
-    /// The part the slice was for.
-    pub part_id: PartId,
-    /// What the node asked to burn (ns).
-    pub requested_ns: u64,
+    /// The slice, as the node issued it.
+    pub slice: Slice,
     /// What the executor burned (ns of thread CPU time).
     pub burned_ns: u64,
 }
@@ -89,6 +87,9 @@ pub struct NodeActor {
     /// The armed timer and the trace instant it is for.
     timer: Option<(SpawnHandle, Time)>,
     me: Option<WeakAddr<NodeActor>>,
+    /// This node's lane in the executor pool: at most ceil(capacity) of
+    /// its slices burn at once; the one queued behind waits its turn.
+    lane: u64,
 }
 
 impl NodeActor {
@@ -99,6 +100,7 @@ impl NodeActor {
         pool: Arc<ExecutorPool>,
         reports: Option<Recipient<NodeReport>>,
     ) -> Self {
+        let lane = pool.new_lane();
         NodeActor {
             core,
             clock,
@@ -106,6 +108,7 @@ impl NodeActor {
             reports,
             timer: None,
             me: None,
+            lane,
         }
     }
 
@@ -118,11 +121,12 @@ impl NodeActor {
             let me = self.me.clone();
             self.pool.submit(BurnJob {
                 ns: slice.ns,
+                lane: self.lane,
+                lane_limit: self.core.max_running(),
                 done: Box::new(move |r| {
                     if let Some(addr) = me.and_then(|m| m.upgrade()) {
                         addr.do_send(SliceDone {
-                            part_id: slice.part_id,
-                            requested_ns: slice.ns,
+                            slice,
                             burned_ns: r.burned_ns,
                         });
                     }
@@ -177,12 +181,8 @@ impl Handler<SliceDone> for NodeActor {
     type Result = ();
 
     fn handle(&mut self, msg: SliceDone, ctx: &mut Self::Context) {
-        self.core.on_burned(
-            msg.part_id,
-            msg.requested_ns,
-            msg.burned_ns,
-            self.clock.now(),
-        );
+        self.core
+            .on_burned(msg.slice, msg.burned_ns, self.clock.now());
         self.drive(ctx);
     }
 }

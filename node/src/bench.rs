@@ -152,6 +152,8 @@ struct UserRun {
     rest_ns: u64,
     /// Time executors were runnable but another process had the core.
     waited_ns: u64,
+    /// Executor threads in the pool.
+    executors: usize,
     window: Duration,
 }
 
@@ -245,6 +247,7 @@ fn userspace(
             exec_ns: e1 - e0,
             rest_ns: r1 - r0,
             waited_ns: q1 - q0,
+            executors: host.pool().size(),
             window: w,
         })
     })
@@ -284,16 +287,23 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         // Executor run-queue wait: time an executor was ready to burn but
         // another process held the core (one thread competes under CFS as
         // one thread, whatever its node's capacity).
-        let waited = u.waited_ns as f64 / u.window.as_nanos() as f64;
+        let w = u.window.as_nanos() as f64;
+        let waited = u.waited_ns as f64 / w;
+        // The node keeps one executor at a time busy; any executor time
+        // beyond the other (idle) executors that was neither burning nor
+        // waiting for a core is the slicer leaving the node idle.
+        let asleep = (u.executors as f64 * w - u.exec_ns as f64 - u.waited_ns as f64) / w;
+        let idle = (asleep - (u.executors as f64 - 1.0)).max(0.0);
         writeln!(
             out,
             "  busy={busy} user-space: absolute {} (MAE {:.4}), relative {} (MAE {:.4}); \
-             executors runnable but waiting for a core {:.1}% of the window",
+             executors runnable but waiting for a core {:.1}% of the window, node idle {:.1}%",
             fmt(&u.absolute),
             mae(&u.absolute, &TARGETS),
             fmt(&u.relative),
             mae(&u.relative, &TARGETS),
             100.0 * waited,
+            100.0 * idle,
         )?;
         match &cg {
             Ok(cg) => {

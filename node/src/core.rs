@@ -55,11 +55,14 @@ pub enum ShareReason {
     EstimateUsed,
 }
 
-/// A request to burn processor time for one part.
+/// A request to burn processor time for one part. Hand it back to
+/// [`NodeCore::on_burned`] when it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice {
     /// The part to run.
     pub part_id: PartId,
+    /// The node's sequence number for this slice (unique per node).
+    pub seq: u64,
     /// Thread CPU time to burn (real ns).
     pub ns: u64,
 }
@@ -160,6 +163,13 @@ pub enum PlaceError {
     },
 }
 
+impl PartState {
+    /// CPU asked for by this part's slices not yet reported (ns).
+    fn in_flight_ns(&self) -> f64 {
+        self.in_flight.iter().map(|f| f.1 as f64).sum()
+    }
+}
+
 #[derive(Debug)]
 struct PartState {
     spec: PartSpec,
@@ -173,8 +183,9 @@ struct PartState {
     share: f64,
     /// On-track as of the last recompute; a change triggers one.
     on_track: bool,
-    /// The slice being burned, if any (ns asked for).
-    in_flight: Option<u64>,
+    /// Slices issued and not yet reported: (seq, ns asked for). At most
+    /// one burning and one queued behind it.
+    in_flight: Vec<(u64, u64)>,
     win_burned_ns: u64,
     win_assigned_ns: f64,
     tel: PartTelemetry,
@@ -192,8 +203,13 @@ pub struct NodeCore {
     last_tick: Time,
     next_tick: Option<Time>,
     ticks: u64,
+    /// Slices issued and not yet reported (including orphans).
     in_flight: usize,
-    max_in_flight: usize,
+    /// Slices that may burn at once: ceil(capacity).
+    max_running: usize,
+    /// Slices of parts that finished before these came back.
+    orphans: Vec<u64>,
+    next_seq: u64,
     mem_used: u64,
     disk_used: u64,
     events: VecDeque<NodeEvent>,
@@ -218,7 +234,9 @@ impl NodeCore {
             in_flight: 0,
             // A node of capacity c never burns on more than ceil(c) host
             // cores at once, so a fraction of a core stays a fraction.
-            max_in_flight: spec.capacity.ceil().max(1.0) as usize,
+            max_running: spec.capacity.ceil().max(1.0) as usize,
+            orphans: Vec::new(),
+            next_seq: 0,
             mem_used: 0,
             disk_used: 0,
             events: VecDeque::new(),
@@ -234,6 +252,13 @@ impl NodeCore {
     /// The slicer's configuration.
     pub fn config(&self) -> &SliceConfig {
         &self.cfg
+    }
+
+    /// How many slices of this node may burn at the same time (ceil of
+    /// the capacity). The executor pool enforces it; the node issues at
+    /// most one slice more, queued behind the burning ones.
+    pub fn max_running(&self) -> usize {
+        self.max_running
     }
 
     /// Whether no part is on the node.
@@ -348,7 +373,7 @@ impl NodeCore {
             credit_ns: 0.0,
             share: 0.0,
             on_track: true,
-            in_flight: None,
+            in_flight: Vec::new(),
             win_burned_ns: 0,
             win_assigned_ns: 0.0,
             tel: PartTelemetry::new(part.part_id, part.job_id),
@@ -434,7 +459,7 @@ impl NodeCore {
     fn node_credit_ns(&self) -> f64 {
         self.parts
             .iter()
-            .map(|p| p.credit_ns - p.in_flight.unwrap_or(0) as f64)
+            .map(|p| p.credit_ns - p.in_flight_ns())
             .sum()
     }
 
@@ -449,8 +474,8 @@ impl NodeCore {
         self.cfg.min_slice.as_nanos() as f64
     }
 
-    /// The next slice to burn, if an executor slot of this node is free and
-    /// the node has earned processor time. Call repeatedly until `None`.
+    /// The next slice to burn, if the node has earned processor time.
+    /// Call repeatedly until `None`.
     ///
     /// The slice goes to the part furthest ahead in credit relative to its
     /// quantum (`share x capacity x period`) and is one quantum long, or
@@ -458,21 +483,48 @@ impl NodeCore {
     /// borrow against the part's future credit: that keeps slices chunky on
     /// small-capacity nodes and the node busy when its shares sum to one,
     /// and the borrowed time is paid back before the part runs again.
+    ///
+    /// Besides the [`NodeCore::max_running`] slices that may burn, the node
+    /// issues one more to wait behind them in the executor pool when it will
+    /// have earned it by the time a burning slice ends. That hides the
+    /// round trip (executor -> node -> executor, two thread wake-ups) that
+    /// would otherwise leave a fully loaded node idle after every slice.
     pub fn poll_slice(&mut self, now: Time) -> Option<Slice> {
-        if self.in_flight >= self.max_in_flight || self.parts.is_empty() {
+        if self.in_flight > self.max_running || self.parts.is_empty() {
             return None;
         }
         self.accrue(now);
-        if self.node_credit_ns() < -self.borrow_ns() {
+        let ahead = self.in_flight == self.max_running;
+        let mut budget = self.node_credit_ns();
+        if ahead {
+            // The queued slice starts when a burning one ends; burning
+            // slices keep earning the node credit at its rate meanwhile.
+            let burning: f64 = self.parts.iter().map(|p| p.in_flight_ns()).sum();
+            budget += self.rate() * burning;
+        }
+        if budget < -self.borrow_ns() {
             return None;
         }
+        let min_slice = self.cfg.min_slice.as_nanos() as f64;
         let mut best: Option<(usize, f64)> = None;
         for (k, p) in self.parts.iter().enumerate() {
-            if p.in_flight.is_some() || p.share <= 0.0 {
+            if p.share <= 0.0 {
+                continue;
+            }
+            // A part is one sequential thread of work: a second slice of it
+            // may only queue behind its first, which the pool serialises
+            // only for nodes that run one slice at a time.
+            let n = p.in_flight.len();
+            let queue_behind = ahead && self.max_running == 1 && n == 1;
+            if n > 0 && !queue_behind {
+                continue;
+            }
+            let left = p.work_ns - p.burned_ns as f64 - p.in_flight_ns();
+            if left < 1.0 || (n > 0 && left < min_slice) {
                 continue;
             }
             // Ties go to the earlier part.
-            let key = p.credit_ns / self.quantum_ns(p);
+            let key = (p.credit_ns - p.in_flight_ns()) / self.quantum_ns(p);
             if best.is_none_or(|(_, b)| key > b) {
                 best = Some((k, key));
             }
@@ -480,37 +532,54 @@ impl NodeCore {
         let (k, _) = best?;
         let max_slice = self.cfg.max_slice.as_nanos() as f64;
         let p = &self.parts[k];
-        let left = p.work_ns - p.burned_ns as f64;
-        let mut ns = p.credit_ns.max(self.quantum_ns(p)).min(max_slice).min(left);
-        let est_left = p.est_ns - p.burned_ns as f64;
+        let done = p.burned_ns as f64 + p.in_flight_ns();
+        let left = p.work_ns - done;
+        let credit = p.credit_ns - p.in_flight_ns();
+        let mut ns = credit.max(self.quantum_ns(p)).min(max_slice).min(left);
+        let est_left = p.est_ns - done;
         if p.on_track && est_left > 0.0 && est_left < ns {
             // Stop at the estimate: using it up is a share-changing event.
             ns = est_left;
         }
         let ns = ns.ceil().max(1.0) as u64;
+        let seq = self.next_seq;
+        self.next_seq += 1;
         let p = &mut self.parts[k];
-        p.in_flight = Some(ns);
+        p.in_flight.push((seq, ns));
         self.in_flight += 1;
         self.tel.slices += 1;
         Some(Slice {
             part_id: p.spec.part_id,
+            seq,
             ns,
         })
     }
 
-    /// An executor burned `burned_ns` of a slice for `part_id` that asked for
-    /// `requested_ns`. Unknown parts are ignored.
-    pub fn on_burned(&mut self, part_id: PartId, requested_ns: u64, burned_ns: u64, now: Time) {
-        let Some(k) = self.parts.iter().position(|p| p.spec.part_id == part_id) else {
+    /// Rate at which the node as a whole earns credit (ns per real ns).
+    fn rate(&self) -> f64 {
+        self.parts.iter().map(|p| p.share).sum::<f64>() * self.spec.capacity
+    }
+
+    /// An executor burned `burned_ns` of `slice`. Slices this node did not
+    /// issue are ignored; those of parts that already finished (a queued
+    /// slice whose part completed on an overshoot) only free their slot.
+    pub fn on_burned(&mut self, slice: Slice, burned_ns: u64, now: Time) {
+        let found = self.parts.iter().position(|p| {
+            p.spec.part_id == slice.part_id && p.in_flight.iter().any(|f| f.0 == slice.seq)
+        });
+        let Some(k) = found else {
+            if let Some(i) = self.orphans.iter().position(|&s| s == slice.seq) {
+                self.orphans.swap_remove(i);
+                self.in_flight -= 1;
+            }
             return;
         };
-        if self.parts[k].in_flight.take().is_some() {
-            self.in_flight -= 1;
-        }
+        self.parts[k].in_flight.retain(|f| f.0 != slice.seq);
+        self.in_flight -= 1;
         self.accrue(now);
         record(
             &mut self.tel.slice_overrun_ns,
-            burned_ns.saturating_sub(requested_ns) as f64,
+            burned_ns.saturating_sub(slice.ns) as f64,
         );
         let p = &mut self.parts[k];
         p.credit_ns -= burned_ns as f64;
@@ -520,6 +589,7 @@ impl NodeCore {
         // Half a nanosecond of slack: work_ns is fractional, burns are not.
         if p.burned_ns as f64 + 0.5 >= p.work_ns {
             let p = self.parts.remove(k);
+            self.orphans.extend(p.in_flight.iter().map(|f| f.0));
             self.mem_used -= p.spec.memory_mb;
             self.disk_used -= p.spec.disk_mb;
             let mut tel = p.tel;
@@ -588,7 +658,7 @@ impl NodeCore {
         let backlog: f64 = self
             .parts
             .iter()
-            .map(|p| p.credit_ns - p.in_flight.unwrap_or(0) as f64)
+            .map(|p| p.credit_ns - p.in_flight_ns())
             .sum();
         let allowance =
             self.spec.capacity * self.cfg.period.as_nanos() as f64 * self.cfg.backlog_periods;
@@ -630,12 +700,12 @@ impl NodeCore {
         let runnable = self
             .parts
             .iter()
-            .filter(|p| p.in_flight.is_none() && p.share > 0.0)
+            .filter(|p| p.in_flight.is_empty() && p.share > 0.0)
             .count();
-        if self.in_flight < self.max_in_flight && runnable > 0 {
-            // Credits of parts not burning accrue at their shares; in-flight
-            // parts' credit accrues too and counts towards the node's.
-            let rate: f64 = self.parts.iter().map(|p| p.share).sum::<f64>() * self.spec.capacity;
+        // With every running slot busy, the next burn report drives the
+        // node; otherwise wake when the node's credit allows a slice.
+        if self.in_flight < self.max_running && runnable > 0 {
+            let rate = self.rate();
             if rate > 0.0 {
                 let need = -self.borrow_ns() - self.node_credit_ns();
                 // At least 1 us ahead, so the wake-up always earns credit.
@@ -720,6 +790,7 @@ mod tests {
         now: Time,
         events: Vec<NodeEvent>,
         overrun: f64,
+        queue: VecDeque<Slice>,
     }
 
     impl Sim {
@@ -729,6 +800,7 @@ mod tests {
                 now: 0.0,
                 events: Vec::new(),
                 overrun: 1.0,
+                queue: VecDeque::new(),
             }
         }
 
@@ -743,11 +815,14 @@ mod tests {
             while self.now < until && !self.core.is_idle() {
                 self.core.handle_timeout(self.now);
                 self.drain();
-                if let Some(s) = self.core.poll_slice(self.now) {
+                while let Some(s) = self.core.poll_slice(self.now) {
+                    self.queue.push_back(s);
+                }
+                // One executor: slices burn one after another, in order.
+                if let Some(s) = self.queue.pop_front() {
                     let burned = (s.ns as f64 * self.overrun) as u64;
-                    self.now += burned as f64 / (TS * 1e9) / self.core.spec().capacity.min(1.0)
-                        * self.core.spec().capacity.min(1.0);
-                    self.core.on_burned(s.part_id, s.ns, burned, self.now);
+                    self.now += burned as f64 / (TS * 1e9);
+                    self.core.on_burned(s, burned, self.now);
                 } else {
                     let t = self.core.poll_timeout().expect("busy node has a timer");
                     assert!(
@@ -918,11 +993,15 @@ mod tests {
         while core.poll_event().is_some() {}
         let mut now = 0.0;
         let mut events = 0;
+        let mut queue = VecDeque::new();
         while !core.is_idle() {
             core.handle_timeout(now);
-            if let Some(s) = core.poll_slice(now) {
+            while let Some(s) = core.poll_slice(now) {
+                queue.push_back(s);
+            }
+            if let Some(s) = queue.pop_front() {
                 now += s.ns as f64 / (TS * 1e9);
-                core.on_burned(s.part_id, s.ns, s.ns, now);
+                core.on_burned(s, s.ns, now);
             } else {
                 now = core.poll_timeout().unwrap().max(now);
                 continue;

@@ -7,7 +7,7 @@
 //! parts or shares: the node decides what to burn, the pool only burns. Idle
 //! executors sleep on a condition variable, so an idle process costs nothing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -89,19 +89,50 @@ pub struct BurnReport {
 pub struct BurnJob {
     /// Thread CPU time to burn (ns).
     pub ns: u64,
+    /// Jobs of one lane (one node) burn at most `lane_limit` at a time;
+    /// further ones wait in the queue, in order, for a running one to end.
+    pub lane: u64,
+    /// How many jobs of the lane may burn at once (a node's ceil(capacity)).
+    pub lane_limit: usize,
     /// Called with the report once the burn is done.
     pub done: Box<dyn FnOnce(BurnReport) + Send>,
 }
 
 struct Queue {
     jobs: VecDeque<BurnJob>,
+    /// Jobs burning per lane (lanes with none are absent).
+    running: HashMap<u64, usize>,
     stop: bool,
+}
+
+impl Queue {
+    /// Takes the oldest job whose lane has a free slot.
+    fn take(&mut self) -> Option<BurnJob> {
+        let running = &self.running;
+        let i = self
+            .jobs
+            .iter()
+            .position(|j| running.get(&j.lane).copied().unwrap_or(0) < j.lane_limit)?;
+        let job = self.jobs.remove(i)?;
+        *self.running.entry(job.lane).or_insert(0) += 1;
+        Some(job)
+    }
+
+    fn release(&mut self, lane: u64) {
+        if let Some(n) = self.running.get_mut(&lane) {
+            *n -= 1;
+            if *n == 0 {
+                self.running.remove(&lane);
+            }
+        }
+    }
 }
 
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
     burned_ns: AtomicU64,
+    next_lane: AtomicU64,
 }
 
 /// A fixed set of executor threads shared by every node of a process.
@@ -142,10 +173,12 @@ impl ExecutorPool {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
+                running: HashMap::new(),
                 stop: false,
             }),
             ready: Condvar::new(),
             burned_ns: AtomicU64::new(0),
+            next_lane: AtomicU64::new(0),
         });
         let mut handles = Vec::new();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -184,12 +217,18 @@ impl ExecutorPool {
         Ok(pool)
     }
 
+    /// A lane number no other user of this pool has.
+    pub fn new_lane(&self) -> u64 {
+        self.shared.next_lane.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Number of executor threads.
     pub fn size(&self) -> usize {
         self.threads.len()
     }
 
-    /// Queues a job; the first free executor takes it (FIFO).
+    /// Queues a job; the first free executor takes it (FIFO among jobs whose
+    /// lane has a free slot).
     pub fn submit(&self, job: BurnJob) {
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.jobs.push_back(job);
@@ -225,22 +264,27 @@ fn set_thread_nice(nice: i32) -> std::io::Result<()> {
 }
 
 fn executor(shared: &Shared) {
+    let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        let job = {
-            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
-                if q.stop {
-                    return;
-                }
-                if let Some(j) = q.jobs.pop_front() {
-                    break j;
-                }
-                q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-            }
+        if q.stop {
+            return;
+        }
+        let Some(job) = q.take() else {
+            q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            continue;
         };
+        drop(q);
         let burned_ns = burn(job.ns);
         shared.burned_ns.fetch_add(burned_ns, Ordering::Relaxed);
+        let lane = job.lane;
         (job.done)(BurnReport { burned_ns });
+        q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.release(lane);
+        // This thread takes the next job itself; if more are waiting,
+        // another sleeping executor may take one too.
+        if q.jobs.len() > 1 {
+            shared.ready.notify_one();
+        }
     }
 }
 
@@ -279,11 +323,38 @@ mod tests {
             let tx = tx.clone();
             pool.submit(BurnJob {
                 ns: 1_000_000,
+                lane: 0,
+                lane_limit: 2,
                 done: Box::new(move |r| tx.send(r.burned_ns).unwrap()),
             });
         }
         let total: u64 = (0..4).map(|_| rx.recv().unwrap()).sum();
         assert!(total >= 4_000_000);
         assert_eq!(pool.burned_ns(), total);
+    }
+
+    #[test]
+    fn a_lane_burns_at_most_its_limit_at_once() {
+        let job = |lane, ns| BurnJob {
+            ns,
+            lane,
+            lane_limit: 1,
+            done: Box::new(|_| {}),
+        };
+        let mut q = Queue {
+            jobs: VecDeque::from([job(7, 1), job(7, 2), job(9, 3), job(7, 4)]),
+            running: HashMap::new(),
+            stop: false,
+        };
+        assert_eq!(q.take().map(|j| j.ns), Some(1));
+        // Lane 7 is busy: its second job waits, lane 9 goes ahead.
+        assert_eq!(q.take().map(|j| j.ns), Some(3));
+        assert!(q.take().is_none());
+        q.release(7);
+        assert_eq!(q.take().map(|j| j.ns), Some(2));
+        q.release(7);
+        q.release(9);
+        assert_eq!(q.take().map(|j| j.ns), Some(4));
+        assert!(q.take().is_none() && q.jobs.is_empty());
     }
 }
