@@ -15,10 +15,17 @@ use crate::spec::{NodeId, PartId};
 /// Shares are recorded as integers in this unit (1e6 = the whole node).
 pub const PPM: f64 = 1e6;
 
+/// Significant decimal digits the histograms keep: 2 means values are
+/// recorded within 1% of themselves (a share of 0.5 as 0.5 +- 0.005, an
+/// error of 0.01 as 0.01 +- 0.0001). 3 digits would cost ~8x the memory,
+/// ~100 KB per histogram once it spans a million, and a node holds three
+/// per part.
+pub const SIGNIFICANT_DIGITS: u8 = 2;
+
 pub(crate) fn new_hist() -> Histogram<u64> {
-    // Auto-resizing with 3 significant digits: values are ppm (<= ~2e6) or
-    // ns (up to seconds), both well inside what 3 digits tracks cheaply.
-    Histogram::new(3).expect("3 significant figures is a valid histogram")
+    // Auto-resizing: it grows to the largest value seen, so an idle node's
+    // histograms stay tiny.
+    Histogram::new(SIGNIFICANT_DIGITS).expect("2 significant figures is a valid histogram")
 }
 
 pub(crate) fn record(h: &mut Histogram<u64>, v: f64) {
