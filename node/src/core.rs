@@ -16,11 +16,14 @@
 //! of capacity `c` is entitled to `c` ns of CPU per real ns. Each part earns
 //! credit continuously at `share x c`; a slice burned is subtracted, so
 //! credit is "assigned minus delivered" since the part was placed, and a
-//! slice that overran is paid back out of the next one. The slicer runs the
-//! part furthest ahead in credit (relative to its quantum, `share x c x
-//! period`) once it has earned a quantum, so each part runs about once per
-//! period. Progress in the trace's terms is CPU ns / (c x time_scale) of
-//! this node's processor, times the node's speed in reference seconds.
+//! slice that overran is paid back out of the next one. Whenever the node
+//! as a whole has earned processor time it runs the part furthest ahead in
+//! credit relative to its quantum (`share x c x period`) for about one
+//! quantum, so each part runs about once per period and its CPU converges
+//! to its share exactly. One extra slice may be issued to queue behind the
+//! burning ones, so a fully loaded node does not idle while a report makes
+//! its way back. Progress in the trace's terms is CPU ns / (c x time_scale)
+//! of this node's processor, times the node's speed in reference seconds.
 //!
 //! # When shares change
 //! Only at the node-local events of docs/policies.md: a part placed, a part
@@ -163,13 +166,6 @@ pub enum PlaceError {
     },
 }
 
-impl PartState {
-    /// CPU asked for by this part's slices not yet reported (ns).
-    fn in_flight_ns(&self) -> f64 {
-        self.in_flight.iter().map(|f| f.1 as f64).sum()
-    }
-}
-
 #[derive(Debug)]
 struct PartState {
     spec: PartSpec,
@@ -189,6 +185,13 @@ struct PartState {
     win_burned_ns: u64,
     win_assigned_ns: f64,
     tel: PartTelemetry,
+}
+
+impl PartState {
+    /// CPU asked for by this part's slices not yet reported (ns).
+    fn in_flight_ns(&self) -> f64 {
+        self.in_flight.iter().map(|f| f.1 as f64).sum()
+    }
 }
 
 /// The pure core of one emulated node. See the module docs.
@@ -1031,6 +1034,30 @@ mod tests {
         assert!(t.forgiven_ns > 0.9e9, "{}", t.forgiven_ns);
         let jitter = t.tick_jitter_ns.max();
         assert!(jitter > 800_000_000, "{jitter}");
+    }
+
+    #[test]
+    fn one_slice_queues_behind_and_an_orphan_only_frees_its_slot() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        // 10.3 ms of CPU at time scale 1e-3 and capacity 1.
+        core.place(part(1, 100.0, 10.3, 1e6), 0.0).unwrap();
+        let first = core.poll_slice(0.0).unwrap();
+        let second = core.poll_slice(0.0).expect("one slice queues behind");
+        assert_eq!((first.ns, second.ns), (10_000_000, 300_000));
+        assert!(core.poll_slice(0.0).is_none(), "never more than one queued");
+        // The first burn overshoots past the part's actual work: it is done,
+        // and the queued slice comes back for a part that has left.
+        core.on_burned(first, 10_400_000, 10.4);
+        let done: Vec<_> = std::iter::from_fn(|| core.poll_event())
+            .filter(|e| matches!(e, NodeEvent::Completed(_)))
+            .collect();
+        assert_eq!(done.len(), 1);
+        assert!(core.is_idle());
+        core.on_burned(second, 300_000, 10.7);
+        assert!(core.poll_event().is_none());
+        // Its slot is free again: a new part runs at once.
+        core.place(part(2, 100.0, 5.0, 1e6), 11.0).unwrap();
+        assert!(core.poll_slice(11.0).is_some());
     }
 
     #[test]
