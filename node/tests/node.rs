@@ -192,7 +192,12 @@ fn long_part_keeps_running_and_short_part_frees_its_share() {
     // 400 s of work: 400 ms of CPU at time scale 1e-3 and capacity 1.
     assert!(changes.iter().any(|c| c.1 == ShareReason::EstimateUsed));
     let work = a.burned_ns as f64;
-    assert!((work - 400e6).abs() < 1e6, "A burned {work} ns");
+    // Never less; more only by its last slices' overshoot (VM steal time
+    // can make that a few ms).
+    assert!(
+        (400e6 - 1.0..400e6 + 5e6).contains(&work),
+        "A burned {work} ns"
+    );
     assert!(a.met_deadline && b.met_deadline);
 }
 
@@ -260,15 +265,20 @@ fn sixty_four_nodes_run_parts_concurrently_and_all_finish() {
         .outcomes
         .iter()
         .all(|o| o.completion.placed_at < first_done));
-    // Each part burned its actual work: actual x capacity x time scale, plus
-    // the overshoot of its last slice (tens of us at worst on a busy VM,
-    // where interrupts are charged to the running thread).
+    // Each part burned its actual work (actual x capacity x time scale) and
+    // no more than the overshoot of its last two slices beyond it (the last
+    // one may have been sized while the one before was still burning).
+    // Overshoots are ~200 ns typically, but on a VM the hypervisor can
+    // deschedule the vCPU mid-burn and the guest charges that to the thread.
     for o in &report.outcomes {
         let want = o.entry.actual * (2.0 / 64.0) * TS * 1e9;
         let got = o.completion.burned_ns as f64;
+        let node = &report.telemetry[o.completion.node_id as usize];
+        let slack = 2.0 * node.slice_overrun_ns.max() as f64 * 1.01 + 1e3;
         assert!(
-            (got - want).abs() < 0.01 * want + 100e3,
-            "part {} burned {got} ns, want {want}",
+            got >= want - 1.0 && got <= want + slack,
+            "node {} part {} burned {got} ns, want {want} (+ up to {slack})",
+            o.completion.node_id,
             o.completion.part_id
         );
     }
