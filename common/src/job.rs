@@ -284,7 +284,10 @@ mod tests {
         let mut s = spec();
         s.details.runtime_estimate = 0.0;
         let e = s.validate().unwrap_err().to_string();
-        assert_eq!(e, "job 7: field JobDetails.runtime_estimate must be > 0, got 0");
+        assert_eq!(
+            e,
+            "job 7: field JobDetails.runtime_estimate must be > 0, got 0"
+        );
 
         let mut s = spec();
         s.qos.deadline = -5.0;

@@ -198,8 +198,16 @@ mod tests {
     #[test]
     fn highest_return_takes_spare() {
         let parts = [
-            ShareInput { rem: 20.0, rd: 100.0, ret: 1.0 },
-            ShareInput { rem: 30.0, rd: 100.0, ret: 5.0 },
+            ShareInput {
+                rem: 20.0,
+                rd: 100.0,
+                ret: 1.0,
+            },
+            ShareInput {
+                rem: 30.0,
+                rd: 100.0,
+                ret: 5.0,
+            },
         ];
         close(&shares(&parts, SpareRule::HighestReturn), &[0.2, 0.8]);
     }
@@ -208,7 +216,10 @@ mod tests {
     fn overloaded_node_scales_down() {
         // q = 0.8 and 0.6: Q = 1.4, shares 0.8/1.4 and 0.6/1.4.
         let parts = [p(80.0, 100.0), p(60.0, 100.0)];
-        close(&shares(&parts, SpareRule::Proportional), &[0.8 / 1.4, 0.6 / 1.4]);
+        close(
+            &shares(&parts, SpareRule::Proportional),
+            &[0.8 / 1.4, 0.6 / 1.4],
+        );
     }
 
     #[test]
