@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use common::share::SpareRule;
 use node::clock::TraceClock;
+use node::host::batch_dispatch_or_warn;
 use node::kernel::{detect, run_baseline};
 use node::{GetTelemetry, NodeHost, NodeSpec, PartSpec, PlacePart, SliceConfig};
 
@@ -178,6 +179,7 @@ fn userspace(
         ..SliceConfig::default()
     };
     actix::System::new().block_on(async move {
+        batch_dispatch_or_warn();
         let mut host = NodeHost::with_nice(
             executors,
             nice,
@@ -373,6 +375,7 @@ pub fn host_idle(
     dur: Duration,
 ) -> anyhow::Result<String> {
     actix::System::new().block_on(async move {
+        batch_dispatch_or_warn();
         let mut host = NodeHost::new(executors, slice, TraceClock::new(0.0, slice.time_scale))?;
         let rss0 = rss_bytes();
         let mut addrs = Vec::with_capacity(n);

@@ -102,17 +102,20 @@ struct Queue {
     jobs: VecDeque<BurnJob>,
     /// Jobs burning per lane (lanes with none are absent).
     running: HashMap<u64, usize>,
+    /// Executors asleep on the condition variable. Waking costs a system
+    /// call even when nobody sleeps, so it is done only when this is > 0.
+    idle: usize,
     stop: bool,
 }
 
 impl Queue {
+    fn runnable(&self, j: &BurnJob) -> bool {
+        self.running.get(&j.lane).copied().unwrap_or(0) < j.lane_limit
+    }
+
     /// Takes the oldest job whose lane has a free slot.
     fn take(&mut self) -> Option<BurnJob> {
-        let running = &self.running;
-        let i = self
-            .jobs
-            .iter()
-            .position(|j| running.get(&j.lane).copied().unwrap_or(0) < j.lane_limit)?;
+        let i = self.jobs.iter().position(|j| self.runnable(j))?;
         let job = self.jobs.remove(i)?;
         *self.running.entry(job.lane).or_insert(0) += 1;
         Some(job)
@@ -174,6 +177,7 @@ impl ExecutorPool {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 running: HashMap::new(),
+                idle: 0,
                 stop: false,
             }),
             ready: Condvar::new(),
@@ -231,9 +235,14 @@ impl ExecutorPool {
     /// lane has a free slot).
     pub fn submit(&self, job: BurnJob) {
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // A job queued behind its lane's burning one is taken by the
+        // executor that frees the lane; nobody needs waking for it.
+        let wake = q.idle > 0 && q.runnable(&job);
         q.jobs.push_back(job);
         drop(q);
-        self.shared.ready.notify_one();
+        if wake {
+            self.shared.ready.notify_one();
+        }
     }
 
     /// Thread CPU time burned by all executors so far (ns): the "job work"
@@ -244,6 +253,14 @@ impl ExecutorPool {
 }
 
 fn set_thread_nice(nice: i32) -> std::io::Result<()> {
+    // Normal policy whatever the spawning thread had: the node actors'
+    // thread may be SCHED_BATCH (see host::batch_dispatch_thread), and
+    // executors must not inherit it.
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; param is a valid struct.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     if nice == 0 {
         return Ok(());
     }
@@ -270,7 +287,9 @@ fn executor(shared: &Shared) {
             return;
         }
         let Some(job) = q.take() else {
+            q.idle += 1;
             q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+            q.idle -= 1;
             continue;
         };
         drop(q);
@@ -280,9 +299,9 @@ fn executor(shared: &Shared) {
         (job.done)(BurnReport { burned_ns });
         q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.release(lane);
-        // This thread takes the next job itself; if more are waiting,
-        // another sleeping executor may take one too.
-        if q.jobs.len() > 1 {
+        // This thread takes the next job itself; if a second one is ready
+        // and an executor sleeps, it may take that.
+        if q.idle > 0 && q.jobs.iter().filter(|j| q.runnable(j)).nth(1).is_some() {
             shared.ready.notify_one();
         }
     }
@@ -344,6 +363,7 @@ mod tests {
         let mut q = Queue {
             jobs: VecDeque::from([job(7, 1), job(7, 2), job(9, 3), job(7, 4)]),
             running: HashMap::new(),
+            idle: 0,
             stop: false,
         };
         assert_eq!(q.take().map(|j| j.ns), Some(1));

@@ -58,6 +58,35 @@ pub struct NodeHost {
     capacity_used: f64,
 }
 
+/// Lets the calling thread, the one running the node actors, wait for the
+/// scheduler instead of preempting a burning executor each time a burn
+/// report arrives (`SCHED_BATCH`: no wake-up preemption, same share of the
+/// CPU otherwise).
+///
+/// Why: on a host whose cores the executors keep busy, every report would
+/// otherwise cost two context switches on a core that was burning; with
+/// 64 small nodes on 2 cores that was 5% of the work, and ~1.5% with this.
+/// The delay is harmless because each node keeps one slice queued behind
+/// its burning one, and when a core is idle the thread runs there at once.
+/// Executors set their own policy back to normal, so it does not matter
+/// whether they are started before or after this call.
+pub fn batch_dispatch_thread() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; param is a valid struct.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// [`batch_dispatch_thread`], logging rather than failing: it is an
+/// optimisation, and a node runs correctly without it.
+pub fn batch_dispatch_or_warn() {
+    if let Err(e) = batch_dispatch_thread() {
+        tracing::warn!("could not set SCHED_BATCH on the node actors' thread: {e}");
+    }
+}
+
 /// Capacities are floats; a sum that is over the limit by less than this is
 /// taken as exactly at it (64 x 1/32 must fit 2 executors).
 const CAPACITY_EPS: f64 = 1e-9;

@@ -274,6 +274,7 @@ pub fn run_standalone(cfg: StandaloneConfig) -> Result<StandaloneReport, Standal
 }
 
 async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError> {
+    crate::host::batch_dispatch_or_warn();
     let clock = TraceClock::new(0.0, cfg.slice.time_scale);
     let mut host = NodeHost::new(cfg.executors, cfg.slice, clock)?;
     let (sink, mut rx) = report_channel();
