@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use common::share::SpareRule;
 use node::clock::TraceClock;
 use node::host::batch_dispatch_or_warn;
-use node::kernel::{detect, run_baseline};
+use node::kernel::{detect, run_baseline, BaselineRun, ThreadCgroup};
 use node::{GetTelemetry, NodeHost, NodeSpec, PartSpec, PlacePart, SliceConfig};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -155,6 +155,8 @@ struct UserRun {
     waited_ns: u64,
     /// Executor threads in the pool.
     executors: usize,
+    /// Whether the executors ran in a cgroup of their own.
+    own_cgroup: bool,
     window: Duration,
 }
 
@@ -186,6 +188,12 @@ fn userspace(
             slice,
             TraceClock::new(0.0, slice.time_scale),
         )?;
+        // Equal footing with the kernel baseline's node cgroup (see
+        // ThreadCgroup); without cgroups the executors stay where they are.
+        let group = detect()
+            .and_then(|cg| ThreadCgroup::create(&cg, host.pool().thread_ids()))
+            .ok();
+        let own_cgroup = group.is_some();
         let mut addrs = Vec::new();
         let horizon = 1e9;
         for id in 0..nodes {
@@ -253,6 +261,7 @@ fn userspace(
             rest_ns: r1 - r0,
             waited_ns: q1 - q0,
             executors: host.pool().size(),
+            own_cgroup,
             window: w,
         })
     })
@@ -301,8 +310,13 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let idle = (asleep - (u.executors as f64 - 1.0)).max(0.0);
         writeln!(
             out,
-            "  busy={busy} user-space: absolute {} (MAE {:.4}), relative {} (MAE {:.4}); \
+            "  busy={busy} user-space{}: absolute {} (MAE {:.4}), relative {} (MAE {:.4}); \
              executors runnable but waiting for a core {:.1}% of the window, node idle {:.1}%",
+            if u.own_cgroup {
+                " (executors in own cgroup)"
+            } else {
+                ""
+            },
             fmt(&u.absolute),
             mae(&u.absolute, &TARGETS),
             fmt(&u.relative),
@@ -312,7 +326,11 @@ fn fidelity(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         )?;
         match &cg {
             Ok(cg) => {
-                let k = run_baseline(cg, 1.0, period, &TARGETS, window, a.nice)?;
+                let run = BaselineRun {
+                    nice: a.nice,
+                    ..BaselineRun::new(1.0, period, &TARGETS, window)
+                };
+                let k = run_baseline(cg, &run)?;
                 let abs: Vec<f64> = k.iter().map(|r| r.delivered(1.0)).collect();
                 let total: u64 = k.iter().map(|r| r.cpu_ns).sum();
                 let rel: Vec<f64> = k.iter().map(|r| r.cpu_ns as f64 / total as f64).collect();

@@ -144,6 +144,7 @@ struct Shared {
 pub struct ExecutorPool {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    tids: Vec<i32>,
 }
 
 impl std::fmt::Debug for ExecutorPool {
@@ -192,7 +193,7 @@ impl ExecutorPool {
             let spawned = std::thread::Builder::new()
                 .name(format!("libratory-exec-{k}"))
                 .spawn(move || {
-                    let r = set_thread_nice(nice);
+                    let r = set_thread_nice(nice).map(|()| gettid());
                     let ok = r.is_ok();
                     let _ = tx.send(r);
                     if ok {
@@ -205,18 +206,21 @@ impl ExecutorPool {
                     drop(ExecutorPool {
                         shared,
                         threads: handles,
+                        tids: Vec::new(),
                     });
                     return Err(e);
                 }
             }
         }
-        let pool = ExecutorPool {
+        let mut pool = ExecutorPool {
             shared,
             threads: handles,
+            tids: Vec::new(),
         };
         for _ in 0..pool.threads.len() {
             // Dropping the pool on error stops and joins the threads.
-            rx.recv().map_err(std::io::Error::other)??;
+            let tid = rx.recv().map_err(std::io::Error::other)??;
+            pool.tids.push(tid);
         }
         Ok(pool)
     }
@@ -224,6 +228,12 @@ impl ExecutorPool {
     /// A lane number no other user of this pool has.
     pub fn new_lane(&self) -> u64 {
         self.shared.next_lane.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The executor threads' kernel thread ids (e.g. to put them in a
+    /// cgroup).
+    pub fn thread_ids(&self) -> &[i32] {
+        &self.tids
     }
 
     /// Number of executor threads.
@@ -252,6 +262,11 @@ impl ExecutorPool {
     }
 }
 
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
 fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     // Normal policy whatever the spawning thread had: the node actors'
     // thread may be SCHED_BATCH (see host::batch_dispatch_thread), and
@@ -266,10 +281,7 @@ fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     }
     // SAFETY: gettid and setpriority on the calling thread; on Linux
     // PRIO_PROCESS with a thread id sets that thread's niceness only.
-    let rc = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, nice)
-    };
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid() as libc::id_t, nice) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         return Err(std::io::Error::new(

@@ -189,16 +189,8 @@ impl Drop for Child {
             libc::close(self.start_w);
             libc::close(self.result_r);
         }
-        // The cgroup is empty once the child is reaped; a failure here is
-        // reported as a leftover directory, not a panic in drop.
-        if let Err(e) = fs::remove_dir(&self.cgroup) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                eprintln!(
-                    "libratory-node: could not remove cgroup {}: {e}",
-                    self.cgroup.display()
-                );
-            }
-        }
+        // The cgroup is empty once the child is reaped.
+        remove_cgroup(&self.cgroup);
     }
 }
 
@@ -242,18 +234,143 @@ fn child_main(start_r: libc::c_int, result_w: libc::c_int, window_ns: u64, chunk
 
 static RUN_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Runs one child process per share for `window` of wall time, each in its
-/// own cgroup capped at `share x capacity x period` and at niceness `nice`
-/// (0: normal; the same knob as the user-space executors'), and returns
-/// the processor time each got.
+/// A cgroup directory we created, removed on drop once empty.
+struct CgroupDir(PathBuf);
+
+impl CgroupDir {
+    fn create(path: PathBuf) -> Result<Self, KernelError> {
+        fs::create_dir(&path).map_err(io_err(&path))?;
+        Ok(CgroupDir(path))
+    }
+}
+
+impl Drop for CgroupDir {
+    fn drop(&mut self) {
+        remove_cgroup(&self.0);
+    }
+}
+
+fn remove_cgroup(path: &Path) {
+    // A failure is reported as a leftover directory, not a panic in drop.
+    if let Err(e) = fs::remove_dir(path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            eprintln!(
+                "libratory-node: could not remove cgroup {}: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Threads of this process moved into a cgroup of their own (no quota) for
+/// as long as this value lives; on drop they go back to the root and the
+/// cgroup is removed.
+///
+/// The benchmarks put the executor threads in one, so that the user-space
+/// node competes with the rest of the host as one group, exactly as the
+/// kernel baseline's node cgroup does. Without it the executors share this
+/// session's autogroup (`/proc/sys/kernel/sched_autogroup_enabled`) with
+/// every other process of the session, a busy competitor included. cgroup
+/// v1 only: v2 moves whole processes into domain cgroups.
+#[derive(Debug)]
+pub struct ThreadCgroup {
+    dir: PathBuf,
+    root: PathBuf,
+    tids: Vec<i32>,
+}
+
+impl ThreadCgroup {
+    /// Moves the threads `tids` into a new cgroup under the cpu hierarchy.
+    pub fn create(cg: &CgroupCpu, tids: &[i32]) -> Result<Self, KernelError> {
+        let root = match cg {
+            CgroupCpu::V1(p) => p.clone(),
+            CgroupCpu::V2(p) => {
+                return Err(KernelError::Unavailable(format!(
+                    "cgroup v2 at {} cannot take single threads into a domain cgroup",
+                    p.display()
+                )))
+            }
+        };
+        let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = root.join(format!("libratory-{}-{seq}-threads", std::process::id()));
+        fs::create_dir(&dir).map_err(io_err(&dir))?;
+        // From here on, drop undoes whatever was done.
+        let mut group = ThreadCgroup {
+            dir,
+            root,
+            tids: Vec::new(),
+        };
+        let tasks = group.dir.join("tasks");
+        for &tid in tids {
+            fs::write(&tasks, tid.to_string()).map_err(io_err(&tasks))?;
+            group.tids.push(tid);
+        }
+        Ok(group)
+    }
+}
+
+impl Drop for ThreadCgroup {
+    fn drop(&mut self) {
+        let tasks = self.root.join("tasks");
+        for tid in &self.tids {
+            // A thread that has exited has left already.
+            let _ = fs::write(&tasks, tid.to_string());
+        }
+        remove_cgroup(&self.dir);
+    }
+}
+
+/// One run of the kernel baseline: a node of `capacity` whose parts get
+/// fixed `shares` of it for `window` of wall time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineRun {
+    /// The node's capacity (cores).
+    pub capacity: f64,
+    /// The CFS period (the slicing period's counterpart).
+    pub period: Duration,
+    /// Each part's share of the node: its quota is share x capacity x
+    /// period.
+    pub shares: Vec<f64>,
+    /// How long the parts burn (wall time).
+    pub window: Duration,
+    /// Niceness of the part processes (0: normal; the same knob as the
+    /// user-space executors').
+    pub nice: i32,
+    /// CPU weight of the node's cgroup against the rest of the host
+    /// (cgroup v1 `cpu.shares`, default 1024; v2 `cpu.weight` is set to
+    /// weight x 100 / 1024). `None` leaves the default.
+    pub node_weight: Option<u64>,
+}
+
+impl BaselineRun {
+    /// A run with normal niceness and default weight.
+    pub fn new(capacity: f64, period: Duration, shares: &[f64], window: Duration) -> Self {
+        BaselineRun {
+            capacity,
+            period,
+            shares: shares.to_vec(),
+            window,
+            nice: 0,
+            node_weight: None,
+        }
+    }
+}
+
+/// Runs one child process per share for the run's window, each in its own
+/// cgroup (inside one cgroup for the node) capped at `share x capacity x
+/// period`, and returns the processor time each got.
 pub fn run_baseline(
     cg: &CgroupCpu,
-    capacity: f64,
-    period: Duration,
-    shares: &[f64],
-    window: Duration,
-    nice: i32,
+    run: &BaselineRun,
 ) -> Result<Vec<KernelPartResult>, KernelError> {
+    let BaselineRun {
+        capacity,
+        period,
+        ref shares,
+        window,
+        nice,
+        node_weight,
+    } = *run;
     let period_us = period.as_micros() as u64;
     let quotas: Vec<u64> = shares
         .iter()
@@ -278,9 +395,28 @@ pub fn run_baseline(
     let chunk = (iters_per_ns() * 4_000.0).max(1.0) as u64;
     let window_ns = window.as_nanos() as u64;
     let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
+    // The node is one cgroup and each part a cgroup inside it: the node
+    // then competes with the rest of the host as one group, as a node
+    // process does (one autogroup, or the cgroup it is put in), and not as
+    // one group per part. Declared before the children so it is removed
+    // after them.
+    let node_dir = CgroupDir::create(root.join(format!("libratory-{}-{seq}", std::process::id())))?;
+    if v2 {
+        let ctl = node_dir.0.join("cgroup.subtree_control");
+        fs::write(&ctl, "+cpu").map_err(io_err(&ctl))?;
+    }
+    if let Some(w) = node_weight {
+        let (file, value) = if v2 {
+            ("cpu.weight", (w * 100 / 1024).clamp(1, 10_000))
+        } else {
+            ("cpu.shares", w.max(2))
+        };
+        let f = node_dir.0.join(file);
+        fs::write(&f, value.to_string()).map_err(io_err(&f))?;
+    }
     let mut children = Vec::new();
     for (k, &quota_us) in quotas.iter().enumerate() {
-        let dir = root.join(format!("libratory-{}-{seq}-{k}", std::process::id()));
+        let dir = node_dir.0.join(format!("part-{k}"));
         fs::create_dir(&dir).map_err(io_err(&dir))?;
         let (start_r, start_w) = pipe()?;
         let (result_r, result_w) = pipe()?;

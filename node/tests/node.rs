@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::share::{job_control_shares, SpareRule};
 use node::clock::TraceClock;
 use node::core::ShareReason;
-use node::kernel::{detect, run_baseline};
+use node::kernel::{detect, run_baseline, BaselineRun};
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
 use node::{
     report_channel, GetTelemetry, NodeEvent, NodeHost, NodeSpec, PartCompletion, PartSpec,
@@ -315,15 +315,18 @@ fn kernel_baseline_delivers_quota_shares() {
     // holds and that each child got most of its quota, with the larger
     // quota getting more.
     let shares = [0.4, 0.2];
-    let r = run_baseline(
-        &cg,
-        1.0,
-        Duration::from_millis(10),
-        &shares,
-        Duration::from_millis(1500),
-        0,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    // The node's cgroup gets a large weight so that other work on this
+    // shared machine cannot starve it: what is tested is the quota.
+    let run = BaselineRun {
+        node_weight: Some(16 * 1024),
+        ..BaselineRun::new(
+            1.0,
+            Duration::from_millis(10),
+            &shares,
+            Duration::from_millis(1500),
+        )
+    };
+    let r = run_baseline(&cg, &run).unwrap_or_else(|e| panic!("{e}"));
     let got: Vec<f64> = r.iter().map(|x| x.delivered(1.0)).collect();
     let msg = format!("{cg:?}: delivered {got:?} for quotas {shares:?}");
     for (g, w) in got.iter().zip(shares) {
