@@ -12,8 +12,8 @@ use node::core::ShareReason;
 use node::kernel::{detect, run_baseline, BaselineRun};
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
 use node::{
-    report_channel, GetTelemetry, NodeEvent, NodeHost, NodeSpec, PartCompletion, PartSpec,
-    PlacePart, SliceConfig,
+    report_channel, GetStatus, GetTelemetry, NodeEvent, NodeHost, NodeSpec, PartCompletion,
+    PartSpec, PlacePart, SliceConfig,
 };
 
 /// CPU-heavy tests run one at a time so they do not measure each other.
@@ -60,8 +60,13 @@ fn part(id: u64, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
 fn three_parts_get_their_shares_of_processor_time() {
     let _g = serial();
     actix::System::new().block_on(async {
-        let mut host = NodeHost::new(0, slice(SpareRule::Idle), TraceClock::new(0.0, TS)).unwrap();
-        let n = host.spawn_node(node(0, 1.0), None).unwrap();
+        let cfg = SliceConfig {
+            progress_ticks: 2,
+            ..slice(SpareRule::Idle)
+        };
+        let mut host = NodeHost::new(0, cfg, TraceClock::new(0.0, TS)).unwrap();
+        let (sink, mut rx) = report_channel();
+        let n = host.spawn_node(node(0, 1.0), Some(sink)).unwrap();
         // q = estimate / deadline: 0.5, 0.3, 0.2, constant while each part
         // gets exactly q; actual work far beyond the test.
         let horizon = 1e6;
@@ -99,6 +104,23 @@ fn three_parts_get_their_shares_of_processor_time() {
             .all(|p| p.delivered_ppm.len() >= 5 && p.assigned_ppm.len() >= 5));
         let assigned = b.parts[0].assigned_ppm.mean();
         assert!((assigned - 500_000.0).abs() < 5_000.0, "{assigned}");
+        // Status and progress reports tell the same story.
+        let status = n.send(GetStatus).await.unwrap();
+        let shares: Vec<f64> = status.parts.iter().map(|p| p.share).collect();
+        assert_eq!(shares.len(), 3);
+        for (got, want) in shares.iter().zip([0.5, 0.3, 0.2]) {
+            // q = rem / rd at the last placement, a hair off the target.
+            assert!((got - want).abs() < 1e-4, "{shares:?}");
+        }
+        assert!(status.parts.iter().all(|p| p.on_track && p.done > 0.0));
+        let mut progress = 0;
+        while let Ok(r) = rx.try_recv() {
+            if let NodeEvent::Progress { parts, .. } = r.event {
+                assert_eq!(parts.len(), 3);
+                progress += 1;
+            }
+        }
+        assert!(progress >= 3, "{progress} progress reports in 1.4 s");
     });
 }
 
