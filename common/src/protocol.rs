@@ -135,6 +135,11 @@ pub struct Dispatch {
     /// Exclusive use of the node (space-shared policies): the part gets the
     /// whole node whatever the share rule says.
     pub exclusive: bool,
+    /// What the part is worth to the node's share rule (LibraSLA's return;
+    /// 0 otherwise).
+    pub ret: f64,
+    /// Hard deadline (LibraSLA's share rule never delays such a part).
+    pub hard: bool,
 }
 
 /// Progress of one part, as of the report's time.
@@ -505,6 +510,8 @@ mod tests {
                 deadline: 50.0,
                 dispatched_at: 1.0,
                 exclusive: false,
+                ret: 0.5,
+                hard: true,
             }),
             ManagerMsg::Cancel { part },
             ManagerMsg::Ping { nonce: 1 },

@@ -29,8 +29,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use common::job::JobId;
+use common::job::{DeadlineType, JobId};
 use common::metrics::JobRecord;
+use common::node_model::PartValue;
 use common::node_model::{NodeSpec, NodeState};
 use common::policy::{Decision, Policy, QueueAction, RejectReason};
 use common::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
@@ -306,10 +307,15 @@ impl ManagerCore {
         j.parts_left = global.len();
         let spec = j.job.spec.clone();
         let actual = j.job.actual_runtime;
+        let value = match &self.policy {
+            Policy::Admission(p) => p.part_value(&spec),
+            Policy::Queue(_) => PartValue::default(),
+        };
+        let hard = spec.qos.deadline_type == DeadlineType::Hard;
         for (index, &g) in global.iter().enumerate() {
             let node = &self.nodes[g as usize];
             if let Some(k) = self.view_index[g as usize] {
-                let part = self.view[k].new_part(&spec, 0.0);
+                let part = self.view[k].new_valued_part(&spec, value);
                 self.view[k].parts.push(part);
             }
             out.push(Output::Send {
@@ -325,6 +331,8 @@ impl ManagerCore {
                     deadline: spec.deadline_abs(),
                     dispatched_at: now,
                     exclusive,
+                    ret: value.ret,
+                    hard,
                 }),
             });
         }

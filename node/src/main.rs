@@ -1,4 +1,197 @@
 //! `libratory-node`: hosts emulated compute nodes.
-fn main() {
-    println!("libratory-node {}", env!("CARGO_PKG_VERSION"));
+//!
+//! Thin entry point: parses the command line, calls the library, prints the
+//! error chain. The manager link (`--manager ADDR --certs DIR`, QUIC) is a
+//! later issue and not here yet.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+mod bench;
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Parser, Subcommand};
+use common::share::SpareRule;
+use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
+use node::{NodeSpec, SliceConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "libratory-node",
+    version,
+    about = "Emulated compute nodes that really burn CPU, time-sliced by Job Control shares",
+    after_help = "The manager link (--manager ADDR --certs DIR over QUIC) is not implemented yet; \
+                  use `standalone` to run nodes against a local list of parts."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run nodes against a local list of parts and print the shares each
+    /// part received (no manager needed).
+    Standalone(StandaloneArgs),
+    /// Host idle nodes (for measuring their cost) until the time is up.
+    Host(HostArgs),
+    /// Run the benchmarks: share fidelity against the kernel's CPU
+    /// bandwidth control, overhead, and the cost of idle nodes.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Args, Clone)]
+struct NodeArgs {
+    /// Emulated nodes in this process.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// Processor speed relative to the reference node.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Fraction of one host core per node (sum over nodes <= executors).
+    #[arg(long, default_value_t = 1.0)]
+    capacity: f64,
+    /// Node memory (MB).
+    #[arg(long, default_value_t = 1 << 20)]
+    memory_mb: u64,
+    /// Node disk (MB).
+    #[arg(long, default_value_t = 1 << 20)]
+    disk_mb: u64,
+    /// Real seconds per trace second.
+    #[arg(long, default_value_t = 1e-3)]
+    time_scale: f64,
+    /// Slicing period (real ms).
+    #[arg(long, default_value_t = 10.0)]
+    period_ms: f64,
+    /// Control tick (real ms).
+    #[arg(long, default_value_t = 100.0)]
+    tick_ms: f64,
+    /// Spare-capacity rule: proportional (default), idle, highest-return.
+    #[arg(long, default_value = "proportional", value_parser = parse_spare)]
+    spare: SpareRule,
+    /// Executor threads (0: one per host core).
+    #[arg(long, default_value_t = 0)]
+    executors: usize,
+    /// Shortest slice (real us; the last bit of a part's work excepted).
+    #[arg(long, default_value_t = 250)]
+    min_slice_us: u64,
+}
+
+fn parse_spare(s: &str) -> Result<SpareRule, String> {
+    SpareRule::parse(s)
+        .ok_or_else(|| format!("unknown spare rule {s:?} (proportional, idle, highest-return)"))
+}
+
+impl NodeArgs {
+    fn node(&self) -> NodeSpec {
+        NodeSpec {
+            id: 0,
+            speed: self.speed,
+            capacity: self.capacity,
+            memory_mb: self.memory_mb,
+            disk_mb: self.disk_mb,
+        }
+    }
+
+    fn slice(&self) -> anyhow::Result<SliceConfig> {
+        let ms = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(Duration::from_secs_f64(v / 1000.0))
+            } else {
+                bail!("--{name} must be > 0, got {v}")
+            }
+        };
+        let period = ms("period-ms", self.period_ms)?;
+        Ok(SliceConfig {
+            time_scale: self.time_scale,
+            period,
+            tick: ms("tick-ms", self.tick_ms)?,
+            spare_rule: self.spare,
+            min_slice: Duration::from_micros(self.min_slice_us),
+            max_slice: period.max(Duration::from_micros(self.min_slice_us)),
+            ..SliceConfig::default()
+        })
+    }
+}
+
+#[derive(Args)]
+struct StandaloneArgs {
+    /// TOML file with one `[[part]]` table per part (estimate, actual,
+    /// deadline; optional at, job, memory_mb, disk_mb, ret).
+    #[arg(long)]
+    parts: Option<PathBuf>,
+    /// A part: `estimate=..,actual=..,deadline=..[,at=..][,job=..]` (trace
+    /// seconds; deadline relative to arrival `at`). Repeatable.
+    #[arg(long = "part")]
+    part: Vec<String>,
+    /// Give up after this many wall seconds.
+    #[arg(long, default_value_t = 600.0)]
+    limit_s: f64,
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+#[derive(Args)]
+struct HostArgs {
+    /// Wall seconds to stay up.
+    #[arg(long = "for-s", default_value_t = 10.0)]
+    for_s: f64,
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("libratory-node: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Standalone(a) => {
+            let mut parts = Vec::new();
+            if let Some(path) = &a.parts {
+                parts.extend(PartEntry::load(path)?);
+            }
+            for p in &a.part {
+                parts.push(PartEntry::parse(p)?);
+            }
+            let report = run_standalone(StandaloneConfig {
+                node: a.node.node(),
+                nodes: a.node.nodes,
+                slice: a.node.slice()?,
+                executors: a.node.executors,
+                parts,
+                limit: Duration::from_secs_f64(a.limit_s),
+            })?;
+            report
+                .print(std::io::stdout().lock())
+                .context("writing the report")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Host(a) => {
+            let r = bench::host_idle(
+                a.node.node(),
+                a.node.nodes,
+                a.node.slice()?,
+                a.node.executors,
+                Duration::from_secs_f64(a.for_s),
+            )?;
+            println!("{r}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench(b) => {
+            bench::run(&b, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

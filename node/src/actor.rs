@@ -1,0 +1,247 @@
+//! The node actor: drives one [`NodeCore`] with the real trace clock and
+//! the process's executor pool. It holds no policy: every handler feeds the
+//! core an event, then `NodeActor::drive` hands due slices to executors,
+//! forwards the core's events, and re-arms the one timer the core asks for.
+//!
+//! Messages in: [`PlacePart`], [`GetTelemetry`], [`GetStatus`],
+//! [`SetReportSink`] (from whoever feeds parts: the standalone runner today,
+//! the manager link actor later), and [`SliceDone`] (from executors). Out:
+//! [`NodeReport`] to the report sink (completions, share changes,
+//! progress). A node with no parts has no timer and no slices in flight.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use actix::WeakAddr;
+use common::Time;
+
+use crate::clock::TraceClock;
+use crate::core::{NodeCore, NodeEvent, PartProgress, PlaceError, Slice};
+use crate::exec::{BurnJob, ExecutorPool};
+use crate::spec::{NodeId, NodeSpec, PartSpec};
+use crate::telemetry::NodeTelemetry;
+
+/// Place a part on the node now. Refusals (no room, duplicate id, invalid
+/// numbers) come back as `Err`; the node is unchanged then.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<(), PlaceError>")]
+pub struct PlacePart(pub PartSpec);
+
+/// An executor finished a slice (sent by the executor pool's callback).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct SliceDone {
+    /// The slice, as the node issued it.
+    pub slice: Slice,
+    /// What the executor burned (ns of thread CPU time).
+    pub burned_ns: u64,
+}
+
+/// Hand over the node's telemetry histograms; with `reset`, the node then
+/// forgets finished parts and restarts its histograms.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "NodeTelemetry")]
+pub struct GetTelemetry {
+    /// Clear after taking.
+    pub reset: bool,
+}
+
+/// Ask where the node stands.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "NodeStatus")]
+pub struct GetStatus;
+
+/// The answer to [`GetStatus`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeStatus {
+    /// The node.
+    pub spec: NodeSpec,
+    /// Trace time of the answer.
+    pub now: Time,
+    /// Every part on the node.
+    pub parts: Vec<PartProgress>,
+}
+
+/// Where the node sends its [`NodeReport`]s (`None`: nowhere).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetReportSink(pub Option<Recipient<NodeReport>>);
+
+/// One event from one node, for the report sink.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct NodeReport {
+    /// The node it comes from.
+    pub node_id: NodeId,
+    /// What happened.
+    pub event: NodeEvent,
+}
+
+/// One emulated node. Start it through [`crate::host::NodeHost`], which
+/// checks the process has executor capacity for it.
+pub struct NodeActor {
+    core: NodeCore,
+    clock: TraceClock,
+    pool: Arc<ExecutorPool>,
+    reports: Option<Recipient<NodeReport>>,
+    /// The armed timer and the trace instant it is for.
+    timer: Option<(SpawnHandle, Time)>,
+    me: Option<WeakAddr<NodeActor>>,
+    /// This node's lane in the executor pool: at most ceil(capacity) of
+    /// its slices burn at once; the one queued behind waits its turn.
+    lane: u64,
+}
+
+impl NodeActor {
+    /// A node actor around `core` (not started).
+    pub fn new(
+        core: NodeCore,
+        clock: TraceClock,
+        pool: Arc<ExecutorPool>,
+        reports: Option<Recipient<NodeReport>>,
+    ) -> Self {
+        let lane = pool.new_lane();
+        NodeActor {
+            core,
+            clock,
+            pool,
+            reports,
+            timer: None,
+            me: None,
+            lane,
+        }
+    }
+
+    /// After any input: do what is due, dispatch slices, forward events,
+    /// re-arm the single timer.
+    fn drive(&mut self, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        self.core.handle_timeout(now);
+        while let Some(slice) = self.core.poll_slice(now) {
+            let me = self.me.clone();
+            self.pool.submit(BurnJob {
+                ns: slice.ns,
+                lane: self.lane,
+                lane_limit: self.core.max_running(),
+                done: Box::new(move |r| {
+                    if let Some(addr) = me.and_then(|m| m.upgrade()) {
+                        addr.do_send(SliceDone {
+                            slice,
+                            burned_ns: r.burned_ns,
+                        });
+                    }
+                }),
+            });
+        }
+        let node_id = self.core.spec().id;
+        while let Some(event) = self.core.poll_event() {
+            if let Some(r) = &self.reports {
+                r.do_send(NodeReport { node_id, event });
+            }
+        }
+        let want = self.core.poll_timeout();
+        match (self.timer, want) {
+            (Some((_, armed)), Some(t)) if armed == t => {}
+            (armed, want) => {
+                if let Some((h, _)) = armed {
+                    ctx.cancel_future(h);
+                }
+                self.timer = want.map(|t| {
+                    let h = ctx.run_later(self.clock.until(t), |a, ctx| {
+                        a.timer = None;
+                        a.drive(ctx);
+                    });
+                    (h, t)
+                });
+            }
+        }
+    }
+}
+
+impl Actor for NodeActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // A weak address: executors must not keep a stopped node alive.
+        self.me = Some(ctx.address().downgrade());
+    }
+}
+
+impl Handler<PlacePart> for NodeActor {
+    type Result = Result<(), PlaceError>;
+
+    fn handle(&mut self, msg: PlacePart, ctx: &mut Self::Context) -> Self::Result {
+        let r = self.core.place(msg.0, self.clock.now());
+        self.drive(ctx);
+        r
+    }
+}
+
+impl Handler<SliceDone> for NodeActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SliceDone, ctx: &mut Self::Context) {
+        self.core
+            .on_burned(msg.slice, msg.burned_ns, self.clock.now());
+        self.drive(ctx);
+    }
+}
+
+impl Handler<GetTelemetry> for NodeActor {
+    type Result = MessageResult<GetTelemetry>;
+
+    fn handle(&mut self, msg: GetTelemetry, _: &mut Self::Context) -> Self::Result {
+        let t = self.core.telemetry();
+        if msg.reset {
+            self.core.reset_telemetry();
+        }
+        MessageResult(t)
+    }
+}
+
+impl Handler<GetStatus> for NodeActor {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _: GetStatus, _: &mut Self::Context) -> Self::Result {
+        MessageResult(NodeStatus {
+            spec: *self.core.spec(),
+            now: self.clock.now(),
+            parts: self.core.progress(),
+        })
+    }
+}
+
+impl Handler<SetReportSink> for NodeActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetReportSink, _: &mut Self::Context) {
+        self.reports = msg.0;
+    }
+}
+
+/// An actor that forwards [`NodeReport`]s into a channel, for code that
+/// would rather `await` reports than be an actor (the standalone runner,
+/// tests). Must be called inside a running actix system.
+pub fn report_channel() -> (
+    Recipient<NodeReport>,
+    tokio::sync::mpsc::UnboundedReceiver<NodeReport>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let addr = ChannelSink(tx).start();
+    (addr.recipient(), rx)
+}
+
+struct ChannelSink(tokio::sync::mpsc::UnboundedSender<NodeReport>);
+
+impl Actor for ChannelSink {
+    type Context = Context<Self>;
+}
+
+impl Handler<NodeReport> for ChannelSink {
+    type Result = ();
+
+    fn handle(&mut self, msg: NodeReport, _: &mut Self::Context) {
+        // The receiver going away just means nobody listens any more.
+        let _ = self.0.send(msg);
+    }
+}

@@ -1,0 +1,1080 @@
+//! The node's brain with no threads and no clock: the Job Control share
+//! bookkeeping, the credit (deficit) accounting that turns shares into
+//! slices, and the control tick.
+//!
+//! [`NodeCore`] takes `now` (trace seconds) as an argument everywhere and is
+//! driven like a sans-I/O protocol state machine: feed it events
+//! ([`NodeCore::place`], [`NodeCore::on_burned`],
+//! [`NodeCore::handle_timeout`]), then drain what it wants done
+//! ([`NodeCore::poll_slice`], [`NodeCore::poll_event`]) and arm one timer
+//! for [`NodeCore::poll_timeout`]. The actor in [`crate::actor`] does exactly
+//! that with real clocks and real executors; the unit tests do it with a
+//! fake clock and pretend burns.
+//!
+//! # Accounting
+//! Every processor time figure here is *real host CPU nanoseconds*. A node
+//! of capacity `c` is entitled to `c` ns of CPU per real ns. Each part earns
+//! credit continuously at `share x c`; a slice burned is subtracted, so
+//! credit is "assigned minus delivered" since the part was placed, and a
+//! slice that overran is paid back out of the next one. Whenever the node
+//! as a whole has earned processor time it runs the part furthest ahead in
+//! credit relative to its quantum (`share x c x period`) for about one
+//! quantum, so each part runs about once per period and its CPU converges
+//! to its share exactly. One extra slice may be issued to queue behind the
+//! burning ones, so a fully loaded node does not idle while a report makes
+//! its way back. Progress in the trace's terms is CPU ns / (c x time_scale)
+//! of this node's processor, times the node's speed in reference seconds.
+//!
+//! # When shares change
+//! Only at the node-local events of docs/policies.md: a part placed, a part
+//! finished its actual work, an on-track part reached its deadline, an
+//! on-track part used up its estimate. Slices are cut at the estimate so
+//! that the last event is seen when it happens. The control tick does not
+//! re-plan: it records delivered versus assigned share and, when the node
+//! could not get its capacity from the host, forgives the excess credit in
+//! proportion to the shares (so the shortfall is shared as the shares say,
+//! and a node that fell behind does not burst above its capacity later).
+
+use std::collections::VecDeque;
+
+use common::share::{job_control_shares, ShareInput};
+use common::time::DEADLINE_TOLERANCE;
+use common::{JobId, Time};
+use thiserror::Error;
+
+use crate::spec::{NodeId, NodeSpec, PartId, PartSpec, SliceConfig, SpecError};
+use crate::telemetry::{record, NodeTelemetry, PartTelemetry, PPM};
+
+/// Why the shares were recomputed (the first of the events that coincided).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareReason {
+    /// A part was placed on the node.
+    Placed,
+    /// A part finished its actual work and left.
+    Finished,
+    /// An on-track part reached its deadline.
+    DeadlineReached,
+    /// An on-track part used up its runtime estimate.
+    EstimateUsed,
+}
+
+/// A request to burn processor time for one part. Hand it back to
+/// [`NodeCore::on_burned`] when it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// The part to run.
+    pub part_id: PartId,
+    /// The node's sequence number for this slice (unique per node).
+    pub seq: u64,
+    /// Thread CPU time to burn (real ns).
+    pub ns: u64,
+}
+
+/// A part that finished its actual work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartCompletion {
+    /// The node it ran on.
+    pub node_id: NodeId,
+    /// The part.
+    pub part_id: PartId,
+    /// Its job.
+    pub job_id: JobId,
+    /// When it was placed (trace s).
+    pub placed_at: Time,
+    /// When it finished (trace s).
+    pub finished_at: Time,
+    /// Its absolute deadline (trace s).
+    pub deadline_abs: Time,
+    /// Whether it finished by its deadline (within
+    /// [`DEADLINE_TOLERANCE`]).
+    pub met_deadline: bool,
+    /// Processor time it burned (real ns).
+    pub burned_ns: u64,
+    /// Processor time it was assigned over its life (real ns).
+    pub assigned_ns: f64,
+}
+
+/// Where a running part stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartProgress {
+    /// The part.
+    pub part_id: PartId,
+    /// Its job.
+    pub job_id: JobId,
+    /// Work done so far (reference seconds, comparable to the part's
+    /// `actual` and `estimate`). Excludes a slice still burning.
+    pub done: Time,
+    /// Its current share of the node.
+    pub share: f64,
+    /// Whether it is on-track (estimated work left and deadline ahead).
+    pub on_track: bool,
+}
+
+/// What the node wants the outside world to know.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeEvent {
+    /// A part finished its actual work.
+    Completed(PartCompletion),
+    /// The shares were recomputed.
+    SharesChanged {
+        /// When (trace s).
+        at: Time,
+        /// Which node-local event caused it.
+        reason: ShareReason,
+        /// The new share of every part on the node, in placement order.
+        shares: Vec<(PartId, f64)>,
+        /// What the share rule saw, in the same order (so anyone can check
+        /// the shares against `job_control_shares`).
+        inputs: Vec<ShareInput>,
+    },
+    /// Periodic progress of every part on the node.
+    Progress {
+        /// When (trace s).
+        at: Time,
+        /// One entry per part, in placement order.
+        parts: Vec<PartProgress>,
+    },
+}
+
+/// A part could not be placed. A normal refusal, with what was lacking.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PlaceError {
+    /// The part's numbers are invalid.
+    #[error(transparent)]
+    Invalid(#[from] SpecError),
+    /// A part with this id is already on the node.
+    #[error("node {node}: part {part} is already placed")]
+    Duplicate {
+        /// The node.
+        node: NodeId,
+        /// The part.
+        part: PartId,
+    },
+    /// Not enough free memory or disk.
+    #[error("node {node}: part {part} needs {need} MB of {resource}, {free} MB free")]
+    NoRoom {
+        /// The node.
+        node: NodeId,
+        /// The part.
+        part: PartId,
+        /// "memory" or "disk".
+        resource: &'static str,
+        /// What the part needs.
+        need: u64,
+        /// What is free.
+        free: u64,
+    },
+}
+
+#[derive(Debug)]
+struct PartState {
+    spec: PartSpec,
+    placed_at: Time,
+    /// CPU ns that finish the actual work / use up the estimate.
+    work_ns: f64,
+    est_ns: f64,
+    burned_ns: u64,
+    /// Assigned minus delivered (ns); negative after an overrun.
+    credit_ns: f64,
+    share: f64,
+    /// On-track as of the last recompute; a change triggers one.
+    on_track: bool,
+    /// Slices issued and not yet reported: (seq, ns asked for). At most
+    /// one burning and one queued behind it.
+    in_flight: Vec<(u64, u64)>,
+    win_burned_ns: u64,
+    win_assigned_ns: f64,
+    tel: PartTelemetry,
+}
+
+impl PartState {
+    /// CPU asked for by this part's slices not yet reported (ns).
+    fn in_flight_ns(&self) -> f64 {
+        self.in_flight.iter().map(|f| f.1 as f64).sum()
+    }
+}
+
+/// The pure core of one emulated node. See the module docs.
+#[derive(Debug)]
+pub struct NodeCore {
+    spec: NodeSpec,
+    cfg: SliceConfig,
+    parts: Vec<PartState>,
+    inputs: Vec<ShareInput>,
+    shares: Vec<f64>,
+    last_accrual: Time,
+    last_tick: Time,
+    next_tick: Option<Time>,
+    ticks: u64,
+    /// Slices issued and not yet reported (including orphans).
+    in_flight: usize,
+    /// Slices that may burn at once: ceil(capacity).
+    max_running: usize,
+    /// Slices of parts that finished before these came back.
+    orphans: Vec<u64>,
+    next_seq: u64,
+    mem_used: u64,
+    disk_used: u64,
+    events: VecDeque<NodeEvent>,
+    tel: NodeTelemetry,
+}
+
+impl NodeCore {
+    /// A node with nothing on it.
+    pub fn new(spec: NodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
+        spec.validate()?;
+        cfg.validate()?;
+        Ok(NodeCore {
+            spec,
+            cfg,
+            parts: Vec::new(),
+            inputs: Vec::new(),
+            shares: Vec::new(),
+            last_accrual: 0.0,
+            last_tick: 0.0,
+            next_tick: None,
+            ticks: 0,
+            in_flight: 0,
+            // A node of capacity c never burns on more than ceil(c) host
+            // cores at once, so a fraction of a core stays a fraction.
+            max_running: spec.capacity.ceil().max(1.0) as usize,
+            orphans: Vec::new(),
+            next_seq: 0,
+            mem_used: 0,
+            disk_used: 0,
+            events: VecDeque::new(),
+            tel: NodeTelemetry::new(spec.id),
+        })
+    }
+
+    /// The node's configuration.
+    pub fn spec(&self) -> &NodeSpec {
+        &self.spec
+    }
+
+    /// The slicer's configuration.
+    pub fn config(&self) -> &SliceConfig {
+        &self.cfg
+    }
+
+    /// How many slices of this node may burn at the same time (ceil of
+    /// the capacity). The executor pool enforces it; the node issues at
+    /// most one slice more, queued behind the burning ones.
+    pub fn max_running(&self) -> usize {
+        self.max_running
+    }
+
+    /// Whether no part is on the node.
+    pub fn is_idle(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Number of parts on the node.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether the node has no parts (same as [`NodeCore::is_idle`]).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn real_ns(&self, dt: Time) -> f64 {
+        dt * self.cfg.time_scale * 1e9
+    }
+
+    fn trace_dt(&self, real_ns: f64) -> Time {
+        real_ns / (self.cfg.time_scale * 1e9)
+    }
+
+    /// CPU ns burned -> seconds of this node's processor in trace time.
+    fn node_cpu(&self, ns: f64) -> Time {
+        ns * 1e-9 / (self.spec.capacity * self.cfg.time_scale)
+    }
+
+    /// Seconds of this node's processor in trace time -> CPU ns to burn.
+    fn cpu_ns(&self, node_cpu: Time) -> f64 {
+        node_cpu * self.spec.capacity * self.cfg.time_scale * 1e9
+    }
+
+    fn input(&self, p: &PartState, now: Time) -> ShareInput {
+        ShareInput {
+            rem: self.node_cpu(p.est_ns - p.burned_ns as f64),
+            rd: p.spec.deadline_abs - now,
+            ret: p.spec.ret,
+            hard: p.spec.hard,
+        }
+    }
+
+    /// What the share rule sees for every part at `now`, in placement order
+    /// (for tests and for the simulator conformance check).
+    pub fn share_inputs(&self, now: Time) -> Vec<ShareInput> {
+        self.parts.iter().map(|p| self.input(p, now)).collect()
+    }
+
+    /// The current share of every part, in placement order.
+    pub fn shares(&self) -> Vec<(PartId, f64)> {
+        self.parts
+            .iter()
+            .map(|p| (p.spec.part_id, p.share))
+            .collect()
+    }
+
+    /// Progress of every part (work done excludes slices still burning).
+    pub fn progress(&self) -> Vec<PartProgress> {
+        self.parts
+            .iter()
+            .map(|p| PartProgress {
+                part_id: p.spec.part_id,
+                job_id: p.spec.job_id,
+                done: self.node_cpu(p.burned_ns as f64) * self.spec.speed,
+                share: p.share,
+                on_track: p.on_track,
+            })
+            .collect()
+    }
+
+    /// Places a part at `now` and recomputes the shares.
+    pub fn place(&mut self, part: PartSpec, now: Time) -> Result<(), PlaceError> {
+        part.validate()?;
+        let node = self.spec.id;
+        if self.parts.iter().any(|p| p.spec.part_id == part.part_id) {
+            return Err(PlaceError::Duplicate {
+                node,
+                part: part.part_id,
+            });
+        }
+        for (resource, need, used, total) in [
+            ("memory", part.memory_mb, self.mem_used, self.spec.memory_mb),
+            ("disk", part.disk_mb, self.disk_used, self.spec.disk_mb),
+        ] {
+            let free = total.saturating_sub(used);
+            if need > free {
+                return Err(PlaceError::NoRoom {
+                    node,
+                    part: part.part_id,
+                    resource,
+                    need,
+                    free,
+                });
+            }
+        }
+        if self.parts.is_empty() {
+            self.last_accrual = now;
+            self.last_tick = now;
+            self.next_tick = Some(now + self.trace_dt(self.cfg.tick.as_nanos() as f64));
+        } else {
+            self.accrue(now);
+        }
+        self.mem_used += part.memory_mb;
+        self.disk_used += part.disk_mb;
+        let speed = self.spec.speed;
+        let state = PartState {
+            work_ns: self.cpu_ns(part.actual / speed),
+            est_ns: self.cpu_ns(part.estimate / speed),
+            placed_at: now,
+            burned_ns: 0,
+            credit_ns: 0.0,
+            share: 0.0,
+            on_track: true,
+            in_flight: Vec::new(),
+            win_burned_ns: 0,
+            win_assigned_ns: 0.0,
+            tel: PartTelemetry::new(part.part_id, part.job_id),
+            spec: part,
+        };
+        self.parts.push(state);
+        self.recompute(now, ShareReason::Placed);
+        Ok(())
+    }
+
+    /// Credits every part with its share of the capacity since the last
+    /// accrual. Shares are constant between calls, so this is exact.
+    fn accrue(&mut self, now: Time) {
+        let dt = now - self.last_accrual;
+        if dt <= 0.0 {
+            return;
+        }
+        let cap_ns = self.real_ns(dt) * self.spec.capacity;
+        for p in &mut self.parts {
+            let g = p.share * cap_ns;
+            p.credit_ns += g;
+            p.win_assigned_ns += g;
+            p.tel.assigned_ns += g;
+        }
+        self.last_accrual = now;
+    }
+
+    fn recompute(&mut self, now: Time, reason: ShareReason) {
+        let mut inputs = std::mem::take(&mut self.inputs);
+        inputs.clear();
+        inputs.extend(self.parts.iter().map(|p| self.input(p, now)));
+        job_control_shares(&inputs, self.cfg.spare_rule, &mut self.shares);
+        for ((p, s), i) in self.parts.iter_mut().zip(&self.shares).zip(&inputs) {
+            p.share = *s;
+            p.on_track = i.on_track();
+        }
+        self.tel.recomputes += 1;
+        self.events.push_back(NodeEvent::SharesChanged {
+            at: now,
+            reason,
+            shares: self.shares(),
+            inputs: inputs.clone(),
+        });
+        self.inputs = inputs;
+    }
+
+    /// Recomputes if an on-track part became overdue since the last
+    /// recompute (overdue parts never become on-track again: both the
+    /// remaining estimate and the time to the deadline only shrink).
+    fn check_transitions(&mut self, now: Time) {
+        let mut reason = None;
+        for p in &self.parts {
+            if !p.on_track {
+                continue;
+            }
+            let i = self.input(p, now);
+            if !i.on_track() {
+                let r = if i.rd <= common::share::ON_TRACK_EPS {
+                    ShareReason::DeadlineReached
+                } else {
+                    ShareReason::EstimateUsed
+                };
+                reason.get_or_insert(r);
+            }
+        }
+        if let Some(r) = reason {
+            self.recompute(now, r);
+        }
+    }
+
+    fn quantum_ns(&self, p: &PartState) -> f64 {
+        let q = p.share * self.spec.capacity * self.cfg.period.as_nanos() as f64;
+        q.clamp(
+            self.cfg.min_slice.as_nanos() as f64,
+            self.cfg.max_slice.as_nanos() as f64,
+        )
+    }
+
+    /// Credit the node as a whole has earned and not yet spent (slices
+    /// still burning count as spent). The node starts a slice only when
+    /// this is above a small allowance ([`NodeCore::borrow_ns`]), which
+    /// holds it to its capacity in the long run.
+    fn node_credit_ns(&self) -> f64 {
+        self.parts
+            .iter()
+            .map(|p| p.credit_ns - p.in_flight_ns())
+            .sum()
+    }
+
+    /// How far into debt the node may be and still start a slice: one
+    /// minimum slice. Every burn overshoots its slice by a little (the
+    /// clock is read every few us), so without this allowance a node whose
+    /// shares sum to one would be a few hundred ns short after each slice
+    /// and sleep for a whole timer tick (1 ms in tokio) to earn it back,
+    /// losing ~10% of its capacity. The debt is paid back like any other
+    /// overrun, so the long-run rate stays exactly the capacity.
+    fn borrow_ns(&self) -> f64 {
+        self.cfg.min_slice.as_nanos() as f64
+    }
+
+    /// The next slice to burn, if the node has earned processor time.
+    /// Call repeatedly until `None`.
+    ///
+    /// The slice goes to the part furthest ahead in credit relative to its
+    /// quantum (`share x capacity x period`) and is one quantum long, or
+    /// longer if the part has more credit (up to `max_slice`). It may
+    /// borrow against the part's future credit: that keeps slices chunky on
+    /// small-capacity nodes and the node busy when its shares sum to one,
+    /// and the borrowed time is paid back before the part runs again.
+    ///
+    /// Besides the [`NodeCore::max_running`] slices that may burn, the node
+    /// issues one more to wait behind them in the executor pool when it will
+    /// have earned it by the time a burning slice ends. That hides the
+    /// round trip (executor -> node -> executor, two thread wake-ups) that
+    /// would otherwise leave a fully loaded node idle after every slice.
+    pub fn poll_slice(&mut self, now: Time) -> Option<Slice> {
+        if self.in_flight > self.max_running || self.parts.is_empty() {
+            return None;
+        }
+        self.accrue(now);
+        let ahead = self.in_flight == self.max_running;
+        let mut budget = self.node_credit_ns();
+        if ahead {
+            // The queued slice starts when a burning one ends; burning
+            // slices keep earning the node credit at its rate meanwhile.
+            let burning: f64 = self.parts.iter().map(|p| p.in_flight_ns()).sum();
+            budget += self.rate() * burning;
+        }
+        if budget < -self.borrow_ns() {
+            return None;
+        }
+        let min_slice = self.cfg.min_slice.as_nanos() as f64;
+        let mut best: Option<(usize, f64)> = None;
+        for (k, p) in self.parts.iter().enumerate() {
+            if p.share <= 0.0 {
+                continue;
+            }
+            // A part is one sequential thread of work: a second slice of it
+            // may only queue behind its first, which the pool serialises
+            // only for nodes that run one slice at a time.
+            let n = p.in_flight.len();
+            let queue_behind = ahead && self.max_running == 1 && n == 1;
+            if n > 0 && !queue_behind {
+                continue;
+            }
+            let left = p.work_ns - p.burned_ns as f64 - p.in_flight_ns();
+            if left < 1.0 || (n > 0 && left < min_slice) {
+                continue;
+            }
+            // Ties go to the earlier part.
+            let key = (p.credit_ns - p.in_flight_ns()) / self.quantum_ns(p);
+            if best.is_none_or(|(_, b)| key > b) {
+                best = Some((k, key));
+            }
+        }
+        let (k, _) = best?;
+        let max_slice = self.cfg.max_slice.as_nanos() as f64;
+        let p = &self.parts[k];
+        let done = p.burned_ns as f64 + p.in_flight_ns();
+        let left = p.work_ns - done;
+        let credit = p.credit_ns - p.in_flight_ns();
+        let mut ns = credit.max(self.quantum_ns(p)).min(max_slice).min(left);
+        let est_left = p.est_ns - done;
+        if p.on_track && est_left > 0.0 && est_left < ns {
+            // Stop at the estimate: using it up is a share-changing event.
+            ns = est_left;
+        }
+        let ns = ns.ceil().max(1.0) as u64;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let p = &mut self.parts[k];
+        p.in_flight.push((seq, ns));
+        self.in_flight += 1;
+        self.tel.slices += 1;
+        Some(Slice {
+            part_id: p.spec.part_id,
+            seq,
+            ns,
+        })
+    }
+
+    /// Rate at which the node as a whole earns credit (ns per real ns).
+    fn rate(&self) -> f64 {
+        self.parts.iter().map(|p| p.share).sum::<f64>() * self.spec.capacity
+    }
+
+    /// An executor burned `burned_ns` of `slice`. Slices this node did not
+    /// issue are ignored; those of parts that already finished (a queued
+    /// slice whose part completed on an overshoot) only free their slot.
+    pub fn on_burned(&mut self, slice: Slice, burned_ns: u64, now: Time) {
+        let found = self.parts.iter().position(|p| {
+            p.spec.part_id == slice.part_id && p.in_flight.iter().any(|f| f.0 == slice.seq)
+        });
+        let Some(k) = found else {
+            if let Some(i) = self.orphans.iter().position(|&s| s == slice.seq) {
+                self.orphans.swap_remove(i);
+                self.in_flight -= 1;
+            }
+            return;
+        };
+        self.parts[k].in_flight.retain(|f| f.0 != slice.seq);
+        self.in_flight -= 1;
+        self.accrue(now);
+        record(
+            &mut self.tel.slice_overrun_ns,
+            burned_ns.saturating_sub(slice.ns) as f64,
+        );
+        let p = &mut self.parts[k];
+        p.credit_ns -= burned_ns as f64;
+        p.burned_ns += burned_ns;
+        p.win_burned_ns += burned_ns;
+        p.tel.burned_ns += burned_ns;
+        // Half a nanosecond of slack: work_ns is fractional, burns are not.
+        if p.burned_ns as f64 + 0.5 >= p.work_ns {
+            let p = self.parts.remove(k);
+            self.orphans.extend(p.in_flight.iter().map(|f| f.0));
+            self.mem_used -= p.spec.memory_mb;
+            self.disk_used -= p.spec.disk_mb;
+            let mut tel = p.tel;
+            tel.finished = true;
+            let assigned_ns = tel.assigned_ns;
+            self.tel.parts.push(tel);
+            self.events.push_back(NodeEvent::Completed(PartCompletion {
+                node_id: self.spec.id,
+                part_id: p.spec.part_id,
+                job_id: p.spec.job_id,
+                placed_at: p.placed_at,
+                finished_at: now,
+                deadline_abs: p.spec.deadline_abs,
+                met_deadline: now <= p.spec.deadline_abs + DEADLINE_TOLERANCE,
+                burned_ns: p.burned_ns,
+                assigned_ns,
+            }));
+            if self.parts.is_empty() {
+                self.next_tick = None;
+            } else {
+                self.recompute(now, ShareReason::Finished);
+            }
+            return;
+        }
+        self.check_transitions(now);
+    }
+
+    /// Handles whatever is due at `now`: the control tick, deadlines.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.parts.is_empty() {
+            return;
+        }
+        self.accrue(now);
+        if let Some(t) = self.next_tick {
+            if now >= t {
+                let jitter = self.real_ns(now - t);
+                record(&mut self.tel.tick_jitter_ns, jitter);
+                self.tick(now);
+                let step = self.trace_dt(self.cfg.tick.as_nanos() as f64);
+                // Skip ticks missed entirely rather than running a burst.
+                let missed = ((now - t) / step).floor() + 1.0;
+                self.next_tick = Some(t + missed * step);
+            }
+        }
+        self.check_transitions(now);
+    }
+
+    fn tick(&mut self, now: Time) {
+        let window = self.real_ns(now - self.last_tick) * self.spec.capacity;
+        if window > 0.0 {
+            for p in &mut self.parts {
+                let assigned = p.win_assigned_ns / window;
+                let delivered = p.win_burned_ns as f64 / window;
+                record(&mut p.tel.assigned_ppm, assigned * PPM);
+                record(&mut p.tel.delivered_ppm, delivered * PPM);
+                record(&mut p.tel.error_ppm, (delivered - assigned).abs() * PPM);
+                p.win_assigned_ns = 0.0;
+                p.win_burned_ns = 0;
+            }
+        }
+        self.last_tick = now;
+        // Unspent credit beyond the allowance means the host did not give
+        // the node its capacity; forgive it in proportion to the shares so
+        // the loss falls on the parts as the shares say. Slices still
+        // burning are counted as spent.
+        let backlog: f64 = self
+            .parts
+            .iter()
+            .map(|p| p.credit_ns - p.in_flight_ns())
+            .sum();
+        let allowance =
+            self.spec.capacity * self.cfg.period.as_nanos() as f64 * self.cfg.backlog_periods;
+        let total_share: f64 = self.parts.iter().map(|p| p.share).sum();
+        if backlog > allowance && total_share > 0.0 {
+            let excess = backlog - allowance;
+            for p in &mut self.parts {
+                p.credit_ns -= excess * p.share / total_share;
+            }
+            self.tel.forgiven_ns += excess;
+        }
+        self.ticks += 1;
+        if self.cfg.progress_ticks > 0
+            && self
+                .ticks
+                .is_multiple_of(u64::from(self.cfg.progress_ticks))
+        {
+            self.events.push_back(NodeEvent::Progress {
+                at: now,
+                parts: self.progress(),
+            });
+        }
+    }
+
+    /// The next instant (trace s) at which [`NodeCore::handle_timeout`] or
+    /// [`NodeCore::poll_slice`] has something to do, or `None` when the node
+    /// only waits for burns to finish or is idle (an idle node needs no
+    /// timer at all).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.parts.is_empty() {
+            return None;
+        }
+        let mut t = self.next_tick.unwrap_or(f64::INFINITY);
+        for p in &self.parts {
+            if p.on_track {
+                t = t.min(p.spec.deadline_abs);
+            }
+        }
+        let runnable = self
+            .parts
+            .iter()
+            .filter(|p| p.in_flight.is_empty() && p.share > 0.0)
+            .count();
+        // With every running slot busy, the next burn report drives the
+        // node; otherwise wake when the node's credit allows a slice.
+        if self.in_flight < self.max_running && runnable > 0 {
+            let rate = self.rate();
+            if rate > 0.0 {
+                let need = -self.borrow_ns() - self.node_credit_ns();
+                // At least 1 us ahead, so the wake-up always earns credit.
+                let wait = (need / rate).max(1_000.0);
+                t = t.min(self.last_accrual + self.trace_dt(wait));
+            }
+        }
+        t.is_finite().then_some(t)
+    }
+
+    /// The next event for the outside world, oldest first.
+    pub fn poll_event(&mut self) -> Option<NodeEvent> {
+        self.events.pop_front()
+    }
+
+    /// A snapshot of the node's telemetry: finished parts since the last
+    /// reset, then the running ones.
+    pub fn telemetry(&self) -> NodeTelemetry {
+        let mut t = self.tel.clone();
+        t.parts.extend(self.parts.iter().map(|p| p.tel.clone()));
+        t
+    }
+
+    /// Forgets finished parts' telemetry and clears every histogram (after
+    /// the telemetry was shipped).
+    pub fn reset_telemetry(&mut self) {
+        self.tel = NodeTelemetry::new(self.spec.id);
+        for p in &mut self.parts {
+            let (a, b) = (p.tel.assigned_ns, p.tel.burned_ns);
+            p.tel = PartTelemetry::new(p.spec.part_id, p.spec.job_id);
+            // Lifetime totals survive a reset; only histograms restart.
+            p.tel.assigned_ns = a;
+            p.tel.burned_ns = b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::share::SpareRule;
+    use std::time::Duration;
+
+    const TS: f64 = 1e-3;
+
+    fn cfg(rule: SpareRule) -> SliceConfig {
+        SliceConfig {
+            time_scale: TS,
+            spare_rule: rule,
+            progress_ticks: 0,
+            ..SliceConfig::default()
+        }
+    }
+
+    fn node(capacity: f64) -> NodeSpec {
+        NodeSpec {
+            id: 3,
+            speed: 1.0,
+            capacity,
+            memory_mb: 1000,
+            disk_mb: 1000,
+        }
+    }
+
+    fn part(id: PartId, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
+        PartSpec {
+            part_id: id,
+            job_id: id * 10,
+            estimate,
+            actual,
+            deadline_abs,
+            memory_mb: 0,
+            disk_mb: 0,
+            ret: 0.0,
+            hard: false,
+        }
+    }
+
+    /// Drives a core with one pretend executor that burns exactly what it
+    /// is asked (times `overrun`) in as much wall time as CPU time.
+    struct Sim {
+        core: NodeCore,
+        now: Time,
+        events: Vec<NodeEvent>,
+        overrun: f64,
+        queue: VecDeque<Slice>,
+    }
+
+    impl Sim {
+        fn new(core: NodeCore) -> Self {
+            Sim {
+                core,
+                now: 0.0,
+                events: Vec::new(),
+                overrun: 1.0,
+                queue: VecDeque::new(),
+            }
+        }
+
+        fn drain(&mut self) {
+            while let Some(e) = self.core.poll_event() {
+                self.events.push(e);
+            }
+        }
+
+        /// Runs until trace time `until` or until the node is idle.
+        fn run(&mut self, until: Time) {
+            while self.now < until && !self.core.is_idle() {
+                self.core.handle_timeout(self.now);
+                self.drain();
+                while let Some(s) = self.core.poll_slice(self.now) {
+                    self.queue.push_back(s);
+                }
+                // One executor: slices burn one after another, in order.
+                if let Some(s) = self.queue.pop_front() {
+                    let burned = (s.ns as f64 * self.overrun) as u64;
+                    self.now += burned as f64 / (TS * 1e9);
+                    self.core.on_burned(s, burned, self.now);
+                } else {
+                    let t = self.core.poll_timeout().expect("busy node has a timer");
+                    assert!(
+                        t >= self.now - 1e-9,
+                        "timer in the past: {t} < {}",
+                        self.now
+                    );
+                    self.now = t.max(self.now);
+                }
+                self.drain();
+            }
+        }
+
+        fn burned(&self) -> Vec<u64> {
+            self.core
+                .telemetry()
+                .parts
+                .iter()
+                .map(|p| p.burned_ns)
+                .collect()
+        }
+    }
+
+    fn fractions(v: &[u64]) -> Vec<f64> {
+        let total: u64 = v.iter().sum();
+        v.iter().map(|&b| b as f64 / total as f64).collect()
+    }
+
+    #[test]
+    fn idle_node_needs_no_timer() {
+        let core = NodeCore::new(node(0.5), cfg(SpareRule::Proportional)).unwrap();
+        assert_eq!(core.poll_timeout(), None);
+    }
+
+    #[test]
+    fn fixed_targets_are_delivered_in_cpu_time() {
+        // q = E / D with D = 10_000: 0.5, 0.3, 0.2 stay constant while each
+        // part gets exactly q (d/dt rem/rd = 0 when the share equals q).
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        for (id, q) in [(1, 0.5), (2, 0.3), (3, 0.2)] {
+            core.place(part(id, q * 10_000.0, 1e6, 10_000.0), 0.0)
+                .unwrap();
+        }
+        let mut sim = Sim::new(core);
+        sim.overrun = 1.07; // burns overshoot; the credit pays it back
+        sim.run(2_000.0);
+        let f = fractions(&sim.burned());
+        for (got, want) in f.iter().zip([0.5, 0.3, 0.2]) {
+            assert!((got - want).abs() < 0.005, "{f:?}");
+        }
+        // One slice per part per period, roughly: 2 s real / 10 ms x 3.
+        let slices = sim.core.telemetry().slices;
+        assert!((300..=700).contains(&slices), "{slices} slices");
+    }
+
+    #[test]
+    fn small_capacity_node_burns_its_fraction() {
+        let mut core = NodeCore::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
+        core.place(part(1, 100.0, 100.0, 1e6), 0.0).unwrap();
+        let mut sim = Sim::new(core);
+        sim.run(1e6);
+        let done = match sim
+            .events
+            .iter()
+            .find(|e| matches!(e, NodeEvent::Completed(_)))
+        {
+            Some(NodeEvent::Completed(c)) => c.clone(),
+            _ => panic!("no completion"),
+        };
+        // 100 trace s of work at capacity 0.25 = 25 ms of CPU at ts 1e-3,
+        // spread over 100 trace s of node time (the pretend executor idles
+        // between slices). The node may run up to one quantum (2.5 ms of
+        // CPU = 10 trace s here) ahead of its capacity, never more.
+        assert!(
+            (done.burned_ns as f64 - 25e6).abs() < 1e5,
+            "{}",
+            done.burned_ns
+        );
+        assert!(
+            done.finished_at >= 89.9 && done.finished_at < 103.0,
+            "{}",
+            done.finished_at
+        );
+    }
+
+    #[test]
+    fn long_part_outlives_its_estimate_and_short_part_frees_its_share() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        // Part 1 needs 3x its estimate; part 2 finishes at a tenth of it.
+        core.place(part(1, 100.0, 300.0, 10_000.0), 0.0).unwrap();
+        core.place(part(2, 1000.0, 100.0, 10_000.0), 0.0).unwrap();
+        let mut sim = Sim::new(core);
+        sim.run(1e5);
+        assert!(sim.core.is_idle());
+        let reasons: Vec<_> = sim
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                NodeEvent::SharesChanged { reason, shares, .. } => Some((*reason, shares.clone())),
+                _ => None,
+            })
+            .collect();
+        let done: Vec<_> = sim
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                NodeEvent::Completed(c) => Some((c.part_id, c.finished_at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(done.len(), 2);
+        assert_eq!(done[0].0, 2, "short part finishes first: {done:?}");
+        // Part 2 finished -> part 1 alone gets the whole node.
+        let after = reasons
+            .iter()
+            .find(|(r, _)| *r == ShareReason::Finished)
+            .unwrap();
+        assert_eq!(after.1, vec![(1, 1.0)]);
+        // Part 1 used up its estimate, became overdue and still finished,
+        // having burned its actual 300 s of work.
+        assert!(reasons.iter().any(|(r, _)| *r == ShareReason::EstimateUsed));
+        let total: u64 = sim.burned().iter().sum();
+        assert!((total as f64 - 400e6).abs() < 1e5, "{total}");
+        assert!(done[1].1 >= 400.0 && done[1].1 < 405.0, "{done:?}");
+    }
+
+    #[test]
+    fn shares_follow_job_control_as_deadlines_approach() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        // Part 1 cannot meet its deadline (q > 1): it reaches it on-track,
+        // turns overdue and shares the overdue pool; part 2 then gets q.
+        core.place(part(1, 200.0, 250.0, 150.0), 0.0).unwrap();
+        core.place(part(2, 500.0, 500.0, 5_000.0), 0.0).unwrap();
+        let mut sim = Sim::new(core);
+        sim.run(1e6);
+        let changes: Vec<_> = sim
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                NodeEvent::SharesChanged {
+                    at, reason, shares, ..
+                } => Some((*at, *reason, shares.clone())),
+                _ => None,
+            })
+            .collect();
+        let (at, _, shares) = changes
+            .iter()
+            .find(|c| c.1 == ShareReason::DeadlineReached)
+            .unwrap_or_else(|| panic!("{changes:?}"));
+        // Seen at the end of the slice that crossed it (<= max_slice, 10
+        // trace s here) at the latest; the real node's timer is exact-ish.
+        assert!((150.0..160.0).contains(at), "{at}");
+        // Part 2 has done about 150 x its share so far; its q is rem / rd,
+        // and part 1 (overdue) gets the rest of the node.
+        let q2 = shares[1].1;
+        assert!((shares[0].1 + q2 - 1.0).abs() < 1e-9, "{shares:?}");
+        assert!(q2 > 0.05 && q2 < 0.2, "{shares:?}");
+    }
+
+    #[test]
+    fn shares_equal_the_rule_on_the_same_state_at_every_event() {
+        // Check directly: after each event, the core's shares equal the rule
+        // applied to the core's own state at that instant.
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        core.place(part(1, 200.0, 250.0, 300.0), 0.0).unwrap();
+        core.place(part(2, 100.0, 50.0, 3_000.0), 0.0).unwrap();
+        core.place(part(3, 400.0, 400.0, 2_000.0), 0.0).unwrap();
+        while core.poll_event().is_some() {}
+        let mut now = 0.0;
+        let mut events = 0;
+        let mut queue = VecDeque::new();
+        while !core.is_idle() {
+            core.handle_timeout(now);
+            while let Some(s) = core.poll_slice(now) {
+                queue.push_back(s);
+            }
+            if let Some(s) = queue.pop_front() {
+                now += s.ns as f64 / (TS * 1e9);
+                core.on_burned(s, s.ns, now);
+            } else {
+                now = core.poll_timeout().unwrap().max(now);
+                continue;
+            }
+            while let Some(e) = core.poll_event() {
+                if let NodeEvent::SharesChanged { at, shares, .. } = e {
+                    assert_eq!(at, now);
+                    let mut want = Vec::new();
+                    job_control_shares(&core.share_inputs(now), SpareRule::Proportional, &mut want);
+                    let got: Vec<f64> = shares.iter().map(|s| s.1).collect();
+                    assert_eq!(got, want);
+                    events += 1;
+                }
+            }
+        }
+        assert!(events >= 3, "{events}");
+    }
+
+    #[test]
+    fn backlog_is_forgiven_in_proportion_to_shares() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        core.place(part(1, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
+        core.place(part(2, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
+        // Nothing burned for a whole second of real time (host starved).
+        core.handle_timeout(1000.0);
+        let t = core.telemetry();
+        assert!(t.forgiven_ns > 0.9e9, "{}", t.forgiven_ns);
+        let jitter = t.tick_jitter_ns.max();
+        assert!(jitter > 800_000_000, "{jitter}");
+    }
+
+    #[test]
+    fn one_slice_queues_behind_and_an_orphan_only_frees_its_slot() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        // 10.3 ms of CPU at time scale 1e-3 and capacity 1.
+        core.place(part(1, 100.0, 10.3, 1e6), 0.0).unwrap();
+        let first = core.poll_slice(0.0).unwrap();
+        let second = core.poll_slice(0.0).expect("one slice queues behind");
+        assert_eq!((first.ns, second.ns), (10_000_000, 300_000));
+        assert!(core.poll_slice(0.0).is_none(), "never more than one queued");
+        // The first burn overshoots past the part's actual work: it is done,
+        // and the queued slice comes back for a part that has left.
+        core.on_burned(first, 10_400_000, 10.4);
+        let done: Vec<_> = std::iter::from_fn(|| core.poll_event())
+            .filter(|e| matches!(e, NodeEvent::Completed(_)))
+            .collect();
+        assert_eq!(done.len(), 1);
+        assert!(core.is_idle());
+        core.on_burned(second, 300_000, 10.7);
+        assert!(core.poll_event().is_none());
+        // Its slot is free again: a new part runs at once.
+        core.place(part(2, 100.0, 5.0, 1e6), 11.0).unwrap();
+        assert!(core.poll_slice(11.0).is_some());
+    }
+
+    #[test]
+    fn placement_is_checked() {
+        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        core.place(part(1, 10.0, 10.0, 100.0), 0.0).unwrap();
+        assert!(matches!(
+            core.place(part(1, 10.0, 10.0, 100.0), 0.0),
+            Err(PlaceError::Duplicate { .. })
+        ));
+        let mut big = part(2, 10.0, 10.0, 100.0);
+        big.memory_mb = 5000;
+        let e = core.place(big, 0.0).unwrap_err().to_string();
+        assert_eq!(e, "node 3: part 2 needs 5000 MB of memory, 1000 MB free");
+        assert!(core.place(part(4, -1.0, 10.0, 100.0), 0.0).is_err());
+        let _ = Duration::ZERO;
+    }
+}

@@ -1,0 +1,35 @@
+//! Libratory's emulated compute nodes: they really burn CPU, time-sliced by
+//! the Job Control shares.
+//!
+//! - [`spec`]: what a node and a part are ([`NodeSpec`], [`PartSpec`],
+//!   [`SliceConfig`]).
+//! - [`core`]: the pure node ([`NodeCore`]): share bookkeeping, credit
+//!   accounting, which part runs next, the control tick. Takes `now`.
+//! - [`clock`]: the trace clock and the thread CPU clock.
+//! - [`exec`]: the executor threads that burn CPU for every node.
+//! - [`actor`]: the node actor that drives a core with real clocks, and
+//!   its messages ([`PlacePart`], [`NodeReport`], [`GetTelemetry`], ...).
+//! - [`host`]: many nodes in one process over one executor pool.
+//! - [`telemetry`]: assigned versus delivered share, overrun, jitter.
+//! - [`standalone`]: run nodes against a local list of parts.
+//! - [`kernel`]: the baseline under the kernel's CPU bandwidth control.
+pub mod actor;
+pub mod clock;
+pub mod core;
+pub mod exec;
+pub mod host;
+pub mod kernel;
+pub mod spec;
+pub mod standalone;
+pub mod telemetry;
+
+pub use crate::actor::{
+    report_channel, GetStatus, GetTelemetry, NodeActor, NodeReport, NodeStatus, PlacePart,
+    SetReportSink,
+};
+pub use crate::core::{
+    NodeCore, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,
+};
+pub use crate::host::{HostError, NodeHost};
+pub use crate::spec::{NodeId, NodeSpec, PartId, PartSpec, SliceConfig, SpecError};
+pub use crate::telemetry::{NodeTelemetry, PartTelemetry};
