@@ -11,4 +11,7 @@ if [ ! -f "$traces/SDSC-SP2-1998-4.2-cln.swf.gz" ]; then
   exit 1
 fi
 
+# The live tests start the real binaries of both crates: build them all
+# before any test runs.
+cargo build --workspace --bins "$@"
 cargo test --workspace "$@"

@@ -66,8 +66,8 @@ enum Command {
         /// Jobs of seed 003's batch to replay.
         #[arg(long, default_value_t = 40)]
         jobs: usize,
-        /// UDP port of the manager (127.0.0.1).
-        #[arg(long, default_value_t = 7878)]
+        /// UDP port of the manager on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 0)]
         port: u16,
         /// Results directory.
         #[arg(long, default_value = "runs/demo")]

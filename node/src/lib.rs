@@ -19,6 +19,7 @@ pub mod core;
 pub mod exec;
 pub mod host;
 pub mod kernel;
+pub mod link;
 pub mod spec;
 pub mod standalone;
 pub mod telemetry;

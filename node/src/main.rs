@@ -1,8 +1,9 @@
 //! `libratory-node`: hosts emulated compute nodes.
 //!
 //! Thin entry point: parses the command line, calls the library, prints the
-//! error chain. The manager link (`--manager ADDR --certs DIR`, QUIC) is a
-//! later issue and not here yet.
+//! error chain. With `--manager ADDR --certs DIR` (no subcommand) the
+//! process joins a manager over QUIC and serves its nodes until told to
+//! shut down.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,12 +22,36 @@ use node::{NodeSpec, SliceConfig};
     name = "libratory-node",
     version,
     about = "Emulated compute nodes that really burn CPU, time-sliced by Job Control shares",
-    after_help = "The manager link (--manager ADDR --certs DIR over QUIC) is not implemented yet; \
-                  use `standalone` to run nodes against a local list of parts."
+    after_help = "Join a manager: libratory-node --manager 10.0.0.1:7878 --certs certs --name lab1 --nodes 8 --capacity 0.25\n\
+                  Check a machine without a manager: libratory-node standalone --part estimate=10,actual=10,deadline=20"
 )]
 struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    link: LinkArgs,
+}
+
+/// Joining a manager (when no subcommand is given).
+#[derive(Args)]
+struct LinkArgs {
+    /// The manager's address (ip:port, UDP).
+    #[arg(long)]
+    manager: Option<std::net::SocketAddr>,
+    /// Certificates directory: ca.pem and node-NAME.pem/.key.
+    #[arg(long)]
+    certs: Option<PathBuf>,
+    /// Certificate name: this process presents node-NAME.
+    #[arg(long)]
+    name: Option<String>,
+    /// Label in the manager's logs and results (default: NAME@hostname).
+    #[arg(long)]
+    label: Option<String>,
+    /// Seconds of silence after which the manager is considered gone.
+    #[arg(long, default_value_t = 5.0)]
+    link_timeout_s: f64,
+    #[command(flatten)]
+    node: NodeArgs,
 }
 
 #[derive(Subcommand)]
@@ -155,8 +180,36 @@ fn main() -> ExitCode {
     }
 }
 
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into())
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.cmd {
+    let Some(cmd) = cli.cmd else {
+        let l = cli.link;
+        let (Some(manager), Some(certs)) = (l.manager, l.certs) else {
+            bail!(
+                "give --manager ADDR --certs DIR to join a manager, or a subcommand (see --help)"
+            );
+        };
+        let name = l.name.unwrap_or_else(hostname);
+        let label = l.label.unwrap_or_else(|| format!("{name}@{}", hostname()));
+        node::link::run(node::link::LinkConfig {
+            manager,
+            certs,
+            name,
+            label,
+            node: l.node.node(),
+            nodes: l.node.nodes,
+            slice: l.node.slice()?,
+            executors: l.node.executors,
+            link_timeout: Duration::from_secs_f64(l.link_timeout_s),
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    match cmd {
         Cmd::Standalone(a) => {
             let mut parts = Vec::new();
             if let Some(path) = &a.parts {

@@ -1,0 +1,344 @@
+//! The link to the manager: connects over QUIC with this host's client
+//! certificate, registers the process's emulated nodes, and from the
+//! manager's welcome on relays dispatches to the node actors and their
+//! starts, progress and completions back, with heartbeats, round-trip
+//! pongs and the histogram hand-over.
+//!
+//! It holds no policy: a dispatch becomes a [`PlacePart`], a node event
+//! becomes a message. The nodes' trace clock is set from the welcome
+//! (`trace_now` and `time_scale`), so host clocks never need to agree.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use actix::prelude::*;
+use anyhow::{bail, Context as _, Result};
+use common::net::{self, FramedStream, Timeouts};
+use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, PartId as WirePart, Role};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+
+use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
+use crate::clock::TraceClock;
+use crate::core::NodeEvent;
+use crate::host::NodeHost;
+use crate::spec::{NodeSpec, PartSpec, SliceConfig};
+
+/// How to reach the manager and what to offer it.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// The manager's address.
+    pub manager: SocketAddr,
+    /// Certificates directory (`ca.pem`, `node-NAME.pem/.key`).
+    pub certs: PathBuf,
+    /// Certificate name: this process presents `node-NAME`.
+    pub name: String,
+    /// Label for the manager's logs and results (host name by default).
+    pub label: String,
+    /// The nodes (ids are filled in here: 0..).
+    pub node: NodeSpec,
+    /// How many.
+    pub nodes: usize,
+    /// Slicer knobs; the time scale and spare rule come from the manager.
+    pub slice: SliceConfig,
+    /// Executor threads (0: one per core).
+    pub executors: usize,
+    /// Silence after which the manager is considered gone.
+    pub link_timeout: Duration,
+}
+
+/// Connects, serves until the manager says shut down (Ok) or the link is
+/// lost (Err naming the manager and why). Call inside an actix System.
+pub async fn serve(cfg: LinkConfig) -> Result<()> {
+    let ep = net::client_endpoint(
+        "0.0.0.0:0".parse().expect("valid"),
+        &cfg.certs,
+        &format!("node-{}", cfg.name),
+        Timeouts {
+            idle: cfg.link_timeout,
+        },
+    )?;
+    let conn = net::connect(&ep, cfg.manager).await?;
+    let mut s = FramedStream::open(&conn).await?;
+    let hello = Hello::new(
+        Role::Node,
+        format!(
+            "libratory-node {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            cfg.label
+        ),
+    );
+    let theirs = s.handshake(&hello).await?;
+    if theirs.role != Role::Manager {
+        bail!(
+            "{}: expected the manager, got {:?}",
+            cfg.manager,
+            theirs.role
+        );
+    }
+    let infos: Vec<NodeInfo> = (0..cfg.nodes)
+        .map(|k| NodeInfo {
+            local: k as u32,
+            capacity: cfg.node.capacity,
+            speed: cfg.node.speed,
+            memory_kb: cfg.node.memory_mb * 1024,
+            disk_mb: cfg.node.disk_mb,
+        })
+        .collect();
+    s.send(&NodeMsg::Register {
+        host: cfg.label.clone(),
+        nodes: infos,
+    })
+    .await?;
+    let welcome = match s.recv::<ManagerMsg>("manager message").await? {
+        Some(ManagerMsg::Welcome(w)) => w,
+        Some(ManagerMsg::Reject { reason }) => {
+            bail!("the manager at {} refused us: {reason}", cfg.manager)
+        }
+        Some(other) => bail!(
+            "the manager at {} sent {other:?} before welcoming us",
+            cfg.manager
+        ),
+        None => bail!(
+            "the manager at {} closed the connection before welcoming us",
+            cfg.manager
+        ),
+    };
+    // Admitted only now.
+    eprintln!(
+        "libratory-node {}: admitted by {} as nodes {:?} (time scale {})",
+        cfg.label, cfg.manager, welcome.node_ids, welcome.time_scale
+    );
+    crate::host::batch_dispatch_or_warn();
+    let clock = TraceClock::new(welcome.trace_now, welcome.time_scale);
+    let mut slice = cfg.slice;
+    slice.time_scale = welcome.time_scale;
+    slice.spare_rule = welcome.spare_rule;
+    let tick_ms = slice.tick.as_secs_f64() * 1000.0;
+    slice.progress_ticks = ((f64::from(welcome.report_ms) / tick_ms).round() as u32).max(1);
+    let mut host = NodeHost::new(cfg.executors, slice, clock)?;
+    let (sink, mut reports) = report_channel();
+    let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
+    for k in 0..cfg.nodes {
+        let spec = NodeSpec {
+            id: k as u32,
+            ..cfg.node
+        };
+        nodes.push(host.spawn_node(spec, Some(sink.clone()))?);
+    }
+    let (mut tx, mut rx) = s.split();
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
+    // Writer: everything to the manager goes through one task, in order.
+    let writer = actix::spawn(async move {
+        while let Some(m) = out_rx.recv().await {
+            if tx.send(&m).await.is_err() {
+                break;
+            }
+        }
+        tx.finish();
+    });
+    // Heartbeats.
+    let hb_tx = out_tx.clone();
+    let hb_every = Duration::from_millis(u64::from(welcome.heartbeat_ms).max(10));
+    let heartbeat = actix::spawn(async move {
+        let mut seq = 0u64;
+        loop {
+            tokio::time::sleep(hb_every).await;
+            seq += 1;
+            if hb_tx.send(NodeMsg::Heartbeat { seq }).is_err() {
+                break;
+            }
+        }
+    });
+    // Node events to the manager, with node-local part ids mapped back.
+    let parts: std::rc::Rc<std::cell::RefCell<HashMap<u64, WirePart>>> = Default::default();
+    let ev_parts = parts.clone();
+    let ev_tx = out_tx.clone();
+    let events = actix::spawn(async move {
+        while let Some(r) = reports.recv().await {
+            match r.event {
+                NodeEvent::Completed(c) => {
+                    let wire = ev_parts.borrow_mut().remove(&c.part_id);
+                    if let Some(part) = wire {
+                        let _ = ev_tx.send(NodeMsg::Completed {
+                            part,
+                            at: c.finished_at,
+                            cpu_seconds: c.burned_ns as f64 * 1e-9,
+                        });
+                    }
+                }
+                NodeEvent::Progress { at, parts } => {
+                    let map = ev_parts.borrow();
+                    let wire: Vec<protocol::PartProgress> = parts
+                        .iter()
+                        .filter_map(|p| {
+                            map.get(&p.part_id).map(|w| protocol::PartProgress {
+                                part: *w,
+                                node: r.node_id,
+                                work_done: p.done,
+                                share: p.share,
+                            })
+                        })
+                        .collect();
+                    if !wire.is_empty() {
+                        let _ = ev_tx.send(NodeMsg::Progress { at, parts: wire });
+                    }
+                }
+                NodeEvent::SharesChanged { .. } => {}
+            }
+        }
+    });
+    let mut next_part: u64 = 0;
+    let result: Result<()> = loop {
+        let msg = match rx.recv::<ManagerMsg>("manager message").await {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                break Err(anyhow::anyhow!(
+                    "the manager at {} closed the link",
+                    cfg.manager
+                ))
+            }
+            Err(e) => break Err(anyhow::Error::new(e).context("link to the manager lost")),
+        };
+        match msg {
+            ManagerMsg::Dispatch(d) => {
+                let Some(node) = nodes.get(d.node as usize) else {
+                    let _ = out_tx.send(NodeMsg::Refused {
+                        part: d.part,
+                        reason: format!(
+                            "no node {} in this process ({} nodes)",
+                            d.node,
+                            nodes.len()
+                        ),
+                    });
+                    continue;
+                };
+                next_part += 1;
+                let spec = PartSpec {
+                    part_id: next_part,
+                    job_id: d.part.job,
+                    estimate: d.estimate,
+                    actual: d.actual,
+                    deadline_abs: d.deadline,
+                    memory_mb: 0,
+                    disk_mb: 0,
+                    ret: d.ret,
+                    hard: d.hard,
+                };
+                parts.borrow_mut().insert(next_part, d.part);
+                match node.send(PlacePart(spec)).await {
+                    Ok(Ok(())) => {
+                        let _ = out_tx.send(NodeMsg::Started {
+                            part: d.part,
+                            at: clock.now(),
+                        });
+                    }
+                    Ok(Err(e)) => {
+                        parts.borrow_mut().remove(&next_part);
+                        let _ = out_tx.send(NodeMsg::Refused {
+                            part: d.part,
+                            reason: e.to_string(),
+                        });
+                    }
+                    Err(e) => break Err(anyhow::anyhow!("node {} stopped: {e}", d.node)),
+                }
+            }
+            ManagerMsg::Cancel { part } => {
+                // Parts cannot be withdrawn from a node yet: the part runs
+                // on and its completion is ignored by the manager.
+                eprintln!(
+                    "libratory-node {}: cancel of part {}/{} noted (it runs to its end)",
+                    cfg.label, part.job, part.index
+                );
+            }
+            ManagerMsg::Ping { nonce } => {
+                let _ = out_tx.send(NodeMsg::Pong { nonce });
+            }
+            ManagerMsg::SendHistograms => {
+                let hists = collect_histograms(&nodes).await;
+                let _ = out_tx.send(NodeMsg::Histograms {
+                    last: true,
+                    histograms: hists,
+                });
+            }
+            ManagerMsg::Shutdown { reason } => {
+                eprintln!("libratory-node {}: shutting down: {reason}", cfg.label);
+                let _ = out_tx.send(NodeMsg::Goodbye {
+                    reason: "shutdown requested".into(),
+                });
+                break Ok(());
+            }
+            ManagerMsg::Welcome(_) | ManagerMsg::Reject { .. } => {
+                break Err(anyhow::anyhow!(
+                    "the manager sent a second welcome or reject"
+                ));
+            }
+        }
+    };
+    heartbeat.abort();
+    events.abort();
+    drop(out_tx);
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    conn.close(0u32.into(), b"bye");
+    ep.wait_idle().await;
+    result
+}
+
+/// The process's histograms, merged over its nodes and parts, V2-encoded.
+async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)> {
+    let mut overrun: Option<Histogram<u64>> = None;
+    let mut jitter: Option<Histogram<u64>> = None;
+    let mut error: Option<Histogram<u64>> = None;
+    let merge = |acc: &mut Option<Histogram<u64>>, h: &Histogram<u64>| match acc {
+        Some(a) => {
+            let _ = a.add(h);
+        }
+        None => *acc = Some(h.clone()),
+    };
+    for n in nodes {
+        if let Ok(t) = n.send(GetTelemetry { reset: false }).await {
+            merge(&mut overrun, &t.slice_overrun_ns);
+            merge(&mut jitter, &t.tick_jitter_ns);
+            for p in &t.parts {
+                merge(&mut error, &p.error_ppm);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = V2Serializer::new();
+    for (name, h) in [
+        ("slice_overrun_us", overrun.map(|h| scale(&h, 1e-3))),
+        ("tick_jitter_us", jitter.map(|h| scale(&h, 1e-3))),
+        ("share_error_ppm", error),
+    ] {
+        if let Some(h) = h {
+            let mut buf = Vec::new();
+            if ser.serialize(&h, &mut buf).is_ok() {
+                out.push((name.to_string(), buf));
+            }
+        }
+    }
+    out
+}
+
+/// A histogram with every value multiplied by `f` (ns to us), so the
+/// manager's logs use one unit.
+fn scale(h: &Histogram<u64>, f: f64) -> Histogram<u64> {
+    let mut out = Histogram::<u64>::new(2).expect("valid");
+    for v in h.iter_recorded() {
+        let _ = out.record_n(
+            (v.value_iterated_to() as f64 * f).round() as u64,
+            v.count_at_value(),
+        );
+    }
+    out
+}
+
+/// Runs [`serve`] in its own actix System (the binary's entry point).
+pub fn run(cfg: LinkConfig) -> Result<()> {
+    actix::System::new()
+        .block_on(serve(cfg.clone()))
+        .with_context(|| format!("libratory-node {} (manager {})", cfg.label, cfg.manager))
+}
