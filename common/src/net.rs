@@ -37,6 +37,9 @@ use crate::protocol::{self, Decoder, Hello, ProtocolError};
 /// The name every manager certificate carries and every node checks.
 pub const MANAGER_NAME: &str = "libratory-manager";
 
+/// The identity of clients (`client.pem/.key`).
+pub const CLIENT_NAME: &str = "client";
+
 /// ALPN protocol id: a QUIC peer speaking something else is refused during
 /// the handshake.
 pub const ALPN: &[u8] = b"libratory/1";
@@ -185,8 +188,9 @@ fn write_private(path: &Path, text: &str) -> Result<(), NetError> {
 }
 
 /// Makes a new cluster CA, the manager's certificate (for [`MANAGER_NAME`]
-/// plus `manager_names`, e.g. its host names and IPs) and one client
-/// certificate per node process name, into `dir`. Refuses to overwrite an
+/// plus `manager_names`, e.g. its host names and IPs), a client
+/// certificate for `libratory submit/quote/status` ([`CLIENT_NAME`]) and
+/// one client certificate per node process name, into `dir`. Refuses to overwrite an
 /// existing CA.
 pub fn make_cluster_certs(
     dir: &Path,
@@ -215,6 +219,16 @@ pub fn make_cluster_certs(
         &issuer,
     )?;
     let (cp, kp) = paths.identity("manager");
+    fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
+    write_private(&kp, &k)?;
+    // One client identity for `libratory submit/quote/status`.
+    let (c, k) = leaf(
+        CLIENT_NAME,
+        vec![CLIENT_NAME.to_string()],
+        ExtendedKeyUsagePurpose::ClientAuth,
+        &issuer,
+    )?;
+    let (cp, kp) = paths.identity(CLIENT_NAME);
     fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
     write_private(&kp, &k)?;
     add_nodes_with(&paths, &issuer, nodes)

@@ -23,7 +23,8 @@
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::job::JobId;
+use crate::job::{JobId, JobSpec};
+use crate::policy::{Decision, PriceQuote};
 use crate::share::SpareRule;
 use crate::time::Time;
 
@@ -267,6 +268,228 @@ pub enum ManagerMsg {
     Shutdown {
         /// Why.
         reason: String,
+    },
+}
+
+/// A job specification on the wire. [`JobSpec`]'s serde form (optional
+/// fields skipped, budgets written "unlimited") suits JSON and TOML but not
+/// a non-self-describing encoding, so the wire has its own flat form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireJob {
+    /// Identity (the client's; the manager assigns its own).
+    pub id: JobId,
+    /// Name.
+    pub name: Option<String>,
+    /// Runtime estimate RE.
+    pub estimate: Time,
+    /// Submit time (the manager overwrites it with its clock).
+    pub submit_time: Time,
+    /// Processors P.
+    pub processors: u32,
+    /// Memory per processor (KB).
+    pub memory_kb: u64,
+    /// Disk per processor (MB).
+    pub disk_mb: u64,
+    /// Relative deadline D.
+    pub deadline: Time,
+    /// Budget B (+inf: unlimited).
+    pub budget: f64,
+    /// Hard or soft.
+    pub deadline_type: crate::job::DeadlineType,
+    /// Penalty rate.
+    pub penalty_rate: f64,
+    /// QoSOptimization objective.
+    pub objective: Option<crate::job::Objective>,
+    /// Urgency class.
+    pub urgency: Option<crate::job::Urgency>,
+    /// Further segments.
+    pub extra_segments: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl From<&JobSpec> for WireJob {
+    fn from(j: &JobSpec) -> WireJob {
+        WireJob {
+            id: j.id,
+            name: j.details.name.clone(),
+            estimate: j.details.runtime_estimate,
+            submit_time: j.details.submit_time,
+            processors: j.resources.processors,
+            memory_kb: j.resources.memory_kb,
+            disk_mb: j.resources.disk_mb,
+            deadline: j.qos.deadline,
+            budget: j.qos.budget,
+            deadline_type: j.qos.deadline_type,
+            penalty_rate: j.qos.penalty_rate,
+            objective: j.optimization.objective,
+            urgency: j.urgency,
+            extra_segments: j
+                .extra_segments
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.iter().map(|(a, b)| (a.clone(), b.clone())).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<WireJob> for JobSpec {
+    fn from(w: WireJob) -> JobSpec {
+        JobSpec {
+            id: w.id,
+            details: crate::job::JobDetails {
+                runtime_estimate: w.estimate,
+                submit_time: w.submit_time,
+                name: w.name,
+            },
+            resources: crate::job::ResourceRequirements {
+                processors: w.processors,
+                memory_kb: w.memory_kb,
+                disk_mb: w.disk_mb,
+            },
+            qos: crate::job::QosConstraints {
+                deadline: w.deadline,
+                budget: w.budget,
+                deadline_type: w.deadline_type,
+                penalty_rate: w.penalty_rate,
+            },
+            optimization: crate::job::QosOptimization {
+                objective: w.objective,
+            },
+            urgency: w.urgency,
+            extra_segments: w
+                .extra_segments
+                .into_iter()
+                .map(|(k, v)| (k, v.into_iter().collect()))
+                .collect(),
+        }
+    }
+}
+
+/// Client (`libratory submit/quote/status`, load generators) to manager.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientMsg {
+    /// Submit a job now. The manager assigns the job id (the one given is
+    /// kept as the job's name) and sets its submit time to its own clock.
+    Submit {
+        /// A token the answer carries back (the client's own counter).
+        token: u64,
+        /// The job as the user specified it.
+        job: WireJob,
+        /// Work the synthetic job really does (reference seconds); `None`:
+        /// exactly its estimate.
+        actual: Option<Time>,
+    },
+    /// What Libra+$ would charge for this job on each node now.
+    Quote {
+        /// Echoed back.
+        token: u64,
+        /// The job.
+        job: WireJob,
+    },
+    /// The cluster's state.
+    Status {
+        /// Echoed back.
+        token: u64,
+    },
+}
+
+/// One node in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// Cluster-wide node id.
+    pub id: u32,
+    /// The node process it belongs to.
+    pub host: String,
+    /// Its parts: job, estimated processor time done, estimate, deadline,
+    /// required share now.
+    pub parts: Vec<PartStatus>,
+    /// Sum of the required shares of its on-track parts.
+    pub load: f64,
+}
+
+/// One part in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartStatus {
+    /// The job.
+    pub job: JobId,
+    /// Processor time done (dead-reckoned to now).
+    pub cpu_done: f64,
+    /// Estimated processor time.
+    pub est_cpu: f64,
+    /// Absolute deadline.
+    pub deadline: Time,
+    /// Required share now (0 when overdue).
+    pub required: f64,
+}
+
+/// One recent decision in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecentDecision {
+    /// The job.
+    pub job: JobId,
+    /// When (trace s).
+    pub at: Time,
+    /// What was decided.
+    pub decision: Decision,
+}
+
+/// Manager to client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientReply {
+    /// The decision on a submitted job: accepted (which nodes, the cost) or
+    /// rejected with the reason.
+    Decided {
+        /// The submission's token.
+        token: u64,
+        /// The id the manager gave the job.
+        job: JobId,
+        /// Manager trace time of the decision.
+        at: Time,
+        /// The decision (for space-shared policies: accepted once started).
+        decision: Decision,
+    },
+    /// A space-shared policy queued the job; it starts or is dropped later.
+    Queued {
+        /// The submission's token.
+        token: u64,
+        /// The id the manager gave the job.
+        job: JobId,
+    },
+    /// Libra+$ prices now, one per node that could take a part in time.
+    Quoted {
+        /// The request's token.
+        token: u64,
+        /// Per node.
+        quotes: Vec<PriceQuote>,
+        /// The price the job would pay (highest of the P cheapest best-fit
+        /// nodes within budget), or why it would be rejected.
+        decision: Decision,
+    },
+    /// The cluster now.
+    Status {
+        /// The request's token.
+        token: u64,
+        /// Manager trace time.
+        at: Time,
+        /// The policy running.
+        policy: String,
+        /// Every live node.
+        nodes: Vec<NodeStatus>,
+        /// The latest decisions, newest last.
+        recent: Vec<RecentDecision>,
+        /// Jobs submitted, open and queued.
+        counts: (u64, u64, u64),
+    },
+    /// The request could not be served.
+    Error {
+        /// The request's token.
+        token: u64,
+        /// Why (names the field or job).
+        message: String,
     },
 }
 
@@ -542,6 +765,61 @@ mod tests {
             d.feed(&f);
             assert_eq!(d.next::<ManagerMsg>("manager message").unwrap(), Some(m));
         }
+    }
+
+    #[test]
+    fn client_messages_round_trip() {
+        let mut job = crate::job::JobSpec {
+            id: 3,
+            details: crate::job::JobDetails {
+                runtime_estimate: 100.0,
+                submit_time: 0.0,
+                name: None,
+            },
+            resources: crate::job::ResourceRequirements {
+                processors: 2,
+                memory_kb: 0,
+                disk_mb: 0,
+            },
+            qos: crate::job::QosConstraints {
+                deadline: 400.0,
+                budget: f64::INFINITY,
+                deadline_type: crate::job::DeadlineType::Soft,
+                penalty_rate: 0.5,
+            },
+            optimization: Default::default(),
+            urgency: None,
+            extra_segments: Default::default(),
+        };
+        job.extra_segments.insert(
+            "Data".into(),
+            [("input".to_string(), "x".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let m = ClientMsg::Submit {
+            token: 9,
+            job: WireJob::from(&job),
+            actual: Some(80.0),
+        };
+        let f = encode(&m);
+        let back: ClientMsg = decode_payload("client message", &f[LEN_PREFIX..]).unwrap();
+        assert_eq!(back, m);
+        let ClientMsg::Submit { job: w, .. } = back else {
+            unreachable!()
+        };
+        assert_eq!(JobSpec::from(w), job);
+        let r = ClientReply::Decided {
+            token: 9,
+            job: 1 << 40,
+            at: 5.0,
+            decision: Decision::reject(crate::policy::RejectReason::Budget, "too dear"),
+        };
+        let f = encode(&r);
+        assert_eq!(
+            decode_payload::<ClientReply>("client reply", &f[LEN_PREFIX..]).unwrap(),
+            r
+        );
     }
 
     #[test]

@@ -532,10 +532,22 @@ impl ManagerCore {
         self.jobs.values().map(|j| j.record.clone()).collect()
     }
 
-    /// Current parts and their estimated processor time done, per live
-    /// node (for `libratory status`).
-    pub fn view(&self) -> (&[NodeState], &[u32]) {
+    /// The snapshot policies would decide on at `now` (dead-reckoned), and
+    /// the global id of each entry.
+    pub fn snapshot(&mut self, now: Time) -> (&[NodeState], &[u32]) {
+        self.refresh(now);
         (&self.view, &self.view_ids)
+    }
+
+    /// The node process label of a global node id.
+    pub fn host_of(&self, node: u32) -> &str {
+        &self.nodes[node as usize].host
+    }
+
+    /// Whether the policy queues jobs (space-shared) rather than deciding
+    /// at submission.
+    pub fn queues(&self) -> bool {
+        matches!(self.policy, Policy::Queue(_))
     }
 }
 

@@ -22,8 +22,12 @@ use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::metrics::JobRecord;
 use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts};
-use common::policy::{self, PolicyConfig};
-use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome};
+use common::policy::{self, AdmissionPolicy, PolicyConfig};
+use common::policy::{Decision, LibraPlusDollar};
+use common::protocol::{
+    ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeStatus, PartStatus,
+    RecentDecision, Role, Welcome,
+};
 use common::time::Time;
 use common::workload::WorkloadJob;
 use hdrhistogram::Histogram;
@@ -90,6 +94,9 @@ pub struct LiveConfig {
     pub histogram_timeout: Duration,
     /// Show a live progress line on stderr.
     pub progress: bool,
+    /// Keep serving (client submissions) after the workload is done, until
+    /// the shutdown signal.
+    pub serve: bool,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -153,6 +160,14 @@ struct LinkClosed {
 #[derive(Message)]
 #[rtype(result = "()")]
 struct ToNode(ManagerMsg);
+
+/// A request from a client connection.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FromClient {
+    reply: mpsc::UnboundedSender<ClientReply>,
+    msg: ClientMsg,
+}
 
 /// Stop the run now.
 #[derive(Message)]
@@ -288,6 +303,11 @@ struct ManagerActor {
     replay_started: Option<Instant>,
     ended: Option<Instant>,
     bar: Option<indicatif::ProgressBar>,
+    /// Clients waiting for the decision on a job they submitted.
+    pending: HashMap<common::job::JobId, (mpsc::UnboundedSender<ClientReply>, u64)>,
+    /// Ids given to client-submitted jobs (far above any trace's).
+    next_client_job: common::job::JobId,
+    recent: VecDeque<RecentDecision>,
 }
 
 impl ManagerActor {
@@ -310,7 +330,22 @@ impl ManagerActor {
                         l.addr.do_send(ToNode(msg));
                     }
                 }
-                Output::Decided { .. } => self.decided += 1,
+                Output::Decided { job, decision } => {
+                    self.decided += 1;
+                    let at = self.now();
+                    if let Some((tx, token)) = self.pending.remove(&job) {
+                        let _ = tx.send(ClientReply::Decided {
+                            token,
+                            job,
+                            at,
+                            decision: decision.clone(),
+                        });
+                    }
+                    if self.recent.len() == 20 {
+                        self.recent.pop_front();
+                    }
+                    self.recent.push_back(RecentDecision { job, at, decision });
+                }
                 Output::Finished { .. } => self.finished += 1,
             }
         }
@@ -385,7 +420,11 @@ impl ManagerActor {
     }
 
     fn check_end(&mut self, ctx: &mut Context<Self>) {
-        if self.ending || !self.started_replay || !self.jobs.is_empty() || self.core.open_jobs() > 0
+        if self.ending
+            || self.cfg.serve
+            || !self.started_replay
+            || !self.jobs.is_empty()
+            || self.core.open_jobs() > 0
         {
             return;
         }
@@ -617,6 +656,147 @@ impl Handler<LinkClosed> for ManagerActor {
     }
 }
 
+impl ManagerActor {
+    fn client(
+        &mut self,
+        reply: &mpsc::UnboundedSender<ClientReply>,
+        msg: ClientMsg,
+        ctx: &mut Context<Self>,
+    ) {
+        let now = self.now();
+        match msg {
+            ClientMsg::Submit { token, job, actual } => {
+                let mut job: common::job::JobSpec = job.into();
+                if self.ending {
+                    let _ = reply.send(ClientReply::Error {
+                        token,
+                        message: "the run is over".into(),
+                    });
+                    return;
+                }
+                self.next_client_job += 1;
+                let id = self.next_client_job;
+                if job.details.name.is_none() {
+                    job.details.name = Some(format!("client job {}", job.id));
+                }
+                job.id = id;
+                job.details.submit_time = now;
+                let actual = actual.unwrap_or(job.details.runtime_estimate);
+                self.pending.insert(id, (reply.clone(), token));
+                let t0 = Instant::now();
+                let r = self.core.submit(
+                    now,
+                    WorkloadJob {
+                        spec: job,
+                        actual_runtime: actual,
+                    },
+                    &mut self.out,
+                );
+                self.record("policy_compute_us", t0.elapsed().as_secs_f64() * 1e6);
+                self.total_jobs += 1;
+                self.submitted += 1;
+                if let Err(e) = r {
+                    self.pending.remove(&id);
+                    let _ = reply.send(ClientReply::Error {
+                        token,
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+                self.flush();
+                if self.core.queues() && self.pending.contains_key(&id) {
+                    let _ = reply.send(ClientReply::Queued { token, job: id });
+                }
+                self.check_end(ctx);
+            }
+            ClientMsg::Quote { token, job } => {
+                let mut job: common::job::JobSpec = job.into();
+                if let Err(e) = job.validate() {
+                    let _ = reply.send(ClientReply::Error {
+                        token,
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+                job.details.submit_time = now;
+                let cfg = self.cfg.policy_config.clone();
+                let (view, ids) = self.core.snapshot(now);
+                let mut p = LibraPlusDollar::new(cfg);
+                let mut quotes = p.quotes(now, view, &job);
+                for q in &mut quotes {
+                    q.node = ids[q.node] as usize;
+                }
+                let decision = match p.decide(now, view, &job) {
+                    Decision::Accept(mut a) => {
+                        for n in &mut a.nodes {
+                            *n = ids[*n] as usize;
+                        }
+                        Decision::Accept(a)
+                    }
+                    d => d,
+                };
+                let _ = reply.send(ClientReply::Quoted {
+                    token,
+                    quotes,
+                    decision,
+                });
+            }
+            ClientMsg::Status { token } => {
+                let policy = self.core.policy_name().to_string();
+                let counts = (
+                    self.submitted as u64,
+                    self.core.open_jobs() as u64,
+                    self.core.queued() as u64,
+                );
+                let (view, ids) = self.core.snapshot(now);
+                let nodes: Vec<(u32, Vec<PartStatus>, f64)> = view
+                    .iter()
+                    .zip(ids)
+                    .map(|(st, &id)| {
+                        let parts = st
+                            .parts
+                            .iter()
+                            .map(|p| PartStatus {
+                                job: p.job,
+                                cpu_done: p.cpu_done,
+                                est_cpu: p.est_cpu,
+                                deadline: p.deadline,
+                                required: p.share_input(now).required(),
+                            })
+                            .collect();
+                        (id, parts, st.required_share(now).max(0.0))
+                    })
+                    .collect();
+                let nodes = nodes
+                    .into_iter()
+                    .map(|(id, parts, load)| NodeStatus {
+                        id,
+                        host: self.core.host_of(id).to_string(),
+                        parts,
+                        load,
+                    })
+                    .collect();
+                let _ = reply.send(ClientReply::Status {
+                    token,
+                    at: now,
+                    policy,
+                    nodes,
+                    recent: self.recent.iter().cloned().collect(),
+                    counts,
+                });
+            }
+        }
+    }
+}
+
+impl Handler<FromClient> for ManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, m: FromClient, ctx: &mut Self::Context) {
+        self.client(&m.reply, m.msg, ctx);
+    }
+}
+
 impl Handler<Abort> for ManagerActor {
     type Result = ();
 
@@ -695,6 +875,10 @@ async fn serve_connection(
         format!("libratory {}", env!("CARGO_PKG_VERSION")),
     );
     let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
+    if theirs.role == Role::Client {
+        serve_client(conn, s, manager).await;
+        return Ok(());
+    }
     if theirs.role != Role::Node {
         let _ = s
             .send(&ManagerMsg::Reject {
@@ -757,6 +941,36 @@ async fn serve_connection(
     Ok(())
 }
 
+/// A client connection: requests in, replies out, until it closes.
+async fn serve_client(conn: quinn::Connection, s: FramedStream, manager: Addr<ManagerActor>) {
+    let (mut tx, mut rx) = s.split();
+    let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<ClientReply>();
+    let writer = actix::spawn(async move {
+        while let Some(r) = reply_rx.recv().await {
+            if tx.send(&r).await.is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match rx.recv::<ClientMsg>("client message").await {
+            Ok(Some(msg)) => manager.do_send(FromClient {
+                reply: reply_tx.clone(),
+                msg,
+            }),
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!("client {}: {e}", rx.peer());
+                break;
+            }
+        }
+    }
+    drop(reply_tx);
+    // Let answers in flight go out before the connection drops.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    drop(conn);
+}
+
 /// Runs a live experiment: serves on `cfg.listen` until the workload is
 /// done or `shutdown` resolves. Call inside an actix `System`.
 pub async fn run(
@@ -808,6 +1022,9 @@ pub async fn run(
         replay_started: None,
         ended: None,
         bar: None,
+        pending: HashMap::new(),
+        next_client_job: 1 << 40,
+        recent: VecDeque::new(),
     }
     .start();
     let accept_manager = manager.clone();

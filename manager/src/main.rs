@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::swf::{SwfReader, WindowStats};
 use common::workload::PRESETS;
 
+mod client;
 mod figures;
 mod metric_table;
 mod output;
@@ -86,6 +87,10 @@ enum Command {
         /// runs/<config name>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Keep serving client submissions (`libratory submit`) after the
+        /// workload, until Ctrl-C.
+        #[arg(long)]
+        serve: bool,
     },
     /// Make the cluster's certificates: a CA, the manager's and one per
     /// node process name.
@@ -102,6 +107,26 @@ enum Command {
         /// Add node certificates to an existing CA in --out.
         #[arg(long)]
         add: bool,
+    },
+    /// Submit a job to a running manager; answers at once: accepted (nodes,
+    /// cost) or rejected with the reason. Exit code 3 when rejected.
+    Submit {
+        #[command(flatten)]
+        conn: client::ConnArgs,
+        #[command(flatten)]
+        job: client::JobArgs,
+    },
+    /// The Libra+$ price a job would pay now, per node, without submitting.
+    Quote {
+        #[command(flatten)]
+        conn: client::ConnArgs,
+        #[command(flatten)]
+        job: client::JobArgs,
+    },
+    /// The running cluster: nodes, their jobs and shares, recent decisions.
+    Status {
+        #[command(flatten)]
+        conn: client::ConnArgs,
     },
     /// List the registered policies.
     Policies,
@@ -133,6 +158,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Simulate(a) => simulate::run(a),
+        Command::Submit { conn, job } => client::submit(&conn, &job),
+        Command::Quote { conn, job } => client::quote(&conn, &job),
+        Command::Status { conn } => client::status(&conn),
         Command::Certs {
             out,
             nodes,
@@ -146,6 +174,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             config,
             spawn_local,
             out,
+            serve,
         } => {
             let cfg = ClusterConfig::load(&config)?;
             let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -154,7 +183,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .map_or("run".into(), |s| s.to_string_lossy().to_string());
                 PathBuf::from("runs").join(stem)
             });
-            runcmd::run(&cfg, &out, spawn_local, std::io::stderr().is_terminal())?;
+            runcmd::run(
+                &cfg,
+                &out,
+                spawn_local,
+                std::io::stderr().is_terminal(),
+                serve,
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo {
@@ -175,7 +210,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 nodes,
                 jobs,
             );
-            runcmd::run(&cfg, &out, true, std::io::stderr().is_terminal())?;
+            runcmd::run(&cfg, &out, true, std::io::stderr().is_terminal(), false)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(a) => sweep::run(a),

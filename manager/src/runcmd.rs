@@ -259,7 +259,13 @@ fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)
 
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
-pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: bool) -> Result<()> {
+pub fn run(
+    cfg: &ClusterConfig,
+    out: &Path,
+    spawn_local: bool,
+    progress: bool,
+    serve: bool,
+) -> Result<()> {
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
@@ -291,6 +297,7 @@ pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: bool) -
         link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
         histogram_timeout: Duration::from_secs(5),
         progress,
+        serve,
     };
     let jobs = wl.jobs.clone();
     let certs = cfg.manager.certs.clone();

@@ -316,3 +316,226 @@ fn a_node_killed_mid_run_loses_its_parts_and_the_run_completes() {
     let warnings = s["warnings"].to_string();
     assert!(warnings.contains("lost node process"), "{warnings}");
 }
+
+fn serve_config(dir: &Path, port: u16, policy: &str, nodes: usize) -> PathBuf {
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.01
+start_timeout_s = 20
+
+[workload]
+preset = "libra"
+policy = "{policy}"
+set = {{ jobs = 1 }}
+
+[[hosts]]
+name = "local"
+nodes_per_process = {nodes}
+capacity = 0.2
+"#
+    );
+    let p = dir.join(format!("serve-{policy}.toml"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `libratory submit/quote/status` against a serving manager.
+fn client(args: &[&str], port: u16, certs: &Path) -> Output {
+    Command::new(libratory())
+        .args(args)
+        .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
+        .arg(certs)
+        .output()
+        .unwrap()
+}
+
+fn wait_for_status(port: u16, certs: &Path) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        let o = client(&["status"], port, certs);
+        if o.status.success() && String::from_utf8_lossy(&o.stdout).contains("nodes") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("the manager never answered status");
+}
+
+#[test]
+fn submit_quote_and_status_answer_at_once_with_reasons() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+
+    // Libra+$ on 2 nodes: accepted, and rejected for deadline, budget and
+    // resources.
+    let port = free_port();
+    let cfg = serve_config(dir.path(), port, "libra-plus-dollar", 2);
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run-lpd"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
+    let o = client(
+        &[
+            "submit",
+            "--estimate",
+            "100",
+            "--deadline",
+            "400",
+            "--budget",
+            "500",
+            "--processors",
+            "2",
+        ],
+        port,
+        &certs_dir,
+    );
+    assert!(
+        o.status.success() && out(&o).starts_with("accepted: job"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        out(&o).contains("nodes 0, 1") || out(&o).contains("nodes 1, 0"),
+        "{}",
+        out(&o)
+    );
+    for (args, reason) in [
+        (
+            vec!["--estimate", "500", "--deadline", "400", "--budget", "5000"],
+            "rejected (deadline)",
+        ),
+        (
+            vec!["--estimate", "100", "--deadline", "400", "--budget", "50"],
+            "rejected (budget)",
+        ),
+        (
+            vec![
+                "--estimate",
+                "100",
+                "--deadline",
+                "400",
+                "--processors",
+                "3",
+            ],
+            "rejected (resources)",
+        ),
+    ] {
+        let mut a = vec!["submit"];
+        a.extend(args);
+        let o = client(&a, port, &certs_dir);
+        assert_eq!(o.status.code(), Some(3), "{}", out(&o));
+        assert!(out(&o).contains(reason), "{}", out(&o));
+    }
+    // A quote: the price per node (PUtil >= 1, so P >= alpha + beta = 1.1)
+    // and the decision, without submitting.
+    let o = client(
+        &[
+            "quote",
+            "--estimate",
+            "100",
+            "--deadline",
+            "400",
+            "--budget",
+            "500",
+        ],
+        port,
+        &certs_dir,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(
+        out(&o).contains("price/s") && out(&o).contains("would be accepted"),
+        "{}",
+        out(&o)
+    );
+    // Status: both nodes, the running job, the recent decisions.
+    let o = client(&["status"], port, &certs_dir);
+    let s = out(&o);
+    assert!(
+        s.contains("2 nodes") && s.contains("rejected (budget)") && s.contains("accepted on"),
+        "{s}"
+    );
+    // A job spec file with the submission segments, and a bad one.
+    let spec = dir.path().join("job.toml");
+    std::fs::write(
+        &spec,
+        "[JobDetails]\nruntime_estimate = 50\n[ResourceRequirements]\nprocessors = 1\n[QoSConstraints]\ndeadline = 500\nbudget = 1000\n",
+    )
+    .unwrap();
+    let o = client(
+        &["submit", "--spec", spec.to_str().unwrap()],
+        port,
+        &certs_dir,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    std::fs::write(
+        &spec,
+        "[JobDetails]\nruntime_estimate = -5\n[QoSConstraints]\ndeadline = 500\n",
+    )
+    .unwrap();
+    let o = client(
+        &["submit", "--spec", spec.to_str().unwrap()],
+        port,
+        &certs_dir,
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("JobDetails.runtime_estimate"));
+    interrupt(&manager);
+    assert_eq!(
+        wait_timeout(&mut manager, Duration::from_secs(30)),
+        Some(true)
+    );
+
+    // LibraRisk on one node: a job that keeps the node busy, then a late
+    // job that would delay it: rejected for risk.
+    let port = free_port();
+    let cfg = serve_config(dir.path(), port, "libra-risk", 1);
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run-risk"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let o = client(
+        &["submit", "--estimate", "1000", "--deadline", "1100"],
+        port,
+        &certs_dir,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    let o = client(
+        &["submit", "--estimate", "500", "--deadline", "400"],
+        port,
+        &certs_dir,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", out(&o));
+    assert!(out(&o).contains("rejected (risk)"), "{}", out(&o));
+    interrupt(&manager);
+    assert_eq!(
+        wait_timeout(&mut manager, Duration::from_secs(30)),
+        Some(true)
+    );
+}
+
+/// Sends SIGINT (what Ctrl-C does) to a child.
+fn interrupt(c: &Child) {
+    let st = Command::new("kill")
+        .args(["-INT", &c.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}

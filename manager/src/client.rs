@@ -1,0 +1,413 @@
+//! `libratory submit`, `quote` and `status`: talk to a running manager as
+//! Libra's front end did. A submission is answered at once: accepted (which
+//! nodes, the cost) or rejected with the reason, so the user can relax the
+//! deadline or raise the budget and try again.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use common::job::{
+    DeadlineType, JobDetails, JobSpec, Objective, QosConstraints, QosOptimization,
+    ResourceRequirements,
+};
+use common::net::{self, FramedStream, Timeouts};
+use common::policy::Decision;
+use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use serde::Deserialize;
+
+/// Where the manager is and who we are.
+#[derive(Args, Clone)]
+pub struct ConnArgs {
+    /// The manager's address (ip:port, UDP).
+    #[arg(long)]
+    manager: SocketAddr,
+    /// Certificates directory (ca.pem and the identity's .pem/.key).
+    #[arg(long)]
+    certs: PathBuf,
+    /// Identity to present (`client` unless given).
+    #[arg(long, default_value = net::CLIENT_NAME)]
+    identity: String,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A job, from flags or a specification file.
+#[derive(Args, Clone)]
+pub struct JobArgs {
+    /// Job specification file (TOML with the segments of the submission
+    /// specification: [JobDetails], [ResourceRequirements],
+    /// [QoSConstraints], [QoSOptimization]).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Runtime estimate RE (trace seconds on the reference node).
+    #[arg(long)]
+    estimate: Option<f64>,
+    /// Relative deadline D (trace seconds).
+    #[arg(long)]
+    deadline: Option<f64>,
+    /// Budget B (default: unlimited).
+    #[arg(long)]
+    budget: Option<f64>,
+    /// Processors P.
+    #[arg(long, default_value_t = 1)]
+    processors: u32,
+    /// Work the synthetic job really does (default: its estimate).
+    #[arg(long)]
+    actual: Option<f64>,
+    /// Soft deadline (default hard).
+    #[arg(long)]
+    soft: bool,
+    /// Penalty per second of delay.
+    #[arg(long, default_value_t = 0.0)]
+    penalty_rate: f64,
+}
+
+/// The submission specification file (seed 000's segments).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    #[serde(rename = "JobDetails")]
+    details: SpecDetails,
+    #[serde(rename = "ResourceRequirements", default)]
+    resources: Option<SpecResources>,
+    #[serde(rename = "QoSConstraints")]
+    qos: SpecQos,
+    #[serde(rename = "QoSOptimization", default)]
+    optimization: Option<SpecOpt>,
+    /// Further segments are kept as they are (the specification is
+    /// extensible).
+    #[serde(flatten)]
+    extra: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecDetails {
+    runtime_estimate: f64,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    actual_runtime: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecResources {
+    #[serde(default = "one")]
+    processors: u32,
+    #[serde(default)]
+    memory_kb: u64,
+    #[serde(default)]
+    disk_mb: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecQos {
+    deadline: f64,
+    #[serde(default)]
+    budget: Option<f64>,
+    #[serde(default)]
+    deadline_type: Option<DeadlineType>,
+    #[serde(default)]
+    penalty_rate: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecOpt {
+    #[serde(default)]
+    objective: Option<Objective>,
+}
+
+fn load_spec(path: &Path) -> Result<(JobSpec, Option<f64>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let f: SpecFile = toml::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    let mut extra = BTreeMap::new();
+    for (seg, v) in f.extra {
+        let toml::Value::Table(t) = v else {
+            bail!("{}: segment {seg} must be a table", path.display());
+        };
+        extra.insert(
+            seg,
+            t.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
+        );
+    }
+    let r = f.resources.unwrap_or(SpecResources {
+        processors: 1,
+        memory_kb: 0,
+        disk_mb: 0,
+    });
+    let job = JobSpec {
+        id: 0,
+        details: JobDetails {
+            runtime_estimate: f.details.runtime_estimate,
+            submit_time: 0.0,
+            name: f.details.name,
+        },
+        resources: ResourceRequirements {
+            processors: r.processors,
+            memory_kb: r.memory_kb,
+            disk_mb: r.disk_mb,
+        },
+        qos: QosConstraints {
+            deadline: f.qos.deadline,
+            budget: f.qos.budget.unwrap_or(f64::INFINITY),
+            deadline_type: f.qos.deadline_type.unwrap_or_default(),
+            penalty_rate: f.qos.penalty_rate,
+        },
+        optimization: QosOptimization {
+            objective: f.optimization.and_then(|o| o.objective),
+        },
+        urgency: None,
+        extra_segments: extra,
+    };
+    Ok((job, f.details.actual_runtime))
+}
+
+impl JobArgs {
+    fn job(&self) -> Result<(JobSpec, Option<f64>)> {
+        let (job, actual) = match &self.spec {
+            Some(p) => load_spec(p)?,
+            None => {
+                let (Some(estimate), Some(deadline)) = (self.estimate, self.deadline) else {
+                    bail!("give --spec FILE, or at least --estimate and --deadline");
+                };
+                (
+                    JobSpec {
+                        id: 0,
+                        details: JobDetails {
+                            runtime_estimate: estimate,
+                            submit_time: 0.0,
+                            name: None,
+                        },
+                        resources: ResourceRequirements {
+                            processors: self.processors,
+                            memory_kb: 0,
+                            disk_mb: 0,
+                        },
+                        qos: QosConstraints {
+                            deadline,
+                            budget: self.budget.unwrap_or(f64::INFINITY),
+                            deadline_type: if self.soft {
+                                DeadlineType::Soft
+                            } else {
+                                DeadlineType::Hard
+                            },
+                            penalty_rate: self.penalty_rate,
+                        },
+                        optimization: QosOptimization::default(),
+                        urgency: None,
+                        extra_segments: BTreeMap::new(),
+                    },
+                    self.actual,
+                )
+            }
+        };
+        // Refuse bad input here, naming the field, before the network.
+        job.validate()?;
+        if job.qos.deadline < job.details.runtime_estimate {
+            eprintln!(
+                "note: the deadline ({} s) is shorter than the runtime estimate ({} s): expect a deadline rejection",
+                job.qos.deadline, job.details.runtime_estimate
+            );
+        }
+        Ok((job, actual.or(self.actual)))
+    }
+}
+
+/// Sends one request and waits for its reply.
+pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
+    let ep = net::client_endpoint(
+        "0.0.0.0:0".parse().expect("valid"),
+        &conn.certs,
+        &conn.identity,
+        Timeouts::default(),
+    )?;
+    let c = net::connect(&ep, conn.manager).await?;
+    let mut s = FramedStream::open(&c).await?;
+    s.handshake(&Hello::new(
+        Role::Client,
+        format!("libratory {}", env!("CARGO_PKG_VERSION")),
+    ))
+    .await?;
+    s.send(&msg).await?;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(30),
+        s.recv::<ClientReply>("client reply"),
+    )
+    .await
+    .with_context(|| format!("no answer from {} within 30 s", conn.manager))??
+    .with_context(|| format!("{} closed the connection without answering", conn.manager))?;
+    c.close(0u32.into(), b"done");
+    ep.wait_idle().await;
+    Ok(reply)
+}
+
+fn rt() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn print_decision(decision: &Decision, what: &str) -> ExitCode {
+    match decision {
+        Decision::Accept(a) => {
+            let nodes: Vec<String> = a.nodes.iter().map(|n| n.to_string()).collect();
+            println!("{what} on nodes {} at cost {:.4}", nodes.join(", "), a.cost);
+            ExitCode::SUCCESS
+        }
+        Decision::Reject(r) => {
+            println!("rejected ({}): {}", r.reason, r.detail);
+            let hint = match r.reason {
+                common::policy::RejectReason::Deadline => "relax the deadline or try later",
+                common::policy::RejectReason::Budget => "raise the budget or relax the deadline",
+                common::policy::RejectReason::Resources => {
+                    "ask for fewer processors or less memory"
+                }
+                common::policy::RejectReason::Risk => "relax the deadline or try later",
+                common::policy::RejectReason::Return => "raise the budget or relax the deadline",
+                common::policy::RejectReason::Expired => "submit earlier or relax the deadline",
+            };
+            println!("hint: {hint}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// `libratory submit`: exit 0 when accepted (or queued), 3 when rejected.
+pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
+    let (spec, actual) = job.job()?;
+    let reply = rt()?.block_on(request(
+        conn,
+        ClientMsg::Submit {
+            token: 1,
+            job: (&spec).into(),
+            actual,
+        },
+    ))?;
+    if conn.json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+    }
+    match reply {
+        ClientReply::Decided { job, decision, .. } => {
+            if conn.json {
+                return Ok(if matches!(decision, Decision::Accept(_)) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(3)
+                });
+            }
+            Ok(print_decision(&decision, &format!("accepted: job {job}")))
+        }
+        ClientReply::Queued { job, .. } => {
+            if !conn.json {
+                println!("queued: job {job} waits for processors (space-shared policy)");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClientReply::Error { message, .. } => bail!("the manager refused the request: {message}"),
+        other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+/// `libratory quote`: the Libra+$ price the job would pay now.
+pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
+    let (spec, _) = job.job()?;
+    let reply = rt()?.block_on(request(
+        conn,
+        ClientMsg::Quote {
+            token: 1,
+            job: (&spec).into(),
+        },
+    ))?;
+    if conn.json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match reply {
+        ClientReply::Quoted {
+            quotes, decision, ..
+        } => {
+            println!(
+                "{:>6} {:>12} {:>8} {:>8} {:>12}",
+                "node", "RESFree (s)", "PUtil", "price/s", "cost"
+            );
+            for q in &quotes {
+                println!(
+                    "{:>6} {:>12.1} {:>8.4} {:>8.4} {:>12.4}",
+                    q.node, q.res_free, q.putil, q.price, q.cost
+                );
+            }
+            Ok(print_decision(&decision, "would be accepted"))
+        }
+        ClientReply::Error { message, .. } => bail!("the manager refused the request: {message}"),
+        other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+/// `libratory status`: nodes, their jobs and shares, recent decisions.
+pub fn status(conn: &ConnArgs) -> Result<ExitCode> {
+    let reply = rt()?.block_on(request(conn, ClientMsg::Status { token: 1 }))?;
+    if conn.json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match reply {
+        ClientReply::Status {
+            at,
+            policy,
+            nodes,
+            recent,
+            counts,
+            ..
+        } => {
+            println!(
+                "policy {policy} at trace time {at:.1}: {} nodes, {} jobs submitted, {} open, {} queued",
+                nodes.len(),
+                counts.0,
+                counts.1,
+                counts.2
+            );
+            for n in &nodes {
+                println!("node {:>4} ({}) load {:.3}", n.id, n.host, n.load);
+                for p in &n.parts {
+                    println!(
+                        "    job {:>14} done {:>10.1} of {:>10.1} s, deadline {:>10.1}, needs share {:.3}",
+                        p.job, p.cpu_done, p.est_cpu, p.deadline, p.required
+                    );
+                }
+            }
+            if !recent.is_empty() {
+                println!("recent decisions:");
+                for d in &recent {
+                    match &d.decision {
+                        Decision::Accept(a) => println!(
+                            "  {:>10.1} job {} accepted on {:?} cost {:.3}",
+                            d.at, d.job, a.nodes, a.cost
+                        ),
+                        Decision::Reject(r) => println!(
+                            "  {:>10.1} job {} rejected ({}): {}",
+                            d.at, d.job, r.reason, r.detail
+                        ),
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClientReply::Error { message, .. } => bail!("the manager refused the request: {message}"),
+        other => bail!("unexpected answer: {other:?}"),
+    }
+}
