@@ -395,6 +395,12 @@ pub enum ClientMsg {
         /// Echoed back.
         token: u64,
     },
+    /// Answered by the connection itself, without the manager's actors:
+    /// the baseline round trip benchmarks compare against.
+    Echo {
+        /// Echoed back.
+        token: u64,
+    },
 }
 
 /// One node in a status answer.
@@ -483,6 +489,11 @@ pub enum ClientReply {
         recent: Vec<RecentDecision>,
         /// Jobs submitted, open and queued.
         counts: (u64, u64, u64),
+    },
+    /// The answer to [`ClientMsg::Echo`].
+    Echo {
+        /// The request's token.
+        token: u64,
     },
     /// The request could not be served.
     Error {

@@ -323,7 +323,12 @@ impl ManagerActor {
 
     /// Forwards the core's outputs.
     fn flush(&mut self) {
-        for o in std::mem::take(&mut self.out) {
+        // Answer waiting clients before dispatching to nodes: both go out
+        // at once, but the client's answer should not queue behind the
+        // dispatches on this thread.
+        let mut outs = std::mem::take(&mut self.out);
+        outs.sort_by_key(|o| matches!(o, Output::Send { .. }));
+        for o in outs {
             match o {
                 Output::Send { link, msg } => {
                     if let Some(l) = self.links.get(&link).filter(|l| l.alive) {
@@ -741,6 +746,9 @@ impl ManagerActor {
                     decision,
                 });
             }
+            ClientMsg::Echo { token } => {
+                let _ = reply.send(ClientReply::Echo { token });
+            }
             ClientMsg::Status { token } => {
                 let policy = self.core.policy_name().to_string();
                 let counts = (
@@ -954,6 +962,9 @@ async fn serve_client(conn: quinn::Connection, s: FramedStream, manager: Addr<Ma
     });
     loop {
         match rx.recv::<ClientMsg>("client message").await {
+            Ok(Some(ClientMsg::Echo { token })) => {
+                let _ = reply_tx.send(ClientReply::Echo { token });
+            }
             Ok(Some(msg)) => manager.do_send(FromClient {
                 reply: reply_tx.clone(),
                 msg,

@@ -1,0 +1,329 @@
+//! Live admission overhead (issue: manager and nodes over QUIC). Run with
+//! `cargo build --release --workspace --bins && cargo bench -p libratory-manager --bench live_latency`.
+//!
+//! Starts the real `libratory` manager (serving client submissions, Libra)
+//! and two real `libratory-node` processes hosting 64 emulated nodes each
+//! (128 in all), on loopback. In the same run it measures a baseline: a
+//! plain QUIC echo round trip (one framed message to the manager and
+//! back through the manager process's connection task, same TLS and
+//! framing, not through its actors). The nodes get 0.004 of a core each
+//! (half a core in all) so that the manager keeps a core, as it would on
+//! its own machine. Then it submits jobs at sustained rates
+//! over one client connection and reports, per rate:
+//! - submit-to-decision latency (client sends Submit, receives the
+//!   decision) p50/p99, and p99 as a ratio to the echo's p99 (target <= 2);
+//! - the achieved rate;
+//!
+//! and finally the maximum sustained admission rate (submissions as fast
+//! as the connection takes them) and the manager's memory per 1,000 jobs
+//! in flight (resident set growth of the manager process while jobs that
+//! last longer than the test are held).
+//!
+//! Every random choice here is fixed (no randomness is used).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::job::{
+    DeadlineType, JobDetails, JobSpec, QosConstraints, QosOptimization, ResourceRequirements,
+};
+use common::net::{self, FramedStream, Timeouts};
+use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use hdrhistogram::Histogram;
+
+fn bin(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_libratory")).with_file_name(name);
+    assert!(
+        p.is_file(),
+        "{} missing: run `cargo build --release --workspace --bins` first",
+        p.display()
+    );
+    p
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Kill(Vec<Child>);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        // Interrupt (the manager then writes its results), wait a while,
+        // then make sure nothing is left running.
+        for c in &mut self.0 {
+            let _ = Command::new("kill")
+                .args(["-INT", &c.id().to_string()])
+                .status();
+        }
+        let end = Instant::now() + Duration::from_secs(15);
+        for c in &mut self.0 {
+            while Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn job(k: u64, estimate: f64, deadline: f64) -> JobSpec {
+    JobSpec {
+        id: k,
+        details: JobDetails {
+            runtime_estimate: estimate,
+            submit_time: 0.0,
+            name: None,
+        },
+        resources: ResourceRequirements {
+            processors: 1,
+            memory_kb: 0,
+            disk_mb: 0,
+        },
+        qos: QosConstraints {
+            deadline,
+            budget: f64::INFINITY,
+            deadline_type: DeadlineType::Hard,
+            penalty_rate: 0.0,
+        },
+        optimization: QosOptimization::default(),
+        urgency: None,
+        extra_segments: Default::default(),
+    }
+}
+
+async fn client(
+    addr: SocketAddr,
+    certs: &Path,
+) -> (quinn::Endpoint, quinn::Connection, FramedStream) {
+    let ep = net::client_endpoint(
+        "127.0.0.1:0".parse().unwrap(),
+        certs,
+        net::CLIENT_NAME,
+        Timeouts::default(),
+    )
+    .unwrap();
+    let c = net::connect(&ep, addr).await.unwrap();
+    let mut s = FramedStream::open(&c).await.unwrap();
+    s.handshake(&Hello::new(Role::Client, "bench"))
+        .await
+        .unwrap();
+    (ep, c, s)
+}
+
+/// The baseline: QUIC echo round trips with the manager process itself,
+/// `n` of them, one at a time: the same client, connection, TLS, framing
+/// and processes as a submission, answered by the manager's connection
+/// task without going through its actors or the policy.
+async fn echo_baseline(addr: SocketAddr, certs: &Path, n: usize) -> Histogram<u64> {
+    let (_ep, _c, mut s) = client(addr, certs).await;
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    for k in 0..n as u64 {
+        let t = Instant::now();
+        s.send(&ClientMsg::Echo { token: k }).await.unwrap();
+        let _: ClientReply = s.recv("reply").await.unwrap().unwrap();
+        let _ = h.record(t.elapsed().as_micros() as u64);
+    }
+    h
+}
+
+/// Submits at `rate` per second for `secs` (0 rate: as fast as possible);
+/// returns latency (us), decisions received, and elapsed seconds.
+async fn load(
+    addr: SocketAddr,
+    certs: &Path,
+    rate: f64,
+    secs: f64,
+    estimate: f64,
+    deadline: f64,
+) -> (Histogram<u64>, u64, f64) {
+    let (_ep, _c, s) = client(addr, certs).await;
+    let (mut tx, mut rx) = s.split();
+    let total = if rate > 0.0 {
+        (rate * secs) as u64
+    } else {
+        20_000
+    };
+    let sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
+        std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
+    let sent2 = sent.clone();
+    let reader = tokio::spawn(async move {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        let mut got = 0u64;
+        while got < total {
+            match tokio::time::timeout(Duration::from_secs(20), rx.recv::<ClientReply>("reply"))
+                .await
+            {
+                Ok(Ok(Some(ClientReply::Decided { token, .. })))
+                | Ok(Ok(Some(ClientReply::Queued { token, .. }))) => {
+                    if let Some(t) = sent2.lock().unwrap()[token as usize] {
+                        let _ = h.record(t.elapsed().as_micros() as u64);
+                    }
+                    got += 1;
+                }
+                Ok(Ok(Some(_))) => got += 1,
+                _ => break,
+            }
+        }
+        (h, got)
+    });
+    let t0 = Instant::now();
+    for k in 0..total {
+        if rate > 0.0 {
+            let due = t0 + Duration::from_secs_f64(k as f64 / rate);
+            let now = Instant::now();
+            if due > now {
+                tokio::time::sleep(due - now).await;
+            }
+        }
+        sent.lock().unwrap()[k as usize] = Some(Instant::now());
+        tx.send(&ClientMsg::Submit {
+            token: k,
+            job: (&job(k, estimate, deadline)).into(),
+            actual: Some(estimate),
+        })
+        .await
+        .unwrap();
+    }
+    let (h, got) = reader.await.unwrap();
+    (h, got, t0.elapsed().as_secs_f64())
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|v| v.parse().unwrap_or(0)))
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    let o = Command::new(bin("libratory"))
+        .args(["certs", "--out"])
+        .arg(&certs)
+        .args(["--nodes", "a,b"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // time_scale 1: a trace second is a real second, so the jobs below
+    // (estimate 1 s, deadline 1000 s) hold a part each for a while.
+    std::fs::write(
+        dir.path().join("c.toml"),
+        format!(
+            "[manager]\nlisten = \"{addr}\"\ncerts = \"certs\"\ntime_scale = 1.0\nstart_timeout_s = 30\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nset = {{ jobs = 1 }}\n"
+        ),
+    )
+    .unwrap();
+    let manager = Command::new(bin("libratory"))
+        .args(["run", "--serve", "--config"])
+        .arg(dir.path().join("c.toml"))
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mpid = manager.id();
+    let mut kids = Kill(vec![manager]);
+    std::thread::sleep(Duration::from_millis(300));
+    for name in ["a", "b"] {
+        kids.0.push(
+            Command::new(bin("libratory-node"))
+                .args(["--manager", &addr.to_string(), "--certs"])
+                .arg(&certs)
+                .args(["--name", name, "--nodes", "64", "--capacity", "0.004"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // Wait until the 128 nodes registered.
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_e, _c, mut s) = client(addr, &certs).await;
+            s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
+            if let Some(ClientReply::Status { nodes, .. }) = s.recv("reply").await.unwrap() {
+                if nodes.len() == 128 {
+                    break;
+                }
+            }
+            assert!(Instant::now() < end, "the 128 nodes did not register");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        println!("128 emulated nodes in 2 node processes, manager pid {mpid}, policy libra\n");
+        let echo = echo_baseline(addr, &certs, 2000).await;
+        println!(
+            "baseline QUIC echo round trip:  p50 {:>6} us  p99 {:>6} us  (n = {})",
+            echo.value_at_quantile(0.5),
+            echo.value_at_quantile(0.99),
+            echo.len()
+        );
+        for rate in [1000.0, 10000.0] {
+            // Short jobs (estimate 0.001 s at deadline 100 s): accepted and
+            // gone quickly, so the cluster never fills.
+            let (h, got, secs) = load(addr, &certs, rate, 2.0, 0.001, 100.0).await;
+            let p99 = h.value_at_quantile(0.99);
+            let ratio = p99 as f64 / echo.value_at_quantile(0.99).max(1) as f64;
+            println!(
+                "submit-to-decision at {:>6.0}/s: p50 {:>6} us  p99 {:>6} us  = {:>5.2}x echo p99 (target <= 2: {})  achieved {:>7.0}/s",
+                rate,
+                h.value_at_quantile(0.5),
+                p99,
+                ratio,
+                if ratio <= 2.0 { "met" } else { "MISSED" },
+                got as f64 / secs
+            );
+        }
+        let (h, got, secs) = load(addr, &certs, 0.0, 0.0, 0.001, 100.0).await;
+        println!(
+            "maximum sustained admissions: {:>7.0}/s over {got} submissions (p50 {} us, p99 {} us under saturation)",
+            got as f64 / secs,
+            h.value_at_quantile(0.5),
+            h.value_at_quantile(0.99)
+        );
+        // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
+        // deadline 1e7 s (share 1e-4 each) stay in flight for the test.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = rss_kb(mpid);
+        let (_h, got, _) = load(addr, &certs, 20000.0, 0.5, 1000.0, 1e7).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = rss_kb(mpid);
+        println!(
+            "manager memory: {} jobs in flight added {} KB of resident memory = {:.0} KB per 1,000 jobs",
+            got,
+            after.saturating_sub(before),
+            after.saturating_sub(before) as f64 * 1000.0 / got.max(1) as f64
+        );
+    });
+    // Stop the manager; its summary has its own view of the same runs.
+    drop(kids);
+    let summary = dir.path().join("run/summary.json");
+    if let Ok(text) = std::fs::read_to_string(&summary) {
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let l = &v["latency_us"];
+        println!(
+            "inside the manager: policy compute p50 {} us p99 {} us; dispatch to node start p50 {} us p99 {} us",
+            l["policy_compute_us"]["p50"], l["policy_compute_us"]["p99"], l["dispatch_to_start_us"]["p50"], l["dispatch_to_start_us"]["p99"]
+        );
+    }
+}
