@@ -89,13 +89,7 @@ impl Experiment {
         &mut self,
         pairs: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), WorkloadError> {
-        for kv in pairs {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| WorkloadError::NotKeyValue(kv.to_string()))?;
-            self.set(k.trim(), v.trim())?;
-        }
-        Ok(())
+        crate::workload::for_each_key_value(pairs, |k, v| self.set(k, v))
     }
 
     /// Checks that every policy name is registered.

@@ -349,13 +349,7 @@ impl Params {
         &mut self,
         pairs: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), WorkloadError> {
-        for kv in pairs {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| WorkloadError::NotKeyValue(kv.to_string()))?;
-            self.set(k.trim(), v.trim())?;
-        }
-        Ok(())
+        for_each_key_value(pairs, |k, v| self.set(k, v))
     }
 
     /// Checks ranges that serde cannot.
@@ -447,6 +441,21 @@ impl Params {
             })
             .collect()
     }
+}
+
+/// Splits each `key=value` string and hands the trimmed halves to `set`,
+/// in order; a string without `=` is an error naming it.
+pub fn for_each_key_value<'a>(
+    pairs: impl IntoIterator<Item = &'a str>,
+    mut set: impl FnMut(&str, &str) -> Result<(), WorkloadError>,
+) -> Result<(), WorkloadError> {
+    for kv in pairs {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| WorkloadError::NotKeyValue(kv.to_string()))?;
+        set(k.trim(), v.trim())?;
+    }
+    Ok(())
 }
 
 /// Sets the field `key` of any flat serde struct from a string, parsing it

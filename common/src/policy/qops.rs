@@ -735,6 +735,28 @@ impl Dvqops {
     }
 }
 
+/// The [`QueuePolicy`] methods QoPS, VQoPS and DVQoPS all delegate to
+/// their plan ([`Core`], field `core`).
+macro_rules! plan_methods {
+    () => {
+        fn finished(&mut self, _now: Time, job: JobId) {
+            self.core.finished(job);
+        }
+
+        fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+            self.core.schedule(now, out);
+        }
+
+        fn queued(&self) -> usize {
+            self.core.queue.len()
+        }
+
+        fn set_node_available(&mut self, node: usize, available: bool) {
+            self.core.set_available(node, available);
+        }
+    };
+}
+
 impl QueuePolicy for Qops {
     fn name(&self) -> &'static str {
         "qops"
@@ -744,21 +766,7 @@ impl QueuePolicy for Qops {
         self.core.admit(now, job).err()
     }
 
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.core.finished(job);
-    }
-
-    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
-        self.core.schedule(now, out);
-    }
-
-    fn queued(&self) -> usize {
-        self.core.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.core.set_available(node, available);
-    }
+    plan_methods!();
 }
 
 impl QueuePolicy for Vqops {
@@ -770,21 +778,7 @@ impl QueuePolicy for Vqops {
         self.core.admit(now, job).err()
     }
 
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.core.finished(job);
-    }
-
-    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
-        self.core.schedule(now, out);
-    }
-
-    fn queued(&self) -> usize {
-        self.core.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.core.set_available(node, available);
-    }
+    plan_methods!();
 }
 
 impl QueuePolicy for Dvqops {
@@ -818,21 +812,7 @@ impl QueuePolicy for Dvqops {
         self.core.admit(now, job).err()
     }
 
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.core.finished(job);
-    }
-
-    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
-        self.core.schedule(now, out);
-    }
-
-    fn queued(&self) -> usize {
-        self.core.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.core.set_available(node, available);
-    }
+    plan_methods!();
 }
 
 #[cfg(test)]
