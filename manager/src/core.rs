@@ -157,6 +157,17 @@ impl ManagerCore {
         self.policy.name()
     }
 
+    /// The Job Control spare rule the nodes must run with: the policy's
+    /// own (LibraSLA needs its shortfall sharing on the real nodes too);
+    /// space-shared policies give each part a whole node, where the rule
+    /// does not matter.
+    pub fn spare_rule(&self, default: common::share::SpareRule) -> common::share::SpareRule {
+        match &self.policy {
+            Policy::Admission(p) => p.spare_rule(),
+            Policy::Queue(_) => default,
+        }
+    }
+
     /// Registers the nodes of a link; returns their global ids.
     pub fn register(&mut self, link: LinkId, host: &str, infos: &[NodeInfo]) -> Vec<u32> {
         let mut ids = Vec::with_capacity(infos.len());

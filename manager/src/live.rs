@@ -546,7 +546,7 @@ impl Handler<Connected> for ManagerActor {
             node_ids: ids,
             time_scale: self.cfg.time_scale,
             trace_now: self.now(),
-            spare_rule: self.cfg.policy_config.spare_rule,
+            spare_rule: self.core.spare_rule(self.cfg.policy_config.spare_rule),
             report_ms: self.cfg.report_ms,
             heartbeat_ms: self.cfg.heartbeat_ms,
         };

