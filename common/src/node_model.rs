@@ -458,18 +458,18 @@ pub fn project_finishes(
             let mut q = p.clone();
             q.job = k as JobId; // index as identity
                                 // Its actual work is taken to be exactly its estimate.
-            let est = q.est_cpu;
-            sim.place(q, est);
+            sim.extra.actual_cpu.push(q.est_cpu);
+            sim.state.parts.push(q);
         }
     }
-    let mut done = Vec::new();
-    while !sim.state.parts.is_empty() {
-        let dt = sim.next_event_in().unwrap_or(0.0);
-        let t = sim.now() + dt;
-        sim.advance_to(t, &mut done);
-        for f in done.drain(..) {
-            out[f.job as usize] = f.at;
-        }
+    // One share computation for the whole set, then run every event to
+    // the end in one call (the projection is on the hot path of every
+    // LibraRisk and LibraSLA decision).
+    recompute(&sim.state, &mut sim.extra, rule, &mut sim.scratch);
+    let mut done = Vec::with_capacity(out.len());
+    sim.advance_to(Time::INFINITY, &mut done);
+    for f in done {
+        out[f.job as usize] = f.at;
     }
 }
 
