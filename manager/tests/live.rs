@@ -139,6 +139,37 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert!(hlog.contains("submit_to_decision_us"));
     assert!(out.join("jobs-libra.csv").is_file());
     assert!(out.join("logs/node-local-0.log").is_file());
+    // The same run directory as a simulated run's, with mode "live".
+    for f in [
+        "jobs-libra.jsonl",
+        "out_jobs-libra.csv",
+        "schedule-libra.swf",
+        "log.txt",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["mode"], "live");
+    assert_eq!(s["mode"], "live");
+    assert_eq!(m["seed"], s["seed"]);
+    assert_eq!(m["config"]["cluster"]["workload"]["policy"], "libra");
+    assert_eq!(m["node_processes"].as_array().unwrap().len(), 2);
+    assert_eq!(m["node_processes"][0]["exit"], "exit status: 0");
+    assert!(m["host"]["cores"].as_u64().unwrap() >= 1);
+    // Records are on the workload's axis: the first arrival is where the
+    // workload puts it, not late by the registration time.
+    let csv = std::fs::read_to_string(out.join("jobs-libra.csv")).unwrap();
+    let first: f64 = csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first < 20.0, "first arrival {first}");
 }
 
 /// Connects with a valid certificate and performs `script` after the TLS
@@ -222,6 +253,7 @@ fn strangers_are_refused() {
                     memory_kb: 1,
                     disk_mb: 1,
                 }],
+                pid: 1,
             }),
         ),
     ];
