@@ -15,6 +15,7 @@ use common::workload::PRESETS;
 
 mod client;
 mod figures;
+mod loadtest;
 mod output;
 mod plot;
 mod report;
@@ -61,6 +62,14 @@ enum Command {
     ///
     /// Example: libratory compare runs/live runs/sim --policy libra
     Compare(libratory_manager::compare::CompareArgs),
+    /// Load a serving manager (`run --serve`) with submissions at stepped
+    /// rates over QUIC: latency percentiles, throughput, an echo baseline,
+    /// CPU and memory of the manager and local node processes, a
+    /// saturation curve (SVG).
+    ///
+    /// Example: libratory loadtest --manager 127.0.0.1:7878 --certs certs
+    /// --rates 100,1000,5000 --seconds 3
+    Loadtest(loadtest::LoadtestArgs),
     /// Run a live demo: make certificates, start local `libratory-node`
     /// processes, replay a built-in workload over QUIC, print the summary.
     Demo {
@@ -223,6 +232,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Figures(a) => figures::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => libratory_manager::compare::run(&a),
+        Command::Loadtest(a) => loadtest::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);

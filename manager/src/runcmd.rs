@@ -154,7 +154,7 @@ pub fn node_binary() -> Result<PathBuf> {
 }
 
 /// Percentiles of one histogram, for `summary.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {
     /// Samples.
     pub count: u64,

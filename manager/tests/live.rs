@@ -571,3 +571,114 @@ fn interrupt(c: &Child) {
         .unwrap();
     assert!(st.success());
 }
+
+#[test]
+fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let port = free_port();
+    let cfg = serve_config(dir.path(), port, "libra", 2);
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let out = dir.path().join("lt");
+    let o = Command::new(libratory())
+        .args([
+            "loadtest",
+            "--manager",
+            &format!("127.0.0.1:{port}"),
+            "--certs",
+        ])
+        .arg(&certs_dir)
+        .args([
+            "--rates",
+            "100,300",
+            "--seconds",
+            "1",
+            "--echoes",
+            "50",
+            "--estimate",
+            "0.01",
+            "--deadline",
+            "100",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    interrupt(&manager);
+    let stopped = wait_timeout(&mut manager, Duration::from_secs(30));
+    if !o.status.success() {
+        dump("libratory loadtest", &o);
+        panic!("loadtest failed");
+    }
+    assert_eq!(stopped, Some(true), "the manager did not stop cleanly");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("on this host: CPU and memory read from /proc"),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("loadtest.json")).unwrap()).unwrap();
+    assert_eq!(r["policy"], "libra");
+    assert_eq!(r["nodes"], 2);
+    assert_eq!(r["node_processes"].as_array().unwrap().len(), 1);
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for (s, rate) in steps.iter().zip([100.0, 300.0]) {
+        let n = rate as u64;
+        assert_eq!(s["offered_rate"], rate);
+        assert_eq!(s["sent"], n);
+        assert_eq!(s["answered"], n, "{s}");
+        assert_eq!(s["errors"], 0);
+        assert_eq!(
+            s["accepted"].as_u64().unwrap() + s["rejected"].as_u64().unwrap(),
+            n
+        );
+        // Paced at the offered rate: the answers take about a second.
+        let achieved = s["achieved_rate"].as_f64().unwrap();
+        assert!(achieved > 0.5 * rate && achieved < 1.5 * rate, "{s}");
+        let l = &s["latency_us"];
+        assert_eq!(l["count"], n);
+        let (p50, p99, max) = (
+            l["p50"].as_u64().unwrap(),
+            l["p99"].as_u64().unwrap(),
+            l["max"].as_u64().unwrap(),
+        );
+        assert!(
+            p50 > 0 && p50 <= p99 && p99 <= max && max < 10_000_000,
+            "{l}"
+        );
+        assert_eq!(s["echo_us"]["count"], 50);
+        assert!(s["echo_us"]["p50"].as_u64().unwrap() > 0);
+        // The manager reported its own use; the node process was read
+        // from /proc. CPU is a share of one core: within [0, cores x 100].
+        let m = &s["manager"];
+        assert!(m["rss_kb"].as_u64().unwrap() > 1000, "{m}");
+        let cpu = m["cpu_percent"].as_f64().unwrap();
+        assert!((0.0..=400.0).contains(&cpu), "{m}");
+        let nodes = s["nodes_cpu_percent"].as_f64().unwrap();
+        assert!((0.0..=400.0).contains(&nodes), "{s}");
+        assert_eq!(s["local"].as_array().unwrap().len(), 1);
+    }
+    for f in [
+        "loadtest.csv",
+        "saturation.svg",
+        "latency.svg",
+        "manifest.json",
+        "log.txt",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("loadtest.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+}
