@@ -430,6 +430,11 @@ pub struct Comparison {
     pub identical_decisions: usize,
     /// `identical_decisions / common_jobs` (1 when there are none).
     pub identical_share: f64,
+    /// Common jobs accepted in both or rejected in both for the same
+    /// reason, whatever the nodes (placement differences left out).
+    pub identical_admissions: usize,
+    /// `identical_admissions / common_jobs` (1 when there are none).
+    pub identical_admission_share: f64,
     /// Common jobs with the same decision and the same outcome (deadline
     /// met or not, lost or not).
     pub identical_outcomes: usize,
@@ -550,6 +555,7 @@ pub fn compare(a: &RunJobs, b: &RunJobs) -> Comparison {
         .map(|r| r.id)
         .collect();
     let mut identical_decisions = 0;
+    let mut identical_admissions = 0;
     let mut identical_outcomes = 0;
     let mut differences: BTreeMap<String, usize> = BTreeMap::new();
     let mut jobs = Vec::new();
@@ -563,6 +569,9 @@ pub fn compare(a: &RunJobs, b: &RunJobs) -> Comparison {
         let same = same_decision(ra, rb);
         if same {
             identical_decisions += 1;
+        }
+        if ra.accepted == rb.accepted && (ra.accepted || ra.reason == rb.reason) {
+            identical_admissions += 1;
         }
         let kind = classify(ra, rb);
         if kind.is_none() {
@@ -668,6 +677,12 @@ pub fn compare(a: &RunJobs, b: &RunJobs) -> Comparison {
         } else {
             identical_decisions as f64 / n as f64
         },
+        identical_admissions,
+        identical_admission_share: if n == 0 {
+            1.0
+        } else {
+            identical_admissions as f64 / n as f64
+        },
         identical_outcomes,
         differences,
         qos_satisfaction_diff_pp: 100.0 * (b.summary.qos_satisfaction - a.summary.qos_satisfaction),
@@ -737,6 +752,12 @@ pub fn render(c: &Comparison, limit: usize) -> String {
         } else {
             100.0 * c.identical_outcomes as f64 / c.common_jobs as f64
         }
+    );
+    let _ = writeln!(
+        t,
+        "identical accept/reject (and reason), nodes aside: {} = {:.1}%",
+        c.identical_admissions,
+        100.0 * c.identical_admission_share
     );
     if !c.only_in_a.is_empty() || !c.only_in_b.is_empty() {
         let _ = writeln!(
@@ -918,6 +939,7 @@ mod tests {
         assert_eq!(c.common_jobs, 5);
         assert_eq!(c.only_in_b, vec![6]);
         assert_eq!(c.identical_decisions, 3);
+        assert_eq!(c.identical_admissions, 4);
         assert_eq!(c.identical_outcomes, 2);
         let kinds: Vec<(JobId, Difference)> = c.jobs.iter().map(|j| (j.id, j.difference)).collect();
         assert_eq!(
