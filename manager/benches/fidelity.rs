@@ -75,7 +75,7 @@ impl AdmissionPolicy for Recorder {
 
 /// Replays the simulation with the recorder (the same experiment as the
 /// `simulate` run: same preset, seed and sets).
-fn replay_loads(s: &Setup) -> Seen {
+fn replay_loads(s: &Setup) -> (Seen, bool) {
     let mut exp = Experiment::preset("libra").unwrap();
     if let Some(seed) = s.seed {
         exp.params.seed = seed;
@@ -94,21 +94,24 @@ fn replay_loads(s: &Setup) -> Seen {
     };
     let _ = common::sim::simulate(&wl.jobs, &specs, Policy::Admission(Box::new(rec)));
     let out = seen.lock().unwrap().clone();
-    out
+    (out, exp.policy.placement == policy::Placement::BestFit)
 }
 
 /// Gap between the node the placement chose and the best node it did not
 /// choose, in load (share of a node): how close the decision was to a tie.
-fn margin(loads: &[Option<f64>], chosen: &[usize]) -> Option<f64> {
+/// Least loaded ranks low loads first, best fit high ones.
+fn margin(loads: &[Option<f64>], chosen: &[usize], best_fit: bool) -> Option<f64> {
+    let sign = if best_fit { -1.0 } else { 1.0 };
     let worst_chosen = chosen
         .iter()
         .filter_map(|&k| loads.get(k).copied().flatten())
+        .map(|l| sign * l)
         .fold(f64::NEG_INFINITY, f64::max);
     let best_other = loads
         .iter()
         .enumerate()
         .filter(|(k, _)| !chosen.contains(k))
-        .filter_map(|(_, l)| *l)
+        .filter_map(|(_, l)| l.map(|l| sign * l))
         .fold(f64::INFINITY, f64::min);
     (worst_chosen.is_finite() && best_other.is_finite()).then_some(best_other - worst_chosen)
 }
@@ -262,7 +265,7 @@ fn simulate(dir: &Path, s: &Setup) -> PathBuf {
 
 /// For the first job placed differently: how close the simulator's own
 /// choice was to a tie, and the simulator's loads of the two nodes.
-fn explain(c: &compare::Comparison, seen: &Seen, sim: &compare::RunJobs) {
+fn explain(c: &compare::Comparison, seen: &Seen, sim: &compare::RunJobs, best_fit: bool) {
     let Some(first) = c.jobs.iter().find(|j| j.difference.is_decision()) else {
         println!("every decision identical: nothing to explain");
         return;
@@ -294,7 +297,7 @@ fn explain(c: &compare::Comparison, seen: &Seen, sim: &compare::RunJobs) {
         first.submit,
         show(&first.a.nodes),
         show(&first.b.nodes),
-        margin(loads, &r.nodes).unwrap_or(f64::NAN)
+        margin(loads, &r.nodes, best_fit).unwrap_or(f64::NAN)
     );
 }
 
@@ -341,16 +344,17 @@ fn main() {
         s.sets(),
         dir.display()
     );
-    let seen = replay_loads(&s);
+    let (seen, best_fit) = replay_loads(&s);
     let margins: Vec<f64> = simrun
         .records
         .iter()
         .filter(|r| r.accepted)
-        .filter_map(|r| margin(seen.get(&r.id)?, &r.nodes))
+        .filter_map(|r| margin(seen.get(&r.id)?, &r.nodes, best_fit))
         .collect();
     let close = |eps: f64| margins.iter().filter(|m| **m < eps).count();
     println!(
-        "simulator's placements (least loaded, seed 003's Libra): {} accepted; the runner-up node was within 0.001 / 0.01 / 0.05 of a node's share of the chosen one in {} / {} / {} of them",
+        "simulator's placements ({}): {} accepted; the runner-up node was within 0.001 / 0.01 / 0.05 of a node's share of the chosen one in {} / {} / {} of them",
+        if best_fit { "best fit" } else { "least loaded, seed 003's Libra" },
         margins.len(),
         close(0.001),
         close(0.01),
@@ -376,7 +380,7 @@ fn main() {
             if qos.abs() <= 2.0 { "met" } else { "MISSED" }
         );
         shares.push((share, qos));
-        explain(&c, &seen, &simrun);
+        explain(&c, &seen, &simrun, best_fit);
     }
     if runs > 1 {
         let n = shares.len() as f64;
