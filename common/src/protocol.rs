@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -185,6 +185,9 @@ pub enum NodeMsg {
         host: String,
         /// The nodes.
         nodes: Vec<NodeInfo>,
+        /// The node process's id on its host (since version 2: load tests
+        /// read its CPU and memory when the host is the client's).
+        pid: u32,
     },
     /// Liveness; `seq` increases by one each time.
     Heartbeat {
@@ -403,6 +406,32 @@ pub enum ClientMsg {
     },
 }
 
+/// A process's resource use as it reads it itself (`getrusage`, /proc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessUsage {
+    /// Process id.
+    pub pid: u32,
+    /// Host name of its machine.
+    pub hostname: String,
+    /// User plus system CPU time since it started (s).
+    pub cpu_seconds: f64,
+    /// Resident memory now (KiB).
+    pub rss_kb: u64,
+    /// Peak resident memory (KiB).
+    pub peak_rss_kb: u64,
+}
+
+/// A node process in a status answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeProcess {
+    /// Its label and address, `NAME (ip:port)`.
+    pub host: String,
+    /// Its process id on its own host.
+    pub pid: u32,
+    /// Emulated nodes it hosts.
+    pub nodes: u32,
+}
+
 /// One node in a status answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeStatus {
@@ -489,6 +518,11 @@ pub enum ClientReply {
         recent: Vec<RecentDecision>,
         /// Jobs submitted, open and queued.
         counts: (u64, u64, u64),
+        /// The manager process's own id and resource use (since version 2).
+        manager: ProcessUsage,
+        /// The node processes connected: label (`NAME (address)`), process
+        /// id on their host, emulated nodes (since version 2).
+        processes: Vec<NodeProcess>,
     },
     /// The answer to [`ClientMsg::Echo`].
     Echo {
@@ -690,6 +724,7 @@ mod tests {
                     memory_kb: 1 << 20,
                     disk_mb: 100,
                 }],
+                pid: 4242,
             },
             NodeMsg::Heartbeat { seq: 7 },
             NodeMsg::Progress {

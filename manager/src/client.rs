@@ -25,16 +25,16 @@ use serde::Deserialize;
 pub struct ConnArgs {
     /// The manager's address (ip:port, UDP).
     #[arg(long)]
-    manager: SocketAddr,
+    pub manager: SocketAddr,
     /// Certificates directory (ca.pem and the identity's .pem/.key).
     #[arg(long)]
-    certs: PathBuf,
+    pub certs: PathBuf,
     /// Identity to present (`client` unless given).
     #[arg(long, default_value = net::CLIENT_NAME)]
-    identity: String,
+    pub identity: String,
     /// Print the answer as JSON.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 /// A job, from flags or a specification file.
@@ -178,7 +178,8 @@ fn load_spec(path: &Path) -> Result<(JobSpec, Option<f64>)> {
 }
 
 impl JobArgs {
-    fn job(&self) -> Result<(JobSpec, Option<f64>)> {
+    /// The job the arguments describe, validated, and its actual work.
+    pub fn job(&self) -> Result<(JobSpec, Option<f64>)> {
         let (job, actual) = match &self.spec {
             Some(p) => load_spec(p)?,
             None => {
@@ -228,10 +229,26 @@ impl JobArgs {
     }
 }
 
-/// Sends one request and waits for its reply.
-pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
+/// An open client connection to a manager: the endpoint and connection
+/// (kept alive while it is used) and the framed stream, after the hello.
+pub struct Connection {
+    /// The local endpoint.
+    pub endpoint: quinn::Endpoint,
+    /// The QUIC connection.
+    pub conn: quinn::Connection,
+    /// Requests out, replies in.
+    pub stream: FramedStream,
+}
+
+/// Connects to the manager as a client and exchanges hellos.
+pub async fn connect(conn: &ConnArgs) -> Result<Connection> {
+    let bind = if conn.manager.is_ipv6() {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    };
     let ep = net::client_endpoint(
-        "0.0.0.0:0".parse().expect("valid"),
+        bind.parse().expect("valid"),
         &conn.certs,
         &conn.identity,
         Timeouts::default(),
@@ -243,6 +260,20 @@ pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
         format!("libratory {}", env!("CARGO_PKG_VERSION")),
     ))
     .await?;
+    Ok(Connection {
+        endpoint: ep,
+        conn: c,
+        stream: s,
+    })
+}
+
+/// Sends one request and waits for its reply.
+pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
+    let Connection {
+        endpoint: ep,
+        conn: c,
+        stream: mut s,
+    } = connect(conn).await?;
     s.send(&msg).await?;
     let reply = tokio::time::timeout(
         Duration::from_secs(30),

@@ -3,6 +3,9 @@
 //! QUIC server of a live run. The `libratory` binary is a thin shell over
 //! this crate and `common`.
 
+pub mod compare;
 pub mod config;
 pub mod core;
 pub mod live;
+pub mod metric_table;
+pub mod procstat;

@@ -9,7 +9,17 @@
 //! emulated nodes has registered (or the start timeout passes), replay the
 //! workload (trace time mapped to real time by `time_scale`), wait until
 //! every job is over, collect the nodes' histograms, tell the nodes to shut
-//! down, return the outcome. A shutdown signal (Ctrl-C, or the future given
+//! down, return the outcome.
+//!
+//! Time axes: the trace clock starts when the first node process registers
+//! (each node is told the mapping in its welcome), and the replay starts
+//! only once every node has registered, `offset` trace seconds later. A
+//! job of submit time `t` is submitted at clock time `offset + t`, so the
+//! first jobs are not late by the registration time, and the records
+//! handed back are shifted by `-offset`: they are on the workload's own
+//! axis, as the simulator's are, and the two compare job by job.
+//!
+//! A shutdown signal (Ctrl-C, or the future given
 //! by a test) ends the run early; jobs still open are then recorded as
 //! lost with that reason.
 
@@ -25,8 +35,8 @@ use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Time
 use common::policy::{self, AdmissionPolicy, PolicyConfig};
 use common::policy::{Decision, LibraPlusDollar};
 use common::protocol::{
-    ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeStatus, PartStatus,
-    RecentDecision, Role, Welcome,
+    ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
+    PartStatus, RecentDecision, Role, Welcome,
 };
 use common::time::Time;
 use common::workload::WorkloadJob;
@@ -110,8 +120,12 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
 
 /// What a live run produced.
 pub struct LiveOutcome {
-    /// One record per job, in job-id order.
+    /// One record per job, in job-id order, times on the workload's axis
+    /// (trace time 0 = the replay start; see the module header).
     pub records: Vec<JobRecord>,
+    /// Trace seconds between the first registration (the clock's start)
+    /// and the replay start.
+    pub replay_offset: Time,
     /// The manager's histograms by name.
     pub histograms: BTreeMap<String, Histogram<u64>>,
     /// Each node process's histograms: (host, name, histogram).
@@ -136,6 +150,7 @@ fn new_hist() -> Histogram<u64> {
 struct Connected {
     link: LinkId,
     host: String,
+    pid: u32,
     nodes: Vec<NodeInfo>,
     addr: Addr<LinkActor>,
 }
@@ -275,6 +290,7 @@ async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>
 struct LinkInfo {
     addr: Addr<LinkActor>,
     host: String,
+    pid: u32,
     nodes: usize,
     alive: bool,
 }
@@ -290,6 +306,8 @@ struct ManagerActor {
     decided: usize,
     finished: usize,
     started_replay: bool,
+    /// Clock time of the replay start (see the module header).
+    offset: Time,
     ending: bool,
     hists: BTreeMap<String, Histogram<u64>>,
     node_hists: Vec<(String, String, Histogram<u64>)>,
@@ -372,6 +390,7 @@ impl ManagerActor {
         }
         self.started_replay = true;
         self.replay_started = Some(Instant::now());
+        self.offset = self.now();
         if self.cfg.progress {
             let b = indicatif::ProgressBar::new(self.total_jobs as u64);
             b.set_style(
@@ -392,7 +411,7 @@ impl ManagerActor {
             self.check_end(ctx);
             return;
         };
-        let at = clock.instant_of(next.spec.details.submit_time);
+        let at = clock.instant_of(self.offset + next.spec.details.submit_time);
         let wait = at.saturating_duration_since(Instant::now());
         ctx.run_later(wait, |a, ctx| a.submit_due(ctx));
     }
@@ -400,11 +419,12 @@ impl ManagerActor {
     fn submit_due(&mut self, ctx: &mut Context<Self>) {
         let clock = self.clock.expect("clock set before replay");
         while let Some(j) = self.jobs.front() {
-            let due = clock.instant_of(j.spec.details.submit_time);
+            let due = clock.instant_of(self.offset + j.spec.details.submit_time);
             if due > Instant::now() {
                 break;
             }
-            let j = self.jobs.pop_front().expect("peeked");
+            let mut j = self.jobs.pop_front().expect("peeked");
+            j.spec.details.submit_time += self.offset;
             let id = j.spec.id;
             let t0 = Instant::now();
             let now = clock.now();
@@ -538,6 +558,7 @@ impl Handler<Connected> for ManagerActor {
             LinkInfo {
                 addr: m.addr,
                 host: m.host,
+                pid: m.pid,
                 nodes: ids.len(),
                 alive: true,
             },
@@ -784,6 +805,17 @@ impl ManagerActor {
                         load,
                     })
                     .collect();
+                let mut processes: Vec<NodeProcess> = self
+                    .links
+                    .values()
+                    .filter(|l| l.alive)
+                    .map(|l| NodeProcess {
+                        host: l.host.clone(),
+                        pid: l.pid,
+                        nodes: l.nodes as u32,
+                    })
+                    .collect();
+                processes.sort_by(|a, b| a.host.cmp(&b.host));
                 let _ = reply.send(ClientReply::Status {
                     token,
                     at: now,
@@ -791,6 +823,8 @@ impl ManagerActor {
                     nodes,
                     recent: self.recent.iter().cloned().collect(),
                     counts,
+                    manager: crate::procstat::own_usage(),
+                    processes,
                 });
             }
         }
@@ -848,8 +882,17 @@ impl Handler<TakeOutcome> for ManagerActor {
             (Some(a), Some(b)) => (b - a).as_secs_f64(),
             _ => 0.0,
         };
+        let off = self.offset;
+        let mut records = self.core.records();
+        for r in &mut records {
+            r.submit -= off;
+            r.decided_at -= off;
+            r.start = r.start.map(|t| t - off);
+            r.finish = r.finish.map(|t| t - off);
+        }
         LiveOutcomeParts(LiveOutcome {
-            records: self.core.records(),
+            records,
+            replay_offset: off,
             histograms: std::mem::take(&mut self.hists),
             node_histograms: std::mem::take(&mut self.node_hists),
             node_processes: self
@@ -896,7 +939,7 @@ async fn serve_connection(
         return Err(format!("{peer}: not a node ({:?})", theirs.role));
     }
     let reg: Option<NodeMsg> = s.recv("node message").await.map_err(|e| e.to_string())?;
-    let Some(NodeMsg::Register { host, nodes }) = reg else {
+    let Some(NodeMsg::Register { host, nodes, pid }) = reg else {
         let _ = s
             .send(&ManagerMsg::Reject {
                 reason: "expected Register after hello".into(),
@@ -923,6 +966,7 @@ async fn serve_connection(
         .send(Connected {
             link,
             host: host_label,
+            pid,
             nodes,
             addr: addr.clone(),
         })
@@ -1020,6 +1064,7 @@ pub async fn run(
         decided: 0,
         finished: 0,
         started_replay: false,
+        offset: 0.0,
         ending: false,
         hists,
         node_hists: Vec::new(),

@@ -1,6 +1,6 @@
 //! `libratory`: the user-facing command. Thin: it parses arguments and
 //! hands each subcommand to its module (`simulate`, `sweep`, `figures`,
-//! `report`); errors are printed with their whole chain and a non-zero
+//! `report`, `compare`, `loadtest`, the live commands); errors are printed with their whole chain and a non-zero
 //! exit code.
 
 use std::io::IsTerminal;
@@ -15,7 +15,7 @@ use common::workload::PRESETS;
 
 mod client;
 mod figures;
-mod metric_table;
+mod loadtest;
 mod output;
 mod plot;
 mod report;
@@ -25,6 +25,7 @@ mod simulate;
 mod sweep;
 
 use libratory_manager::config::ClusterConfig;
+use libratory_manager::metric_table;
 
 /// Deadline- and budget-aware cluster admission control: simulate the
 /// Libra family of policies and their baselines on real traces.
@@ -55,6 +56,20 @@ enum Command {
     /// Compare run directories side by side: a table, a CSV with every
     /// metric and one SVG per metric.
     Report(report::ReportArgs),
+    /// Compare two run directories job by job: the share of identical
+    /// admission decisions, every metric side by side, and the jobs that
+    /// differ with why (e.g. a live run against the simulator).
+    ///
+    /// Example: libratory compare runs/live runs/sim --policy libra
+    Compare(libratory_manager::compare::CompareArgs),
+    /// Load a serving manager (`run --serve`) with submissions at stepped
+    /// rates over QUIC: latency percentiles, throughput, an echo baseline,
+    /// CPU and memory of the manager and local node processes, a
+    /// saturation curve (SVG).
+    ///
+    /// Example: libratory loadtest --manager 127.0.0.1:7878 --certs certs
+    /// --rates 100,1000,5000 --seconds 3
+    Loadtest(loadtest::LoadtestArgs),
     /// Run a live demo: make certificates, start local `libratory-node`
     /// processes, replay a built-in workload over QUIC, print the summary.
     Demo {
@@ -216,6 +231,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sweep(a) => sweep::run(a),
         Command::Figures(a) => figures::run(a),
         Command::Report(a) => report::run(a),
+        Command::Compare(a) => libratory_manager::compare::run(&a),
+        Command::Loadtest(a) => loadtest::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);

@@ -1,7 +1,8 @@
 //! The live commands: `libratory certs`, `libratory run` and
 //! `libratory demo`. They set up a live run (certificates, configuration,
 //! local node processes), hand it to [`crate::live::run`], and write the
-//! results in the same formats as `simulate`, plus the latency histograms.
+//! same run directory as `simulate` (through `rundir`, `mode: "live"`),
+//! plus the latency histograms and the node processes' logs.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,6 +25,7 @@ use libratory_manager::config::{ClusterConfig, HostSection};
 use libratory_manager::live::{self, LiveConfig, LiveOutcome};
 
 use crate::output;
+use crate::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
 
 /// `libratory certs`: a cluster CA, the manager's certificate and one per
 /// node process name.
@@ -152,7 +154,7 @@ pub fn node_binary() -> Result<PathBuf> {
 }
 
 /// Percentiles of one histogram, for `summary.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {
     /// Samples.
     pub count: u64,
@@ -217,21 +219,25 @@ pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64
     Ok(())
 }
 
+/// What only a live run's summary.json has, beside the simulated run's
+/// fields.
 #[derive(Serialize)]
-struct LiveSummaryFile<'a> {
-    libratory_version: &'static str,
+struct LiveFacts<'a> {
     mode: &'static str,
-    seed: u64,
-    preset: &'a str,
-    trace: Option<String>,
-    experiment: &'a Experiment,
     time_scale: f64,
+    replay_offset: f64,
     node_processes: Vec<(String, usize)>,
     wall_seconds: f64,
     warnings: &'a [String],
-    policies: Vec<Summary>,
     latency_us: BTreeMap<String, Percentiles>,
     node_latency_us: BTreeMap<String, Percentiles>,
+}
+
+/// The configuration a live run's manifest records.
+#[derive(Serialize)]
+struct LiveRunConfig<'a> {
+    experiment: &'a Experiment,
+    cluster: &'a ClusterConfig,
 }
 
 /// Builds the experiment and workload a config describes.
@@ -266,6 +272,7 @@ pub fn run(
     progress: bool,
     serve: bool,
 ) -> Result<()> {
+    let inv = Invocation::capture();
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
@@ -274,7 +281,8 @@ pub fn run(
         None => listen,
     };
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    println!(
+    let mut log = Log::new();
+    log.say(format_args!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
         cfg.workload.policy,
         exp.params.preset,
@@ -282,7 +290,7 @@ pub fn run(
         cfg.manager.time_scale,
         cfg.manager.time_scale,
         cfg.total_nodes()
-    );
+    ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
     let live_cfg = LiveConfig {
         listen,
@@ -306,33 +314,92 @@ pub fn run(
         .iter()
         .filter(|h| h.ssh.as_deref().unwrap_or("").is_empty())
         .collect();
-    let outcome: LiveOutcome = actix_rt::System::new().block_on(async move {
-        let nodes = if spawn_local {
-            Some(LocalNodes::spawn(
-                &local_hosts,
-                advertise,
-                &certs,
-                &out.join("logs"),
-            )?)
-        } else {
-            None
-        };
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-            "interrupted (Ctrl-C)".to_string()
-        };
-        let outcome = live::run(live_cfg, jobs, shutdown).await;
-        if let Some(n) = nodes {
-            for (label, status) in n.finish(Duration::from_secs(5)) {
-                if !status.contains("exit status: 0") {
-                    eprintln!("node process {label}: {status}");
+    let logs = out.join("logs");
+    let (outcome, exits): (LiveOutcome, Vec<(String, String)>) =
+        actix_rt::System::new().block_on(async move {
+            let nodes = if spawn_local {
+                Some(LocalNodes::spawn(&local_hosts, advertise, &certs, &logs)?)
+            } else {
+                None
+            };
+            let shutdown = async {
+                let _ = tokio::signal::ctrl_c().await;
+                "interrupted (Ctrl-C)".to_string()
+            };
+            let outcome = live::run(live_cfg, jobs, shutdown).await;
+            let mut exits = Vec::new();
+            if let Some(n) = nodes {
+                for (label, status) in n.finish(Duration::from_secs(5)) {
+                    if !status.contains("exit status: 0") {
+                        eprintln!("node process {label}: {status}");
+                    }
+                    exits.push((label, status));
                 }
             }
-        }
-        outcome
-    })?;
-    write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome)?;
+            outcome.map(|o| (o, exits))
+        })?;
+    let trace = wl.trace.clone();
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let node_facts = node_process_facts(&outcome, &exits);
+    let files = write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome, &mut log)?;
+    let files = rundir::with_manifest_and_log(files);
+    let config = LiveRunConfig {
+        experiment: &exp,
+        cluster: cfg,
+    };
+    let manifest =
+        Manifest::new("run", &inv, seed, &config, trace_facts.as_ref(), &files).live(&node_facts);
+    rundir::finish(
+        out,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, histograms/*.hlog, logs/, manifest.json, log.txt)",
+            out.display(),
+            p = cfg.workload.policy
+        ),
+    )?;
+    std::io::stdout().flush()?;
     Ok(())
+}
+
+/// The node processes of a run for its manifest: every one that
+/// registered, with its log and exit status when this command started it
+/// (`--label LABEL` registers as `LABEL (address)`).
+fn node_process_facts(o: &LiveOutcome, exits: &[(String, String)]) -> Vec<NodeProcessFact> {
+    let mut facts: Vec<NodeProcessFact> = o
+        .node_processes
+        .iter()
+        .map(|(host, nodes)| {
+            let mine = exits
+                .iter()
+                .find(|(label, _)| host.starts_with(&format!("{label} (")));
+            NodeProcessFact {
+                host: host.clone(),
+                nodes: *nodes,
+                log: mine.map(|(label, _)| format!("logs/node-{label}.log")),
+                exit: mine.map(|(_, st)| st.clone()),
+            }
+        })
+        .collect();
+    // Started here but never registered: listed too, so that a missing
+    // process shows.
+    for (label, st) in exits {
+        if !o
+            .node_processes
+            .iter()
+            .any(|(h, _)| h.starts_with(&format!("{label} (")))
+        {
+            facts.push(NodeProcessFact {
+                host: format!("{label} (never registered)"),
+                nodes: 0,
+                log: Some(format!("logs/node-{label}.log")),
+                exit: Some(st.clone()),
+            });
+        }
+    }
+    facts.sort_by(|a, b| a.host.cmp(&b.host));
+    facts
 }
 
 fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
@@ -354,21 +421,26 @@ fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
     }
 }
 
-/// Writes summary.json, the per-job CSV and the histogram logs of a live
-/// run, and prints the table.
+/// Writes the data files of a live run (summary.json, the per-job CSV and
+/// JSON lines, the Batsim CSV, the schedule as SWF, the histogram logs),
+/// prints the table and the latency percentiles into `log`, and returns
+/// the file names written.
 pub fn write_live_results(
     out: &Path,
     exp: &Experiment,
     wl: &workload::Workload,
     time_scale: f64,
     o: &LiveOutcome,
-) -> Result<()> {
+    log: &mut Log,
+) -> Result<Vec<String>> {
     let policy = exp.policies[0].clone();
     let summary = Summary::compute(&policy, &o.records);
-    println!();
-    output::print_table(&mut std::io::stdout(), std::slice::from_ref(&summary))?;
+    log.say("");
+    let mut table = Vec::new();
+    output::print_table(&mut table, std::slice::from_ref(&summary))?;
+    log.block(&String::from_utf8_lossy(&table));
     for w in &o.warnings {
-        println!("note: {w}");
+        log.say(format_args!("note: {w}"));
     }
     let mut latency = BTreeMap::new();
     for (name, h) in &o.histograms {
@@ -385,32 +457,39 @@ pub fn write_live_results(
     for (name, h) in &merged {
         node_latency.insert(name.clone(), percentiles(h));
     }
-    println!("\nlatency (us)                 count      p50      p99    max");
+    log.say("\nlatency (us)                 count      p50      p99    max");
     for (name, p) in latency.iter().chain(node_latency.iter()) {
-        println!(
+        log.say(format_args!(
             "{name:<28} {:>6} {:>8} {:>8} {:>6}",
             p.count, p.p50, p.p99, p.max
-        );
+        ));
     }
-    let file = LiveSummaryFile {
-        libratory_version: env!("CARGO_PKG_VERSION"),
+    let facts = LiveFacts {
         mode: "live",
-        seed: exp.params.seed,
-        preset: &exp.params.preset,
-        trace: wl.trace.as_ref().map(|t| t.display().to_string()),
-        experiment: exp,
         time_scale,
+        replay_offset: o.replay_offset,
         node_processes: o.node_processes.clone(),
         wall_seconds: o.wall_seconds,
         warnings: &o.warnings,
-        policies: vec![summary.clone()],
         latency_us: latency,
         node_latency_us: node_latency,
     };
-    output::write_json(&out.join("summary.json"), &file)?;
-    output::write_jobs_csv(&out.join(format!("jobs-{policy}.csv")), &o.records)?;
+    let facts = serde_json::to_value(&facts)?;
+    let mut files = rundir::write_run_files(
+        out,
+        &Run {
+            experiment: exp,
+            workload: wl,
+            trace: wl.trace.as_deref(),
+            policies: &[PolicyResult {
+                summary: &summary,
+                records: &o.records,
+            }],
+            live: Some(&facts),
+        },
+    )?;
     let hdir = out.join("histograms");
-    fs::create_dir_all(&hdir)?;
+    fs::create_dir_all(&hdir).with_context(|| format!("creating {}", hdir.display()))?;
     let mine: Vec<(String, &Histogram<u64>)> =
         o.histograms.iter().map(|(n, h)| (n.clone(), h)).collect();
     write_hlog(&hdir.join("manager.hlog"), &mine, o.wall_seconds)?;
@@ -420,12 +499,12 @@ pub fn write_live_results(
         .map(|(host, n, h)| (format!("{}/{n}", host.split(' ').next().unwrap_or(host)), h))
         .collect();
     write_hlog(&hdir.join("nodes.hlog"), &nodes, o.wall_seconds)?;
-    println!(
-        "\nresults in {} (summary.json, jobs-{policy}.csv, histograms/*.hlog, logs/)",
-        out.display()
-    );
-    std::io::stdout().flush()?;
-    Ok(())
+    files.push("histograms/manager.hlog".into());
+    files.push("histograms/nodes.hlog".into());
+    if out.join("logs").is_dir() {
+        files.push("logs/".into());
+    }
+    Ok(files)
 }
 
 /// The built-in demo configuration: one host, `processes` node processes
@@ -438,6 +517,16 @@ pub fn demo_config(
     jobs: usize,
 ) -> ClusterConfig {
     let capacity = (num_cpus_f64() / (processes * per_process) as f64).min(1.0);
+    // Port 0 means any free port; the node processes need to know which,
+    // so take one now (bound and released; a race with another process
+    // taking it in between only fails the run with a clear bind error).
+    let port = if port == 0 {
+        std::net::UdpSocket::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .map_or(0, |a| a.port())
+    } else {
+        port
+    };
     let text = format!(
         r#"
 [manager]

@@ -5,8 +5,11 @@
 //! A run directory holds `manifest.json` (written last but the log), the
 //! `summary.json` of all policies, per policy `jobs-<p>.csv`,
 //! `jobs-<p>.jsonl`, `out_jobs-<p>.csv` (Batsim) and `schedule-<p>.swf`,
-//! and `log.txt` (what the command printed). Simulated runs write it now;
-//! real runs will write the same files with `mode: "real"`.
+//! and `log.txt` (what the command printed). Simulated runs and live runs
+//! (`libratory run`, `demo`) write the same files; a live run's manifest
+//! says `mode: "live"` and lists its node processes, its summary adds the
+//! live facts (time scale, latency percentiles, warnings), and it adds
+//! `histograms/*.hlog` and the node processes' `logs/`.
 //!
 //! Not here: the file formats themselves (`output`), running anything.
 
@@ -18,7 +21,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use common::experiment::Experiment;
-use common::metrics::Summary;
+use common::metrics::{JobRecord, Summary};
 use common::sim::SimOutcome;
 use common::workload::{OddRecords, Workload};
 use serde::Serialize;
@@ -273,7 +276,7 @@ pub struct Manifest<'a, C: Serialize> {
     pub format: &'static str,
     /// `simulate`, `sweep`, `figures`.
     pub kind: &'static str,
-    /// `simulated` (virtual time) or `real` (emulated nodes, to come).
+    /// `simulated` (virtual time) or `live` (real node processes).
     pub mode: &'static str,
     /// The command line, program name first.
     pub command_line: &'a [String],
@@ -298,6 +301,22 @@ pub struct Manifest<'a, C: Serialize> {
     pub host: HostFacts,
     /// The files of the directory, manifest and log included.
     pub files: &'a [String],
+    /// Live runs: the node processes that took part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_processes: Option<&'a [NodeProcessFact]>,
+}
+
+/// One node process of a live run, as the manifest lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeProcessFact {
+    /// The label it registered with, and its address as the manager saw it.
+    pub host: String,
+    /// Emulated nodes it hosted.
+    pub nodes: usize,
+    /// Its log in `logs/`, when this command started it.
+    pub log: Option<String>,
+    /// How it ended, when this command started it.
+    pub exit: Option<String>,
 }
 
 impl<'a, C: Serialize> Manifest<'a, C> {
@@ -325,7 +344,15 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             binary: binary_facts(),
             host: host_facts(),
             files,
+            node_processes: None,
         }
+    }
+
+    /// The same manifest for a live run and its node processes.
+    pub fn live(mut self, node_processes: &'a [NodeProcessFact]) -> Manifest<'a, C> {
+        self.mode = "live";
+        self.node_processes = Some(node_processes);
+        self
     }
 
     /// Writes it to `dir/manifest.json`.
@@ -352,6 +379,10 @@ pub struct SummaryFile<'a> {
     pub workload: WorkloadFacts<'a>,
     /// One summary per policy.
     pub policies: &'a [Summary],
+    /// Live runs: what only they have (mode, time scale, node processes,
+    /// latency percentiles, warnings), flattened into the top level.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub live: Option<&'a serde_json::Value>,
 }
 
 /// Facts of a built workload.
@@ -369,12 +400,31 @@ pub struct WorkloadFacts<'a> {
     pub odd_records: &'a OddRecords,
 }
 
-/// One policy's outcome of a run.
+/// One policy's outcome of a simulated run.
 pub struct PolicyRun {
     /// What the simulator produced.
     pub outcome: SimOutcome,
     /// Its metrics.
     pub summary: Summary,
+}
+
+impl PolicyRun {
+    /// Its summary and records, as [`Run`] takes them.
+    pub fn result(&self) -> PolicyResult<'_> {
+        PolicyResult {
+            summary: &self.summary,
+            records: &self.outcome.records,
+        }
+    }
+}
+
+/// One policy's records and metrics, simulated or live.
+#[derive(Clone, Copy)]
+pub struct PolicyResult<'a> {
+    /// Its metrics.
+    pub summary: &'a Summary,
+    /// One record per job, in arrival order.
+    pub records: &'a [JobRecord],
 }
 
 /// Everything a run directory is written from.
@@ -386,7 +436,9 @@ pub struct Run<'a> {
     /// The trace, if the workload came from one.
     pub trace: Option<&'a Path>,
     /// One entry per policy, in the experiment's order.
-    pub policies: &'a [PolicyRun],
+    pub policies: &'a [PolicyResult<'a>],
+    /// Live runs: extra top-level fields of summary.json.
+    pub live: Option<&'a serde_json::Value>,
 }
 
 /// Writes the data files of a run into `dir` (created if needed) and
@@ -411,12 +463,13 @@ pub fn write_run_files(dir: &Path, run: &Run) -> Result<Vec<String>> {
             odd_records: &wl.odd,
         },
         policies: &summaries,
+        live: run.live,
     };
     let mut files = vec![SUMMARY.to_string()];
     output::write_json(&dir.join(SUMMARY), &file)?;
     for p in run.policies {
         let name = &p.summary.policy;
-        let records = &p.outcome.records;
+        let records = p.records;
         let f = format!("jobs-{name}.csv");
         output::write_jobs_csv(&dir.join(&f), records)?;
         files.push(f);

@@ -195,7 +195,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             experiment: &exp,
             workload: &wl,
             trace: trace.as_deref(),
-            policies: &runs,
+            policies: &runs.iter().map(PolicyRun::result).collect::<Vec<_>>(),
+            live: None,
         },
     )?;
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;

@@ -416,7 +416,8 @@ fn run_cell(
                 experiment: &exp,
                 workload: &wl,
                 trace: records.map(|r| r.path.as_path()),
-                policies: &runs,
+                policies: &[runs[0].result()],
+                live: None,
             },
         )?;
         let [PolicyRun { summary: s, .. }] = runs;

@@ -488,3 +488,152 @@ fn report_puts_run_directories_side_by_side() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("nowhere"));
 }
+
+/// Decision per job id from a jobs CSV, read independently of the
+/// compare code: (accepted, reason, sorted nodes).
+fn decisions(path: &Path) -> std::collections::BTreeMap<u64, (String, String, Vec<u64>)> {
+    let text = read(path);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (id, acc, reason, nodes) = (col("job_id"), col("accepted"), col("reason"), col("nodes"));
+    lines
+        .map(|l| {
+            // The detail column (last) may hold commas; the others do not.
+            let f: Vec<&str> = l.split(',').collect();
+            let mut n: Vec<u64> = f[nodes]
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            n.sort_unstable();
+            (
+                f[id].parse().unwrap(),
+                (f[acc].to_string(), f[reason].to_string(), n),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn compare_counts_identical_decisions_and_lists_the_jobs_that_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    // One small workload, two policies (Libra and EDF), and the same
+    // workload with Libra again under another seed's run directory name.
+    let set = [
+        "--set",
+        "jobs=40",
+        "--set",
+        "nodes=4",
+        "--set",
+        "synthetic_arrival_max=30",
+    ];
+    let mut args = vec!["simulate", "--policies", "libra,edf", "--out", "two"];
+    args.extend(set);
+    assert!(libratory(&args, dir.path()).status.success());
+    let a = decisions(&dir.path().join("two/jobs-libra.csv"));
+    let b = decisions(&dir.path().join("two/jobs-edf.csv"));
+    let same = a.iter().filter(|(k, v)| b.get(*k) == Some(*v)).count();
+    let differ: Vec<u64> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, _)| *k)
+        .collect();
+    assert!(
+        !differ.is_empty() && same > 0,
+        "pick a workload where they differ"
+    );
+    let o = libratory(
+        &[
+            "compare",
+            "two",
+            "two",
+            "--policy-a",
+            "libra",
+            "--policy-b",
+            "edf",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c["common_jobs"], 40);
+    assert_eq!(c["identical_decisions"], same as u64);
+    assert!(close(
+        c["identical_share"].as_f64().unwrap(),
+        same as f64 / 40.0
+    ));
+    let mut listed: Vec<u64> = c["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| {
+            let d = j["difference"].as_str().unwrap();
+            !d.starts_with("met_only") && d != "lost"
+        })
+        .map(|j| j["id"].as_u64().unwrap())
+        .collect();
+    listed.sort_unstable();
+    assert_eq!(listed, differ);
+    for j in c["jobs"].as_array().unwrap() {
+        assert!(!j["why"].as_str().unwrap().is_empty(), "{j}");
+    }
+    let qos = |p: &str| {
+        json(&dir.path().join("two/summary.json"))["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["policy"] == p)
+            .unwrap()["qos_satisfaction"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(close(
+        c["qos_satisfaction_diff_pp"].as_f64().unwrap(),
+        100.0 * (qos("edf") - qos("libra"))
+    ));
+    // The table: the share in words and the first differing job.
+    let o = libratory(
+        &[
+            "compare",
+            "two",
+            "two",
+            "--policy-a",
+            "libra",
+            "--policy-b",
+            "edf",
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("{same} of 40 common jobs")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("job {} ", differ[0])) || text.contains("jobs that differ"));
+    // A run with several policies and none chosen: a clear error.
+    let o = libratory(&["compare", "two", "two"], dir.path());
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("libra, edf"));
+    // The CSV is read when there is no JSON lines file.
+    std::fs::remove_file(dir.path().join("two/jobs-edf.jsonl")).unwrap();
+    let o = libratory(
+        &[
+            "compare",
+            "two",
+            "two",
+            "--policy-a",
+            "libra",
+            "--policy-b",
+            "edf",
+            "--json",
+        ],
+        dir.path(),
+    );
+    let c2: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c2["identical_decisions"], c["identical_decisions"]);
+    assert_eq!(
+        c2["jobs"].as_array().unwrap().len(),
+        c["jobs"].as_array().unwrap().len()
+    );
+}

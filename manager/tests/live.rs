@@ -139,6 +139,37 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert!(hlog.contains("submit_to_decision_us"));
     assert!(out.join("jobs-libra.csv").is_file());
     assert!(out.join("logs/node-local-0.log").is_file());
+    // The same run directory as a simulated run's, with mode "live".
+    for f in [
+        "jobs-libra.jsonl",
+        "out_jobs-libra.csv",
+        "schedule-libra.swf",
+        "log.txt",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["mode"], "live");
+    assert_eq!(s["mode"], "live");
+    assert_eq!(m["seed"], s["seed"]);
+    assert_eq!(m["config"]["cluster"]["workload"]["policy"], "libra");
+    assert_eq!(m["node_processes"].as_array().unwrap().len(), 2);
+    assert_eq!(m["node_processes"][0]["exit"], "exit status: 0");
+    assert!(m["host"]["cores"].as_u64().unwrap() >= 1);
+    // Records are on the workload's axis: the first arrival is where the
+    // workload puts it, not late by the registration time.
+    let csv = std::fs::read_to_string(out.join("jobs-libra.csv")).unwrap();
+    let first: f64 = csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first < 20.0, "first arrival {first}");
 }
 
 /// Connects with a valid certificate and performs `script` after the TLS
@@ -222,6 +253,7 @@ fn strangers_are_refused() {
                     memory_kb: 1,
                     disk_mb: 1,
                 }],
+                pid: 1,
             }),
         ),
     ];
@@ -569,4 +601,115 @@ fn sla_and_space_shared_policies_run_on_real_nodes() {
         assert_eq!(p["completed"], p["accepted"], "{policy}: {p}");
         assert!(p["accepted"].as_u64().unwrap() > 0, "{policy}: {p}");
     }
+}
+
+#[test]
+fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let port = free_port();
+    let cfg = serve_config(dir.path(), port, "libra", 2);
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let out = dir.path().join("lt");
+    let o = Command::new(libratory())
+        .args([
+            "loadtest",
+            "--manager",
+            &format!("127.0.0.1:{port}"),
+            "--certs",
+        ])
+        .arg(&certs_dir)
+        .args([
+            "--rates",
+            "100,300",
+            "--seconds",
+            "1",
+            "--echoes",
+            "50",
+            "--estimate",
+            "0.01",
+            "--deadline",
+            "100",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    interrupt(&manager);
+    let stopped = wait_timeout(&mut manager, Duration::from_secs(30));
+    if !o.status.success() {
+        dump("libratory loadtest", &o);
+        panic!("loadtest failed");
+    }
+    assert_eq!(stopped, Some(true), "the manager did not stop cleanly");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("on this host: CPU and memory read from /proc"),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("loadtest.json")).unwrap()).unwrap();
+    assert_eq!(r["policy"], "libra");
+    assert_eq!(r["nodes"], 2);
+    assert_eq!(r["node_processes"].as_array().unwrap().len(), 1);
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for (s, rate) in steps.iter().zip([100.0, 300.0]) {
+        let n = rate as u64;
+        assert_eq!(s["offered_rate"], rate);
+        assert_eq!(s["sent"], n);
+        assert_eq!(s["answered"], n, "{s}");
+        assert_eq!(s["errors"], 0);
+        assert_eq!(
+            s["accepted"].as_u64().unwrap() + s["rejected"].as_u64().unwrap(),
+            n
+        );
+        // Paced at the offered rate: the answers take about a second.
+        let achieved = s["achieved_rate"].as_f64().unwrap();
+        assert!(achieved > 0.5 * rate && achieved < 1.5 * rate, "{s}");
+        let l = &s["latency_us"];
+        assert_eq!(l["count"], n);
+        let (p50, p99, max) = (
+            l["p50"].as_u64().unwrap(),
+            l["p99"].as_u64().unwrap(),
+            l["max"].as_u64().unwrap(),
+        );
+        assert!(
+            p50 > 0 && p50 <= p99 && p99 <= max && max < 10_000_000,
+            "{l}"
+        );
+        assert_eq!(s["echo_us"]["count"], 50);
+        assert!(s["echo_us"]["p50"].as_u64().unwrap() > 0);
+        // The manager reported its own use; the node process was read
+        // from /proc. CPU is a share of one core: within [0, cores x 100].
+        let m = &s["manager"];
+        assert!(m["rss_kb"].as_u64().unwrap() > 1000, "{m}");
+        let cpu = m["cpu_percent"].as_f64().unwrap();
+        assert!((0.0..=400.0).contains(&cpu), "{m}");
+        let nodes = s["nodes_cpu_percent"].as_f64().unwrap();
+        assert!((0.0..=400.0).contains(&nodes), "{s}");
+        assert_eq!(s["local"].as_array().unwrap().len(), 1);
+    }
+    for f in [
+        "loadtest.csv",
+        "saturation.svg",
+        "latency.svg",
+        "manifest.json",
+        "log.txt",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("loadtest.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
 }

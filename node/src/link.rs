@@ -90,6 +90,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     s.send(&NodeMsg::Register {
         host: cfg.label.clone(),
         nodes: infos,
+        pid: std::process::id(),
     })
     .await?;
     let welcome = match s.recv::<ManagerMsg>("manager message").await? {
