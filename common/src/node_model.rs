@@ -284,9 +284,13 @@ pub fn fluid_advance(
     finished: &mut Vec<PartFinished>,
 ) {
     while !state.parts.is_empty() && x.now < t {
-        let step = match next_event_in(state, x) {
-            Some(dt) if dt <= t - x.now => dt,
-            _ => t - x.now,
+        // Shares change only at this node's own events (a part placed,
+        // finished, past its deadline or its estimate), as on a real node:
+        // a stop at `t` that is no event here (an arrival elsewhere in the
+        // cluster) leaves them as they are.
+        let (step, at_event) = match next_event_in(state, x) {
+            Some(dt) if dt <= t - x.now => (dt, true),
+            _ => (t - x.now, false),
         };
         for (p, &a) in state.parts.iter_mut().zip(&x.shares) {
             p.cpu_done += a * step;
@@ -296,6 +300,7 @@ pub fn fluid_advance(
         // Remove parts whose actual work is done (within rounding), keeping
         // placement order: the share rule's tie-breaks follow it.
         let mut k = 0;
+        let before = state.parts.len();
         while k < state.parts.len() {
             if x.actual_cpu[k] - state.parts[k].cpu_done <= TIME_EPS {
                 finished.push(PartFinished {
@@ -310,7 +315,9 @@ pub fn fluid_advance(
                 k += 1;
             }
         }
-        recompute(state, x, rule, s);
+        if at_event || state.parts.len() != before {
+            recompute(state, x, rule, s);
+        }
     }
     if x.now < t {
         x.now = t;
@@ -616,6 +623,38 @@ mod tests {
         assert_eq!(fin[0].job, 2);
         assert!((fin[0].at - 91.0).abs() < 1e-9, "{fin:?}");
         assert!((fin[1].at - 130.0).abs() < 1e-9, "{fin:?}");
+    }
+
+    #[test]
+    fn stopping_between_events_changes_nothing() {
+        // Shares change only at the node's own events: advancing in one go
+        // or with stops in between (arrivals elsewhere in the cluster)
+        // gives the same finish times. Parts: est 20/actual 30 (runs past
+        // its estimate), est 30 deadline 100, est 10 deadline 40.
+        let run = |stops: &[f64]| {
+            let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+            n.place(part(1, 20.0, 200.0), 30.0);
+            n.place(part(2, 30.0, 100.0), 30.0);
+            n.place(part(3, 10.0, 40.0), 10.0);
+            let shares = n.extra.shares().to_vec();
+            let mut fin = Vec::new();
+            for &t in stops {
+                n.advance_to(t, &mut fin);
+                if fin.is_empty() {
+                    // No event yet: the shares are still the first ones.
+                    assert_eq!(n.extra.shares(), &shares[..]);
+                }
+            }
+            n.advance_to(1000.0, &mut fin);
+            fin.iter().map(|f| (f.job, f.at)).collect::<Vec<_>>()
+        };
+        let straight = run(&[]);
+        let stopped = run(&[1.5, 3.25, 7.0, 12.5, 33.3]);
+        assert_eq!(straight.len(), 3);
+        for (a, b) in straight.iter().zip(&stopped) {
+            assert_eq!(a.0, b.0);
+            assert!((a.1 - b.1).abs() < 1e-9, "{straight:?} vs {stopped:?}");
+        }
     }
 
     #[test]
