@@ -423,6 +423,8 @@ pub fn write_live_results(
 
 /// The built-in demo configuration: one host, `processes` node processes
 /// of `per_process` nodes each, seed 003's batch scaled to a short run.
+/// Port 0 picks a free UDP port now: the node processes need a real port
+/// to dial.
 pub fn demo_config(
     certs: &Path,
     port: u16,
@@ -431,6 +433,7 @@ pub fn demo_config(
     jobs: usize,
 ) -> ClusterConfig {
     let capacity = (num_cpus_f64() / (processes * per_process) as f64).min(1.0);
+    let port = if port == 0 { free_udp_port() } else { port };
     let text = format!(
         r#"
 [manager]
@@ -456,6 +459,14 @@ capacity = {capacity}
         arrival = (jobs as f64 * 1.02).max(2.0),
     );
     ClusterConfig::parse(Path::new("<demo>"), &text).expect("the demo configuration is valid")
+}
+
+/// A UDP port free on loopback right now (bound and released; another
+/// process could take it in between, which a demo can live with).
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map_or(7878, |a| a.port())
 }
 
 fn num_cpus_f64() -> f64 {
