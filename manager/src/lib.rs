@@ -5,4 +5,6 @@
 
 pub mod config;
 pub mod core;
+pub mod launch;
 pub mod live;
+pub mod probe;

@@ -54,11 +54,11 @@ pub struct LocalNodes {
 
 impl LocalNodes {
     /// Starts one `libratory-node` per process of every host in `hosts`
-    /// on this machine, logging to `logs/`.
+    /// of `cfg` on this machine, logging to `logs/`.
     pub fn spawn(
+        cfg: &ClusterConfig,
         hosts: &[&HostSection],
         manager: SocketAddr,
-        certs: &Path,
         logs: &Path,
     ) -> Result<LocalNodes> {
         let exe = node_binary()?;
@@ -66,7 +66,7 @@ impl LocalNodes {
         let mut children = Vec::new();
         for h in hosts {
             for p in 0..h.processes {
-                let label = format!("{}-{p}", h.name);
+                let label = ClusterConfig::process_label(h, p);
                 let log = logs.join(format!("node-{label}.log"));
                 let file = fs::File::create(&log)
                     .with_context(|| format!("creating {}", log.display()))?;
@@ -74,21 +74,10 @@ impl LocalNodes {
                     .arg("--manager")
                     .arg(manager.to_string())
                     .arg("--certs")
-                    .arg(certs)
-                    .arg("--name")
-                    .arg(&h.name)
+                    .arg(&cfg.manager.certs)
                     .arg("--label")
                     .arg(&label)
-                    .arg("--nodes")
-                    .arg(h.nodes_per_process.to_string())
-                    .arg("--capacity")
-                    .arg(h.capacity.to_string())
-                    .arg("--speed")
-                    .arg(h.speed.to_string())
-                    .arg("--memory-mb")
-                    .arg(h.memory_mb.to_string())
-                    .arg("--disk-mb")
-                    .arg(h.disk_mb.to_string())
+                    .args(cfg.node_args(h))
                     .stdin(Stdio::null())
                     .stdout(file.try_clone()?)
                     .stderr(file)
@@ -257,16 +246,47 @@ fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)
     Ok((exp, wl))
 }
 
+/// How `libratory run` reports progress on stderr.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress {
+    /// Nothing until the end.
+    Quiet,
+    /// A live progress bar (stderr is a terminal).
+    Bar,
+    /// A plain line every so often, and one per registration (for logs
+    /// and launch scripts).
+    Lines(Duration),
+}
+
+impl Progress {
+    /// Lines every `every` seconds when given, else a bar on a terminal,
+    /// else nothing.
+    pub fn choose(every: Option<f64>, terminal: bool) -> Result<Progress> {
+        Ok(match every {
+            Some(s) => Progress::Lines(seconds("--progress-every", s)?),
+            None if terminal => Progress::Bar,
+            None => Progress::Quiet,
+        })
+    }
+}
+
+/// A positive number of seconds from the command line, or an error naming
+/// the option.
+pub fn seconds(option: &str, s: f64) -> Result<Duration> {
+    if !(s > 0.0 && s.is_finite()) {
+        bail!("{option} must be a number of seconds > 0, got {s}");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
-pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: bool) -> Result<()> {
+pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: Progress) -> Result<()> {
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
-    let advertise: SocketAddr = match &cfg.manager.advertise {
-        Some(a) => a.parse()?,
-        None => listen,
-    };
+    // Local node processes dial the advertised address, else loopback.
+    let local_dial = cfg.local_dial_address();
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     println!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
@@ -290,21 +310,20 @@ pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: bool) -
         heartbeat_ms: cfg.manager.heartbeat_ms,
         link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
         histogram_timeout: Duration::from_secs(5),
-        progress,
+        progress: matches!(progress, Progress::Bar),
+        progress_lines: match progress {
+            Progress::Lines(every) => Some(every),
+            Progress::Quiet | Progress::Bar => None,
+        },
     };
     let jobs = wl.jobs.clone();
-    let certs = cfg.manager.certs.clone();
-    let local_hosts: Vec<&HostSection> = cfg
-        .hosts
-        .iter()
-        .filter(|h| h.ssh.as_deref().unwrap_or("").is_empty())
-        .collect();
+    let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let outcome: LiveOutcome = actix_rt::System::new().block_on(async move {
         let nodes = if spawn_local {
             Some(LocalNodes::spawn(
+                cfg,
                 &local_hosts,
-                advertise,
-                &certs,
+                local_dial,
                 &out.join("logs"),
             )?)
         } else {

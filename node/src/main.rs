@@ -64,6 +64,26 @@ enum Cmd {
     /// Run the benchmarks: share fidelity against the kernel's CPU
     /// bandwidth control, overhead, and the cost of idle nodes.
     Bench(bench::BenchArgs),
+    /// Check that this host reaches the manager's UDP port and that the
+    /// manager takes its certificate (answered by `libratory probe-server`;
+    /// scripts/preflight.sh runs both).
+    Probe(ProbeArgs),
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// The manager's address (ip:port, UDP).
+    #[arg(long)]
+    manager: std::net::SocketAddr,
+    /// Certificates directory: ca.pem and node-NAME.pem/.key.
+    #[arg(long)]
+    certs: PathBuf,
+    /// Certificate name: the probe presents node-NAME.
+    #[arg(long)]
+    name: String,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 5.0)]
+    timeout_s: f64,
 }
 
 #[derive(Args, Clone)]
@@ -240,6 +260,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Duration::from_secs_f64(a.for_s),
             )?;
             println!("{r}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Probe(p) => {
+            if !(p.timeout_s > 0.0 && p.timeout_s.is_finite()) {
+                bail!("--timeout-s must be > 0, got {}", p.timeout_s);
+            }
+            let rtt = node::probe::probe(
+                p.manager,
+                &p.certs,
+                &p.name,
+                Duration::from_secs_f64(p.timeout_s),
+            )
+            .with_context(|| format!("probing the manager at {} as node-{}", p.manager, p.name))?;
+            println!(
+                "probe: {} reached over UDP, certificate node-{} accepted ({:.1} ms)",
+                p.manager,
+                p.name,
+                rtt.as_secs_f64() * 1e3
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench(b) => {
