@@ -95,7 +95,9 @@ pub struct HostPlan {
 impl LaunchPlan {
     /// Resolves `cfg`, loaded from `config_path`.
     pub fn new(cfg: &ClusterConfig, config_path: &Path) -> LaunchPlan {
-        let config = std::path::absolute(config_path).unwrap_or_else(|_| config_path.into());
+        let config = std::fs::canonicalize(config_path)
+            .or_else(|_| std::path::absolute(config_path))
+            .unwrap_or_else(|_| config_path.into());
         let name = config_path
             .file_stem()
             .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());

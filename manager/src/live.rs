@@ -807,6 +807,14 @@ pub async fn run(
         },
     )
     .with_context(|| format!("starting the QUIC server on {}", cfg.listen))?;
+    if cfg.progress_lines.is_some() {
+        // Launch scripts start the node processes once they read this.
+        eprintln!(
+            "manager listening on {} (UDP); waiting for {} emulated nodes",
+            endpoint.local_addr().unwrap_or(cfg.listen),
+            cfg.expect_nodes
+        );
+    }
     let (done_tx, done_rx) = oneshot::channel();
     let hists = MANAGER_HISTOGRAMS
         .iter()
