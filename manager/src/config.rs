@@ -573,6 +573,20 @@ impl ClusterConfig {
         a
     }
 
+    /// One line about the configuration, for `libratory config check`.
+    pub fn summary(&self) -> String {
+        let remote = self.hosts.iter().filter(|h| !h.is_local()).count();
+        format!(
+            "{} host(s) ({remote} over ssh), {} node processes, {} emulated nodes, policy {}, preset {}, time scale {}",
+            self.hosts.len(),
+            self.hosts.iter().map(|h| h.processes).sum::<usize>(),
+            self.total_nodes(),
+            self.workload.policy,
+            self.workload.preset,
+            self.manager.time_scale
+        )
+    }
+
     /// The label of process `p` of `host` (logs, pid files, results).
     pub fn process_label(host: &HostSection, p: usize) -> String {
         format!("{}-{p}", host.name)

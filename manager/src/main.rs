@@ -208,14 +208,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => {
                 let cfg = ClusterConfig::load(&config)?;
-                println!(
-                    "{}: ok: {} host(s), {} emulated nodes, policy {}, preset {}",
-                    config.display(),
-                    cfg.hosts.len(),
-                    cfg.total_nodes(),
-                    cfg.workload.policy,
-                    cfg.workload.preset
-                );
+                println!("{}: ok: {}", config.display(), cfg.summary());
                 Ok(ExitCode::SUCCESS)
             }
             ConfigCmd::Show { config, format } => {
@@ -230,13 +223,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             expect,
         } => {
             let cfg = ClusterConfig::load(&config)?;
-            let listen = cfg.manager.listen.parse()?;
-            let ok = libratory_manager::probe::run(
-                listen,
-                &cfg.manager.certs,
-                runcmd::seconds("--for-s", for_s)?,
-                expect,
-            )?;
+            let ok =
+                libratory_manager::probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
             println!("probe server: {ok} probe(s) answered");
             Ok(ExitCode::SUCCESS)
         }

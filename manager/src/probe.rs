@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use common::net::{self, Timeouts};
 
-/// The close reason a successful probe receives.
+use crate::config::ClusterConfig;
+
+/// The close reason a successful probe receives (`libratory-node probe`
+/// in node/src/probe.rs checks for these bytes).
 pub const PROBE_OK: &[u8] = b"libratory probe ok";
 
 /// Serves probes on `listen` for at most `duration`, or until `expect`
@@ -60,8 +63,12 @@ pub async fn serve(
     Ok(ok)
 }
 
-/// Runs [`serve`] on a runtime of its own (the binary's entry point).
-pub fn run(listen: SocketAddr, certs: &Path, duration: Duration, expect: usize) -> Result<usize> {
+/// Runs [`serve`] on the manager's address and certificates of `cfg`, on a
+/// runtime of its own (the binary's entry point). Returns how many probes
+/// succeeded.
+pub fn run(cfg: &ClusterConfig, duration: Duration, expect: usize) -> Result<usize> {
+    let listen: SocketAddr = cfg.manager.listen.parse().context("[manager] listen")?;
+    let certs = &cfg.manager.certs;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

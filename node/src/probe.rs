@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _, Result};
 use common::net::{self, Timeouts};
 
-/// What the probe server says to a successful probe.
+/// What the probe server says to a successful probe
+/// (`libratory_manager::probe::PROBE_OK`; the node crate does not depend on
+/// the manager's).
 const PROBE_OK: &[u8] = b"libratory probe ok";
 
 /// Probes `manager` as `node-NAME`; returns the round trip of the whole
