@@ -16,8 +16,9 @@
 #
 # Checks: pre-flight names an unreachable host, a host whose clock is off
 # (libfaketime in that host's ssh sessions) and hosts that cannot reach the
-# manager's UDP port; a launch runs a small workload on five node processes
-# over four hosts and collects every host's logs; status/stop see nothing
+# manager's UDP port; a launch runs a small workload on six node processes
+# (four hosts over ssh, and m0, a host without ssh: the manager's machine)
+# and collects every host's logs; status/stop see nothing
 # left; a second launch stopped by SIGTERM mid-run stops every node process
 # and still collects results and logs; afterwards no process of the test
 # runs and the namespaces are gone.
@@ -115,7 +116,8 @@ done
 
 ssh_opts="\"IdentityFile=$T/id\", \"UserKnownHostsFile=$T/known_hosts\", \"StrictHostKeyChecking=accept-new\""
 # config FILE MANAGER-EXTRA SSH-OPTIONS HOST-EXTRA: a cluster config over
-# the four hosts (h4 runs two node processes).
+# the four hosts (h4 runs two node processes) and m0, a host without ssh:
+# the manager's own machine, as in a lab where it also runs nodes.
 config() {
   local file=$1 manager_extra=$2 opts=$3 host_extra=$4 k
   {
@@ -133,7 +135,7 @@ heartbeat_ms = 200
 [workload]
 preset = "libra"
 policy = "libra"
-set = { jobs = 24, nodes = 10, synthetic_arrival_max = 25 }
+set = { jobs = 24, nodes = 12, synthetic_arrival_max = 25 }
 
 [launch]
 ssh_options = [$opts]
@@ -157,6 +159,15 @@ executors = 1
 $host_extra
 EOF
     done
+    cat <<EOF
+
+[[hosts]]
+name = "m0"
+work_dir = "$T/m0/work"
+nodes_per_process = 2
+capacity = 0.1
+executors = 1
+EOF
   } >"$file"
 }
 config "$T/cluster.toml" "" "$ssh_opts" ""
@@ -223,10 +234,9 @@ assert p["accepted"] > 0, p
 assert p["completed"] == p["accepted"], p
 assert p["lost"] == 0, p
 hosts = sorted(h.split(" ")[0] for h, _ in s["node_processes"])
-assert hosts == ["h1-0", "h2-0", "h3-0", "h4-0", "h4-1"], hosts
+assert hosts == ["h1-0", "h2-0", "h3-0", "h4-0", "h4-1", "m0-0"], hosts
 EOF
-for k in 1 2 3 4; do
-  h=h$k
+for h in h1 h2 h3 h4 m0; do
   cmp -s "$t_bin/libratory-node" "$T/$h/work/bin/libratory-node" || fail "$h: binary not copied to its work dir"
   [[ -f $T/$h/work/certs/node-$h.key && -f $T/$h/work/certs/ca.pem ]] || fail "$h: certificates not copied"
   labels=("$h-0")
@@ -238,7 +248,7 @@ for k in 1 2 3 4; do
   done
 done
 grep -q 'results and logs of every host' "$T/launch.log" || fail "launch did not say where results are"
-say "launch over ssh: 24 jobs, 5 node processes on 4 hosts, logs collected ($launch_s s)"
+say "launch over ssh: 24 jobs, 6 node processes on 4 hosts and the manager's, logs collected ($launch_s s)"
 
 # ---- nothing left, status and stop agree
 left=$(test_nodes)
@@ -246,7 +256,7 @@ left=$(test_nodes)
 if out=$(in_mgr "$t_root/scripts/status.sh" "$T/cluster.toml" 2>&1); then
   fail "status says something runs after the launch: $out"
 fi
-[[ $(grep -c ': 0 node process(es) running' <<<"$out") == 4 ]] || fail "status did not report the four hosts: $out"
+[[ $(grep -c ': 0 node process(es) running' <<<"$out") == 5 ]] || fail "status did not report the five hosts: $out"
 in_mgr "$t_root/scripts/stop.sh" "$T/cluster.toml" >"$T/stop.log" 2>&1 || fail "stop.sh failed: $(cat "$T/stop.log")"
 
 # ---- the UDP check: hosts dial a port nobody answers on
@@ -254,7 +264,7 @@ config "$T/wrong-port.toml" 'advertise = "10.77.0.1:7879"' "$ssh_opts" ""
 if out=$(in_mgr "$t_root/scripts/preflight.sh" "$T/wrong-port.toml" 2>&1); then
   fail "pre-flight passed with the hosts dialling the wrong port: $out"
 fi
-[[ $(grep -c 'FAIL  h[1-4] .*no answer from 10.77.0.1:7879 over UDP' <<<"$out") == 4 ]] ||
+[[ $(grep -Ec 'FAIL  (h[1-4]|m0) .*no answer from 10.77.0.1:7879 over UDP' <<<"$out") == 5 ]] ||
   fail "pre-flight did not name each host that cannot reach the manager's UDP port: $out"
 say "pre-flight names hosts that cannot reach the manager's UDP port"
 
@@ -277,7 +287,7 @@ grep -q 'replay started' "$T/run2/logs/manager.log" || {
 }
 sleep 1
 running=$(test_nodes | wc -l)
-[[ $running == 5 ]] || fail "expected 5 node processes mid-run, found $running"
+[[ $running == 6 ]] || fail "expected 6 node processes mid-run, found $running"
 kill -TERM "$launch"
 rc=0
 wait "$launch" || rc=$?
@@ -286,8 +296,8 @@ left=$(test_nodes)
 [[ -z $left ]] || fail "node processes left after an interrupted launch: $left"
 [[ -z $(alive_matching "libratory run --config $T") ]] || fail "the manager outlived the interrupted launch"
 grep -q 'run stopped early' "$T/run2/summary.json" || fail "the interrupted run wrote no summary"
-for k in 1 2 3 4; do
-  [[ -f $T/run2/hosts/h$k/logs/node-h$k-0.log ]] || fail "h$k's log not collected after the interruption"
+for h in h1 h2 h3 h4 m0; do
+  [[ -f $T/run2/hosts/$h/logs/node-$h-0.log ]] || fail "$h's log not collected after the interruption"
 done
 say "an interrupted launch stops every node process and collects every log"
 
