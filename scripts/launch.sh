@@ -125,32 +125,33 @@ fi
 # ---- 6.-8. run, watch, stop and collect
 mgr=''
 tailer=''
-collected=0
-collect() {
-  ((collected)) && return
-  collected=1
-  local i name
-  for ((i = 0; i < LBR_NHOSTS; i++)); do
-    declare -n work="LBR_WORK_$i"
-    name=$(lbr_name "$i")
-    mkdir -p "$run/hosts/$name"
-    lbr_agent "$i" status >"$run/hosts/$name/status.txt" 2>&1 || true
-    lbr_get "$i" "$work/logs" "$run/hosts/$name/logs" 2>/dev/null ||
-      echo "warning: $(lbr_where "$i"): could not fetch $work/logs" >&2
-    lbr_get "$i" "$work/run" "$run/hosts/$name/run" 2>/dev/null ||
-      echo "warning: $(lbr_where "$i"): could not fetch $work/run" >&2
-    unset -n work
-  done
+# finish_host I: stop what still runs on host I, then fetch its logs, pid
+# and exit files and the agent's last word into the run directory.
+finish_host() {
+  local i=$1 name
+  local -n work="LBR_WORK_$i"
+  name=$(lbr_name "$i")
+  mkdir -p "$run/hosts/$name"
+  printf '%s: %s\n' "$(lbr_where "$i")" "$(lbr_agent "$i" stop "$LBR_STOP_GRACE_S" 2>&1 | tail -n 1)"
+  lbr_agent "$i" status >"$run/hosts/$name/status.txt" 2>&1 || true
+  lbr_get "$i" "$work/logs" "$run/hosts/$name/logs" 2>/dev/null ||
+    echo "warning: $(lbr_where "$i"): could not fetch $work/logs" >&2
+  lbr_get "$i" "$work/run" "$run/hosts/$name/run" 2>/dev/null ||
+    echo "warning: $(lbr_where "$i"): could not fetch $work/run" >&2
 }
+finished=0
 stop_everything() {
-  local i
+  ((finished)) && return
+  finished=1
+  local i pids=()
   if [[ -n $mgr ]] && kill -0 "$mgr" 2>/dev/null; then
     lbr_say "stopping the manager (it writes what it has)"
     kill -INT "$mgr" 2>/dev/null || true
     for _ in $(seq 150); do kill -0 "$mgr" 2>/dev/null || break; sleep 0.1; done
-    kill -TERM "$mgr" 2>/dev/null || true
-    sleep 0.5
-    kill -KILL "$mgr" 2>/dev/null || true
+    if kill -0 "$mgr" 2>/dev/null; then
+      lbr_say "the manager did not stop within 15 s: killing it"
+      kill -KILL "$mgr" 2>/dev/null || true
+    fi
   fi
   if [[ -n $mgr ]]; then wait "$mgr" 2>/dev/null || true; fi
   # The manager's last words (its table) reach the terminal before the
@@ -161,10 +162,15 @@ stop_everything() {
     wait "$tailer" 2>/dev/null || true
     tailer=''
   fi
+  # Every host at once: stopping waits up to stop_grace_s per host.
   for ((i = 0; i < LBR_NHOSTS; i++)); do
-    printf '%s: %s\n' "$(lbr_where "$i")" "$(lbr_agent "$i" stop "$LBR_STOP_GRACE_S" 2>&1 | tail -n 1)"
+    finish_host "$i" >"$lbr_state/finish-$i.log" 2>&1 &
+    pids+=($!)
   done
-  collect
+  for ((i = 0; i < LBR_NHOSTS; i++)); do
+    wait "${pids[$i]}" || true
+    cat "$lbr_state/finish-$i.log"
+  done
   rm -f "$lbr_state/manager.pid"
 }
 on_exit() {
