@@ -20,7 +20,7 @@ use node::{NodeSpec, SliceConfig};
 #[derive(Parser)]
 #[command(
     name = "libratory-node",
-    version,
+    version = version(),
     about = "Emulated compute nodes that really burn CPU, time-sliced by Job Control shares",
     after_help = "Join a manager: libratory-node --manager 10.0.0.1:7878 --certs certs --name lab1 --nodes 8 --capacity 0.25\n\
                   Check a machine without a manager: libratory-node standalone --part estimate=10,actual=10,deadline=20"
@@ -121,6 +121,20 @@ struct NodeArgs {
     /// Shortest slice (real us; the last bit of a part's work excepted).
     #[arg(long, default_value_t = 250)]
     min_slice_us: u64,
+}
+
+/// `--version`: the crate version and the wire protocol's, which is what
+/// two node processes and a manager must agree on (pre-flight compares it
+/// across hosts).
+fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        format!(
+            "{} (protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            common::protocol::PROTOCOL_VERSION
+        )
+    })
 }
 
 fn parse_spare(s: &str) -> Result<SpareRule, String> {
