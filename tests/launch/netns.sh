@@ -15,8 +15,8 @@
 # as on real machines.
 #
 # Checks: pre-flight names an unreachable host, a host whose clock is off
-# (libfaketime in that host's ssh sessions) and hosts that cannot reach the
-# manager's UDP port; a launch runs a small workload on six node processes
+# (libfaketime in that host's ssh sessions), a host with another
+# libratory-node version, and hosts that cannot reach the manager's UDP port; a launch runs a small workload on six node processes
 # (four hosts over ssh, and m0, a host without ssh: the manager's machine)
 # and collects every host's logs; status/stop see nothing
 # left; a second launch stopped by SIGTERM mid-run stops every node process
@@ -267,6 +267,21 @@ fi
 [[ $(grep -Ec 'FAIL  (h[1-4]|m0) .*no answer from 10.77.0.1:7879 over UDP' <<<"$out") == 5 ]] ||
   fail "pre-flight did not name each host that cannot reach the manager's UDP port: $out"
 say "pre-flight names hosts that cannot reach the manager's UDP port"
+
+# ---- a host whose installed libratory-node is another version
+# shellcheck disable=SC2016  # the script's own $1
+printf '#!/bin/sh\n[ "$1" = --version ] || exit 1\necho "libratory-node 0.0.9 (protocol 0)"\n' >"$T/old-node"
+chmod +x "$T/old-node"
+config "$T/old.toml" "" "$ssh_opts" ""
+sed -i "s|^work_dir = \"$T/h2/work\"\$|&\nnode_binary = \"$T/old-node\"|" "$T/old.toml"
+grep -q "node_binary = \"$T/old-node\"" "$T/old.toml" || fail "could not set h2's node_binary"
+if out=$(in_mgr "$t_root/scripts/preflight.sh" "$T/old.toml" 2>&1); then
+  fail "pre-flight passed a host with another libratory-node version: $out"
+fi
+grep -qF "FAIL  h2 (root@10.77.0.12 port 2202): $T/old-node is 'libratory-node 0.0.9 (protocol 0)', this machine has 'libratory-node" <<<"$out" ||
+  fail "pre-flight did not name h2's version: $out"
+[[ $(grep -c 'FAIL' <<<"$out") == 2 ]] || fail "pre-flight failed more than h2's version and probe: $out"
+say "pre-flight names a host with another libratory-node version"
 
 # ---- a launch stopped mid-run (SIGTERM, as Ctrl-C or a batch system would)
 config "$T/cluster.toml" "" "$ssh_opts" ""
