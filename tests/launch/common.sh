@@ -27,7 +27,9 @@ need() {
   for pair in "$@"; do
     cmd=${pair%%:*}
     pkg=${pair#*:}
-    command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || missing+=("$pkg")
+    if ! command -v "$cmd" >/dev/null 2>&1 && [[ ! -x /usr/sbin/$cmd ]]; then
+      [[ " ${missing[*]} " == *" $pkg "* ]] || missing+=("$pkg")
+    fi
   done
   [[ ${#missing[@]} -eq 0 ]] && return 0
   command -v apt-get >/dev/null || fail "missing ${missing[*]} and no apt-get to install them"

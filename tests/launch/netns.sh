@@ -31,7 +31,7 @@ source "$(dirname "$0")/common.sh"
 
 need_root "the multi-host launch test"
 need sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-  ip:iproute2 rsync:rsync faketime:faketime
+  ip:iproute2 ss:iproute2 rsync:rsync faketime:faketime ps:procps python3:python3
 need_bins
 faketime_lib=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n 1)
 [[ -n $faketime_lib ]] || fail "libfaketime.so.1 not found (dpkg -L libfaketime)"

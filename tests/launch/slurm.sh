@@ -17,7 +17,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 need_root "the Slurm test"
-need slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge
+need slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge ps:procps python3:python3
 need_bins
 
 started=$SECONDS
