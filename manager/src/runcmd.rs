@@ -329,10 +329,7 @@ pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: Progres
         } else {
             None
         };
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-            "interrupted (Ctrl-C)".to_string()
-        };
+        let shutdown = stop_signal();
         let outcome = live::run(live_cfg, jobs, shutdown).await;
         if let Some(n) = nodes {
             for (label, status) in n.finish(Duration::from_secs(5)) {
@@ -345,6 +342,24 @@ pub fn run(cfg: &ClusterConfig, out: &Path, spawn_local: bool, progress: Progres
     })?;
     write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome)?;
     Ok(())
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM (`kill`, `scancel`, a batch
+/// system's time limit), naming which: either ends the run early and the
+/// results so far are still written.
+async fn stop_signal() -> String {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: SIGTERM will not stop the run cleanly: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted (Ctrl-C)".into();
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted (Ctrl-C)".into(),
+        _ = term.recv() => "terminated (SIGTERM)".into(),
+    }
 }
 
 fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {

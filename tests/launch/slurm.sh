@@ -5,7 +5,9 @@
 # ports of their own), and a cluster configuration submitted with
 # scripts/slurm/submit.sh: the batch script starts the manager and, with
 # srun, the node processes; the run completes and its results and logs are
-# in the run directory; the daemons are stopped and nothing is left.
+# in the run directory; a second job cancelled mid-run (scancel, as the
+# time limit would) still writes its partial results and leaves nothing
+# behind; the daemons are stopped and nothing is left.
 #
 # Process tracking is proctrack/linuxproc and task/none: no cgroup plugin,
 # so it runs in containers and VMs alike.
@@ -92,7 +94,7 @@ ReturnToService=2
 SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
-KillWait=5
+KillWait=30
 MinJobAge=300
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP
@@ -175,6 +177,36 @@ done
 grep -q "plays host s1" "$run/hosts/s1/task.txt" || fail "the srun task did not record its host"
 grep -q "manager on $(hostname)" "$run/logs/slurm-$job.out" || fail "the batch log lacks the manager line"
 say "Slurm job $job: 16 jobs on 2 node processes started by srun ($job_s s)"
+
+# ---- scancel mid-run (as the time limit would): the manager still writes
+# what it has, and no node process outlives the job
+sed 's/^time_scale = 0.02$/time_scale = 0.5/' "$T/slurm.toml" >"$T/long.toml"
+LIBRATORY_BIN_DIR=$t_bin "$t_root/scripts/slurm/submit.sh" "$T/long.toml" --out "$T/run2" \
+  >"$T/submit2.log" 2>&1 || fail "submitting the second job failed: $(cat "$T/submit2.log")"
+job2=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$T/submit2.log")
+[[ -n $job2 ]] || fail "no job id in: $(cat "$T/submit2.log")"
+for _ in $(seq 600); do
+  grep -q 'replay started' "$T/run2/logs/manager.log" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q 'replay started' "$T/run2/logs/manager.log" 2>/dev/null ||
+  fail "job $job2 did not start its replay: $(cat "$T"/run2/logs/slurm-*.out 2>&1)"
+sleep 1
+scancel "$job2"
+for _ in $(seq 300); do
+  [[ -z $(squeue -h -j "$job2" 2>/dev/null) ]] && break
+  sleep 0.1
+done
+[[ -z $(squeue -h -j "$job2" 2>/dev/null) ]] || fail "job $job2 still in the queue 30 s after scancel"
+grep -q 'run stopped early: terminated (SIGTERM)' "$T/run2/summary.json" 2>/dev/null ||
+  fail "the cancelled job's manager wrote no summary: $(cat "$T"/run2/logs/slurm-*.out "$T/run2/logs/manager.log" 2>&1)"
+for _ in $(seq 50); do
+  [[ -z $(alive_matching "$T/run2/bin/libratory") ]] && break
+  sleep 0.1
+done
+left=$(alive_matching "$T/run2/bin/libratory")
+[[ -z $left ]] || fail "processes of the cancelled job left running: $left"
+say "scancel of job $job2 mid-run: partial results written, nothing left"
 
 # ---- stop the daemons; nothing of the test may be left
 for p in "${daemons[@]}"; do kill "$p" 2>/dev/null || true; done
