@@ -151,21 +151,21 @@ for i in "${reachable[@]}"; do
   if facts=$(lbr_agent "$i" check "$(lbr_name "$i")" "$bin" 2>&1); then
     while IFS='=' read -r k v; do fact[$k]=$v; done <<<"$facts"
   else
-    bad "$where: the agent $work/bin/libratory-host did not run (${facts##*$'\n'}): scripts/launch.sh copies it"
+    bad "$where: the agent $work/bin/libratory-host did not run (${facts##*$'\n'}): copy it with scripts/launch.sh $config --deploy-only"
     unset -n bin work
     continue
   fi
   if [[ -z ${fact[version]:-} ]]; then
-    bad "$where: no libratory-node at $bin: scripts/launch.sh copies it (or fix node_binary)"
+    bad "$where: no libratory-node at $bin: copy it with scripts/launch.sh $config --deploy-only (or fix node_binary)"
   elif [[ ${fact[version]} != "$local_version" ]]; then
-    bad "$where: $bin is '${fact[version]}', this machine has '$local_version': relaunch to copy this build (or update the host's node_binary)"
+    bad "$where: $bin is '${fact[version]}', this machine has '$local_version': copy this build with scripts/launch.sh $config --deploy-only (or update the host's node_binary)"
   else
     ok "$where: $bin is $local_version"
   fi
   if [[ -n ${fact[certs_missing]:-} ]]; then
-    bad "$where: ${fact[certs_missing]} missing in $work/certs: scripts/launch.sh copies them from $LBR_CERTS"
+    bad "$where: ${fact[certs_missing]} missing in $work/certs: copy them from $LBR_CERTS with scripts/launch.sh $config --deploy-only"
   elif [[ ${fact[ca_sha256]:-} != "$local_ca" ]]; then
-    bad "$where: $work/certs/ca.pem is not this cluster's CA ($LBR_CERTS/ca.pem): relaunch to copy it"
+    bad "$where: $work/certs/ca.pem is not this cluster's CA ($LBR_CERTS/ca.pem): copy it with scripts/launch.sh $config --deploy-only"
   else
     ok "$where: certificate node-$(lbr_name "$i") and this cluster's ca.pem"
     probe_hosts+=("$i")
