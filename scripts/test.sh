@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, property, integration (real binaries, real
-# traces from ../shared/traces). This is the README's test command and what
-# CI runs after the format and lint checks.
+# traces from ../shared/traces), then the launch tests: shellcheck of every
+# script, the multi-host launch over ssh into network namespaces
+# (tests/launch/netns.sh) and a real local Slurm cluster
+# (tests/launch/slurm.sh). This is the README's test command and what CI
+# runs (as root) after the format and lint checks. The launch tests need
+# root and install what they need with apt; they fail, never skip, when
+# they cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +16,24 @@ if [ ! -f "$traces/SDSC-SP2-1998-4.2-cln.swf.gz" ]; then
   exit 1
 fi
 
+# shellcheck source=tests/launch/common.sh
+source tests/launch/common.sh
+need_root "the launch tests (scripts/test.sh)"
+need shellcheck:shellcheck
+
+echo "== shellcheck"
+shellcheck -x scripts/*.sh scripts/slurm/*.sh scripts/slurm/libratory.sbatch tests/launch/*.sh .ci/run
+
 # The live tests start the real binaries of both crates: build them all
 # before any test runs.
 cargo build --workspace --bins "$@"
 cargo test --workspace "$@"
+
+passed=0
+for t in netns slurm; do
+  echo "== tests/launch/$t.sh"
+  bash "tests/launch/$t.sh"
+  passed=$((passed + 1))
+done
+echo "launch tests: shellcheck and $passed scenarios (netns over ssh, Slurm)"
+echo "launch: $((passed + 1)) passed, 0 failed"

@@ -25,6 +25,12 @@ pub struct ClusterConfig {
     /// Where results go.
     #[serde(default)]
     pub output: OutputSection,
+    /// How the launch scripts reach the hosts and check them.
+    #[serde(default)]
+    pub launch: LaunchSection,
+    /// Batch parameters when the hosts come from a Slurm allocation.
+    #[serde(default)]
+    pub slurm: SlurmSection,
 }
 
 /// `[manager]`
@@ -96,6 +102,25 @@ pub struct HostSection {
     /// ssh destination (`user@host`); empty or absent: this machine.
     #[serde(default)]
     pub ssh: Option<String>,
+    /// ssh port (default: ssh's own, usually 22).
+    #[serde(default)]
+    pub ssh_port: Option<u16>,
+    /// ssh options for this host only (`-o` values such as
+    /// `"IdentityFile=~/.ssh/lab"`); they win over `[launch] ssh_options`.
+    #[serde(default)]
+    pub ssh_options: Vec<String>,
+    /// Directory on the host for the binary, certificates, logs and pid
+    /// files (default: `[launch] work_dir` / NAME). Relative paths are
+    /// relative to the ssh user's home (this directory for local hosts).
+    #[serde(default)]
+    pub work_dir: Option<String>,
+    /// A `libratory-node` already installed on the host: launch runs it
+    /// instead of copying the one it built.
+    #[serde(default)]
+    pub node_binary: Option<String>,
+    /// Executor threads per node process (default: one per host core).
+    #[serde(default)]
+    pub executors: Option<usize>,
     /// Node processes on this host.
     #[serde(default = "one")]
     pub processes: usize,
@@ -112,6 +137,35 @@ pub struct HostSection {
     /// Disk per node (MB).
     #[serde(default = "default_disk")]
     pub disk_mb: u64,
+}
+
+impl HostSection {
+    /// Whether the host is this machine (no ssh destination).
+    pub fn is_local(&self) -> bool {
+        !matches!(self.ssh.as_deref(), Some(s) if !s.is_empty())
+    }
+}
+
+/// `-o` values: `Key=Value` or `Key Value`, never a flag of their own.
+fn check_ssh_options(opts: &[String]) -> Result<(), String> {
+    for o in opts {
+        let key_value = o.split_once(['=', ' ']).is_some_and(|(k, v)| {
+            !k.is_empty() && !v.trim().is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        if !key_value {
+            return Err(format!(
+                "{o:?}: each entry is one ssh -o option, Key=Value (e.g. \"IdentityFile=~/.ssh/lab\")"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_path_text(p: &str) -> Result<(), String> {
+    if p.is_empty() || p.contains(['\n', '\r', '\0']) {
+        return Err("must be a non-empty path on one line".into());
+    }
+    Ok(())
 }
 
 fn one() -> usize {
@@ -135,6 +189,105 @@ pub struct OutputSection {
     /// `runs/<config name>`).
     #[serde(default)]
     pub dir: Option<PathBuf>,
+}
+
+/// `[launch]`: how `scripts/launch.sh` and friends reach and check hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSection {
+    /// ssh options for every host (`-o` values, e.g.
+    /// `"StrictHostKeyChecking=accept-new"`).
+    #[serde(default)]
+    pub ssh_options: Vec<String>,
+    /// ssh connect timeout (seconds).
+    #[serde(default = "default_ssh_timeout")]
+    pub ssh_timeout_s: u32,
+    /// Parent of each host's default work directory.
+    #[serde(default = "default_work_dir")]
+    pub work_dir: String,
+    /// Pre-flight refuses a host whose clock differs from this machine's
+    /// by more than this (ms). Runs do not need agreeing clocks (the trace
+    /// clock comes from the manager's welcome); logs are easier to read
+    /// side by side when they roughly agree.
+    #[serde(default = "default_skew")]
+    pub max_clock_skew_ms: f64,
+    /// Seconds a host's UDP probe of the manager's port may take.
+    #[serde(default = "default_probe_timeout")]
+    pub probe_timeout_s: f64,
+    /// Seconds node processes get to leave after the manager ends before
+    /// they are stopped.
+    #[serde(default = "default_stop_grace")]
+    pub stop_grace_s: f64,
+}
+
+impl Default for LaunchSection {
+    fn default() -> Self {
+        LaunchSection {
+            ssh_options: Vec::new(),
+            ssh_timeout_s: default_ssh_timeout(),
+            work_dir: default_work_dir(),
+            max_clock_skew_ms: default_skew(),
+            probe_timeout_s: default_probe_timeout(),
+            stop_grace_s: default_stop_grace(),
+        }
+    }
+}
+
+fn default_ssh_timeout() -> u32 {
+    10
+}
+fn default_work_dir() -> String {
+    "/tmp/libratory".into()
+}
+fn default_skew() -> f64 {
+    1000.0
+}
+fn default_probe_timeout() -> f64 {
+    5.0
+}
+fn default_stop_grace() -> f64 {
+    10.0
+}
+
+/// `[slurm]`: batch parameters for `scripts/slurm/submit.sh`. Under Slurm
+/// the hosts come from the allocation: allocated host k plays `[[hosts]]`
+/// entry k (its processes, nodes, capacity and certificate); `ssh*`,
+/// `work_dir` and `node_binary` are not used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmSection {
+    /// Partition (`--partition`; default: the cluster's default).
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// Account (`--account`).
+    #[serde(default)]
+    pub account: Option<String>,
+    /// Time limit (`--time`, e.g. `"00:30:00"`).
+    #[serde(default = "default_time_limit")]
+    pub time_limit: String,
+    /// CPUs per allocated host (default: enough for the host's nodes,
+    /// rounded up, at least 1).
+    #[serde(default)]
+    pub cpus_per_host: Option<usize>,
+    /// Further sbatch options, passed as they are (e.g. `"--qos=short"`).
+    #[serde(default)]
+    pub sbatch_options: Vec<String>,
+}
+
+impl Default for SlurmSection {
+    fn default() -> Self {
+        SlurmSection {
+            partition: None,
+            account: None,
+            time_limit: default_time_limit(),
+            cpus_per_host: None,
+            sbatch_options: Vec::new(),
+        }
+    }
+}
+
+fn default_time_limit() -> String {
+    "00:30:00".into()
 }
 
 /// A configuration problem, naming the file (and line/key when known).
@@ -218,6 +371,34 @@ impl ClusterConfig {
             a.parse::<std::net::SocketAddr>()
                 .map_err(|_| bad("manager.advertise".into(), "expected ip:port"))?;
         }
+        let listen: std::net::SocketAddr = self.manager.listen.parse().expect("checked above");
+        if listen.port() == 0 {
+            return Err(bad(
+                "manager.listen".into(),
+                "give a fixed port: node processes on other hosts must know it",
+            ));
+        }
+        if self.manager.advertise.is_none()
+            && listen.ip().is_unspecified()
+            && self.hosts.iter().any(|h| !h.is_local())
+        {
+            return Err(bad(
+                "manager.advertise".into(),
+                &format!(
+                    "the manager listens on {listen} (every interface): give the address the \
+                     hosts dial, e.g. advertise = \"10.0.0.1:{}\"",
+                    listen.port()
+                ),
+            ));
+        }
+        for (key, v) in [
+            ("manager.start_timeout_s", self.manager.start_timeout_s),
+            ("manager.link_timeout_s", self.manager.link_timeout_s),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(bad(key.into(), "must be > 0 (seconds)"));
+            }
+        }
         if !(self.manager.time_scale > 0.0 && self.manager.time_scale.is_finite()) {
             return Err(bad(
                 "manager.time_scale".into(),
@@ -264,8 +445,151 @@ impl ClusterConfig {
             if !(h.speed > 0.0 && h.speed.is_finite()) {
                 return Err(bad(key("speed"), "must be > 0"));
             }
+            if h.ssh_port == Some(0) {
+                return Err(bad(key("ssh_port"), "must be within 1..=65535"));
+            }
+            check_ssh_options(&h.ssh_options).map_err(|why| bad(key("ssh_options"), &why))?;
+            for (field, v) in [("work_dir", &h.work_dir), ("node_binary", &h.node_binary)] {
+                if let Some(v) = v {
+                    check_path_text(v).map_err(|why| bad(key(field), &why))?;
+                }
+            }
+            if let Some(e) = h.executors {
+                let need = h.nodes_per_process as f64 * h.capacity;
+                if e == 0 {
+                    return Err(bad(key("executors"), "must be >= 1"));
+                }
+                if need > e as f64 + 1e-9 {
+                    return Err(bad(
+                        key("executors"),
+                        &format!(
+                            "{e} executor(s) cannot serve nodes_per_process x capacity = {need} cores"
+                        ),
+                    ));
+                }
+            }
+        }
+        let l = &self.launch;
+        check_ssh_options(&l.ssh_options).map_err(|why| bad("launch.ssh_options".into(), &why))?;
+        check_path_text(&l.work_dir).map_err(|why| bad("launch.work_dir".into(), &why))?;
+        if l.ssh_timeout_s == 0 {
+            return Err(bad("launch.ssh_timeout_s".into(), "must be >= 1 (seconds)"));
+        }
+        if !(l.max_clock_skew_ms >= 0.0 && l.max_clock_skew_ms.is_finite()) {
+            return Err(bad("launch.max_clock_skew_ms".into(), "must be >= 0 (ms)"));
+        }
+        if !(l.probe_timeout_s > 0.0 && l.probe_timeout_s.is_finite()) {
+            return Err(bad(
+                "launch.probe_timeout_s".into(),
+                "must be > 0 (seconds)",
+            ));
+        }
+        if !(l.stop_grace_s >= 0.0 && l.stop_grace_s.is_finite()) {
+            return Err(bad("launch.stop_grace_s".into(), "must be >= 0 (seconds)"));
+        }
+        let sl = &self.slurm;
+        let t = sl.time_limit.as_str();
+        if t.is_empty()
+            || !(t
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ':' || c == '-')
+                || t.eq_ignore_ascii_case("infinite")
+                || t.eq_ignore_ascii_case("unlimited"))
+        {
+            return Err(bad(
+                "slurm.time_limit".into(),
+                "expected a Slurm time such as \"30\", \"00:30:00\" or \"1-00:00:00\"",
+            ));
+        }
+        if sl.cpus_per_host == Some(0) {
+            return Err(bad("slurm.cpus_per_host".into(), "must be >= 1"));
+        }
+        for (field, v) in [
+            ("slurm.partition", &sl.partition),
+            ("slurm.account", &sl.account),
+        ] {
+            if v.as_deref()
+                .is_some_and(|v| v.is_empty() || v.contains(char::is_whitespace))
+            {
+                return Err(bad(field.into(), "must be one word"));
+            }
+        }
+        if let Some(o) = sl.sbatch_options.iter().find(|o| !o.starts_with('-')) {
+            return Err(bad(
+                "slurm.sbatch_options".into(),
+                &format!("{o:?}: each entry is one sbatch option such as \"--qos=short\""),
+            ));
         }
         Ok(())
+    }
+
+    /// The address node processes on other hosts dial: `advertise`, else
+    /// `listen` unless that is every interface (0.0.0.0 or ::).
+    pub fn dial_address(&self) -> Option<std::net::SocketAddr> {
+        if let Some(a) = &self.manager.advertise {
+            return a.parse().ok();
+        }
+        let l: std::net::SocketAddr = self.manager.listen.parse().ok()?;
+        (!l.ip().is_unspecified()).then_some(l)
+    }
+
+    /// The address node processes on the manager's own machine dial:
+    /// [`ClusterConfig::dial_address`], else loopback at the listening port.
+    pub fn local_dial_address(&self) -> std::net::SocketAddr {
+        self.dial_address().unwrap_or_else(|| {
+            let l: std::net::SocketAddr = self.manager.listen.parse().expect("checked on load");
+            let ip: std::net::IpAddr = if l.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            };
+            std::net::SocketAddr::new(ip, l.port())
+        })
+    }
+
+    /// The `libratory-node` arguments of one of `host`'s processes, but for
+    /// `--manager`, `--certs` and `--label` (which depend on where and how
+    /// it runs). Every launcher (local, ssh, Slurm) uses this one list.
+    pub fn node_args(&self, host: &HostSection) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "--name".into(),
+            host.name.clone(),
+            "--nodes".into(),
+            host.nodes_per_process.to_string(),
+            "--capacity".into(),
+            host.capacity.to_string(),
+            "--speed".into(),
+            host.speed.to_string(),
+            "--memory-mb".into(),
+            host.memory_mb.to_string(),
+            "--disk-mb".into(),
+            host.disk_mb.to_string(),
+            "--link-timeout-s".into(),
+            self.manager.link_timeout_s.to_string(),
+        ];
+        if let Some(e) = host.executors {
+            a.extend(["--executors".into(), e.to_string()]);
+        }
+        a
+    }
+
+    /// One line about the configuration, for `libratory config check`.
+    pub fn summary(&self) -> String {
+        let remote = self.hosts.iter().filter(|h| !h.is_local()).count();
+        format!(
+            "{} host(s) ({remote} over ssh), {} node processes, {} emulated nodes, policy {}, preset {}, time scale {}",
+            self.hosts.len(),
+            self.hosts.iter().map(|h| h.processes).sum::<usize>(),
+            self.total_nodes(),
+            self.workload.policy,
+            self.workload.preset,
+            self.manager.time_scale
+        )
+    }
+
+    /// The label of process `p` of `host` (logs, pid files, results).
+    pub fn process_label(host: &HostSection, p: usize) -> String {
+        format!("{}-{p}", host.name)
     }
 
     /// Emulated nodes across all hosts.
@@ -356,5 +680,98 @@ capacity = 0.25
         .unwrap_err()
         .to_string();
         assert!(e.contains("manager.listen"), "{e}");
+    }
+
+    fn err(text: &str) -> String {
+        ClusterConfig::parse(Path::new("lab.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn launch_fields_are_checked_naming_the_key() {
+        let remote = GOOD.replace("name = \"local\"", "name = \"h1\"\nssh = \"me@h1\"");
+        // A manager on every interface needs the address hosts dial.
+        let e = err(&remote.replace("127.0.0.1:7878", "0.0.0.0:7878"));
+        assert!(e.contains("lab.toml: manager.advertise"), "{e}");
+        let ok = remote.replace(
+            "listen = \"127.0.0.1:7878\"",
+            "listen = \"0.0.0.0:7878\"\nadvertise = \"10.0.0.1:7878\"",
+        );
+        let c = ClusterConfig::parse(Path::new("lab.toml"), &ok).unwrap();
+        assert_eq!(c.dial_address().unwrap().to_string(), "10.0.0.1:7878");
+        let e = err(&GOOD.replace("127.0.0.1:7878", "127.0.0.1:0"));
+        assert!(
+            e.contains("manager.listen") && e.contains("fixed port"),
+            "{e}"
+        );
+        let e = err(&format!("{remote}ssh_options = [\"-v\"]\n"));
+        assert!(e.contains("hosts[0] (h1).ssh_options"), "{e}");
+        let e = err(&format!("{remote}ssh_port = 0\n"));
+        assert!(e.contains("hosts[0] (h1).ssh_port"), "{e}");
+        let e = err(&format!("{GOOD}executors = 0\n"));
+        assert!(e.contains("hosts[0] (local).executors"), "{e}");
+        let e = err(&format!("{}executors = 1\n", GOOD.replace("0.25", "0.5")));
+        assert!(e.contains("executors") && e.contains("2 cores"), "{e}");
+        let e = err(&format!("{GOOD}\n[launch]\nmax_clock_skew_ms = -1\n"));
+        assert!(e.contains("launch.max_clock_skew_ms"), "{e}");
+        let e = err(&format!("{GOOD}\n[launch]\nprobe_timeout = 3\n"));
+        assert!(e.contains("probe_timeout") && e.contains("line"), "{e}");
+        let e = err(&format!("{GOOD}\n[slurm]\ntime_limit = \"half an hour\"\n"));
+        assert!(e.contains("slurm.time_limit"), "{e}");
+        let e = err(&format!(
+            "{GOOD}\n[slurm]\nsbatch_options = [\"qos=short\"]\n"
+        ));
+        assert!(e.contains("slurm.sbatch_options"), "{e}");
+    }
+
+    #[test]
+    fn local_hosts_dial_loopback_when_the_manager_listens_everywhere() {
+        let c = ClusterConfig::parse(
+            Path::new("x.toml"),
+            &GOOD.replace("127.0.0.1:7878", "0.0.0.0:7999"),
+        )
+        .unwrap();
+        assert_eq!(c.dial_address(), None);
+        assert_eq!(c.local_dial_address().to_string(), "127.0.0.1:7999");
+    }
+
+    /// Every example in cluster-configs/ parses, checks, and names files
+    /// that exist (traces); so examples never rot.
+    #[test]
+    fn every_file_in_cluster_configs_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs");
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let c = ClusterConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!c.hosts.is_empty(), "{}: no [[hosts]]", path.display());
+                if let Some(t) = &c.workload.trace {
+                    assert!(
+                        t.is_file(),
+                        "{}: trace {} missing",
+                        path.display(),
+                        t.display()
+                    );
+                }
+                // The preset and every override are known.
+                let mut exp = common::experiment::Experiment::preset(&c.workload.preset)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let pairs = c.set_pairs();
+                exp.set_all(pairs.iter().map(String::as_str))
+                    .unwrap_or_else(|e| panic!("{}: [workload] set: {e}", path.display()));
+                let plan = crate::launch::LaunchPlan::new(&c, &path);
+                assert_eq!(plan.total_nodes, c.total_nodes());
+                seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        seen.sort();
+        for must in ["lab4.toml", "local.toml", "sdsc-128.toml"] {
+            assert!(
+                seen.iter().any(|s| s == must),
+                "{must} missing from {seen:?}"
+            );
+        }
     }
 }

@@ -6,6 +6,8 @@
 pub mod compare;
 pub mod config;
 pub mod core;
+pub mod launch;
 pub mod live;
 pub mod metric_table;
+pub mod probe;
 pub mod procstat;

@@ -102,11 +102,14 @@ pub struct LiveConfig {
     pub link_timeout: Duration,
     /// How long to wait for the nodes' histograms at the end.
     pub histogram_timeout: Duration,
-    /// Show a live progress line on stderr.
+    /// Show a live progress bar on stderr.
     pub progress: bool,
     /// Keep serving (client submissions) after the workload is done, until
     /// the shutdown signal.
     pub serve: bool,
+    /// Print a plain progress line on stderr this often, and one line per
+    /// node process that registers (for logs, where a bar is unreadable).
+    pub progress_lines: Option<Duration>,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -402,6 +405,24 @@ impl ManagerActor {
             );
             self.bar = Some(b);
         }
+        if let Some(every) = self.cfg.progress_lines {
+            eprintln!("replay started: {} jobs", self.total_jobs);
+            let started = Instant::now();
+            ctx.run_interval(every, move |a, _| {
+                if !a.ending {
+                    eprintln!(
+                        "progress {:>6.1}s: finished {}/{} submitted {} decided {} queued {} nodes {}",
+                        started.elapsed().as_secs_f64(),
+                        a.finished,
+                        a.total_jobs,
+                        a.submitted,
+                        a.decided,
+                        a.core.queued(),
+                        a.core.live_nodes()
+                    );
+                }
+            });
+        }
         self.schedule_next(ctx);
     }
 
@@ -553,6 +574,15 @@ impl Handler<Connected> for ManagerActor {
         }
         let ids = self.core.register(m.link, &m.host, &m.nodes);
         self.registered_nodes += ids.len();
+        if self.cfg.progress_lines.is_some() {
+            eprintln!(
+                "registered {} ({} nodes): {} of {} emulated nodes",
+                m.host,
+                ids.len(),
+                self.registered_nodes,
+                self.cfg.expect_nodes
+            );
+        }
         self.links.insert(
             m.link,
             LinkInfo {
@@ -1046,6 +1076,14 @@ pub async fn run(
         },
     )
     .with_context(|| format!("starting the QUIC server on {}", cfg.listen))?;
+    if cfg.progress_lines.is_some() {
+        // Launch scripts start the node processes once they read this.
+        eprintln!(
+            "manager listening on {} (UDP); waiting for {} emulated nodes",
+            endpoint.local_addr().unwrap_or(cfg.listen),
+            cfg.expect_nodes
+        );
+    }
     let (done_tx, done_rx) = oneshot::channel();
     let hists = MANAGER_HISTOGRAMS
         .iter()

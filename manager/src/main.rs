@@ -25,6 +25,7 @@ mod simulate;
 mod sweep;
 
 use libratory_manager::config::ClusterConfig;
+use libratory_manager::launch::{self, LaunchPlan};
 use libratory_manager::metric_table;
 
 /// Deadline- and budget-aware cluster admission control: simulate the
@@ -106,6 +107,29 @@ enum Command {
         /// workload, until Ctrl-C.
         #[arg(long)]
         serve: bool,
+        /// Print a plain progress line every this many seconds (and one per
+        /// node process that registers) instead of a progress bar.
+        #[arg(long)]
+        progress_every: Option<f64>,
+    },
+    /// Cluster configurations: check one, or print what the launch scripts
+    /// need from it.
+    Config {
+        #[command(subcommand)]
+        cmd: ConfigCmd,
+    },
+    /// Answer pre-flight probes (`libratory-node probe`) on the manager's
+    /// address with the manager's certificate, then exit.
+    ProbeServer {
+        /// The cluster configuration: its [manager] listen and certs.
+        #[arg(long)]
+        config: PathBuf,
+        /// Serve at most this many seconds.
+        #[arg(long, default_value_t = 30.0)]
+        for_s: f64,
+        /// Exit as soon as this many probes succeeded (0: serve --for-s).
+        #[arg(long, default_value_t = 0)]
+        expect: usize,
     },
     /// Make the cluster's certificates: a CA, the manager's and one per
     /// node process name.
@@ -160,6 +184,27 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Parse and check a configuration; print a one-line summary.
+    Check {
+        /// The cluster configuration.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Print the resolved launch plan: hosts, ssh targets and arguments,
+    /// work directories, node arguments, manager addresses, sbatch options.
+    Show {
+        /// The cluster configuration.
+        #[arg(long)]
+        config: PathBuf,
+        /// shell (bash assignments to eval), json, or sbatch (options, one
+        /// per line).
+        #[arg(long, value_enum, default_value = "json")]
+        format: launch::Format,
+    },
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -190,6 +235,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             spawn_local,
             out,
             serve,
+            progress_every,
         } => {
             let cfg = ClusterConfig::load(&config)?;
             let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -198,13 +244,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .map_or("run".into(), |s| s.to_string_lossy().to_string());
                 PathBuf::from("runs").join(stem)
             });
-            runcmd::run(
-                &cfg,
-                &out,
-                spawn_local,
-                std::io::stderr().is_terminal(),
-                serve,
-            )?;
+            let progress =
+                runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
+            runcmd::run(&cfg, &out, spawn_local, progress, serve)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config { cmd } => match cmd {
+            ConfigCmd::Check { config } => {
+                let cfg = ClusterConfig::load(&config)?;
+                println!("{}: ok: {}", config.display(), cfg.summary());
+                Ok(ExitCode::SUCCESS)
+            }
+            ConfigCmd::Show { config, format } => {
+                let cfg = ClusterConfig::load(&config)?;
+                print!("{}", LaunchPlan::new(&cfg, &config).render(format));
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::ProbeServer {
+            config,
+            for_s,
+            expect,
+        } => {
+            let cfg = ClusterConfig::load(&config)?;
+            let ok =
+                libratory_manager::probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
+            println!("probe server: {ok} probe(s) answered");
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo {
@@ -225,7 +290,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 nodes,
                 jobs,
             );
-            runcmd::run(&cfg, &out, true, std::io::stderr().is_terminal(), false)?;
+            let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
+            runcmd::run(&cfg, &out, true, progress, false)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(a) => sweep::run(a),

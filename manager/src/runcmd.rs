@@ -58,9 +58,9 @@ impl LocalNodes {
     /// Starts one `libratory-node` per process of every host in `hosts`
     /// on this machine, logging to `logs/`.
     pub fn spawn(
+        cfg: &ClusterConfig,
         hosts: &[&HostSection],
         manager: SocketAddr,
-        certs: &Path,
         logs: &Path,
     ) -> Result<LocalNodes> {
         let exe = node_binary()?;
@@ -68,7 +68,7 @@ impl LocalNodes {
         let mut children = Vec::new();
         for h in hosts {
             for p in 0..h.processes {
-                let label = format!("{}-{p}", h.name);
+                let label = ClusterConfig::process_label(h, p);
                 let log = logs.join(format!("node-{label}.log"));
                 let file = fs::File::create(&log)
                     .with_context(|| format!("creating {}", log.display()))?;
@@ -76,21 +76,10 @@ impl LocalNodes {
                     .arg("--manager")
                     .arg(manager.to_string())
                     .arg("--certs")
-                    .arg(certs)
-                    .arg("--name")
-                    .arg(&h.name)
+                    .arg(&cfg.manager.certs)
                     .arg("--label")
                     .arg(&label)
-                    .arg("--nodes")
-                    .arg(h.nodes_per_process.to_string())
-                    .arg("--capacity")
-                    .arg(h.capacity.to_string())
-                    .arg("--speed")
-                    .arg(h.speed.to_string())
-                    .arg("--memory-mb")
-                    .arg(h.memory_mb.to_string())
-                    .arg("--disk-mb")
-                    .arg(h.disk_mb.to_string())
+                    .args(cfg.node_args(h))
                     .stdin(Stdio::null())
                     .stdout(file.try_clone()?)
                     .stderr(file)
@@ -263,23 +252,54 @@ fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)
     Ok((exp, wl))
 }
 
+/// How `libratory run` reports progress on stderr.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress {
+    /// Nothing until the end.
+    Quiet,
+    /// A live progress bar (stderr is a terminal).
+    Bar,
+    /// A plain line every so often, and one per registration (for logs
+    /// and launch scripts).
+    Lines(Duration),
+}
+
+impl Progress {
+    /// Lines every `every` seconds when given, else a bar on a terminal,
+    /// else nothing.
+    pub fn choose(every: Option<f64>, terminal: bool) -> Result<Progress> {
+        Ok(match every {
+            Some(s) => Progress::Lines(seconds("--progress-every", s)?),
+            None if terminal => Progress::Bar,
+            None => Progress::Quiet,
+        })
+    }
+}
+
+/// A positive number of seconds from the command line, or an error naming
+/// the option.
+pub fn seconds(option: &str, s: f64) -> Result<Duration> {
+    if !(s > 0.0 && s.is_finite()) {
+        bail!("{option} must be a number of seconds > 0, got {s}");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
 pub fn run(
     cfg: &ClusterConfig,
     out: &Path,
     spawn_local: bool,
-    progress: bool,
+    progress: Progress,
     serve: bool,
 ) -> Result<()> {
     let inv = Invocation::capture();
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
-    let advertise: SocketAddr = match &cfg.manager.advertise {
-        Some(a) => a.parse()?,
-        None => listen,
-    };
+    // Local node processes dial the advertised address, else loopback.
+    let local_dial = cfg.local_dial_address();
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
     log.say(format_args!(
@@ -304,28 +324,24 @@ pub fn run(
         heartbeat_ms: cfg.manager.heartbeat_ms,
         link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
         histogram_timeout: Duration::from_secs(5),
-        progress,
+        progress: matches!(progress, Progress::Bar),
+        progress_lines: match progress {
+            Progress::Lines(every) => Some(every),
+            Progress::Quiet | Progress::Bar => None,
+        },
         serve,
     };
     let jobs = wl.jobs.clone();
-    let certs = cfg.manager.certs.clone();
-    let local_hosts: Vec<&HostSection> = cfg
-        .hosts
-        .iter()
-        .filter(|h| h.ssh.as_deref().unwrap_or("").is_empty())
-        .collect();
+    let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let logs = out.join("logs");
     let (outcome, exits): (LiveOutcome, Vec<(String, String)>) =
         actix_rt::System::new().block_on(async move {
             let nodes = if spawn_local {
-                Some(LocalNodes::spawn(&local_hosts, advertise, &certs, &logs)?)
+                Some(LocalNodes::spawn(cfg, &local_hosts, local_dial, &logs)?)
             } else {
                 None
             };
-            let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
-                "interrupted (Ctrl-C)".to_string()
-            };
+            let shutdown = stop_signal();
             let outcome = live::run(live_cfg, jobs, shutdown).await;
             let mut exits = Vec::new();
             if let Some(n) = nodes {
@@ -400,6 +416,24 @@ fn node_process_facts(o: &LiveOutcome, exits: &[(String, String)]) -> Vec<NodePr
     }
     facts.sort_by(|a, b| a.host.cmp(&b.host));
     facts
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM (`kill`, `scancel`, a batch
+/// system's time limit), naming which: either ends the run early and the
+/// results so far are still written.
+async fn stop_signal() -> String {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: SIGTERM will not stop the run cleanly: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted (Ctrl-C)".into();
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted (Ctrl-C)".into(),
+        _ = term.recv() => "terminated (SIGTERM)".into(),
+    }
 }
 
 fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {

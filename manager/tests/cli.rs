@@ -637,3 +637,67 @@ fn compare_counts_identical_decisions_and_lists_the_jobs_that_differ() {
         c["jobs"].as_array().unwrap().len()
     );
 }
+
+fn configs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs")
+}
+
+#[test]
+fn config_check_and_show_print_what_the_launchers_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = configs_dir().join("lab4.toml");
+    let lab = lab.to_str().unwrap();
+    let out = libratory(&["config", "check", "--config", lab], dir.path());
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ok: 4 host(s) (4 over ssh), 4 node processes, 32 emulated nodes"),
+        "{stdout}"
+    );
+    let out = libratory(
+        &["config", "show", "--config", lab, "--format", "shell"],
+        dir.path(),
+    );
+    assert!(out.status.success());
+    let shell = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "LBR_DIAL='192.0.2.10:7878'",
+        "LBR_TARGET_3='libratory@lab4.example.org'",
+        "LBR_WORK_0='/tmp/libratory/lab1'",
+        "LBR_LABELS_1=('lab2-0')",
+    ] {
+        assert!(shell.lines().any(|l| l == line), "{line} not in:\n{shell}");
+    }
+    assert!(shell.contains("LBR_SSH_ARGS_3=('-p' '2222' '-o' 'IdentityFile=~/.ssh/lab4'"));
+    let out = libratory(
+        &["config", "show", "--config", lab, "--format", "json"],
+        dir.path(),
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["total_nodes"], 32);
+    assert_eq!(plan["hosts"][0]["node_args"][1], "lab1");
+    let out = libratory(
+        &["config", "show", "--config", lab, "--format", "sbatch"],
+        dir.path(),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("--job-name=libratory-lab4\n--nodes=4\n")
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(configs_dir().join("lab4.toml"))
+        .unwrap()
+        .replace("advertise = \"192.0.2.10:7878\"", "");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, text).unwrap();
+    let out = libratory(&["config", "check", "--config", "bad.toml"], dir.path());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.toml: manager.advertise: the manager listens on 0.0.0.0:7878"),
+        "{stderr}"
+    );
+}

@@ -713,3 +713,91 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
     let csv = std::fs::read_to_string(out.join("loadtest.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
 }
+
+/// `libratory-node probe` against `libratory probe-server`: a host with the
+/// cluster's certificate gets through; one from another CA is refused, and
+/// a port nobody answers on is reported as such, each saying what to check.
+#[test]
+fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
+    let nb = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let other = dir.path().join("other");
+    certs(&other, "local");
+    let port = free_port();
+    let cfg = config(dir.path(), port, 1, 1, "", "libra");
+    let server = Command::new(libratory())
+        .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let probe = |certs: &Path, addr: &str| {
+        Command::new(&nb)
+            .args([
+                "probe",
+                "--manager",
+                addr,
+                "--name",
+                "local",
+                "--timeout-s",
+                "2",
+                "--certs",
+            ])
+            .arg(certs)
+            .output()
+            .unwrap()
+    };
+    // The server may still be binding: retry the good probe briefly.
+    let mut good = probe(&certs_dir, &addr);
+    for _ in 0..10 {
+        if good.status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        good = probe(&certs_dir, &addr);
+    }
+    if !good.status.success() {
+        dump("probe", &good);
+        panic!("the probe did not get through");
+    }
+    assert!(String::from_utf8_lossy(&good.stdout).contains("certificate node-local accepted"));
+    let o = server.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 probe(s) answered"));
+
+    // Another CA: the server refuses the handshake.
+    let mut server = Command::new(libratory())
+        .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let bad = probe(&other, &addr);
+    kill_child(&mut server);
+    assert!(!bad.status.success());
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("manager's CA") && e.contains("node-local"),
+        "{e}"
+    );
+
+    // Nobody there.
+    let silent = probe(&certs_dir, &format!("127.0.0.1:{}", free_port()));
+    assert!(!silent.status.success());
+    let e = String::from_utf8_lossy(&silent.stderr);
+    assert!(
+        e.contains("no answer from 127.0.0.1:") && e.contains("firewall"),
+        "{e}"
+    );
+}
+
+fn kill_child(c: &mut Child) {
+    let _ = c.kill();
+    let _ = c.wait();
+}

@@ -13,6 +13,8 @@
 //! - [`telemetry`]: assigned versus delivered share, overrun, jitter.
 //! - [`standalone`]: run nodes against a local list of parts.
 //! - [`kernel`]: the baseline under the kernel's CPU bandwidth control.
+//! - [`link`]: the QUIC link to the manager.
+//! - [`probe`]: the pre-flight check that this host reaches the manager.
 pub mod actor;
 pub mod clock;
 pub mod core;
@@ -20,6 +22,7 @@ pub mod exec;
 pub mod host;
 pub mod kernel;
 pub mod link;
+pub mod probe;
 pub mod spec;
 pub mod standalone;
 pub mod telemetry;

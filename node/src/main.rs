@@ -20,7 +20,7 @@ use node::{NodeSpec, SliceConfig};
 #[derive(Parser)]
 #[command(
     name = "libratory-node",
-    version,
+    version = version(),
     about = "Emulated compute nodes that really burn CPU, time-sliced by Job Control shares",
     after_help = "Join a manager: libratory-node --manager 10.0.0.1:7878 --certs certs --name lab1 --nodes 8 --capacity 0.25\n\
                   Check a machine without a manager: libratory-node standalone --part estimate=10,actual=10,deadline=20"
@@ -64,6 +64,26 @@ enum Cmd {
     /// Run the benchmarks: share fidelity against the kernel's CPU
     /// bandwidth control, overhead, and the cost of idle nodes.
     Bench(bench::BenchArgs),
+    /// Check that this host reaches the manager's UDP port and that the
+    /// manager takes its certificate (answered by `libratory probe-server`;
+    /// scripts/preflight.sh runs both).
+    Probe(ProbeArgs),
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// The manager's address (ip:port, UDP).
+    #[arg(long)]
+    manager: std::net::SocketAddr,
+    /// Certificates directory: ca.pem and node-NAME.pem/.key.
+    #[arg(long)]
+    certs: PathBuf,
+    /// Certificate name: the probe presents node-NAME.
+    #[arg(long)]
+    name: String,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 5.0)]
+    timeout_s: f64,
 }
 
 #[derive(Args, Clone)]
@@ -101,6 +121,20 @@ struct NodeArgs {
     /// Shortest slice (real us; the last bit of a part's work excepted).
     #[arg(long, default_value_t = 250)]
     min_slice_us: u64,
+}
+
+/// `--version`: the crate version and the wire protocol's, which is what
+/// two node processes and a manager must agree on (pre-flight compares it
+/// across hosts).
+fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        format!(
+            "{} (protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            common::protocol::PROTOCOL_VERSION
+        )
+    })
 }
 
 fn parse_spare(s: &str) -> Result<SpareRule, String> {
@@ -240,6 +274,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Duration::from_secs_f64(a.for_s),
             )?;
             println!("{r}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Probe(p) => {
+            if !(p.timeout_s > 0.0 && p.timeout_s.is_finite()) {
+                bail!("--timeout-s must be > 0, got {}", p.timeout_s);
+            }
+            let rtt = node::probe::probe(
+                p.manager,
+                &p.certs,
+                &p.name,
+                Duration::from_secs_f64(p.timeout_s),
+            )
+            .with_context(|| format!("probing the manager at {} as node-{}", p.manager, p.name))?;
+            println!(
+                "probe: {} reached over UDP, certificate node-{} accepted ({:.1} ms)",
+                p.manager,
+                p.name,
+                rtt.as_secs_f64() * 1e3
+            );
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench(b) => {

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The launcher's agent on a node host. scripts/launch.sh copies it to
+# WORK/bin/libratory-host on every host and runs it there (over ssh, or
+# directly on this machine) as
+#
+#   bash WORK/bin/libratory-host WORK COMMAND [ARGS...]
+#
+# COMMAND:
+#   start LABEL BINARY ARGS...  start one node process, detached (setsid,
+#                               nohup): log in WORK/logs/node-LABEL.log, pid in
+#                               WORK/run/LABEL.pid, exit code in
+#                               WORK/run/LABEL.exit when it ends
+#   status                      one line per node process: label, state, pid,
+#                               last log line
+#   running                     how many node processes are alive
+#   stop GRACE_S                SIGTERM the live ones, SIGKILL what is left
+#                               after GRACE_S seconds
+#   clean                       forget the previous run (logs, pid files);
+#                               refuses while node processes are alive
+#   check NAME BINARY           pre-flight facts, one key=value per line
+#
+# It only ever signals pids it recorded, and only while /proc says they
+# still run a libratory-node (a recycled pid is left alone).
+set -euo pipefail
+
+work=${1:?usage: libratory-host WORK COMMAND [ARGS...]}
+cmd=${2:?usage: libratory-host WORK COMMAND [ARGS...]}
+shift 2
+mkdir -p "$work/logs" "$work/run"
+cd "$work"
+
+# Is pid $1 alive and a libratory-node?
+alive() {
+  local pid=$1 cmdline
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  # A zombie has an empty command line: it is not running.
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *libratory-node* ]]
+}
+
+labels() {
+  local f
+  for f in run/*.pid; do
+    [[ -e $f ]] || continue
+    f=${f#run/}
+    echo "${f%.pid}"
+  done
+}
+
+live_pids() {
+  local l pid
+  for l in $(labels); do
+    pid=$(cat "run/$l.pid" 2>/dev/null || true)
+    if alive "$pid"; then echo "$pid"; fi
+  done
+}
+
+case $cmd in
+  start)
+    label=${1:?start LABEL BINARY ARGS...}
+    binary=${2:?start LABEL BINARY ARGS...}
+    shift 2
+    [[ -x $binary ]] || { echo "libratory-host: $binary is not an executable on $(hostname)" >&2; exit 1; }
+    rm -f "run/$label.pid" "run/$label.exit"
+    # The wrapper records the node's pid and, when it ends, its exit code.
+    # shellcheck disable=SC2016  # expanded by the wrapper's bash
+    setsid nohup bash -c '"$@" & echo $! >"run/$0.pid"; wait $!; echo $? >"run/$0.exit"' \
+      "$label" "$binary" "$@" >"logs/node-$label.log" 2>&1 </dev/null &
+    for _ in $(seq 50); do
+      [[ -s run/$label.pid ]] && break
+      sleep 0.1
+    done
+    [[ -s run/$label.pid ]] || { echo "libratory-host: $label did not start (see $work/logs/node-$label.log)" >&2; exit 1; }
+    echo "started $label pid $(cat "run/$label.pid")"
+    ;;
+  status)
+    for l in $(labels); do
+      pid=$(cat "run/$l.pid" 2>/dev/null || true)
+      last=$(tail -n 1 "logs/node-$l.log" 2>/dev/null || true)
+      if alive "$pid"; then
+        state=running
+      elif [[ -s run/$l.exit ]]; then
+        state="exited $(cat "run/$l.exit")"
+      else
+        state=gone
+      fi
+      printf '%s %s pid %s | %s\n' "$l" "$state" "$pid" "${last:0:160}"
+    done
+    ;;
+  running)
+    live_pids | wc -l
+    ;;
+  stop)
+    grace=${1:-10}
+    mapfile -t pids < <(live_pids)
+    [[ ${#pids[@]} -eq 0 ]] && { echo "nothing running"; exit 0; }
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    end=$((SECONDS + ${grace%.*}))
+    while ((SECONDS < end)) && [[ -n $(live_pids) ]]; do sleep 0.2; done
+    mapfile -t left < <(live_pids)
+    if [[ ${#left[@]} -gt 0 ]]; then
+      kill -KILL "${left[@]}" 2>/dev/null || true
+      echo "stopped ${#pids[@]} node process(es); killed ${#left[@]} after ${grace}s: ${left[*]}"
+    else
+      echo "stopped ${#pids[@]} node process(es)"
+    fi
+    ;;
+  clean)
+    if [[ -n $(live_pids) ]]; then
+      echo "libratory-host: node processes still running in $work: $(live_pids | tr '\n' ' ')" >&2
+      exit 1
+    fi
+    rm -rf logs run
+    mkdir -p logs run
+    ;;
+  check)
+    name=${1:?check NAME BINARY}
+    binary=${2:?check NAME BINARY}
+    echo "host=$(hostname)"
+    if [[ -x $binary ]]; then
+      echo "version=$("$binary" --version 2>&1 | head -n 1)"
+    else
+      echo "version="
+    fi
+    missing=()
+    for f in ca.pem "node-$name.pem" "node-$name.key"; do
+      [[ -r certs/$f ]] || missing+=("$f")
+    done
+    echo "certs_missing=${missing[*]}"
+    if [[ -r certs/ca.pem ]]; then
+      echo "ca_sha256=$(sha256sum certs/ca.pem | cut -d' ' -f1)"
+    else
+      echo "ca_sha256="
+    fi
+    echo "running=$(live_pids | wc -l)"
+    ;;
+  *)
+    echo "libratory-host: unknown command $cmd" >&2
+    exit 2
+    ;;
+esac
