@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -174,6 +174,9 @@ pub struct Welcome {
     pub report_ms: u32,
     /// Period between heartbeats (real milliseconds).
     pub heartbeat_ms: u32,
+    /// Period between histogram hand-overs (real milliseconds; each covers
+    /// the time since the previous one).
+    pub histogram_ms: u32,
 }
 
 /// Node process to manager.
@@ -767,6 +770,7 @@ mod tests {
                 spare_rule: SpareRule::Proportional,
                 report_ms: 100,
                 heartbeat_ms: 250,
+                histogram_ms: 10_000,
             }),
             ManagerMsg::Reject {
                 reason: "full".into(),

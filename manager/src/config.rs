@@ -59,6 +59,9 @@ pub struct ManagerSection {
     /// Heartbeat period of the nodes (real ms).
     #[serde(default = "default_heartbeat_ms")]
     pub heartbeat_ms: u32,
+    /// Node processes hand their histograms over this often (real ms).
+    #[serde(default = "default_histogram_ms")]
+    pub histogram_ms: u32,
 }
 
 fn default_start_timeout() -> f64 {
@@ -69,6 +72,9 @@ fn default_link_timeout() -> f64 {
 }
 fn default_report_ms() -> u32 {
     100
+}
+fn default_histogram_ms() -> u32 {
+    10_000
 }
 fn default_heartbeat_ms() -> u32 {
     250

@@ -98,6 +98,8 @@ pub struct LiveConfig {
     pub report_ms: u32,
     /// Nodes send heartbeats this often (real ms).
     pub heartbeat_ms: u32,
+    /// Nodes hand their histograms over this often (real ms).
+    pub histogram_ms: u32,
     /// A link silent this long is lost (and QUIC's idle timeout).
     pub link_timeout: Duration,
     /// How long to wait for the nodes' histograms at the end.
@@ -121,6 +123,21 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
     "quic_rtt_us",
 ];
 
+/// One histogram interval from a node process.
+pub struct NodeHistogram {
+    /// The node process.
+    pub host: String,
+    /// Which histogram (`slice_overrun_us`, `tick_jitter_us`,
+    /// `share_error_ppm`).
+    pub name: String,
+    /// What it recorded in the interval.
+    pub hist: Histogram<u64>,
+    /// Interval start, seconds since the manager started.
+    pub start_s: f64,
+    /// Interval end (when it arrived), seconds since the manager started.
+    pub end_s: f64,
+}
+
 /// What a live run produced.
 pub struct LiveOutcome {
     /// One record per job, in job-id order, times on the workload's axis
@@ -132,7 +149,7 @@ pub struct LiveOutcome {
     /// The manager's histograms by name.
     pub histograms: BTreeMap<String, Histogram<u64>>,
     /// Each node process's histograms: (host, name, histogram).
-    pub node_histograms: Vec<(String, String, Histogram<u64>)>,
+    pub node_histograms: Vec<NodeHistogram>,
     /// Node processes that took part: (host, emulated nodes).
     pub node_processes: Vec<(String, usize)>,
     /// Things the user should know (late starts, lost links...).
@@ -313,7 +330,11 @@ struct ManagerActor {
     offset: Time,
     ending: bool,
     hists: BTreeMap<String, Histogram<u64>>,
-    node_hists: Vec<(String, String, Histogram<u64>)>,
+    node_hists: Vec<NodeHistogram>,
+    /// Where each link's last histogram interval ended (s since start).
+    hist_marks: HashMap<LinkId, f64>,
+    /// When the manager started (histogram interval times count from it).
+    born: Instant,
     hist_pending: usize,
     warnings: Vec<String>,
     done: Option<oneshot::Sender<()>>,
@@ -600,6 +621,7 @@ impl Handler<Connected> for ManagerActor {
             spare_rule: self.core.spare_rule(self.cfg.policy_config.spare_rule),
             report_ms: self.cfg.report_ms,
             heartbeat_ms: self.cfg.heartbeat_ms,
+            histogram_ms: self.cfg.histogram_ms,
         };
         let w = welcome.clone();
         ctx.run_later(Duration::ZERO, |a, ctx| a.maybe_start(ctx));
@@ -639,21 +661,30 @@ impl Handler<FromNode> for ManagerActor {
                 ));
                 Ok(())
             }
-            NodeMsg::Histograms {
-                last: _,
-                histograms,
-            } => {
+            NodeMsg::Histograms { last, histograms } => {
                 for (name, bytes) in histograms {
                     match hdrhistogram::serialization::Deserializer::new()
                         .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
                     {
-                        Ok(h) => self.node_hists.push((host.clone(), name, h)),
+                        Ok(h) => {
+                            let end = self.born.elapsed().as_secs_f64();
+                            let start = self.hist_marks.get(&m.link).copied().unwrap_or(0.0);
+                            self.node_hists.push(NodeHistogram {
+                                host: host.clone(),
+                                name,
+                                hist: h,
+                                start_s: start,
+                                end_s: end,
+                            });
+                        }
                         Err(e) => self
                             .warnings
                             .push(format!("{host}: histogram {name} unreadable: {e:?}")),
                     }
                 }
-                if self.ending && self.hist_pending > 0 {
+                let end = self.born.elapsed().as_secs_f64();
+                self.hist_marks.insert(m.link, end);
+                if self.ending && self.hist_pending > 0 && last {
                     self.hist_pending -= 1;
                     if self.hist_pending == 0 {
                         self.finish(ctx);
@@ -1106,6 +1137,8 @@ pub async fn run(
         ending: false,
         hists,
         node_hists: Vec::new(),
+        hist_marks: HashMap::new(),
+        born: Instant::now(),
         hist_pending: 0,
         warnings: Vec::new(),
         done: Some(done_tx),

@@ -177,6 +177,19 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
 /// Writes histograms as one HdrHistogram interval log (the standard
 /// format: other HdrHistogram tools read it), one tagged interval each.
 pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64) -> Result<()> {
+    let spans: Vec<(String, &Histogram<u64>, f64, f64)> = hists
+        .iter()
+        .map(|(n, h)| (n.clone(), *h, 0.0, seconds))
+        .collect();
+    write_hlog_intervals(path, &spans)
+}
+
+/// Writes tagged histogram intervals `(tag, histogram, start s, length s)`
+/// as one HdrHistogram interval log.
+pub fn write_hlog_intervals(
+    path: &Path,
+    hists: &[(String, &Histogram<u64>, f64, f64)],
+) -> Result<()> {
     let mut file =
         fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut ser = V2Serializer::new();
@@ -185,7 +198,7 @@ pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64
         .with_max_value_divisor(1.0)
         .begin_log_with(&mut file, &mut ser)
         .with_context(|| format!("writing {}", path.display()))?;
-    for (name, h) in hists {
+    for (name, h, start, len) in hists {
         // Tags may not contain spaces or commas.
         let tag: String = name
             .chars()
@@ -199,8 +212,8 @@ pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64
             .collect();
         w.write_histogram(
             *h,
-            Duration::ZERO,
-            Duration::from_secs_f64(seconds.max(0.0)),
+            Duration::from_secs_f64(start.max(0.0)),
+            Duration::from_secs_f64(len.max(0.0)),
             Tag::new(&tag),
         )
         .map_err(|e| anyhow::anyhow!("writing {}: {e:?}", path.display()))?;
@@ -322,6 +335,7 @@ pub fn run(
         policy_config: exp.policy.clone(),
         report_ms: cfg.manager.report_ms,
         heartbeat_ms: cfg.manager.heartbeat_ms,
+        histogram_ms: cfg.manager.histogram_ms,
         link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
         histogram_timeout: Duration::from_secs(5),
         progress: matches!(progress, Progress::Bar),
@@ -482,7 +496,8 @@ pub fn write_live_results(
     }
     let mut node_latency = BTreeMap::new();
     let mut merged: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
-    for (_, name, h) in &o.node_histograms {
+    for nh in &o.node_histograms {
+        let (name, h) = (&nh.name, &nh.hist);
         let m = merged
             .entry(name.clone())
             .or_insert_with(|| Histogram::new_from(h));
@@ -527,12 +542,20 @@ pub fn write_live_results(
     let mine: Vec<(String, &Histogram<u64>)> =
         o.histograms.iter().map(|(n, h)| (n.clone(), h)).collect();
     write_hlog(&hdir.join("manager.hlog"), &mine, o.wall_seconds)?;
-    let nodes: Vec<(String, &Histogram<u64>)> = o
+    let nodes: Vec<(String, &Histogram<u64>, f64, f64)> = o
         .node_histograms
         .iter()
-        .map(|(host, n, h)| (format!("{}/{n}", host.split(' ').next().unwrap_or(host)), h))
+        .map(|nh| {
+            let host = nh.host.split(' ').next().unwrap_or(&nh.host);
+            (
+                format!("{host}/{}", nh.name),
+                &nh.hist,
+                nh.start_s,
+                nh.end_s - nh.start_s,
+            )
+        })
         .collect();
-    write_hlog(&hdir.join("nodes.hlog"), &nodes, o.wall_seconds)?;
+    write_hlog_intervals(&hdir.join("nodes.hlog"), &nodes)?;
     files.push("histograms/manager.hlog".into());
     files.push("histograms/nodes.hlog".into());
     if out.join("logs").is_dir() {

@@ -61,6 +61,7 @@ start_timeout_s = 20
 link_timeout_s = 2
 report_ms = 50
 heartbeat_ms = 100
+histogram_ms = 500
 
 [workload]
 preset = "libra"
@@ -137,6 +138,15 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert!(!s["node_latency_us"].as_object().unwrap().is_empty());
     let hlog = std::fs::read_to_string(out.join("histograms/manager.hlog")).unwrap();
     assert!(hlog.contains("submit_to_decision_us"));
+    // The nodes handed histograms over at intervals (every 500 ms), not
+    // only at the end: more intervals than the 2 processes x 3 histograms
+    // of a single final hand-over, with increasing start times.
+    let nlog = std::fs::read_to_string(out.join("histograms/nodes.hlog")).unwrap();
+    let intervals: Vec<&str> = nlog
+        .lines()
+        .filter(|l| l.starts_with("Tag=") && l.contains("share_error_ppm"))
+        .collect();
+    assert!(intervals.len() > 2, "{nlog}");
     assert!(out.join("jobs-libra.csv").is_file());
     assert!(out.join("logs/node-local-0.log").is_file());
     // The same run directory as a simulated run's, with mode "live".

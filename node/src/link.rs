@@ -143,6 +143,27 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // Heartbeats.
     let hb_tx = out_tx.clone();
     let hb_every = Duration::from_millis(u64::from(welcome.heartbeat_ms).max(10));
+    // Histograms at intervals (each covers the time since the last one:
+    // the node's telemetry is reset at every hand-over), so a long run
+    // leaves an interval log, not one lump.
+    let h_tx = out_tx.clone();
+    let h_nodes = nodes.clone();
+    let h_every = Duration::from_millis(u64::from(welcome.histogram_ms).max(100));
+    let histograms = actix::spawn(async move {
+        loop {
+            tokio::time::sleep(h_every).await;
+            let hists = collect_histograms(&h_nodes).await;
+            if h_tx
+                .send(NodeMsg::Histograms {
+                    last: false,
+                    histograms: hists,
+                })
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
     let heartbeat = actix::spawn(async move {
         let mut seq = 0u64;
         loop {
@@ -279,6 +300,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         }
     };
     heartbeat.abort();
+    histograms.abort();
     events.abort();
     drop(out_tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
@@ -288,6 +310,8 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
 }
 
 /// The process's histograms, merged over its nodes and parts, V2-encoded.
+/// The process's histograms since the last hand-over (each node's telemetry
+/// is reset), merged over its nodes and parts, V2-encoded.
 async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)> {
     let mut overrun: Option<Histogram<u64>> = None;
     let mut jitter: Option<Histogram<u64>> = None;
@@ -299,7 +323,7 @@ async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)>
         None => *acc = Some(h.clone()),
     };
     for n in nodes {
-        if let Ok(t) = n.send(GetTelemetry { reset: false }).await {
+        if let Ok(t) = n.send(GetTelemetry { reset: true }).await {
             merge(&mut overrun, &t.slice_overrun_ns);
             merge(&mut jitter, &t.tick_jitter_ns);
             for p in &t.parts {
