@@ -645,9 +645,13 @@ impl Handler<FromNode> for ManagerActor {
                 self.record("report_latency_us", (now - at) * scale * 1e6);
                 self.core.progress(m.link, at, &parts)
             }
-            NodeMsg::Started { part, at } => {
+            NodeMsg::Started { part, at: _ } => {
+                // Measured on the manager's clock, from sending the
+                // dispatch to receiving the node's start: the node's own
+                // clock is mapped from the welcome and off by the one-way
+                // latency, which is the very thing to measure here.
                 if let Some(dispatched) = self.core.record(part.job).and_then(|r| r.start) {
-                    self.record("dispatch_to_start_us", (at - dispatched) * scale * 1e6);
+                    self.record("dispatch_to_start_us", (now - dispatched) * scale * 1e6);
                 }
                 Ok(())
             }
