@@ -30,6 +30,7 @@
 //! finish; the cost charged is fixed when the job starts, at the finish
 //! its estimate promises. Readings and knobs: docs/policies.md.
 
+use super::space::NodePool;
 use super::{PolicyConfig, QueueAction, QueuePolicy, Reject, RejectReason, RETURN_REL_EPS};
 use crate::job::{JobId, JobSpec};
 use crate::node_model::NodeSpec;
@@ -189,10 +190,7 @@ struct Core {
     slack: f64,
     /// `None`: plain QoPS. `Some(oc)`: VQoPS with this OC-Factor.
     oc: Option<f64>,
-    free: Vec<bool>,
-    /// Nodes that may be used (false: a live node that died).
-    usable: Vec<bool>,
-    n_free: usize,
+    pool: NodePool,
     slowest: f64,
     running: Vec<Run>,
     /// In plan order.
@@ -209,9 +207,7 @@ impl Core {
             k: cfg.qops_k,
             slack: cfg.qops_slack_factor,
             oc,
-            free: vec![true; nodes.len()],
-            usable: vec![true; nodes.len()],
-            n_free: nodes.len(),
+            pool: NodePool::new(nodes.len()),
             slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
             running: Vec::new(),
             queue: Vec::new(),
@@ -220,7 +216,7 @@ impl Core {
     }
 
     fn total(&self) -> i64 {
-        self.usable.iter().filter(|u| **u).count() as i64
+        self.pool.usable_count() as i64
     }
 
     /// A live node died (or joined): it leaves (or enters) the pool. Plans
@@ -228,24 +224,10 @@ impl Core {
     /// already accepted keep their place but lose the guarantee if the
     /// cluster shrank under them.
     fn set_available(&mut self, node: usize, available: bool) {
-        if node == self.free.len() {
-            self.free.push(false);
-            self.usable.push(false);
-            if self.slowest.is_infinite() {
-                self.slowest = 1.0;
-            }
-        }
-        if node >= self.free.len() || self.usable[node] == available {
-            return;
-        }
-        self.usable[node] = available;
-        if !self.running.iter().any(|r| r.nodes.contains(&node)) {
-            self.free[node] = available;
-            if available {
-                self.n_free += 1;
-            } else {
-                self.n_free -= 1;
-            }
+        let busy = self.running.iter().any(|r| r.nodes.contains(&node));
+        self.pool.set_available(node, available, busy);
+        if available && self.slowest.is_infinite() {
+            self.slowest = 1.0;
         }
     }
 
@@ -398,12 +380,7 @@ impl Core {
     fn finished(&mut self, job: JobId) {
         if let Some(k) = self.running.iter().position(|r| r.id == job) {
             let r = self.running.swap_remove(k);
-            for n in r.nodes {
-                if self.usable[n] {
-                    self.free[n] = true;
-                    self.n_free += 1;
-                }
-            }
+            self.pool.release(&r.nodes);
         }
     }
 
@@ -420,22 +397,12 @@ impl Core {
             let j = &self.queue[k];
             // A job whose reservation is now but whose nodes are still held
             // by a job running past its estimate waits for the next event.
-            if j.start > now + TIME_EPS || j.procs > self.n_free {
+            if j.start > now + TIME_EPS || j.procs > self.pool.n_free() {
                 k += 1;
                 continue;
             }
             let j = self.queue.remove(k);
-            let mut nodes = Vec::with_capacity(j.procs);
-            for (n, f) in self.free.iter_mut().enumerate() {
-                if nodes.len() == j.procs {
-                    break;
-                }
-                if *f {
-                    *f = false;
-                    nodes.push(n);
-                }
-            }
-            self.n_free -= j.procs;
+            let nodes = self.pool.take_lowest(j.procs);
             self.running.push(Run {
                 id: j.id,
                 nodes: nodes.clone(),

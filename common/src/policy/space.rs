@@ -34,14 +34,91 @@ struct Running {
     est_end: Time,
 }
 
+/// Which nodes a space-shared policy may allocate: free or busy, and
+/// usable or not (a live node that died is never allocated again). Shared
+/// by the queue policies here and the QoPS family.
+#[derive(Debug, Clone)]
+pub(crate) struct NodePool {
+    free: Vec<bool>,
+    usable: Vec<bool>,
+    n_free: usize,
+}
+
+impl NodePool {
+    /// `n` free, usable nodes.
+    pub(crate) fn new(n: usize) -> NodePool {
+        NodePool {
+            free: vec![true; n],
+            usable: vec![true; n],
+            n_free: n,
+        }
+    }
+
+    /// Nodes free now.
+    pub(crate) fn n_free(&self) -> usize {
+        self.n_free
+    }
+
+    /// Nodes that may be used at all.
+    pub(crate) fn usable_count(&self) -> usize {
+        self.usable.iter().filter(|u| **u).count()
+    }
+
+    /// Marks `node` (un)usable; `node == len` appends one. A busy node
+    /// stays busy until its job reports; a free one changes the pool at
+    /// once.
+    pub(crate) fn set_available(&mut self, node: usize, available: bool, busy: bool) {
+        if node == self.free.len() {
+            self.free.push(false);
+            self.usable.push(false);
+        }
+        if node >= self.free.len() || self.usable[node] == available {
+            return;
+        }
+        self.usable[node] = available;
+        if !busy {
+            self.free[node] = available;
+            if available {
+                self.n_free += 1;
+            } else {
+                self.n_free -= 1;
+            }
+        }
+    }
+
+    /// Takes the `procs` lowest-index free nodes (the caller checked
+    /// there are that many).
+    pub(crate) fn take_lowest(&mut self, procs: usize) -> Vec<usize> {
+        let mut nodes = Vec::with_capacity(procs);
+        for (n, f) in self.free.iter_mut().enumerate() {
+            if nodes.len() == procs {
+                break;
+            }
+            if *f {
+                *f = false;
+                nodes.push(n);
+            }
+        }
+        self.n_free -= nodes.len();
+        nodes
+    }
+
+    /// Gives nodes back (dead ones stay out).
+    pub(crate) fn release(&mut self, nodes: &[usize]) {
+        for &n in nodes {
+            if self.usable[n] {
+                self.free[n] = true;
+                self.n_free += 1;
+            }
+        }
+    }
+}
+
 /// The state every space-shared policy keeps: free nodes, running jobs,
 /// the queue.
 #[derive(Debug, Clone)]
 struct SpaceState {
-    free: Vec<bool>,
-    /// Nodes that may be used (false: dead, never allocated again).
-    usable: Vec<bool>,
-    n_free: usize,
+    pool: NodePool,
     running: Vec<Running>,
     queue: Vec<Waiting>,
     seq: u64,
@@ -52,9 +129,7 @@ struct SpaceState {
 impl SpaceState {
     fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> SpaceState {
         SpaceState {
-            free: vec![true; nodes.len()],
-            usable: vec![true; nodes.len()],
-            n_free: nodes.len(),
+            pool: NodePool::new(nodes.len()),
             running: Vec::new(),
             queue: Vec::new(),
             seq: 0,
@@ -64,28 +139,16 @@ impl SpaceState {
     }
 
     fn usable_count(&self) -> usize {
-        self.usable.iter().filter(|u| **u).count()
+        self.pool.usable_count()
     }
 
     fn set_available(&mut self, node: usize, available: bool) {
-        if node == self.free.len() {
-            self.free.push(false);
-            self.usable.push(false);
-        }
-        if node >= self.free.len() || self.usable[node] == available {
-            return;
-        }
-        self.usable[node] = available;
-        // A busy node stays busy until its job reports; a free one changes
-        // the pool at once.
         let busy = self.running.iter().any(|r| r.nodes.contains(&node));
-        if !busy {
-            self.free[node] = available;
-            if available {
-                self.n_free += 1;
-            } else {
-                self.n_free -= 1;
-            }
+        self.pool.set_available(node, available, busy);
+        if available && self.slowest.is_infinite() {
+            // Built without nodes (a live cluster registers them later,
+            // and says nothing of speed here): plan on the reference node.
+            self.slowest = 1.0;
         }
     }
 
@@ -116,29 +179,14 @@ impl SpaceState {
     fn finished(&mut self, job: JobId) {
         if let Some(k) = self.running.iter().position(|r| r.id == job) {
             let r = self.running.swap_remove(k);
-            for n in r.nodes {
-                if self.usable[n] {
-                    self.free[n] = true;
-                    self.n_free += 1;
-                }
-            }
+            self.pool.release(&r.nodes);
         }
     }
 
     /// Starts queue entry `k` now on the lowest-index free nodes.
     fn start(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
         let w = self.queue.remove(k);
-        let mut nodes = Vec::with_capacity(w.procs);
-        for (n, f) in self.free.iter_mut().enumerate() {
-            if nodes.len() == w.procs {
-                break;
-            }
-            if *f {
-                *f = false;
-                nodes.push(n);
-            }
-        }
-        self.n_free -= w.procs;
+        let nodes = self.pool.take_lowest(w.procs);
         self.running.push(Running {
             id: w.id,
             nodes: nodes.clone(),
@@ -191,7 +239,7 @@ impl SpaceState {
             .map(|r| (r.est_end.max(now), r.nodes.len()))
             .collect();
         ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut avail = self.n_free;
+        let mut avail = self.pool.n_free();
         for (t, n) in ends {
             avail += n;
             if avail >= procs {
@@ -279,7 +327,7 @@ impl QueuePolicy for Backfill {
         self.sort_queue();
         // Start jobs from the head while they fit.
         while let Some(head) = self.st.queue.first() {
-            if head.procs > self.st.n_free {
+            if head.procs > self.st.pool.n_free() {
                 break;
             }
             self.st.start(0, now, out);
@@ -291,9 +339,9 @@ impl QueuePolicy for Backfill {
         // later jobs that end before it, or that fit in the extra nodes.
         let (shadow, mut extra) = self.st.shadow(now, head.procs);
         let mut k = 1;
-        while k < self.st.queue.len() && self.st.n_free > 0 {
+        while k < self.st.queue.len() && self.st.pool.n_free() > 0 {
             let w = &self.st.queue[k];
-            if w.procs <= self.st.n_free {
+            if w.procs <= self.st.pool.n_free() {
                 let ends_before = now + w.est <= shadow + TIME_EPS;
                 if ends_before || w.procs <= extra {
                     if !ends_before {
@@ -350,7 +398,7 @@ impl QueuePolicy for Edf {
                     now, head.est, head.deadline
                 );
                 self.st.drop_job(0, RejectReason::Deadline, detail, out);
-            } else if head.procs <= self.st.n_free {
+            } else if head.procs <= self.st.pool.n_free() {
                 self.st.start(0, now, out);
             } else {
                 break;
@@ -384,7 +432,7 @@ impl QueuePolicy for Fifo {
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         // The queue is already in arrival order (submissions come in order).
         while let Some(head) = self.st.queue.first() {
-            if head.procs > self.st.n_free {
+            if head.procs > self.st.pool.n_free() {
                 break;
             }
             self.st.start(0, now, out);
