@@ -742,6 +742,28 @@ mod tests {
     }
 
     #[test]
+    fn live_space_shared_policies_plan_with_real_estimates() {
+        // EDF built before any node registered (as a live run does). Job 1
+        // (RE 100) holds the only node; job 2 (RE 50, deadline 120) waits.
+        // When job 1 ends at 100, 100 + 50 > 120: EDF must reject job 2 for
+        // its deadline, which it can only see if it plans with job 2's
+        // estimate on the registered node (not with a zero-length one).
+        let p = policy::build("edf", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]);
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 50.0, 1, 120.0), &mut out)
+            .unwrap();
+        out.clear();
+        c.completed(100.0, 1, PartId { job: 1, index: 0 }, 100.0, &mut out)
+            .unwrap();
+        assert!(dispatches(&out).is_empty(), "{out:?}");
+        assert_eq!(c.record(2).unwrap().reason, Some(RejectReason::Deadline));
+    }
+
+    #[test]
     fn queue_policy_starts_exclusive_parts_and_frees_on_completion() {
         let specs: Vec<NodeSpec> = Vec::new();
         let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
