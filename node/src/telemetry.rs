@@ -3,7 +3,7 @@
 //! overrun and the control tick's jitter, in HDR histograms.
 //!
 //! The node hands a [`NodeTelemetry`] out on request (the actor's
-//! `GetTelemetry` message); a later issue ships it to the manager. Shares
+//! `GetTelemetry` message); the manager link ships it over QUIC. Shares
 //! are recorded in parts per million of the node's capacity, times in real
 //! nanoseconds.
 
