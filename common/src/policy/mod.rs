@@ -454,6 +454,18 @@ pub(crate) mod test_util {
         }
     }
 
+    /// `n` reference nodes (speed 1), for the space-shared policies.
+    pub fn specs(n: usize) -> Vec<NodeSpec> {
+        (0..n)
+            .map(|id| NodeSpec {
+                id,
+                speed: 1.0,
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect()
+    }
+
     pub fn nodes(n: usize) -> Vec<NodeState> {
         (0..n)
             .map(|id| {

@@ -785,18 +785,7 @@ impl QueuePolicy for Dvqops {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::test_util::job;
-
-    fn specs(n: usize) -> Vec<NodeSpec> {
-        (0..n)
-            .map(|id| NodeSpec {
-                id,
-                speed: 1.0,
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect()
-    }
+    use crate::policy::test_util::{job, specs};
 
     /// Job `id` arriving at `at`: RE, P, relative deadline D, price B.
     fn j(id: JobId, at: Time, re: f64, p: u32, d: f64, b: f64) -> JobSpec {

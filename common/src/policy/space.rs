@@ -443,18 +443,7 @@ impl QueuePolicy for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::test_util::job;
-
-    fn specs(n: usize) -> Vec<NodeSpec> {
-        (0..n)
-            .map(|id| NodeSpec {
-                id,
-                speed: 1.0,
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect()
-    }
+    use crate::policy::test_util::{job, specs};
 
     fn at(mut j: JobSpec, submit: Time) -> JobSpec {
         j.details.submit_time = submit;
