@@ -7,6 +7,7 @@
 //! emulated nodes and the simulator call exactly the same functions.
 //! (File I/O exists only in [`swf`], which reads traces.)
 
+pub mod admission;
 pub mod experiment;
 pub mod job;
 pub mod metrics;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::job::{DeadlineType, JobId, Urgency};
 use crate::policy::RejectReason;
 use crate::time::{Time, DEADLINE_TOLERANCE};
+use crate::workload::WorkloadJob;
 
 /// Everything known about one job at the end of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +60,63 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// The record of a job just submitted: nothing decided yet.
+    pub fn new(j: &WorkloadJob) -> JobRecord {
+        let s = &j.spec;
+        JobRecord {
+            id: s.id,
+            class: s.urgency,
+            submit: s.details.submit_time,
+            estimate: s.estimate(),
+            actual: j.actual_runtime,
+            processors: s.resources.processors,
+            deadline: s.qos.deadline,
+            budget: s.qos.budget,
+            penalty_rate: s.qos.penalty_rate,
+            deadline_type: s.qos.deadline_type,
+            accepted: false,
+            reason: None,
+            detail: String::new(),
+            decided_at: s.details.submit_time,
+            nodes: Vec::new(),
+            start: None,
+            finish: None,
+            cost: 0.0,
+            lost: false,
+        }
+    }
+
+    /// Accepted (time-shared) or started (space-shared) at `now` on
+    /// `nodes` for `cost`.
+    pub fn accept(&mut self, now: Time, nodes: Vec<usize>, cost: f64) {
+        self.accepted = true;
+        self.decided_at = now;
+        self.start = Some(now);
+        self.cost = cost;
+        self.nodes = nodes;
+    }
+
+    /// Rejected (or dropped from a queue) at `now`.
+    pub fn reject(&mut self, now: Time, reason: RejectReason, detail: String) {
+        self.reason = Some(reason);
+        self.detail = detail;
+        self.decided_at = now;
+    }
+
+    /// One of its parts finished at `at`: the job finishes with its last
+    /// part.
+    pub fn part_finished(&mut self, at: Time) {
+        self.finish = Some(self.finish.map_or(at, |f| f.max(at)));
+    }
+
+    /// Lost with a node (live runs): it will not complete; `detail` says
+    /// where and why.
+    pub fn lose(&mut self, detail: String) {
+        self.lost = true;
+        self.finish = None;
+        self.detail = detail;
+    }
+
     /// Absolute deadline DT.
     pub fn deadline_abs(&self) -> Time {
         self.submit + self.deadline

@@ -201,6 +201,14 @@ pub struct FluidExtra {
 }
 
 impl FluidExtra {
+    /// An idle node's execution side at time `now`.
+    pub fn starting_at(now: Time) -> FluidExtra {
+        FluidExtra {
+            now,
+            ..FluidExtra::default()
+        }
+    }
+
     /// The node's current time.
     pub fn now(&self) -> Time {
         self.now

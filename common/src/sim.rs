@@ -1,22 +1,25 @@
 //! The discrete-event engine in virtual time: runs a workload through a
 //! policy on simulated nodes, as fast as the machine allows.
 //!
-//! Time-shared policies run on a [`FluidCluster`]: at each arrival every
-//! node is advanced exactly to the arrival time (completions at that
-//! instant are handled first), the policy decides on the snapshot, and the
-//! accepted parts are placed. Space-shared policies run on an event queue of
-//! arrivals and completions; the policy starts and drops jobs at each
-//! instant after its completions and arrivals.
-//!
-//! The engine calls the same policy objects the live manager calls.
+//! The engine drives the same admission core the live manager drives
+//! ([`ManagerCore`], with simulated tracking), so both keep their books
+//! with one piece of code. Time-shared policies: at each arrival the core
+//! advances the exact fluid model of every node to the arrival time
+//! (completions at that instant are booked first), the policy decides on
+//! that snapshot and the accepted parts are placed. Space-shared policies
+//! run on this engine's event queue of arrivals and completions: every
+//! completion and arrival of an instant is fed to the core, then one
+//! scheduling pass starts and drops jobs.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use crate::admission::{ManagerCore, Output};
 use crate::job::JobId;
 use crate::metrics::JobRecord;
-use crate::node_model::{FluidCluster, NodeSpec, PartFinished};
-use crate::policy::{AdmissionPolicy, Decision, Policy, QueueAction, QueuePolicy};
+use crate::node_model::NodeSpec;
+use crate::policy::{Decision, Policy};
+use crate::protocol::PartId;
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
@@ -33,102 +36,44 @@ pub struct SimOutcome {
     pub makespan: Time,
 }
 
-/// A new record for a job that has not been decided yet.
-pub fn blank_record(j: &WorkloadJob) -> JobRecord {
-    let s = &j.spec;
-    JobRecord {
-        id: s.id,
-        class: s.urgency,
-        submit: s.details.submit_time,
-        estimate: s.estimate(),
-        actual: j.actual_runtime,
-        processors: s.resources.processors,
-        deadline: s.qos.deadline,
-        budget: s.qos.budget,
-        penalty_rate: s.qos.penalty_rate,
-        deadline_type: s.qos.deadline_type,
-        accepted: false,
-        reason: None,
-        detail: String::new(),
-        decided_at: s.details.submit_time,
-        nodes: Vec::new(),
-        start: None,
-        finish: None,
-        cost: 0.0,
-        lost: false,
-    }
-}
-
 /// Runs `jobs` (in arrival order) through `policy` on nodes `specs`.
+///
+/// # Panics
+/// If a job fails validation (workloads are validated when built).
 pub fn simulate(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
     match policy {
-        Policy::Admission(p) => simulate_time_shared(jobs, specs, p),
-        Policy::Queue(p) => simulate_space_shared(jobs, specs, p),
+        Policy::Admission(_) => simulate_time_shared(jobs, specs, policy),
+        Policy::Queue(_) => simulate_space_shared(jobs, specs, policy),
     }
 }
 
-fn simulate_time_shared(
-    jobs: &[WorkloadJob],
-    specs: &[NodeSpec],
-    mut policy: Box<dyn AdmissionPolicy>,
-) -> SimOutcome {
-    let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-    let mut cluster = FluidCluster::new(specs, policy.spare_rule(), start);
-    let mut records: Vec<JobRecord> = jobs.iter().map(blank_record).collect();
-    let index: HashMap<JobId, usize> = jobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| (j.spec.id, k))
-        .collect();
-    let mut parts_left: Vec<usize> = vec![0; jobs.len()];
-    let mut finished: Vec<PartFinished> = Vec::new();
-    let mut events = 0u64;
-    let mut makespan = start;
-    let mut settle =
-        |finished: &mut Vec<PartFinished>, records: &mut [JobRecord], parts_left: &mut [usize]| {
-            for f in finished.drain(..) {
-                let k = index[&f.job];
-                parts_left[k] -= 1;
-                let r = &mut records[k];
-                r.finish = Some(r.finish.map_or(f.at, |x: Time| x.max(f.at)));
-                makespan = makespan.max(f.at);
-                events += 1;
-            }
-        };
-    for (k, j) in jobs.iter().enumerate() {
-        let now = j.spec.details.submit_time;
-        cluster.advance_to(now, &mut finished);
-        settle(&mut finished, &mut records, &mut parts_left);
-        let decision = policy.decide(now, &cluster.states, &j.spec);
-        let r = &mut records[k];
-        r.decided_at = now;
-        match decision {
-            Decision::Accept(a) => {
-                r.accepted = true;
-                r.start = Some(now);
-                r.cost = a.cost;
-                parts_left[k] = a.nodes.len();
-                let value = policy.part_value(&j.spec);
-                for &n in &a.nodes {
-                    let part = cluster.states[n].new_valued_part(&j.spec, value);
-                    let actual_cpu = j.actual_runtime / specs[n].speed;
-                    cluster.place(n, part, actual_cpu);
-                }
-                r.nodes = a.nodes;
-            }
-            Decision::Reject(rej) => {
-                r.reason = Some(rej.reason);
-                r.detail = rej.detail;
-            }
-        }
+fn arrive(core: &mut ManagerCore, now: Time, j: &WorkloadJob, out: &mut Vec<Output>) {
+    if let Err(e) = core.arrive(now, j.clone(), out) {
+        panic!("simulate: {e}");
     }
-    cluster.advance_to(Time::INFINITY, &mut finished);
-    settle(&mut finished, &mut records, &mut parts_left);
-    debug_assert!(parts_left.iter().all(|&p| p == 0));
-    let busy_time = (0..specs.len()).map(|k| cluster.extra(k).busy_time()).sum();
+}
+
+fn simulate_time_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
+    let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+    let mut core = ManagerCore::simulated(policy, specs, start);
+    let mut out = Vec::new();
+    for j in jobs {
+        arrive(&mut core, j.spec.details.submit_time, j, &mut out);
+        out.clear();
+    }
+    core.run_to_end();
+    let busy_time = core.busy_time();
+    let records = core.into_records();
+    // Every placed part runs to its end in the fluid model: one event per
+    // arrival and one per part.
+    let parts: usize = records.iter().map(|r| r.nodes.len()).sum();
+    let makespan = records
+        .iter()
+        .filter_map(|r| r.finish)
+        .fold(start, Time::max);
     SimOutcome {
         records,
-        events: events + jobs.len() as u64,
+        events: (jobs.len() + parts) as u64,
         busy_time,
         makespan,
     }
@@ -140,6 +85,7 @@ struct Completion {
     at: Time,
     seq: u64,
     job: usize,
+    parts: u32,
 }
 
 impl Eq for Completion {}
@@ -156,12 +102,9 @@ impl PartialOrd for Completion {
     }
 }
 
-fn simulate_space_shared(
-    jobs: &[WorkloadJob],
-    specs: &[NodeSpec],
-    mut policy: Box<dyn QueuePolicy>,
-) -> SimOutcome {
-    let mut records: Vec<JobRecord> = jobs.iter().map(blank_record).collect();
+fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
+    let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+    let mut core = ManagerCore::simulated(policy, specs, start);
     let index: HashMap<JobId, usize> = jobs
         .iter()
         .enumerate()
@@ -172,8 +115,8 @@ fn simulate_space_shared(
     let mut seq = 0u64;
     let mut events = 0u64;
     let mut busy_time = 0.0;
-    let mut makespan = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-    let mut actions = Vec::new();
+    let mut makespan = start;
+    let mut out = Vec::new();
     loop {
         let t_arrival = jobs.get(next_arrival).map(|j| j.spec.details.submit_time);
         let t_done = heap.peek().map(|c| c.0.at);
@@ -183,64 +126,55 @@ fn simulate_space_shared(
             (None, Some(d)) => d,
             (Some(a), Some(d)) => a.min(d),
         };
-        // Completions first, then arrivals, then one scheduling pass.
+        // Completions first, then arrivals, then one scheduling pass (every
+        // instant: a queue policy also drops jobs whose time has passed).
         while heap.peek().is_some_and(|c| c.0.at <= now) {
             let Reverse(c) = heap.pop().expect("peeked");
-            records[c.job].finish = Some(c.at);
+            let id = jobs[c.job].spec.id;
+            for index in 0..c.parts {
+                let part = PartId { job: id, index };
+                core.part_completed(now, 0, part, c.at, &mut out)
+                    .expect("the simulator completes only parts it started");
+            }
             makespan = makespan.max(c.at);
-            policy.finished(now, jobs[c.job].spec.id);
             events += 1;
         }
         while jobs
             .get(next_arrival)
             .is_some_and(|j| j.spec.details.submit_time <= now)
         {
-            let j = &jobs[next_arrival];
-            if let Some(rej) = policy.submit(now, &j.spec) {
-                let r = &mut records[next_arrival];
-                r.reason = Some(rej.reason);
-                r.detail = rej.detail;
-                r.decided_at = now;
-            }
+            arrive(&mut core, now, &jobs[next_arrival], &mut out);
             next_arrival += 1;
             events += 1;
         }
-        actions.clear();
-        policy.schedule(now, &mut actions);
-        for a in actions.drain(..) {
-            match a {
-                QueueAction::Start { job, nodes, cost } => {
-                    let k = index[&job];
-                    let speed = nodes
-                        .iter()
-                        .map(|&n| specs[n].speed)
-                        .fold(f64::INFINITY, f64::min);
-                    let run = jobs[k].actual_runtime / speed;
-                    busy_time += run * nodes.len() as f64;
-                    seq += 1;
-                    heap.push(Reverse(Completion {
-                        at: now + run,
-                        seq,
-                        job: k,
-                    }));
-                    let r = &mut records[k];
-                    r.accepted = true;
-                    r.decided_at = now;
-                    r.start = Some(now);
-                    r.cost = cost;
-                    r.nodes = nodes;
-                }
-                QueueAction::Drop { job, reject } => {
-                    let r = &mut records[index[&job]];
-                    r.reason = Some(reject.reason);
-                    r.detail = reject.detail;
-                    r.decided_at = now;
-                }
-            }
+        core.tick(now, &mut out);
+        for o in out.drain(..) {
+            let Output::Decided {
+                job,
+                decision: Decision::Accept(a),
+            } = o
+            else {
+                continue;
+            };
+            let k = index[&job];
+            let speed = a
+                .nodes
+                .iter()
+                .map(|&n| specs[n].speed)
+                .fold(f64::INFINITY, f64::min);
+            let run = jobs[k].actual_runtime / speed;
+            busy_time += run * a.nodes.len() as f64;
+            seq += 1;
+            heap.push(Reverse(Completion {
+                at: now + run,
+                seq,
+                job: k,
+                parts: a.nodes.len() as u32,
+            }));
         }
     }
     SimOutcome {
-        records,
+        records: core.into_records(),
         events,
         busy_time,
         makespan,

@@ -5,7 +5,6 @@
 
 pub mod compare;
 pub mod config;
-pub mod core;
 pub mod launch;
 pub mod live;
 pub mod metric_table;

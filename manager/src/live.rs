@@ -43,7 +43,7 @@ use common::workload::WorkloadJob;
 use hdrhistogram::Histogram;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::core::{LinkId, ManagerCore, Output};
+use common::admission::{LinkId, ManagerCore, Output};
 
 /// Trace time from a wall clock: `trace = (wall - start) / time_scale`.
 #[derive(Debug, Clone, Copy)]
@@ -948,7 +948,8 @@ impl Handler<TakeOutcome> for ManagerActor {
             _ => 0.0,
         };
         let off = self.offset;
-        let mut records = self.core.records();
+        let mut records: Vec<_> = self.core.records().cloned().collect();
+        records.sort_by_key(|r| r.id);
         for r in &mut records {
             r.submit -= off;
             r.decided_at -= off;

@@ -1,23 +1,35 @@
-//! The live manager's core: admission, the cluster view, dispatch and the
-//! job records, as a pure state machine.
+//! The admission core: admission, the cluster view, dispatch and the job
+//! records (the books), as a pure state machine. The virtual-time
+//! simulator ([`crate::sim`]) and the live manager both drive it, so a
+//! job's record is kept by this one piece of code whichever way it ran.
 //!
-//! It takes events with `now` (trace seconds on the manager's trace clock)
-//! and returns what to do ([`Output`]); it opens no socket and reads no
-//! clock. The actix actors in [`crate::live`] feed it and forward its
-//! outputs; tests drive it with a virtual clock. The policies it calls are
-//! the very objects the simulator calls.
+//! It takes events with `now` (trace seconds) and returns what to do
+//! ([`Output`]); it opens no socket and reads no clock. Events are fed one
+//! by one ([`ManagerCore::arrive`], [`ManagerCore::part_completed`],
+//! [`ManagerCore::link_lost`], ...) and a queue policy's scheduling pass
+//! runs once per instant in [`ManagerCore::flush`]: the simulator handles
+//! every completion and arrival of an instant and then flushes once; the
+//! live manager flushes after each event ([`ManagerCore::submit`] and
+//! [`ManagerCore::completed`] do both). The policies it calls are the very
+//! objects the simulator and the live manager share.
 //!
-//! # The cluster view and its staleness
+//! # Two ways to know the nodes
 //!
 //! Time-shared policies decide on a snapshot of every live node
 //! ([`NodeState`]): each part's estimated work, the processor time it has
-//! done and its deadline. Nodes report each part's work done every report
-//! period; between reports the core extrapolates ("dead reckoning"):
-//! `cpu_done(now) = cpu_done(report) + share(report) x (now - report time)`,
-//! which is exact while shares do not change. A part dispatched but not yet
-//! reported counts as not started (all its estimate still to do), the
-//! conservative side. The error is bounded by one report period of share
-//! change; docs/manager.md discusses it.
+//! done and its deadline. How the core keeps that snapshot is its
+//! [`Tracking`]:
+//! - **Reported** (live): nodes report each part's work done every report
+//!   period; between reports the core extrapolates ("dead reckoning"):
+//!   `cpu_done(now) = cpu_done(report) + share(report) x (now - report
+//!   time)`, which is exact while shares do not change. A part dispatched
+//!   but not yet reported counts as not started (all its estimate still to
+//!   do), the conservative side. The error is bounded by one report period
+//!   of share change; docs/manager.md discusses it. Placements go out as
+//!   [`Output::Send`] dispatches.
+//! - **Simulated**: the snapshot is the exact fluid model of the nodes
+//!   ([`crate::node_model::fluid_advance`]); the core integrates it to each
+//!   event and learns completions from it, so nothing is sent.
 //!
 //! # Faults
 //!
@@ -27,17 +39,19 @@
 //! leave the view (space-shared policies take them out of their pool).
 //! A node process may register again; its nodes join as new nodes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use common::job::{DeadlineType, JobId};
-use common::metrics::JobRecord;
-use common::node_model::PartValue;
-use common::node_model::{NodeSpec, NodeState};
-use common::policy::{Decision, Policy, QueueAction, RejectReason};
-use common::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
-use common::sim::blank_record;
-use common::time::Time;
-use common::workload::WorkloadJob;
+use crate::job::{DeadlineType, JobId};
+use crate::metrics::JobRecord;
+use crate::node_model::{
+    fluid_advance, fluid_place, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
+    PartValue,
+};
+use crate::policy::{Accept, Decision, Policy, QueueAction, RejectReason};
+use crate::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
+use crate::share::SpareRule;
+use crate::time::Time;
+use crate::workload::WorkloadJob;
 
 /// A connection to one node process.
 pub type LinkId = u64;
@@ -92,6 +106,22 @@ struct Reported {
     at: Time,
 }
 
+/// How the core keeps its snapshot of the nodes (see the module docs).
+#[derive(Debug)]
+enum Tracking {
+    /// Live: progress reports and dead reckoning, keyed by (job, global
+    /// node): a node holds at most one part of a job.
+    Reported(HashMap<(JobId, u32), Reported>),
+    /// Simulated: the exact fluid model, one execution side per node
+    /// (parallel to the view; simulated nodes never die).
+    Simulated {
+        extras: Vec<FluidExtra>,
+        scratch: FluidScratch,
+        rule: SpareRule,
+        finished: Vec<PartFinished>,
+    },
+}
+
 /// Errors that come from peers doing something impossible; the caller logs
 /// them (naming the link) and carries on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -114,9 +144,10 @@ pub enum CoreError {
     Invalid(String),
 }
 
-/// The manager's state machine.
+/// The admission state machine.
 pub struct ManagerCore {
     policy: Policy,
+    tracking: Tracking,
     /// Every node ever registered, by global id.
     nodes: Vec<LiveNode>,
     /// Snapshot of the live nodes only (what time-shared policies read).
@@ -125,29 +156,66 @@ pub struct ManagerCore {
     view_ids: Vec<u32>,
     /// Snapshot index of each global id (`None` once dead).
     view_index: Vec<Option<usize>>,
-    jobs: BTreeMap<JobId, LiveJob>,
-    /// Last report per part, keyed by (job, global node): a node holds at
-    /// most one part of a job.
-    reported: HashMap<(JobId, u32), Reported>,
+    /// Jobs in submission order, and where each id is.
+    jobs: Vec<LiveJob>,
+    index: HashMap<JobId, usize>,
+    /// Jobs not yet over.
+    open: usize,
     /// Jobs waiting in a queue policy (space-shared).
     queued: usize,
+    /// A queue policy has events its scheduling pass has not seen.
+    pending: bool,
     actions: Vec<QueueAction>,
 }
 
 impl ManagerCore {
-    /// A core running `policy`. Space-shared policies must have been built
-    /// for the nodes that will register (node ids are given in
-    /// registration order).
+    /// A live core running `policy`, nodes to come by [`Self::register`].
+    /// Space-shared policies may have been built with no nodes (node ids
+    /// are given in registration order).
     pub fn new(policy: Policy) -> ManagerCore {
+        ManagerCore::with_tracking(policy, Tracking::Reported(HashMap::new()))
+    }
+
+    /// A core for the virtual-time simulator: the nodes `specs` (ids
+    /// 0..n, the policy was built for them) integrated exactly from `start`.
+    pub fn simulated(policy: Policy, specs: &[NodeSpec], start: Time) -> ManagerCore {
+        let rule = match &policy {
+            Policy::Admission(p) => p.spare_rule(),
+            Policy::Queue(_) => SpareRule::default(),
+        };
+        let extras = specs
+            .iter()
+            .map(|_| FluidExtra::starting_at(start))
+            .collect();
+        let mut c = ManagerCore::with_tracking(
+            policy,
+            Tracking::Simulated {
+                extras,
+                scratch: FluidScratch::default(),
+                rule,
+                finished: Vec::new(),
+            },
+        );
+        for (k, s) in specs.iter().enumerate() {
+            assert_eq!(s.id, k, "simulated node specs are numbered 0..n");
+            c.add_node(0, k as u32, "sim", s.clone());
+        }
+        c
+    }
+
+    fn with_tracking(policy: Policy, tracking: Tracking) -> ManagerCore {
         ManagerCore {
             policy,
+            tracking,
             nodes: Vec::new(),
             view: Vec::new(),
             view_ids: Vec::new(),
             view_index: Vec::new(),
-            jobs: BTreeMap::new(),
-            reported: HashMap::new(),
+            jobs: Vec::new(),
+            index: HashMap::new(),
+            open: 0,
             queued: 0,
+            pending: false,
             actions: Vec::new(),
         }
     }
@@ -161,32 +229,38 @@ impl ManagerCore {
     /// own (LibraSLA needs its shortfall sharing on the real nodes too);
     /// space-shared policies give each part a whole node, where the rule
     /// does not matter.
-    pub fn spare_rule(&self, default: common::share::SpareRule) -> common::share::SpareRule {
+    pub fn spare_rule(&self, default: SpareRule) -> SpareRule {
         match &self.policy {
             Policy::Admission(p) => p.spare_rule(),
             Policy::Queue(_) => default,
         }
     }
 
+    fn add_node(&mut self, link: LinkId, local: u32, host: &str, spec: NodeSpec) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(LiveNode {
+            link,
+            local,
+            alive: true,
+            host: host.to_string(),
+        });
+        self.view_index.push(Some(self.view.len()));
+        self.view_ids.push(id);
+        self.view.push(NodeState::new(spec));
+        id
+    }
+
     /// Registers the nodes of a link; returns their global ids.
     pub fn register(&mut self, link: LinkId, host: &str, infos: &[NodeInfo]) -> Vec<u32> {
         let mut ids = Vec::with_capacity(infos.len());
         for info in infos {
-            let id = self.nodes.len() as u32;
-            self.nodes.push(LiveNode {
-                link,
-                local: info.local,
-                alive: true,
-                host: host.to_string(),
-            });
-            self.view_index.push(Some(self.view.len()));
-            self.view_ids.push(id);
-            self.view.push(NodeState::new(NodeSpec {
-                id: id as usize,
+            let spec = NodeSpec {
+                id: self.nodes.len(),
                 speed: info.speed,
                 memory_kb: info.memory_kb,
                 disk_mb: info.disk_mb,
-            }));
+            };
+            let id = self.add_node(link, info.local, host, spec);
             if let Policy::Queue(q) = &mut self.policy {
                 q.set_node_available(id as usize, true);
             }
@@ -200,96 +274,148 @@ impl ManagerCore {
         self.view.len()
     }
 
-    /// Brings every part's processor time up to `now` by dead reckoning.
+    /// Brings the snapshot up to `now`: dead reckoning from the reports
+    /// (live), or the exact fluid model, whose completions up to `now` are
+    /// booked here, before anything that happens at `now` (simulated).
     fn refresh(&mut self, now: Time) {
-        for (st, &g) in self.view.iter_mut().zip(&self.view_ids) {
-            for p in &mut st.parts {
-                if let Some(r) = self.reported.get(&(p.job, g)) {
-                    p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
+        match &mut self.tracking {
+            Tracking::Reported(reported) => {
+                for (st, &g) in self.view.iter_mut().zip(&self.view_ids) {
+                    for p in &mut st.parts {
+                        if let Some(r) = reported.get(&(p.job, g)) {
+                            p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
+                        }
+                    }
+                }
+            }
+            Tracking::Simulated {
+                extras,
+                scratch,
+                rule,
+                finished,
+            } => {
+                for (st, x) in self.view.iter_mut().zip(extras.iter_mut()) {
+                    fluid_advance(st, x, now, *rule, scratch, finished);
+                }
+                let mut done = std::mem::take(finished);
+                for f in done.drain(..) {
+                    self.book_part_finished(now, f.job, f.at);
+                }
+                if let Tracking::Simulated { finished, .. } = &mut self.tracking {
+                    *finished = done;
                 }
             }
         }
     }
 
-    /// A job arrives at `now`.
-    pub fn submit(
+    /// Lets every simulated part run to its end (the simulator's last
+    /// step). Nothing happens for a live core, whose nodes report.
+    pub fn run_to_end(&mut self) {
+        if matches!(self.tracking, Tracking::Simulated { .. }) {
+            self.refresh(Time::INFINITY);
+        }
+    }
+
+    /// Processor time simulated nodes gave to parts (node-seconds); 0 for
+    /// a live core.
+    pub fn busy_time(&self) -> f64 {
+        match &self.tracking {
+            Tracking::Simulated { extras, .. } => extras.iter().map(FluidExtra::busy_time).sum(),
+            Tracking::Reported(_) => 0.0,
+        }
+    }
+
+    /// A job arrives at `now` and is decided (time-shared) or queued
+    /// (space-shared; started or dropped by the next [`Self::flush`]).
+    pub fn arrive(
         &mut self,
         now: Time,
         job: WorkloadJob,
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let id = job.spec.id;
-        if self.jobs.contains_key(&id) {
+        if self.index.contains_key(&id) {
             return Err(CoreError::Duplicate(id));
         }
         job.spec
             .validate()
             .map_err(|e| CoreError::Invalid(e.to_string()))?;
-        let mut record = blank_record(&job);
-        record.submit = job.spec.details.submit_time;
-        self.jobs.insert(
-            id,
-            LiveJob {
-                job,
-                record,
-                part_nodes: Vec::new(),
-                parts_left: 0,
-                done: false,
-            },
-        );
-        match &mut self.policy {
+        let k = self.jobs.len();
+        self.index.insert(id, k);
+        self.jobs.push(LiveJob {
+            record: JobRecord::new(&job),
+            job,
+            part_nodes: Vec::new(),
+            parts_left: 0,
+            done: false,
+        });
+        self.open += 1;
+        match &self.policy {
             Policy::Admission(_) => {
                 self.refresh(now);
                 let Policy::Admission(p) = &mut self.policy else {
                     unreachable!()
                 };
-                let spec = &self.jobs[&id].job.spec;
-                let decision = p.decide(now, &self.view, spec);
-                self.apply_admission(now, id, decision, out);
+                let decision = p.decide(now, &self.view, &self.jobs[k].job.spec);
+                self.apply_admission(now, k, decision, out);
             }
-            Policy::Queue(q) => {
-                let spec = &self.jobs[&id].job.spec;
-                if let Some(rej) = q.submit(now, spec) {
-                    self.reject(now, id, rej.reason, rej.detail, out);
+            Policy::Queue(_) => {
+                let Policy::Queue(q) = &mut self.policy else {
+                    unreachable!()
+                };
+                if let Some(rej) = q.submit(now, &self.jobs[k].job.spec) {
+                    self.reject(now, k, rej.reason, rej.detail, out);
                 } else {
                     self.queued += 1;
-                    self.schedule(now, out);
+                    self.pending = true;
                 }
             }
         }
         Ok(())
     }
 
-    fn apply_admission(&mut self, now: Time, id: JobId, decision: Decision, out: &mut Vec<Output>) {
+    /// A job arrives at `now`: [`Self::arrive`] then [`Self::flush`].
+    pub fn submit(
+        &mut self,
+        now: Time,
+        job: WorkloadJob,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        self.arrive(now, job, out)?;
+        self.flush(now, out);
+        Ok(())
+    }
+
+    fn apply_admission(&mut self, now: Time, k: usize, decision: Decision, out: &mut Vec<Output>) {
         match decision {
             Decision::Accept(a) => {
-                let global: Vec<u32> = a.nodes.iter().map(|&k| self.view_ids[k]).collect();
-                self.start(now, id, &global, a.cost, false, out);
+                let global: Vec<u32> = a.nodes.iter().map(|&n| self.view_ids[n]).collect();
+                self.start(now, k, &global, a.cost, false, out);
                 out.push(Output::Decided {
-                    job: id,
-                    decision: Decision::Accept(common::policy::Accept {
+                    job: self.jobs[k].job.spec.id,
+                    decision: Decision::Accept(Accept {
                         nodes: global.iter().map(|&g| g as usize).collect(),
                         cost: a.cost,
                     }),
                 });
             }
-            Decision::Reject(r) => self.reject(now, id, r.reason, r.detail, out),
+            Decision::Reject(r) => self.reject(now, k, r.reason, r.detail, out),
         }
     }
 
     fn reject(
         &mut self,
         now: Time,
-        id: JobId,
+        k: usize,
         reason: RejectReason,
         detail: String,
         out: &mut Vec<Output>,
     ) {
-        let j = self.jobs.get_mut(&id).expect("submitted");
-        j.record.reason = Some(reason);
-        j.record.detail = detail.clone();
-        j.record.decided_at = now;
+        let j = &mut self.jobs[k];
+        j.record.reject(now, reason, detail.clone());
         j.done = true;
+        self.open -= 1;
+        let id = j.job.spec.id;
         out.push(Output::Decided {
             job: id,
             decision: Decision::reject(reason, detail),
@@ -297,55 +423,85 @@ impl ManagerCore {
         out.push(Output::Finished { job: id });
     }
 
-    /// Places the parts of an accepted or started job on `global` nodes and
-    /// emits the dispatches.
+    /// Places the parts of an accepted or started job on `global` nodes:
+    /// into the fluid model (simulated) or as dispatches (live).
     fn start(
         &mut self,
         now: Time,
-        id: JobId,
+        k: usize,
         global: &[u32],
         cost: f64,
         exclusive: bool,
         out: &mut Vec<Output>,
     ) {
-        let j = self.jobs.get_mut(&id).expect("submitted");
-        j.record.accepted = true;
-        j.record.decided_at = now;
-        j.record.start = Some(now);
-        j.record.cost = cost;
-        j.record.nodes = global.iter().map(|&g| g as usize).collect();
+        let j = &mut self.jobs[k];
+        j.record
+            .accept(now, global.iter().map(|&g| g as usize).collect(), cost);
         j.part_nodes = global.to_vec();
         j.parts_left = global.len();
-        let spec = j.job.spec.clone();
-        let actual = j.job.actual_runtime;
         let value = match &self.policy {
-            Policy::Admission(p) => p.part_value(&spec),
+            Policy::Admission(p) => p.part_value(&j.job.spec),
             Policy::Queue(_) => PartValue::default(),
         };
-        let hard = spec.qos.deadline_type == DeadlineType::Hard;
-        for (index, &g) in global.iter().enumerate() {
-            let node = &self.nodes[g as usize];
-            if let Some(k) = self.view_index[g as usize] {
-                let part = self.view[k].new_valued_part(&spec, value);
-                self.view[k].parts.push(part);
+        let spec = &j.job.spec;
+        let actual = j.job.actual_runtime;
+        let id = spec.id;
+        match &mut self.tracking {
+            Tracking::Simulated {
+                extras,
+                scratch,
+                rule,
+                ..
+            } => {
+                // Space-shared runs are timed by the simulator's own event
+                // queue: only time-shared parts enter the fluid model.
+                if exclusive {
+                    return;
+                }
+                for &g in global {
+                    let g = g as usize;
+                    let part = self.view[g].new_valued_part(spec, value);
+                    let actual_cpu = actual / self.view[g].spec.speed;
+                    fluid_place(&mut self.view[g], &mut extras[g], part, actual_cpu, *rule, scratch);
+                }
             }
-            out.push(Output::Send {
-                link: node.link,
-                msg: ManagerMsg::Dispatch(Dispatch {
-                    part: PartId {
-                        job: id,
-                        index: index as u32,
-                    },
-                    node: node.local,
-                    estimate: spec.estimate(),
-                    actual,
-                    deadline: spec.deadline_abs(),
-                    dispatched_at: now,
-                    exclusive,
-                    ret: value.ret,
-                    hard,
-                }),
-            });
+            Tracking::Reported(_) => {
+                let hard = spec.qos.deadline_type == DeadlineType::Hard;
+                for (index, &g) in global.iter().enumerate() {
+                    let node = &self.nodes[g as usize];
+                    if let Some(v) = self.view_index[g as usize] {
+                        let part = self.view[v].new_valued_part(spec, value);
+                        self.view[v].parts.push(part);
+                    }
+                    out.push(Output::Send {
+                        link: node.link,
+                        msg: ManagerMsg::Dispatch(Dispatch {
+                            part: PartId {
+                                job: id,
+                                index: index as u32,
+                            },
+                            node: node.local,
+                            estimate: spec.estimate(),
+                            actual,
+                            deadline: spec.deadline_abs(),
+                            dispatched_at: now,
+                            exclusive,
+                            ret: value.ret,
+                            hard,
+                        }),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs a queue policy's scheduling pass if anything happened since
+    /// the last one (arrivals, completions, lost or new nodes): after every
+    /// event (live) or once per instant (simulator).
+    pub fn flush(&mut self, now: Time, out: &mut Vec<Output>) {
+        if self.pending {
+            self.pending = false;
+            self.schedule(now, out);
         }
     }
 
@@ -360,11 +516,12 @@ impl ManagerCore {
             match a {
                 QueueAction::Start { job, nodes, cost } => {
                     self.queued -= 1;
+                    let k = self.index[job];
                     let global: Vec<u32> = nodes.iter().map(|&n| n as u32).collect();
-                    self.start(now, *job, &global, *cost, true, out);
+                    self.start(now, k, &global, *cost, true, out);
                     out.push(Output::Decided {
                         job: *job,
-                        decision: Decision::Accept(common::policy::Accept {
+                        decision: Decision::Accept(Accept {
                             nodes: nodes.clone(),
                             cost: *cost,
                         }),
@@ -372,7 +529,8 @@ impl ManagerCore {
                 }
                 QueueAction::Drop { job, reject } => {
                     self.queued -= 1;
-                    self.reject(now, *job, reject.reason, reject.detail.clone(), out);
+                    let k = self.index[job];
+                    self.reject(now, k, reject.reason, reject.detail.clone(), out);
                 }
             }
         }
@@ -389,14 +547,16 @@ impl ManagerCore {
         for p in parts {
             let g = self.global_of(link, p.part)?;
             let speed = self.view_index[g as usize].map_or(1.0, |k| self.view[k].spec.speed);
-            self.reported.insert(
-                (p.part.job, g),
-                Reported {
-                    cpu_done: p.work_done / speed,
-                    share: p.share,
-                    at,
-                },
-            );
+            if let Tracking::Reported(reported) = &mut self.tracking {
+                reported.insert(
+                    (p.part.job, g),
+                    Reported {
+                        cpu_done: p.work_done / speed,
+                        share: p.share,
+                        at,
+                    },
+                );
+            }
         }
         Ok(())
     }
@@ -407,8 +567,8 @@ impl ManagerCore {
             job: part.job,
             index: part.index,
         };
-        let j = self.jobs.get(&part.job).ok_or(unknown.clone())?;
-        let g = *j
+        let &k = self.index.get(&part.job).ok_or(unknown.clone())?;
+        let g = *self.jobs[k]
             .part_nodes
             .get(part.index as usize)
             .ok_or(unknown.clone())?;
@@ -418,8 +578,10 @@ impl ManagerCore {
         Ok(g)
     }
 
-    /// A part finished its actual work at node time `at`.
-    pub fn completed(
+    /// A part finished its actual work at node time `at` (reported at
+    /// `now`); a job whose last part this was is over, and a queue policy
+    /// learns it at the next [`Self::flush`].
+    pub fn part_completed(
         &mut self,
         now: Time,
         link: LinkId,
@@ -429,25 +591,52 @@ impl ManagerCore {
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
         self.remove_part(g, part);
-        let j = self.jobs.get_mut(&part.job).expect("checked");
-        if j.done {
-            return Ok(());
-        }
-        j.parts_left -= 1;
-        j.record.finish = Some(j.record.finish.map_or(at, |f: Time| f.max(at)));
-        if j.parts_left == 0 {
-            j.done = true;
+        if self.book_part_finished(now, part.job, at) {
             out.push(Output::Finished { job: part.job });
-            if let Policy::Queue(q) = &mut self.policy {
-                q.finished(now, part.job);
-                self.schedule(now, out);
-            }
         }
         Ok(())
     }
 
+    /// [`Self::part_completed`] then [`Self::flush`].
+    pub fn completed(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        self.part_completed(now, link, part, at, out)?;
+        self.flush(now, out);
+        Ok(())
+    }
+
+    /// Books one part of `job` finished at `at`; true when that ended the
+    /// job.
+    fn book_part_finished(&mut self, now: Time, job: JobId, at: Time) -> bool {
+        let k = self.index[&job];
+        let j = &mut self.jobs[k];
+        if j.done {
+            return false;
+        }
+        j.parts_left -= 1;
+        j.record.part_finished(at);
+        if j.parts_left > 0 {
+            return false;
+        }
+        j.done = true;
+        self.open -= 1;
+        if let Policy::Queue(q) = &mut self.policy {
+            q.finished(now, job);
+            self.pending = true;
+        }
+        true
+    }
+
     fn remove_part(&mut self, g: u32, part: PartId) {
-        self.reported.remove(&(part.job, g));
+        if let Tracking::Reported(reported) = &mut self.tracking {
+            reported.remove(&(part.job, g));
+        }
         if let Some(k) = self.view_index[g as usize] {
             self.view[k].parts.retain(|p| p.job != part.job);
         }
@@ -463,24 +652,26 @@ impl ManagerCore {
         if dead.is_empty() {
             return;
         }
-        let mut lost_jobs: Vec<JobId> = self
+        let mut lost_jobs: Vec<usize> = self
             .jobs
             .iter()
+            .enumerate()
             .filter(|(_, j)| !j.done && j.part_nodes.iter().any(|g| dead.contains(g)))
-            .map(|(&id, _)| id)
+            .map(|(k, _)| k)
             .collect();
-        lost_jobs.sort_unstable();
+        lost_jobs.sort_unstable_by_key(|&k| self.jobs[k].job.spec.id);
         for &g in &dead {
             self.nodes[g as usize].alive = false;
         }
-        for id in lost_jobs {
-            let j = self.jobs.get_mut(&id).expect("listed");
+        for k in lost_jobs {
+            let j = &mut self.jobs[k];
+            let id = j.job.spec.id;
             let host = &self.nodes[j.part_nodes[0] as usize].host;
-            j.record.lost = true;
-            j.record.finish = None;
-            j.record.detail =
-                format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}");
+            j.record.lose(format!(
+                "lost at {now:.3}: node process {host} (link {link}) gone: {reason}"
+            ));
             j.done = true;
+            self.open -= 1;
             let part_nodes = j.part_nodes.clone();
             for (index, &g) in part_nodes.iter().enumerate() {
                 let part = PartId {
@@ -515,17 +706,19 @@ impl ManagerCore {
                 q.set_node_available(g as usize, false);
             }
         }
-        self.schedule(now, out);
+        self.pending = true;
+        self.flush(now, out);
     }
 
     /// Periodic work (queue policies drop lapsed jobs).
     pub fn tick(&mut self, now: Time, out: &mut Vec<Output>) {
-        self.schedule(now, out);
+        self.pending = true;
+        self.flush(now, out);
     }
 
     /// Jobs submitted and not yet over.
     pub fn open_jobs(&self) -> usize {
-        self.jobs.values().filter(|j| !j.done).count()
+        self.open
     }
 
     /// Jobs waiting in a queue policy.
@@ -535,12 +728,17 @@ impl ManagerCore {
 
     /// The record of one job.
     pub fn record(&self, job: JobId) -> Option<&JobRecord> {
-        self.jobs.get(&job).map(|j| &j.record)
+        self.index.get(&job).map(|&k| &self.jobs[k].record)
     }
 
-    /// Every record, in job-id order.
-    pub fn records(&self) -> Vec<JobRecord> {
-        self.jobs.values().map(|j| j.record.clone()).collect()
+    /// Every record, in submission order.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = &JobRecord> {
+        self.jobs.iter().map(|j| &j.record)
+    }
+
+    /// Every record, in submission order, taken out of the core.
+    pub fn into_records(self) -> Vec<JobRecord> {
+        self.jobs.into_iter().map(|j| j.record).collect()
     }
 
     /// The snapshot policies would decide on at `now` (dead-reckoned), and
@@ -566,8 +764,8 @@ impl ManagerCore {
 mod tests {
     use std::collections::BTreeMap;
 
-    use common::job::*;
-    use common::policy::{self, PolicyConfig};
+    use crate::job::*;
+    use crate::policy::{self, PolicyConfig};
 
     use super::*;
 
@@ -657,7 +855,7 @@ mod tests {
         assert!(out.is_empty());
         c.completed(45.0, 10, p1, 44.5, &mut out).unwrap();
         assert_eq!(out, vec![Output::Finished { job: 1 }]);
-        let r = &c.records()[0];
+        let r = c.records().next().unwrap();
         assert_eq!(r.finish, Some(44.5));
         assert!(r.met());
         // A completion for a part the link does not hold is an error naming
@@ -723,7 +921,7 @@ mod tests {
             }
         }));
         assert!(out.contains(&Output::Finished { job: 1 }));
-        let r = &c.records()[0];
+        let r = c.records().next().unwrap();
         assert!(r.lost && r.detail.contains("idle timeout") && r.detail.contains("node process a"));
         assert_eq!(c.live_nodes(), 1);
         // A 2-processor job no longer fits: only one node left.
