@@ -102,28 +102,7 @@ fn main() {
     }
 
     println!("\n== Admission decision cost (4 parts per node, P = 16) ==");
-    let job = JobSpec {
-        id: 1,
-        details: common::job::JobDetails {
-            runtime_estimate: 500.0,
-            submit_time: 0.0,
-            name: None,
-        },
-        resources: common::job::ResourceRequirements {
-            processors: 16,
-            memory_kb: 0,
-            disk_mb: 0,
-        },
-        qos: common::job::QosConstraints {
-            deadline: 5000.0,
-            budget: 1e9,
-            deadline_type: common::job::DeadlineType::Hard,
-            penalty_rate: 0.0,
-        },
-        optimization: Default::default(),
-        urgency: None,
-        extra_segments: Default::default(),
-    };
+    let job = JobSpec::new(1, 0.0, 500.0, 16, 5000.0, 1e9);
     for name in ["libra", "libra-plus-dollar", "libra-risk"] {
         let mut first: Option<(usize, f64)> = None;
         for n in [128usize, 1024, 8192] {

@@ -462,7 +462,14 @@ impl ManagerCore {
                     let g = g as usize;
                     let part = self.view[g].new_valued_part(spec, value);
                     let actual_cpu = actual / self.view[g].spec.speed;
-                    fluid_place(&mut self.view[g], &mut extras[g], part, actual_cpu, *rule, scratch);
+                    fluid_place(
+                        &mut self.view[g],
+                        &mut extras[g],
+                        part,
+                        actual_cpu,
+                        *rule,
+                        scratch,
+                    );
                 }
             }
             Tracking::Reported(_) => {
@@ -762,8 +769,6 @@ impl ManagerCore {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use crate::job::*;
     use crate::policy::{self, PolicyConfig};
 
@@ -781,28 +786,7 @@ mod tests {
 
     fn job(id: JobId, submit: f64, re: f64, p: u32, d: f64) -> WorkloadJob {
         WorkloadJob {
-            spec: JobSpec {
-                id,
-                details: JobDetails {
-                    runtime_estimate: re,
-                    submit_time: submit,
-                    name: None,
-                },
-                resources: ResourceRequirements {
-                    processors: p,
-                    memory_kb: 0,
-                    disk_mb: 0,
-                },
-                qos: QosConstraints {
-                    deadline: d,
-                    budget: 1e9,
-                    deadline_type: DeadlineType::Hard,
-                    penalty_rate: 0.0,
-                },
-                optimization: QosOptimization::default(),
-                urgency: Some(Urgency::Low),
-                extra_segments: BTreeMap::new(),
-            },
+            spec: JobSpec::new(id, submit, re, p, d, 1e9).with_urgency(Urgency::Low),
             actual_runtime: re,
         }
     }

@@ -208,6 +208,69 @@ pub enum JobError {
 }
 
 impl JobSpec {
+    /// The common case of a submission: job `id` arriving at `submit`,
+    /// estimate `estimate` on `processors` nodes, relative deadline
+    /// `deadline`, budget `budget` (+inf: unlimited); a hard deadline with
+    /// no penalty, no memory or disk, no urgency class, no name. The
+    /// `with_*` methods set the rest.
+    pub fn new(
+        id: JobId,
+        submit: Time,
+        estimate: Time,
+        processors: u32,
+        deadline: Time,
+        budget: f64,
+    ) -> JobSpec {
+        JobSpec {
+            id,
+            details: JobDetails {
+                runtime_estimate: estimate,
+                submit_time: submit,
+                name: None,
+            },
+            resources: ResourceRequirements {
+                processors,
+                memory_kb: 0,
+                disk_mb: 0,
+            },
+            qos: QosConstraints {
+                deadline,
+                budget,
+                deadline_type: DeadlineType::Hard,
+                penalty_rate: 0.0,
+            },
+            optimization: QosOptimization::default(),
+            urgency: None,
+            extra_segments: BTreeMap::new(),
+        }
+    }
+
+    /// With deadline type `t` and penalty rate `penalty_rate`.
+    pub fn with_deadline_type(mut self, t: DeadlineType, penalty_rate: f64) -> JobSpec {
+        self.qos.deadline_type = t;
+        self.qos.penalty_rate = penalty_rate;
+        self
+    }
+
+    /// With urgency class `u`.
+    pub fn with_urgency(mut self, u: Urgency) -> JobSpec {
+        self.urgency = Some(u);
+        self
+    }
+
+    /// With memory (KB) and disk (MB) per processor.
+    pub fn with_storage(mut self, memory_kb: u64, disk_mb: u64) -> JobSpec {
+        self.resources.memory_kb = memory_kb;
+        self.resources.disk_mb = disk_mb;
+        self
+    }
+
+    /// With a name.
+    pub fn with_name(mut self, name: impl Into<String>) -> JobSpec {
+        self.details.name = Some(name.into());
+        self
+    }
+
     /// Absolute deadline DT = AT + D.
     pub fn deadline_abs(&self) -> Time {
         self.details.submit_time + self.qos.deadline
@@ -290,28 +353,7 @@ mod tests {
     use super::*;
 
     pub(crate) fn spec() -> JobSpec {
-        JobSpec {
-            id: 7,
-            details: JobDetails {
-                runtime_estimate: 100.0,
-                submit_time: 0.0,
-                name: None,
-            },
-            resources: ResourceRequirements {
-                processors: 2,
-                memory_kb: 0,
-                disk_mb: 0,
-            },
-            qos: QosConstraints {
-                deadline: 400.0,
-                budget: 10.0,
-                deadline_type: DeadlineType::Hard,
-                penalty_rate: 0.0,
-            },
-            optimization: QosOptimization::default(),
-            urgency: None,
-            extra_segments: BTreeMap::new(),
-        }
+        JobSpec::new(7, 0.0, 100.0, 2, 400.0, 10.0)
     }
 
     #[test]

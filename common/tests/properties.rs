@@ -1,8 +1,6 @@
 //! Property tests: invariants every policy (or a named family) must keep on
 //! random small workloads.
 
-use std::collections::BTreeMap;
-
 use common::job::*;
 use common::node_model::{FluidCluster, NodeSpec, PartFinished, PartView};
 use common::policy::{self, Decision, LibraRisk, LibraSla, Policy, PolicyConfig, REGISTRY};
@@ -24,33 +22,14 @@ fn specs(n: usize) -> Vec<NodeSpec> {
 
 /// A job with an accurate estimate (RE = R).
 fn job(id: u64, submit: f64, runtime: f64, procs: u32, slack: f64, budget: f64) -> WorkloadJob {
+    let urgency = if id.is_multiple_of(5) {
+        Urgency::High
+    } else {
+        Urgency::Low
+    };
     WorkloadJob {
-        spec: JobSpec {
-            id,
-            details: JobDetails {
-                runtime_estimate: runtime,
-                submit_time: submit,
-                name: None,
-            },
-            resources: ResourceRequirements {
-                processors: procs,
-                memory_kb: 0,
-                disk_mb: 0,
-            },
-            qos: QosConstraints {
-                deadline: runtime * slack,
-                budget,
-                deadline_type: DeadlineType::Hard,
-                penalty_rate: 0.0,
-            },
-            optimization: QosOptimization::default(),
-            urgency: Some(if id.is_multiple_of(5) {
-                Urgency::High
-            } else {
-                Urgency::Low
-            }),
-            extra_segments: BTreeMap::new(),
-        },
+        spec: JobSpec::new(id, submit, runtime, procs, runtime * slack, budget)
+            .with_urgency(urgency),
         actual_runtime: runtime,
     }
 }

@@ -26,9 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::job::{
-    DeadlineType, JobDetails, JobSpec, QosConstraints, QosOptimization, ResourceRequirements,
-};
+use common::job::JobSpec;
 use common::net::{self, FramedStream, Timeouts};
 use common::protocol::{ClientMsg, ClientReply, Hello, Role};
 use hdrhistogram::Histogram;
@@ -74,28 +72,7 @@ impl Drop for Kill {
 }
 
 fn job(k: u64, estimate: f64, deadline: f64) -> JobSpec {
-    JobSpec {
-        id: k,
-        details: JobDetails {
-            runtime_estimate: estimate,
-            submit_time: 0.0,
-            name: None,
-        },
-        resources: ResourceRequirements {
-            processors: 1,
-            memory_kb: 0,
-            disk_mb: 0,
-        },
-        qos: QosConstraints {
-            deadline,
-            budget: f64::INFINITY,
-            deadline_type: DeadlineType::Hard,
-            penalty_rate: 0.0,
-        },
-        optimization: QosOptimization::default(),
-        urgency: None,
-        extra_segments: Default::default(),
-    }
+    JobSpec::new(k, 0.0, estimate, 1, deadline, f64::INFINITY)
 }
 
 async fn client(

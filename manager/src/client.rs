@@ -186,33 +186,21 @@ impl JobArgs {
                 let (Some(estimate), Some(deadline)) = (self.estimate, self.deadline) else {
                     bail!("give --spec FILE, or at least --estimate and --deadline");
                 };
+                let t = if self.soft {
+                    DeadlineType::Soft
+                } else {
+                    DeadlineType::Hard
+                };
                 (
-                    JobSpec {
-                        id: 0,
-                        details: JobDetails {
-                            runtime_estimate: estimate,
-                            submit_time: 0.0,
-                            name: None,
-                        },
-                        resources: ResourceRequirements {
-                            processors: self.processors,
-                            memory_kb: 0,
-                            disk_mb: 0,
-                        },
-                        qos: QosConstraints {
-                            deadline,
-                            budget: self.budget.unwrap_or(f64::INFINITY),
-                            deadline_type: if self.soft {
-                                DeadlineType::Soft
-                            } else {
-                                DeadlineType::Hard
-                            },
-                            penalty_rate: self.penalty_rate,
-                        },
-                        optimization: QosOptimization::default(),
-                        urgency: None,
-                        extra_segments: BTreeMap::new(),
-                    },
+                    JobSpec::new(
+                        0,
+                        0.0,
+                        estimate,
+                        self.processors,
+                        deadline,
+                        self.budget.unwrap_or(f64::INFINITY),
+                    )
+                    .with_deadline_type(t, self.penalty_rate),
                     self.actual,
                 )
             }

@@ -19,7 +19,6 @@
 //! Not here: the manager (it must already be serving); anything but the
 //! address given (load goes to that one manager only).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,9 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use common::job::{
-    DeadlineType, JobDetails, JobSpec, QosConstraints, QosOptimization, ResourceRequirements,
-};
+use common::job::JobSpec;
 use common::net::FrameReceiver;
 use common::policy::Decision;
 use common::protocol::{ClientMsg, ClientReply, NodeProcess, ProcessUsage};
@@ -148,28 +145,7 @@ pub struct Report {
 }
 
 fn job(p: u32, estimate: f64, deadline: f64) -> JobSpec {
-    JobSpec {
-        id: 0,
-        details: JobDetails {
-            runtime_estimate: estimate,
-            submit_time: 0.0,
-            name: None,
-        },
-        resources: ResourceRequirements {
-            processors: p,
-            memory_kb: 0,
-            disk_mb: 0,
-        },
-        qos: QosConstraints {
-            deadline,
-            budget: f64::INFINITY,
-            deadline_type: DeadlineType::Hard,
-            penalty_rate: 0.0,
-        },
-        optimization: QosOptimization::default(),
-        urgency: None,
-        extra_segments: BTreeMap::new(),
-    }
+    JobSpec::new(0, 0.0, estimate, p, deadline, f64::INFINITY)
 }
 
 /// Whether a node process label `NAME (ip:port)` names an address of this

@@ -424,34 +424,11 @@ pub fn build(name: &str, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Result<Polic
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    use std::collections::BTreeMap;
-
     use crate::job::*;
     use crate::node_model::{NodeSpec, NodeState, PartView};
 
     pub fn job(id: JobId, re: f64, p: u32, d: f64, b: f64) -> JobSpec {
-        JobSpec {
-            id,
-            details: JobDetails {
-                runtime_estimate: re,
-                submit_time: 0.0,
-                name: None,
-            },
-            resources: ResourceRequirements {
-                processors: p,
-                memory_kb: 0,
-                disk_mb: 0,
-            },
-            qos: QosConstraints {
-                deadline: d,
-                budget: b,
-                deadline_type: DeadlineType::Hard,
-                penalty_rate: 0.0,
-            },
-            optimization: QosOptimization::default(),
-            urgency: None,
-            extra_segments: BTreeMap::new(),
-        }
+        JobSpec::new(id, 0.0, re, p, d, b)
     }
 
     /// `n` reference nodes (speed 1), for the space-shared policies.

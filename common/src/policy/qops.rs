@@ -785,13 +785,11 @@ impl QueuePolicy for Dvqops {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::test_util::{job, specs};
+    use crate::policy::test_util::specs;
 
     /// Job `id` arriving at `at`: RE, P, relative deadline D, price B.
     fn j(id: JobId, at: Time, re: f64, p: u32, d: f64, b: f64) -> JobSpec {
-        let mut s = job(id, re, p, d, b);
-        s.details.submit_time = at;
-        s
+        JobSpec::new(id, at, re, p, d, b)
     }
 
     fn starts(out: &[QueueAction]) -> Vec<(JobId, f64)> {

@@ -210,16 +210,11 @@ mod tests {
     use crate::policy::test_util::{job, nodes};
 
     fn soft(id: JobId, re: f64, d: f64, b: f64, pr: f64) -> JobSpec {
-        let mut j = job(id, re, 1, d, b);
-        j.qos.deadline_type = DeadlineType::Soft;
-        j.qos.penalty_rate = pr;
-        j
+        job(id, re, 1, d, b).with_deadline_type(DeadlineType::Soft, pr)
     }
 
     fn hard(id: JobId, re: f64, d: f64, b: f64, pr: f64) -> JobSpec {
-        let mut j = soft(id, re, d, b, pr);
-        j.qos.deadline_type = DeadlineType::Hard;
-        j
+        job(id, re, 1, d, b).with_deadline_type(DeadlineType::Hard, pr)
     }
 
     /// Places `j` on `node` as LibraSLA would (its value attached).
