@@ -10,8 +10,6 @@
 pub mod experiment;
 pub mod job;
 pub mod metrics;
-#[cfg(feature = "net")]
-pub mod net;
 pub mod node_model;
 pub mod policy;
 pub mod protocol;
