@@ -11,8 +11,6 @@ pub mod admission;
 pub mod experiment;
 pub mod job;
 pub mod metrics;
-#[cfg(feature = "net")]
-pub mod net;
 pub mod node_model;
 pub mod policy;
 pub mod protocol;

@@ -27,9 +27,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::job::JobSpec;
-use common::net::{self, FramedStream, Timeouts};
 use common::protocol::{ClientMsg, ClientReply, Hello, Role};
 use hdrhistogram::Histogram;
+use net::{self, FramedStream, Timeouts};
 
 fn bin(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_BIN_EXE_libratory")).with_file_name(name);

@@ -15,9 +15,9 @@ use common::job::{
     DeadlineType, JobDetails, JobSpec, Objective, QosConstraints, QosOptimization,
     ResourceRequirements,
 };
-use common::net::{self, FramedStream, Timeouts};
 use common::policy::Decision;
 use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use net::{self, FramedStream, Timeouts};
 use serde::Deserialize;
 
 /// Where the manager is and who we are.

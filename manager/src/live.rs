@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::metrics::JobRecord;
-use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts};
 use common::policy::{self, AdmissionPolicy, PolicyConfig};
 use common::policy::{Decision, LibraPlusDollar};
 use common::protocol::{
@@ -41,41 +40,10 @@ use common::protocol::{
 use common::time::Time;
 use common::workload::WorkloadJob;
 use hdrhistogram::Histogram;
+use net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts, TraceClock};
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore, Output};
-
-/// Trace time from a wall clock: `trace = (wall - start) / time_scale`.
-#[derive(Debug, Clone, Copy)]
-pub struct TraceClock {
-    start: Instant,
-    scale: f64,
-}
-
-impl TraceClock {
-    /// A clock at trace time 0 now, `scale` real seconds per trace second.
-    pub fn new(scale: f64) -> TraceClock {
-        TraceClock {
-            start: Instant::now(),
-            scale,
-        }
-    }
-
-    /// Trace seconds now.
-    pub fn now(&self) -> Time {
-        self.start.elapsed().as_secs_f64() / self.scale
-    }
-
-    /// The wall instant of trace time `t`.
-    pub fn instant_of(&self, t: Time) -> Instant {
-        self.start + Duration::from_secs_f64((t * self.scale).max(0.0))
-    }
-
-    /// Real seconds per trace second.
-    pub fn scale(&self) -> f64 {
-        self.scale
-    }
-}
 
 /// Everything a live run needs.
 #[derive(Debug, Clone)]
@@ -591,7 +559,7 @@ impl Handler<Connected> for ManagerActor {
             return Err("registered no nodes".into());
         }
         if self.clock.is_none() {
-            self.clock = Some(TraceClock::new(self.cfg.time_scale));
+            self.clock = Some(TraceClock::new(0.0, self.cfg.time_scale));
         }
         let ids = self.core.register(m.link, &m.host, &m.nodes);
         self.registered_nodes += ids.len();

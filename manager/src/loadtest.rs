@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use common::job::JobSpec;
-use common::net::FrameReceiver;
 use common::policy::Decision;
 use common::protocol::{ClientMsg, ClientReply, NodeProcess, ProcessUsage};
 use hdrhistogram::Histogram;
 use libratory_manager::procstat;
+use net::FrameReceiver;
 use serde::Serialize;
 
 use crate::client::{self, ConnArgs};
@@ -166,7 +166,7 @@ struct StatusFacts {
 
 /// One request-reply on the connection (nothing else in flight).
 async fn status(
-    tx: &mut common::net::FrameSender,
+    tx: &mut net::FrameSender,
     rx: &mut FrameReceiver,
     token: u64,
 ) -> Result<StatusFacts> {
@@ -200,7 +200,7 @@ async fn status(
 }
 
 async fn echoes(
-    tx: &mut common::net::FrameSender,
+    tx: &mut net::FrameSender,
     rx: &mut FrameReceiver,
     n: usize,
     token0: u64,
@@ -235,7 +235,7 @@ struct LoadResult {
 /// Submits `total` jobs at `rate` per second, pipelined; a reader task
 /// times each answer against its send instant.
 async fn load(
-    tx: &mut common::net::FrameSender,
+    tx: &mut net::FrameSender,
     rx: FrameReceiver,
     a: &LoadtestArgs,
     rate: f64,

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use common::net::{self, Timeouts};
+use net::{self, Timeouts};
 
 use crate::config::ClusterConfig;
 

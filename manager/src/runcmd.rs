@@ -31,14 +31,14 @@ use crate::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResu
 /// node process name.
 pub fn certs(out: &Path, nodes: &[String], manager_names: &[String], add: bool) -> Result<()> {
     if add {
-        common::net::add_node_certs(out, nodes)?;
+        net::add_node_certs(out, nodes)?;
         println!(
             "added {} node certificate(s) to {}",
             nodes.len(),
             out.display()
         );
     } else {
-        common::net::make_cluster_certs(out, manager_names, nodes)?;
+        net::make_cluster_certs(out, manager_names, nodes)?;
         println!(
             "made a cluster CA, the manager certificate and {} node certificate(s) in {}\n\
              copy ca.pem and node-NAME.pem/.key to each node host; keep ca.key on this machine",

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::net::{self, Timeouts};
 use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
+use net::{self, Timeouts};
 
 fn libratory() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_libratory"))

@@ -15,11 +15,11 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use common::Time;
 
-use crate::clock::TraceClock;
 use crate::core::{NodeCore, NodeEvent, PartProgress, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
 use crate::spec::{NodeId, NodeSpec, PartSpec};
 use crate::telemetry::NodeTelemetry;
+use net::TraceClock;
 
 /// Place a part on the node now. Refusals (no room, duplicate id, invalid
 /// numbers) come back as `Err`; the node is unchanged then.

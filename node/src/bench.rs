@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use common::share::SpareRule;
-use node::clock::TraceClock;
+use net::TraceClock;
 use node::host::batch_dispatch_or_warn;
 use node::kernel::{detect, run_baseline, BaselineRun, ThreadCgroup};
 use node::{GetTelemetry, NodeHost, NodeSpec, PartSpec, PlacePart, SliceConfig};

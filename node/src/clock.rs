@@ -1,65 +1,11 @@
-//! The two clocks a real node reads, kept out of the core: the trace clock
-//! (wall time scaled by `time_scale`) and the calling thread's CPU clock.
+//! The CPU clocks a real node reads, kept out of the core: the calling
+//! thread's and process's CPU time and the monotonic clock. (The trace
+//! clock, wall time scaled by `time_scale`, is [`net::TraceClock`], shared
+//! with the manager.)
 //!
-//! [`crate::core::NodeCore`] never reads either; the actor reads the trace
-//! clock and passes `now` in, the executors read the CPU clock and report
-//! nanoseconds burned.
-
-use std::time::{Duration, Instant};
-
-use common::Time;
-
-/// Maps wall-clock instants to trace time: `trace = origin_trace +
-/// (wall - origin_wall) / time_scale`. Cheap to copy; every node of a
-/// process shares one so that their trace times agree.
-#[derive(Debug, Clone, Copy)]
-pub struct TraceClock {
-    origin_wall: Instant,
-    origin_trace: Time,
-    time_scale: f64,
-}
-
-impl TraceClock {
-    /// A clock that reads `origin_trace` now and advances by one trace
-    /// second every `time_scale` real seconds.
-    pub fn new(origin_trace: Time, time_scale: f64) -> Self {
-        TraceClock {
-            origin_wall: Instant::now(),
-            origin_trace,
-            time_scale,
-        }
-    }
-
-    /// Real seconds per trace second.
-    pub fn time_scale(&self) -> f64 {
-        self.time_scale
-    }
-
-    /// The trace time of a wall-clock instant.
-    pub fn at(&self, wall: Instant) -> Time {
-        let real = if wall >= self.origin_wall {
-            (wall - self.origin_wall).as_secs_f64()
-        } else {
-            -(self.origin_wall - wall).as_secs_f64()
-        };
-        self.origin_trace + real / self.time_scale
-    }
-
-    /// The trace time now.
-    pub fn now(&self) -> Time {
-        self.at(Instant::now())
-    }
-
-    /// How long from now (real) until trace time `t`; zero if it has passed.
-    pub fn until(&self, t: Time) -> Duration {
-        let real = (t - self.now()) * self.time_scale;
-        if real > 0.0 && real.is_finite() {
-            Duration::from_secs_f64(real)
-        } else {
-            Duration::ZERO
-        }
-    }
-}
+//! [`crate::core::NodeCore`] never reads any clock; the actor reads the
+//! trace clock and passes `now` in, the executors read the CPU clock and
+//! report nanoseconds burned.
 
 fn read_clock(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
@@ -94,14 +40,6 @@ pub fn monotonic_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn trace_clock_scales() {
-        let c = TraceClock::new(100.0, 1e-3);
-        let t0 = c.origin_wall;
-        assert!((c.at(t0) - 100.0).abs() < 1e-9);
-        assert!((c.at(t0 + Duration::from_millis(5)) - 105.0).abs() < 1e-6);
-    }
 
     #[test]
     fn thread_clock_advances_with_work() {

@@ -11,10 +11,10 @@ use actix::prelude::*;
 use thiserror::Error;
 
 use crate::actor::{NodeActor, NodeReport};
-use crate::clock::TraceClock;
 use crate::core::NodeCore;
 use crate::exec::ExecutorPool;
 use crate::spec::{NodeId, NodeSpec, SliceConfig, SpecError};
+use net::TraceClock;
 
 /// Why a host or node could not be set up.
 #[derive(Debug, Error)]

@@ -15,16 +15,16 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
-use common::net::{self, FramedStream, Timeouts};
 use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, PartId as WirePart, Role};
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
+use net::{self, FramedStream, Timeouts};
 
 use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
-use crate::clock::TraceClock;
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
 use crate::spec::{NodeSpec, PartSpec, SliceConfig};
+use net::TraceClock;
 
 /// How to reach the manager and what to offer it.
 #[derive(Debug, Clone)]

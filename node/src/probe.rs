@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use common::net::{self, Timeouts};
+use net::{self, Timeouts};
 
 /// What the probe server says to a successful probe
 /// (`libratory_manager::probe::PROBE_OK`; the node crate does not depend on

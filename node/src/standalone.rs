@@ -17,11 +17,12 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
-use crate::clock::{process_cpu_ns, TraceClock};
+use crate::clock::process_cpu_ns;
 use crate::core::{NodeEvent, PartCompletion};
 use crate::host::{HostError, NodeHost};
 use crate::spec::{NodeSpec, PartSpec, SliceConfig};
 use crate::telemetry::NodeTelemetry;
+use net::TraceClock;
 
 /// One part of a standalone run, as written in a parts file or `--part`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use common::share::{job_control_shares, SpareRule};
-use node::clock::TraceClock;
+use net::TraceClock;
 use node::core::ShareReason;
 use node::kernel::{detect, run_baseline, BaselineRun};
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};

@@ -1,8 +1,10 @@
 //! Libra (seed 003, as compared in seeds 000-002): a static cost, then the
 //! deadline-based proportional-share test on every node, then best fit.
 
-use super::steps::{load_if_fits, top_k, with_resources, Better};
-use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig, RejectReason};
+use super::steps::{
+    budget_permit, deadline_filter, resource_filter, too_many_processors, top_k, Better,
+};
+use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
@@ -24,62 +26,6 @@ impl Libra {
             cands: Vec::new(),
         }
     }
-
-    /// Libra's static cost C = gamma RE + delta RE / D: longer jobs pay
-    /// more, and a relaxed deadline is rewarded.
-    pub fn cost(cfg: &PolicyConfig, job: &JobSpec) -> f64 {
-        cfg.gamma * job.estimate() + cfg.delta * job.estimate() / job.qos.deadline
-    }
-
-    /// The budget step shared with LibraRisk.
-    pub(crate) fn budget_permit(cfg: &PolicyConfig, job: &JobSpec) -> Result<f64, Decision> {
-        let cost = Libra::cost(cfg, job);
-        if job.qos.budget < cost {
-            return Err(Decision::reject(
-                RejectReason::Budget,
-                format!(
-                    "cost {cost:.2} exceeds budget {:.2} (cost = {} RE + {} RE/D)",
-                    job.qos.budget, cfg.gamma, cfg.delta
-                ),
-            ));
-        }
-        Ok(cost)
-    }
-
-    /// The processors step: more parts than the cluster has nodes.
-    pub(crate) fn too_many_processors(nodes: &[NodeState], job: &JobSpec) -> Option<Decision> {
-        (job.processors() > nodes.len()).then(|| {
-            Decision::reject(
-                RejectReason::Resources,
-                format!(
-                    "needs {} processors, the cluster has {} nodes",
-                    job.processors(),
-                    nodes.len()
-                ),
-            )
-        })
-    }
-
-    /// The resources step: reject unless enough nodes have memory and disk.
-    pub(crate) fn resource_filter(
-        nodes: &[NodeState],
-        job: &JobSpec,
-        res: &mut Vec<usize>,
-    ) -> Option<Decision> {
-        with_resources(nodes, job, res);
-        (res.len() < job.processors()).then(|| {
-            Decision::reject(
-                RejectReason::Resources,
-                format!(
-                    "needs {} nodes with {} KB memory and {} MB disk free, {} have them",
-                    job.processors(),
-                    job.resources.memory_kb,
-                    job.resources.disk_mb,
-                    res.len()
-                ),
-            )
-        })
-    }
 }
 
 impl AdmissionPolicy for Libra {
@@ -92,33 +38,18 @@ impl AdmissionPolicy for Libra {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
-        if let Some(d) = Libra::too_many_processors(nodes, job) {
+        if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
-        let cost = match Libra::budget_permit(&self.cfg, job) {
+        let cost = match budget_permit(&self.cfg, job) {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Some(d) = Libra::resource_filter(nodes, job, &mut self.res) {
+        if let Some(d) = resource_filter(nodes, job, &mut self.res) {
             return d;
         }
-        self.cands.clear();
-        self.cands.extend(
-            self.res
-                .iter()
-                .filter_map(|&k| load_if_fits(&nodes[k], job, now).map(|load| (k, load))),
-        );
-        if self.cands.len() < job.processors() {
-            return Decision::reject(
-                RejectReason::Deadline,
-                format!(
-                    "needs {} nodes that can finish RE {:.0} s within D {:.0} s, {} can",
-                    job.processors(),
-                    job.estimate(),
-                    job.qos.deadline,
-                    self.cands.len()
-                ),
-            );
+        if let Some(d) = deadline_filter(now, nodes, &self.res, job, &mut self.cands) {
+            return d;
         }
         let better = match self.cfg.placement {
             Placement::BestFit => Better::Higher,
@@ -136,6 +67,7 @@ impl AdmissionPolicy for Libra {
 mod tests {
     use super::*;
     use crate::policy::test_util::{busy, job, nodes};
+    use crate::policy::RejectReason;
 
     fn accept(d: Decision) -> Accept {
         match d {
@@ -154,7 +86,10 @@ mod tests {
     #[test]
     fn cost_is_re_plus_re_over_d() {
         // RE 100, D 400: C = 100 + 100/400 = 100.25.
-        let c = Libra::cost(&PolicyConfig::default(), &job(1, 100.0, 1, 400.0, 1e9));
+        let c = crate::policy::steps::static_cost(
+            &PolicyConfig::default(),
+            &job(1, 100.0, 1, 400.0, 1e9),
+        );
         assert!((c - 100.25).abs() < 1e-12);
     }
 

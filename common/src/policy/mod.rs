@@ -37,7 +37,7 @@ pub mod steps;
 
 pub use libra::Libra;
 pub use plus_dollar::{LibraPlusDollar, PriceQuote};
-pub use qops::{decayed_price, Dvqops, Qops, Vqops};
+pub use qops::{decayed_price, Qops, QopsVariant};
 pub use risk::LibraRisk;
 pub use sla::{LibraSla, NodeReturn, RETURN_REL_EPS};
 pub use space::{Backfill, BackfillOrder, Edf, Fifo};
@@ -373,17 +373,17 @@ pub const REGISTRY: &[PolicyEntry] = &[
     PolicyEntry {
         name: "qops",
         about: "seed 004: space-shared admission guaranteeing every accepted deadline (K violations)",
-        build: |c, n| Policy::Queue(Box::new(Qops::new(c, n))),
+        build: |c, n| Policy::Queue(Box::new(Qops::plain(c, n))),
     },
     PolicyEntry {
         name: "vqops",
         about: "seed 004: QoPS taking the highest-revenue plan if its gain beats OC-Factor x P x RE",
-        build: |c, n| Policy::Queue(Box::new(Vqops::new(c, n))),
+        build: |c, n| Policy::Queue(Box::new(Qops::vqops(c, n))),
     },
     PolicyEntry {
         name: "dvqops",
         about: "seed 004: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
-        build: |c, n| Policy::Queue(Box::new(Dvqops::new(c, n))),
+        build: |c, n| Policy::Queue(Box::new(Qops::dvqops(c, n))),
     },
     PolicyEntry {
         name: "fifo",

@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::libra::Libra;
-use super::steps::{load_if_fits, top_k, Better};
+use super::steps::{
+    deadline_filter, load_if_fits, resource_filter, too_many_processors, top_k, Better,
+};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -112,21 +113,19 @@ impl AdmissionPolicy for LibraPlusDollar {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
-        if let Some(d) = Libra::too_many_processors(nodes, job) {
+        if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
         let p = job.processors();
-        if let Some(d) = Libra::resource_filter(nodes, job, &mut self.res) {
+        if let Some(d) = resource_filter(nodes, job, &mut self.res) {
             return d;
         }
         // Deadline filter, then price each suitable node.
+        if let Some(d) = deadline_filter(now, nodes, &self.res, job, &mut self.cands) {
+            return d;
+        }
         self.quotes.clear();
-        let mut suitable = 0;
-        for &k in &self.res {
-            if load_if_fits(&nodes[k], job, now).is_none() {
-                continue;
-            }
-            suitable += 1;
+        for &(k, _) in &self.cands {
             if let Some(mut q) = LibraPlusDollar::quote(&self.cfg, now, &nodes[k], job) {
                 // Decisions name nodes by their index in the snapshot (a
                 // live snapshot leaves out dead nodes, so it may differ
@@ -134,16 +133,6 @@ impl AdmissionPolicy for LibraPlusDollar {
                 q.node = k;
                 self.quotes.push(q);
             }
-        }
-        if suitable < p {
-            return Decision::reject(
-                RejectReason::Deadline,
-                format!(
-                    "needs {p} nodes that can finish RE {:.0} s within D {:.0} s, {suitable} can",
-                    job.estimate(),
-                    job.qos.deadline
-                ),
-            );
         }
         // Walking the nodes in ascending RESFree and taking those within
         // budget until P are taken is the same as taking the P smallest

@@ -182,7 +182,7 @@ struct Run {
 /// The plan and the nodes: everything QoPS, VQoPS and DVQoPS share. Cheap
 /// to clone, which is how DVQoPS snapshots it for its replays.
 #[derive(Debug, Clone)]
-struct Core {
+struct Planner {
     /// Most violations per insertion position.
     k: u32,
     /// Artificial slack: the new job must fit by AT + est + (D - est) /
@@ -201,9 +201,9 @@ struct Core {
 /// A candidate plan: the queue in its new order with reservations.
 type Plan = Vec<Planned>;
 
-impl Core {
-    fn new(cfg: &PolicyConfig, nodes: &[NodeSpec], oc: Option<f64>) -> Core {
-        Core {
+impl Planner {
+    fn new(cfg: &PolicyConfig, nodes: &[NodeSpec], oc: Option<f64>) -> Planner {
+        Planner {
             k: cfg.qops_k,
             slack: cfg.qops_slack_factor,
             oc,
@@ -342,7 +342,7 @@ impl Core {
                 self.queue = plan;
                 return Ok(());
             }
-            let r = Core::revenue(&plan);
+            let r = Planner::revenue(&plan);
             // Strictly better only: among equal plans the one nearer the
             // end (tried first) wins, disturbing fewer jobs.
             if best.as_ref().is_none_or(|b| r > b.0) {
@@ -360,7 +360,7 @@ impl Core {
             });
         };
         let oc = self.oc.unwrap_or(0.0);
-        let gain = best_rev - Core::revenue(&self.queue);
+        let gain = best_rev - Planner::revenue(&self.queue);
         let opportunity = oc * job.processors() as f64 * job.estimate();
         if gain > opportunity {
             self.queue = plan;
@@ -440,20 +440,25 @@ fn positions(n: usize) -> Vec<usize> {
     out
 }
 
-/// Replays `jobs` (in arrival order, all arriving at or after the core's
-/// state) through `core` in virtual time, every job running exactly its
+/// Replays `jobs` (in arrival order, all arriving at or after the planner's
+/// state) through `planner` in virtual time, every job running exactly its
 /// estimate, until every accepted job has finished. Returns the revenue of
 /// every job started. With `tuner`, the OC-Factor is re-chosen along the
 /// way as DVQoPS does (a replay of DVQoPS with that rollback window).
-fn replay(core: &mut Core, start: Time, jobs: &[JobSpec], mut tuner: Option<&mut Tuner>) -> f64 {
+fn replay(
+    planner: &mut Planner,
+    start: Time,
+    jobs: &[JobSpec],
+    mut tuner: Option<&mut Tuner>,
+) -> f64 {
     let mut revenue = 0.0;
     let mut next = 0;
     let mut clock = start;
     let mut actions = Vec::new();
     loop {
         let t_arrival = jobs.get(next).map(|j| j.details.submit_time.max(clock));
-        let t_end = core.next_end(clock);
-        let t_plan = core
+        let t_end = planner.next_end(clock);
+        let t_plan = planner
             .queue
             .iter()
             .map(|j| j.start.max(clock))
@@ -468,10 +473,10 @@ fn replay(core: &mut Core, start: Time, jobs: &[JobSpec], mut tuner: Option<&mut
         clock = now;
         let mut progressed = false;
         let mut k = 0;
-        while k < core.running.len() {
-            if core.running[k].est_end <= now {
-                let id = core.running[k].id;
-                core.finished(id);
+        while k < planner.running.len() {
+            if planner.running[k].est_end <= now {
+                let id = planner.running[k].id;
+                planner.finished(id);
                 progressed = true;
             } else {
                 k += 1;
@@ -479,16 +484,16 @@ fn replay(core: &mut Core, start: Time, jobs: &[JobSpec], mut tuner: Option<&mut
         }
         if let Some(t) = tuner.as_deref_mut() {
             if jobs.get(next).is_some_and(|j| j.details.submit_time <= now) {
-                t.tick(now, core, &jobs[..next]);
+                t.tick(now, planner, &jobs[..next]);
             }
         }
         while jobs.get(next).is_some_and(|j| j.details.submit_time <= now) {
-            let _ = core.admit(now, &jobs[next]);
+            let _ = planner.admit(now, &jobs[next]);
             next += 1;
             progressed = true;
         }
         actions.clear();
-        core.schedule(now, &mut actions);
+        planner.schedule(now, &mut actions);
         for a in &actions {
             if let QueueAction::Start { cost, .. } = a {
                 revenue += cost;
@@ -532,7 +537,7 @@ fn pick(cands: &[f64], current: f64, mut revenue: impl FnMut(f64) -> f64) -> f64
 struct Tuner {
     window: f64,
     next: Time,
-    snap: Core,
+    snap: Planner,
     snap_at: Time,
     /// Index of the first arrival after the snapshot in the caller's
     /// history.
@@ -541,78 +546,120 @@ struct Tuner {
 }
 
 impl Tuner {
-    fn new(now: Time, window: f64, core: &Core, from: usize, candidates: &[f64]) -> Tuner {
+    fn new(now: Time, window: f64, planner: &Planner, from: usize, candidates: &[f64]) -> Tuner {
         Tuner {
             window,
             next: now + window,
-            snap: core.clone(),
+            snap: planner.clone(),
             snap_at: now,
             snap_from: from,
             candidates: candidates.to_vec(),
         }
     }
 
-    /// If due at `now`, re-chooses `core`'s OC-Factor from `history`
+    /// If due at `now`, re-chooses `planner`'s OC-Factor from `history`
     /// (every arrival so far, in order) and starts a new period.
-    fn tick(&mut self, now: Time, core: &mut Core, history: &[JobSpec]) {
+    fn tick(&mut self, now: Time, planner: &mut Planner, history: &[JobSpec]) {
         if now < self.next {
             return;
         }
         let jobs = &history[self.snap_from..];
         if !jobs.is_empty() && !self.candidates.is_empty() {
-            let current = core.oc.unwrap_or(0.0);
+            let current = planner.oc.unwrap_or(0.0);
             let (snap, at) = (&self.snap, self.snap_at);
-            core.oc = Some(pick(&self.candidates, current, |oc| {
+            planner.oc = Some(pick(&self.candidates, current, |oc| {
                 let mut c = snap.clone();
                 c.oc = Some(oc);
                 replay(&mut c, at, jobs, None)
             }));
         }
-        self.snap = core.clone();
+        self.snap = planner.clone();
         self.snap_at = now;
         self.snap_from = history.len();
         self.next = now + self.window;
     }
 }
 
-/// Seed 004's QoPS: deadline guarantees, blind to prices.
+/// Which member of seed 004's family a [`Qops`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QopsVariant {
+    /// QoPS: deadline guarantees, blind to prices.
+    Qops,
+    /// VQoPS: QoPS that picks the plan with the highest revenue and accepts
+    /// only if the gain beats `oc_factor x P x RE`.
+    Vqops,
+    /// DVQoPS: VQoPS re-choosing its OC-Factor and its rollback window by
+    /// what-if replays of the recent past.
+    Dvqops,
+}
+
+/// Seed 004's QoPS family as one policy: a [`Planner`] (plain for QoPS,
+/// with an OC-Factor for VQoPS and DVQoPS) and, for DVQoPS only, the
+/// [`Tuning`] that re-chooses the OC-Factor and the rollback window before
+/// each admission.
 pub struct Qops {
-    core: Core,
+    variant: QopsVariant,
+    planner: Planner,
+    tuning: Option<Tuning>,
 }
 
 impl Qops {
-    /// QoPS on these nodes (`qops_k`, `qops_slack_factor`).
-    pub fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Qops {
+    /// The `variant` on these nodes (`qops_k`, `qops_slack_factor`; for
+    /// VQoPS and DVQoPS the initial `oc_factor`; for DVQoPS
+    /// `rollback_window_hours`, the candidates `oc_candidates` and
+    /// `rollback_candidates_hours`, re-chosen every
+    /// `max_rollback_window_hours` if `adapt_rollback_window`).
+    pub fn new(variant: QopsVariant, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Qops {
+        let oc = match variant {
+            QopsVariant::Qops => None,
+            QopsVariant::Vqops | QopsVariant::Dvqops => Some(cfg.oc_factor),
+        };
         Qops {
-            core: Core::new(cfg, nodes, None),
+            variant,
+            planner: Planner::new(cfg, nodes, oc),
+            tuning: (variant == QopsVariant::Dvqops).then(|| Tuning::new(cfg)),
         }
     }
-}
 
-/// Seed 004's VQoPS: QoPS that picks the plan with the highest revenue and
-/// accepts only if the gain beats `oc_factor x P x RE`.
-pub struct Vqops {
-    core: Core,
-}
+    /// Plain QoPS on these nodes (blind to prices).
+    pub fn plain(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Qops {
+        Qops::new(QopsVariant::Qops, cfg, nodes)
+    }
 
-impl Vqops {
     /// VQoPS on these nodes with a static `oc_factor`.
-    pub fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Vqops {
-        Vqops {
-            core: Core::new(cfg, nodes, Some(cfg.oc_factor)),
-        }
+    pub fn vqops(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Qops {
+        Qops::new(QopsVariant::Vqops, cfg, nodes)
+    }
+
+    /// DVQoPS on these nodes.
+    pub fn dvqops(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Qops {
+        Qops::new(QopsVariant::Dvqops, cfg, nodes)
+    }
+
+    /// Which member of the family this is.
+    pub fn variant(&self) -> QopsVariant {
+        self.variant
+    }
+
+    /// The OC-Factor in use (0 for QoPS).
+    pub fn oc_factor(&self) -> f64 {
+        self.planner.oc.unwrap_or(0.0)
+    }
+
+    /// The rollback window in use (seconds); `None` but for DVQoPS.
+    pub fn rollback_window(&self) -> Option<f64> {
+        self.tuning.as_ref().map(Tuning::rollback_window)
     }
 }
 
-/// Seed 004's DVQoPS: VQoPS re-choosing its OC-Factor and its rollback
-/// window by what-if replays of the recent past.
-pub struct Dvqops {
-    core: Core,
+/// DVQoPS's self-tuning: the arrivals since the older of its two
+/// snapshots and the two periodic re-choices (OC-Factor, rollback window).
+struct Tuning {
     /// Every arrival since the older of the two snapshots.
     history: Vec<JobSpec>,
     oc: Option<Tuner>,
     /// Snapshot for the rollback window's tuning: (time, plan, index).
-    window_snap: Option<(Time, Core, usize)>,
+    window_snap: Option<(Time, Planner, usize)>,
     next_window: Time,
     window_candidates: Vec<f64>,
     max_window: f64,
@@ -621,14 +668,9 @@ pub struct Dvqops {
     oc_candidates: Vec<f64>,
 }
 
-impl Dvqops {
-    /// DVQoPS on these nodes: initial `oc_factor` and
-    /// `rollback_window_hours`, candidates `oc_candidates` and
-    /// `rollback_candidates_hours`, re-chosen every
-    /// `max_rollback_window_hours` if `adapt_rollback_window`.
-    pub fn new(cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Dvqops {
-        Dvqops {
-            core: Core::new(cfg, nodes, Some(cfg.oc_factor)),
+impl Tuning {
+    fn new(cfg: &PolicyConfig) -> Tuning {
+        Tuning {
             history: Vec::new(),
             oc: None,
             window_snap: None,
@@ -645,19 +687,41 @@ impl Dvqops {
         }
     }
 
-    /// The OC-Factor in use.
-    pub fn oc_factor(&self) -> f64 {
-        self.core.oc.unwrap_or(0.0)
+    /// The rollback window in use (seconds).
+    fn rollback_window(&self) -> f64 {
+        self.oc.as_ref().map_or(self.initial_window, |t| t.window)
     }
 
-    /// The rollback window in use (seconds).
-    pub fn rollback_window(&self) -> f64 {
-        self.oc.as_ref().map_or(self.initial_window, |t| t.window)
+    /// Everything DVQoPS does before admitting `job` at `now`: starts both
+    /// periods at the first arrival, re-chooses the rollback window and the
+    /// OC-Factor if due (both look at arrivals before this one, from plans
+    /// without it), then remembers the arrival.
+    fn before_admit(&mut self, now: Time, planner: &mut Planner, job: &JobSpec) {
+        if self.oc.is_none() {
+            // The first arrival starts both periods.
+            self.oc = Some(Tuner::new(
+                now,
+                self.initial_window,
+                planner,
+                0,
+                &self.oc_candidates,
+            ));
+            if self.adapt_window && !self.window_candidates.is_empty() {
+                self.window_snap = Some((now, planner.clone(), 0));
+                self.next_window = now + self.max_window;
+            }
+        }
+        self.tune_window(now, planner);
+        if let Some(t) = &mut self.oc {
+            t.tick(now, planner, &self.history);
+        }
+        self.history.push(job.clone());
+        self.prune();
     }
 
     /// Re-chooses the rollback window if due: for each candidate, DVQoPS
     /// with that window replayed from the snapshot, and the best kept.
-    fn tune_window(&mut self, now: Time) {
+    fn tune_window(&mut self, now: Time, planner: &Planner) {
         let Some((at, snap, from)) = &self.window_snap else {
             return;
         };
@@ -679,7 +743,7 @@ impl Dvqops {
             t.window = best;
             t.next = t.snap_at + best;
         }
-        self.window_snap = Some((now, self.core.clone(), self.history.len()));
+        self.window_snap = Some((now, planner.clone(), self.history.len()));
         self.next_window = now + self.max_window;
     }
 
@@ -702,84 +766,37 @@ impl Dvqops {
     }
 }
 
-/// The [`QueuePolicy`] methods QoPS, VQoPS and DVQoPS all delegate to
-/// their plan ([`Core`], field `core`).
-macro_rules! plan_methods {
-    () => {
-        fn finished(&mut self, _now: Time, job: JobId) {
-            self.core.finished(job);
-        }
-
-        fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
-            self.core.schedule(now, out);
-        }
-
-        fn queued(&self) -> usize {
-            self.core.queue.len()
-        }
-
-        fn set_node_available(&mut self, node: usize, available: bool) {
-            self.core.set_available(node, available);
-        }
-    };
-}
-
 impl QueuePolicy for Qops {
     fn name(&self) -> &'static str {
-        "qops"
-    }
-
-    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject> {
-        self.core.admit(now, job).err()
-    }
-
-    plan_methods!();
-}
-
-impl QueuePolicy for Vqops {
-    fn name(&self) -> &'static str {
-        "vqops"
-    }
-
-    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject> {
-        self.core.admit(now, job).err()
-    }
-
-    plan_methods!();
-}
-
-impl QueuePolicy for Dvqops {
-    fn name(&self) -> &'static str {
-        "dvqops"
-    }
-
-    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject> {
-        if self.oc.is_none() {
-            // The first arrival starts both periods.
-            self.oc = Some(Tuner::new(
-                now,
-                self.initial_window,
-                &self.core,
-                0,
-                &self.oc_candidates,
-            ));
-            if self.adapt_window && !self.window_candidates.is_empty() {
-                self.window_snap = Some((now, self.core.clone(), 0));
-                self.next_window = now + self.max_window;
-            }
+        match self.variant {
+            QopsVariant::Qops => "qops",
+            QopsVariant::Vqops => "vqops",
+            QopsVariant::Dvqops => "dvqops",
         }
-        // Both tunings look at arrivals before this one, from plans
-        // without it.
-        self.tune_window(now);
-        if let Some(t) = &mut self.oc {
-            t.tick(now, &mut self.core, &self.history);
-        }
-        self.history.push(job.clone());
-        self.prune();
-        self.core.admit(now, job).err()
     }
 
-    plan_methods!();
+    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject> {
+        if let Some(t) = &mut self.tuning {
+            t.before_admit(now, &mut self.planner, job);
+        }
+        self.planner.admit(now, job).err()
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.planner.finished(job);
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        self.planner.schedule(now, out);
+    }
+
+    fn queued(&self) -> usize {
+        self.planner.queue.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.planner.set_available(node, available);
+    }
 }
 
 #[cfg(test)]
@@ -859,7 +876,7 @@ mod tests {
         // 4 processors. A (4 procs, RE 100) starts at 0 and holds the
         // machine until 100.
         let cfg = PolicyConfig::default();
-        let mut q = Qops::new(&cfg, &specs(4));
+        let mut q = Qops::plain(&cfg, &specs(4));
         let mut out = Vec::new();
         assert!(q.submit(0.0, &j(1, 0.0, 100.0, 4, 1000.0, 1.0)).is_none());
         q.schedule(0.0, &mut out);
@@ -907,7 +924,7 @@ mod tests {
                 qops_k: k,
                 ..PolicyConfig::default()
             };
-            let mut q = Qops::new(&cfg, &specs(1));
+            let mut q = Qops::plain(&cfg, &specs(1));
             let mut out = Vec::new();
             assert!(q.submit(0.0, &j(1, 0.0, 100.0, 1, 1000.0, 1.0)).is_none());
             q.schedule(0.0, &mut out);
@@ -944,7 +961,7 @@ mod tests {
                 oc_factor: oc,
                 ..PolicyConfig::default()
             };
-            let mut v = Vqops::new(&cfg, &specs(1));
+            let mut v = Qops::vqops(&cfg, &specs(1));
             let mut out = Vec::new();
             assert!(v
                 .submit(0.0, &j(1, 0.0, 100.0, 1, 1000.0, 1000.0))
@@ -995,11 +1012,11 @@ mod tests {
             got
         };
         assert_eq!(
-            run(Box::new(Vqops::new(&cfg, &specs(1)))),
+            run(Box::new(Qops::vqops(&cfg, &specs(1)))),
             vec![(3, 75.0), (2, 5.0)]
         );
         assert_eq!(
-            run(Box::new(Qops::new(&cfg, &specs(1)))),
+            run(Box::new(Qops::plain(&cfg, &specs(1)))),
             vec![(2, 7.5), (3, 50.0)]
         );
     }
@@ -1014,7 +1031,7 @@ mod tests {
                 qops_slack_factor: slack,
                 ..PolicyConfig::default()
             };
-            let mut q = Qops::new(&cfg, &specs(1));
+            let mut q = Qops::plain(&cfg, &specs(1));
             let mut out = Vec::new();
             assert!(q.submit(0.0, &j(1, 0.0, 250.0, 1, 1000.0, 1.0)).is_none());
             q.schedule(0.0, &mut out);
@@ -1045,7 +1062,7 @@ mod tests {
                 adapt_rollback_window: adapt,
                 ..PolicyConfig::default()
             };
-            let mut d = Dvqops::new(&cfg, &specs(2));
+            let mut d = Qops::dvqops(&cfg, &specs(2));
             let mut out = Vec::new();
             for k in 0..5000u64 {
                 let t = k as f64;
@@ -1056,7 +1073,8 @@ mod tests {
                     d.finished(t + 0.5, s.0);
                 }
             }
-            assert!(d.history.len() < 2100, "{adapt}: {}", d.history.len());
+            let kept = d.tuning.as_ref().expect("dvqops tunes").history.len();
+            assert!(kept < 2100, "{adapt}: {kept}");
         }
     }
 
@@ -1077,7 +1095,7 @@ mod tests {
             adapt_rollback_window: false,
             ..PolicyConfig::default()
         };
-        let mut d = Dvqops::new(&cfg, &specs(1));
+        let mut d = Qops::dvqops(&cfg, &specs(1));
         let mut out = Vec::new();
         assert!(d
             .submit(0.0, &j(1, 0.0, 1000.0, 1, 5000.0, 100.0))
@@ -1094,13 +1112,13 @@ mod tests {
         let _ = d.submit(3600.0, &j(3, 3600.0, 1.0, 1, 5.0, 0.1));
         assert_eq!(d.oc_factor(), 0.1);
         // The replays behind it, by hand.
-        let core = Core::new(&cfg, &specs(1), Some(0.0));
+        let planner = Planner::new(&cfg, &specs(1), Some(0.0));
         let jobs = [
             j(1, 0.0, 1000.0, 1, 5000.0, 100.0),
             j(2, 10.0, 1000.0, 1, 1100.0, 1000.0),
         ];
         for (oc, want) in [(0.0, 100.0), (0.05, 100.0), (0.1, 1000.0)] {
-            let mut c = core.clone();
+            let mut c = planner.clone();
             c.oc = Some(oc);
             assert!(
                 (replay(&mut c, 0.0, &jobs, None) - want).abs() < 1e-9,

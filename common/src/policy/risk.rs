@@ -3,8 +3,9 @@
 //! being the population standard deviation of the projected deadline delays
 //! of all its parts, the new one included.
 
-use super::libra::Libra;
-use super::steps::{top_k, Better, SHARE_SUM_EPS};
+use super::steps::{
+    budget_permit, load_if_fits, resource_filter, too_many_processors, top_k, Better,
+};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
 use crate::job::JobSpec;
 use crate::node_model::{population_sd, project_deadline_delays, NodeState};
@@ -49,8 +50,7 @@ impl LibraRisk {
         }
         if self.cfg.risk_shortcut {
             let no_deadline_passed = node.parts.iter().all(|p| p.deadline - now > TIME_EPS);
-            let q = node.required_share(now) + node.est_cpu(job) / job.qos.deadline;
-            if no_deadline_passed && q <= 1.0 + SHARE_SUM_EPS {
+            if no_deadline_passed && load_if_fits(node, job, now).is_some() {
                 // Every part (parts past their estimate are projected as
                 // finishing now) gets at least its q: no delay, sigma 0.
                 return true;
@@ -70,15 +70,15 @@ impl AdmissionPolicy for LibraRisk {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
-        if let Some(d) = Libra::too_many_processors(nodes, job) {
+        if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
-        let cost = match Libra::budget_permit(&self.cfg, job) {
+        let cost = match budget_permit(&self.cfg, job) {
             Ok(c) => c,
             Err(d) => return d,
         };
         let mut res = std::mem::take(&mut self.res);
-        if let Some(d) = Libra::resource_filter(nodes, job, &mut res) {
+        if let Some(d) = resource_filter(nodes, job, &mut res) {
             self.res = res;
             return d;
         }
@@ -119,6 +119,7 @@ impl AdmissionPolicy for LibraRisk {
 mod tests {
     use super::*;
     use crate::policy::test_util::{busy, job, nodes};
+    use crate::policy::Libra;
 
     fn decide(p: &mut LibraRisk, n: &[NodeState], j: &JobSpec) -> Result<Vec<usize>, RejectReason> {
         match p.decide(0.0, n, j) {

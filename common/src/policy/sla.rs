@@ -13,8 +13,7 @@
 //! the highest-return one share the shortfall, hard-deadline jobs keep
 //! their share. So what the admission projects is what the nodes do.
 
-use super::libra::Libra;
-use super::steps::{top_k, Better, SHARE_SUM_EPS};
+use super::steps::{resource_filter, too_many_processors, top_k, Better, SHARE_SUM_EPS};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::job::{DeadlineType, JobSpec};
 use crate::node_model::{delay_past, project_finishes, NodeState, PartValue, PartView};
@@ -141,7 +140,7 @@ impl AdmissionPolicy for LibraSla {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
-        if let Some(d) = Libra::too_many_processors(nodes, job) {
+        if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
         if !job.qos.budget.is_finite() {
@@ -163,7 +162,7 @@ impl AdmissionPolicy for LibraSla {
             );
         }
         let mut res = std::mem::take(&mut self.res);
-        if let Some(d) = Libra::resource_filter(nodes, job, &mut res) {
+        if let Some(d) = resource_filter(nodes, job, &mut res) {
             self.res = res;
             return d;
         }
@@ -208,6 +207,7 @@ mod tests {
     use super::*;
     use crate::job::JobId;
     use crate::policy::test_util::{job, nodes};
+    use crate::policy::Libra;
 
     fn soft(id: JobId, re: f64, d: f64, b: f64, pr: f64) -> JobSpec {
         job(id, re, 1, d, b).with_deadline_type(DeadlineType::Soft, pr)

@@ -251,28 +251,6 @@ impl SpaceState {
     }
 }
 
-/// The [`QueuePolicy`] methods every policy here delegates to its
-/// [`SpaceState`] (field `st`): one definition instead of three copies.
-macro_rules! space_state_methods {
-    () => {
-        fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-            self.st.submit(job)
-        }
-
-        fn finished(&mut self, _now: Time, job: JobId) {
-            self.st.finished(job);
-        }
-
-        fn queued(&self) -> usize {
-            self.st.queue.len()
-        }
-
-        fn set_node_available(&mut self, node: usize, available: bool) {
-            self.st.set_available(node, available);
-        }
-    };
-}
-
 /// The priority of an EASY backfilling queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackfillOrder {
@@ -320,7 +298,21 @@ impl QueuePolicy for Backfill {
         }
     }
 
-    space_state_methods!();
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
+    }
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
@@ -379,7 +371,21 @@ impl QueuePolicy for Edf {
         "edf"
     }
 
-    space_state_methods!();
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
+    }
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st
@@ -427,7 +433,21 @@ impl QueuePolicy for Fifo {
         "fifo"
     }
 
-    space_state_methods!();
+    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+        self.st.submit(job)
+    }
+
+    fn finished(&mut self, _now: Time, job: JobId) {
+        self.st.finished(job);
+    }
+
+    fn queued(&self) -> usize {
+        self.st.queue.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        self.st.set_available(node, available);
+    }
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         // The queue is already in arrival order (submissions come in order).

@@ -1,7 +1,22 @@
 //! The small steps policies are built from (in the spirit of a scheduler
 //! framework's Filter / Score / Permit plug-ins): each paper's algorithm is a
-//! particular chain of these.
+//! particular chain of these, on a snapshot (`&[NodeState]`) that does not
+//! change during the decision. A step that refuses returns the
+//! [`Decision::Reject`] with its reason; a refusal is a normal outcome.
+//!
+//! | step | kind | used by |
+//! |---|---|---|
+//! | [`too_many_processors`], [`resource_filter`] ([`with_resources`]) | resources filter | Libra, LibraRisk, Libra+$, LibraSLA |
+//! | [`deadline_filter`] ([`load_if_fits`]) | deadline/share filter | Libra, Libra+$ (LibraRisk's shortcut) |
+//! | `LibraRisk::zero_risk` (risk.rs) | risk filter | LibraRisk |
+//! | [`budget_permit`] ([`static_cost`]) | price/budget permit | Libra, LibraRisk |
+//! | `LibraPlusDollar::quote` (plus_dollar.rs) | price/budget permit | Libra+$ |
+//! | `LibraSla::node_return` (sla.rs) | return filter | LibraSLA |
+//! | [`top_k`] | best-fit / RESFree / return score | all four |
+//!
+//! The steps that belong to one paper only stay beside it.
 
+use super::{Decision, PolicyConfig, RejectReason};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::time::{Time, KEY_TIE_EPS};
@@ -21,6 +36,94 @@ pub fn with_resources(nodes: &[NodeState], job: &JobSpec, out: &mut Vec<usize>) 
             .filter(|(_, n)| n.has_resources(job))
             .map(|(k, _)| k),
     );
+}
+
+/// Resources filter: more parts than the cluster has nodes.
+pub fn too_many_processors(nodes: &[NodeState], job: &JobSpec) -> Option<Decision> {
+    (job.processors() > nodes.len()).then(|| {
+        Decision::reject(
+            RejectReason::Resources,
+            format!(
+                "needs {} processors, the cluster has {} nodes",
+                job.processors(),
+                nodes.len()
+            ),
+        )
+    })
+}
+
+/// Resources filter: the nodes with the memory and disk one part needs into
+/// `res`; a rejection unless there are enough of them.
+pub fn resource_filter(
+    nodes: &[NodeState],
+    job: &JobSpec,
+    res: &mut Vec<usize>,
+) -> Option<Decision> {
+    with_resources(nodes, job, res);
+    (res.len() < job.processors()).then(|| {
+        Decision::reject(
+            RejectReason::Resources,
+            format!(
+                "needs {} nodes with {} KB memory and {} MB disk free, {} have them",
+                job.processors(),
+                job.resources.memory_kb,
+                job.resources.disk_mb,
+                res.len()
+            ),
+        )
+    })
+}
+
+/// Deadline filter (Libra's share test over the nodes `res`): the nodes
+/// that can finish one part by the deadline, with their load after it
+/// ([`load_if_fits`]), into `out` in the order of `res`; a rejection
+/// unless there are enough of them.
+pub fn deadline_filter(
+    now: Time,
+    nodes: &[NodeState],
+    res: &[usize],
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+) -> Option<Decision> {
+    out.clear();
+    out.extend(
+        res.iter()
+            .filter_map(|&k| load_if_fits(&nodes[k], job, now).map(|load| (k, load))),
+    );
+    (out.len() < job.processors()).then(|| {
+        Decision::reject(
+            RejectReason::Deadline,
+            format!(
+                "needs {} nodes that can finish RE {:.0} s within D {:.0} s, {} can",
+                job.processors(),
+                job.estimate(),
+                job.qos.deadline,
+                out.len()
+            ),
+        )
+    })
+}
+
+/// Libra's static cost C = gamma RE + delta RE / D: longer jobs pay
+/// more, and a relaxed deadline is rewarded.
+pub fn static_cost(cfg: &PolicyConfig, job: &JobSpec) -> f64 {
+    cfg.gamma * job.estimate() + cfg.delta * job.estimate() / job.qos.deadline
+}
+
+/// Budget permit on the static cost: the cost, or a rejection if the
+/// budget is below it.
+pub fn budget_permit(cfg: &PolicyConfig, job: &JobSpec) -> Result<f64, Decision> {
+    let cost = static_cost(cfg, job);
+    if job.qos.budget < cost {
+        return Err(Decision::reject(
+            RejectReason::Budget,
+            format!(
+                "cost {cost:.2} exceeds budget {:.2} (cost = {} RE + {} RE/D)",
+                job.qos.budget, cfg.gamma, cfg.delta
+            ),
+        ));
+    }
+    Ok(cost)
 }
 
 /// Filter (Libra's share test): the node's load after accepting one part

@@ -1,10 +1,16 @@
-//! QUIC transport with mutual TLS against a cluster CA (feature `net`).
+//! The live runtime's two seams to the outside world, kept out of the pure
+//! core (`common` has no tokio, quinn or rustls and reads no clock):
 //!
-//! What it is for: making the cluster's certificates, building the
-//! manager's and the nodes' QUIC endpoints (quinn + rustls with the ring
-//! provider), and moving [`crate::protocol`] frames over one bidirectional
-//! stream per connection. What it is not for: what the messages mean (the
-//! manager's and the node's actors decide that).
+//! - the QUIC transport with mutual TLS against a cluster CA (this module):
+//!   making the cluster's certificates, building the manager's and the
+//!   nodes' QUIC endpoints (quinn + rustls with the ring provider), and
+//!   moving [`common::protocol`] frames over one bidirectional stream per
+//!   connection;
+//! - the [`TraceClock`] ([`clock`]): the one mapping between wall-clock
+//!   instants and trace seconds that the manager and the nodes share.
+//!
+//! What it is not for: what the messages mean (the manager's and the node's
+//! actors decide that, by calling the core in `common`).
 //!
 //! Trust model: one cluster CA, made by `libratory certs`. The manager
 //! presents a certificate for the fixed name [`MANAGER_NAME`] (plus any
@@ -32,7 +38,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::protocol::{self, Decoder, Hello, ProtocolError};
+use common::protocol::{self, Decoder, Hello, ProtocolError};
+
+pub mod clock;
+
+pub use clock::TraceClock;
 
 /// The name every manager certificate carries and every node checks.
 pub const MANAGER_NAME: &str = "libratory-manager";
@@ -622,7 +632,7 @@ async fn recv_on<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ManagerMsg, NodeMsg, Role};
+    use common::protocol::{ManagerMsg, NodeMsg, Role};
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
