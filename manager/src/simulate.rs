@@ -128,8 +128,13 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     }
     let o = &wl.odd;
     log.say(format_args!(
-        "odd records (kept, see docs/workloads.md): never ran {}, no requested time {}, ran past request {}, procs from field 5 {}, procs unknown {}, procs over machine {}, estimate floored {}",
+        "odd records (kept, see docs/workloads.md): never ran {}{}, no requested time {}, ran past request {}, procs from field 5 {}, procs unknown {}, procs over machine {}, estimate floored {}",
         o.never_ran,
+        if exp.params.drop_never_ran {
+            " (dropped: drop_never_ran)"
+        } else {
+            ""
+        },
         o.no_requested_time,
         o.overran_request,
         o.procs_from_allocated,
