@@ -40,6 +40,12 @@ pub enum InaccuracyForm {
     TowardTrace,
     /// Seed 000: RE = R (1 - x), an under-estimate by x.
     Under,
+    /// As `toward-trace`, but never below the actual runtime:
+    /// RE = max(R, R + x (trace estimate - R)). With x = 1 this is
+    /// max(requested, run), the estimate of classic EASY simulations (a
+    /// job that ran past its request was not killed at it, so the
+    /// scheduler could not have planned on less).
+    TowardTraceAtLeastActual,
 }
 
 /// Where the jobs come from.
@@ -143,6 +149,11 @@ pub struct Params {
     pub inaccuracy: f64,
     /// Which inaccuracy model `inaccuracy` feeds.
     pub inaccuracy_form: InaccuracyForm,
+    /// Leave out the window's jobs that never ran (run time -1 or 0)
+    /// instead of keeping them with R = 1 s; they are still counted in
+    /// `never_ran`. Off in every preset (the papers kept them).
+    #[serde(default)]
+    pub drop_never_ran: bool,
     /// Seed 003 batch: arrivals uniform over [1, this].
     pub synthetic_arrival_max: f64,
     /// Seed 003 batch: job length range (million instructions).
@@ -278,6 +289,7 @@ impl Params {
             arrival_delay_factor: 0.5,
             inaccuracy: 0.0,
             inaccuracy_form: InaccuracyForm::Under,
+            drop_never_ran: false,
             synthetic_arrival_max: 102.0,
             synthetic_length_min_mi: 1000.0,
             synthetic_length_max_mi: 10900.0,
@@ -533,11 +545,13 @@ pub struct WorkloadJob {
     pub actual_runtime: Time,
 }
 
-/// How the odd records of a trace window were handled; each is counted,
-/// none is dropped (see docs/workloads.md for the rules).
+/// How the odd records of a trace window were handled; each is counted, and
+/// none is dropped unless `drop_never_ran` says so (see docs/workloads.md
+/// for the rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OddRecords {
-    /// Run time -1 or 0 (cancelled before starting): kept with R = 1 s.
+    /// Run time -1 or 0 (cancelled before starting): kept with R = 1 s, or
+    /// left out with `drop_never_ran`.
     pub never_ran: usize,
     /// Requested time -1: the estimate falls back to the actual runtime.
     pub no_requested_time: usize,
@@ -669,6 +683,9 @@ pub fn from_records(
             r.run_time as f64
         } else {
             odd.never_ran += 1;
+            if p.drop_never_ran {
+                continue;
+            }
             1.0
         };
         let trace_estimate = if r.requested_time > 0 {
@@ -683,6 +700,9 @@ pub fn from_records(
         let mut estimate = match p.inaccuracy_form {
             InaccuracyForm::TowardTrace => actual + p.inaccuracy * (trace_estimate - actual),
             InaccuracyForm::Under => actual * (1.0 - p.inaccuracy),
+            InaccuracyForm::TowardTraceAtLeastActual => {
+                actual.max(actual + p.inaccuracy * (trace_estimate - actual))
+            }
         };
         if estimate < 1.0 {
             odd.estimate_floored += 1;
@@ -797,7 +817,7 @@ pub fn synthetic_003(p: &Params) -> Workload {
         let rich_budget = rng.random_range(p.synthetic_budget_base..=p.synthetic_budget_max);
         let actual = length / p.synthetic_mips;
         let mut estimate = match p.inaccuracy_form {
-            InaccuracyForm::TowardTrace => actual,
+            InaccuracyForm::TowardTrace | InaccuracyForm::TowardTraceAtLeastActual => actual,
             InaccuracyForm::Under => actual * (1.0 - p.inaccuracy),
         };
         if estimate < 1.0 {

@@ -119,7 +119,7 @@ fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
         );
         // Accurate estimates: Libra never misses; LibraSLA's misses are
         // the soft jobs it chose to delay (and hard jobs later arrivals
-        // delayed; see docs/findings.md).
+        // delayed; see docs/reproducing.md, seed 001).
         assert_eq!(libra.accepted, libra.deadlines_met);
     }
 }
@@ -128,7 +128,8 @@ fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
 /// nodes counts its share (1/P) of the job's return
 /// (`sla_return_per_part`): then LibraSLA earns more utility than Libra at
 /// f = 0.01 (also for seeds 1-5). With Algorithm 2's literal per-node
-/// return it does not (docs/findings.md says why), so that is not asserted.
+/// return it does not (docs/reproducing.md, seed 001, says why), so that is
+/// not asserted.
 #[test]
 fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
     let s = run(

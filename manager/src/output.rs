@@ -6,12 +6,13 @@
 //! Not here: which files a run directory holds and the manifest (see
 //! `rundir`).
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use common::job::Urgency;
+use common::job::{DeadlineType, Urgency};
 use common::metrics::{JobRecord, Summary};
 use common::Time;
 use serde::Serialize;
@@ -23,8 +24,21 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-fn opt(v: Option<f64>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
+/// Writes `text` to `path` in one call.
+fn write_file(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
+    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Bytes per job line to reserve up front (the lines are 150-450 bytes):
+/// one allocation per file instead of a few dozen growths.
+const LINE_GUESS: usize = 320;
+
+/// Lowercase name of a deadline type (its `Debug` name, lowercased).
+fn deadline_type_name(t: DeadlineType) -> &'static str {
+    match t {
+        DeadlineType::Hard => "hard",
+        DeadlineType::Soft => "soft",
+    }
 }
 
 /// The per-job CSV columns, in order.
@@ -58,86 +72,114 @@ pub const JOB_COLUMNS: &[&str] = &[
 
 /// Writes one row per job.
 pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    w.write_record(JOB_COLUMNS)?;
-    for r in records {
-        let nodes = r
-            .nodes
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let budget = if r.budget.is_finite() {
-            r.budget.to_string()
-        } else {
-            "unlimited".to_string()
-        };
-        w.write_record([
-            r.id.to_string(),
-            r.class.map(|c| c.name().to_string()).unwrap_or_default(),
-            r.submit.to_string(),
-            r.estimate.to_string(),
-            r.actual.to_string(),
-            r.processors.to_string(),
-            r.deadline.to_string(),
-            r.deadline_abs().to_string(),
-            budget,
-            r.penalty_rate.to_string(),
-            format!("{:?}", r.deadline_type).to_lowercase(),
-            r.accepted.to_string(),
-            r.reason.map(|x| x.name().to_string()).unwrap_or_default(),
-            r.decided_at.to_string(),
-            nodes,
-            opt(r.start),
-            opt(r.finish),
-            r.met().to_string(),
-            r.qos_satisfied().to_string(),
-            r.delay().to_string(),
-            r.cost.to_string(),
-            r.utility().to_string(),
-            opt(r.slowdown()),
-            r.lost.to_string(),
-            r.detail.clone(),
-        ])?;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    write_file(path, jobs_csv(records)?)
 }
 
-/// One line of `jobs-<policy>.jsonl`: the record with every derived field.
-#[derive(Serialize)]
-struct JobLine<'a> {
-    #[serde(flatten)]
-    record: &'a JobRecord,
-    deadline_abs: Time,
-    met: bool,
-    qos_satisfied: bool,
-    delay: Time,
-    utility: f64,
-    slowdown: Option<f64>,
+/// The per-job CSV as bytes. Every field is formatted into one reused
+/// buffer and handed to the `csv` writer (which quotes as needed), so a
+/// row costs no allocation; numbers use `Display`, as they always have.
+pub fn jobs_csv(records: &[JobRecord]) -> Result<Vec<u8>> {
+    let mut w = csv::WriterBuilder::new()
+        .buffer_capacity(1 << 16)
+        .from_writer(Vec::with_capacity(records.len() * LINE_GUESS));
+    w.write_record(JOB_COLUMNS)?;
+    let mut f = String::with_capacity(256);
+    // Formats one field into `f` and writes it.
+    macro_rules! field {
+        ($($arg:tt)*) => {{
+            f.clear();
+            write!(f, $($arg)*).expect("formatting into a String");
+            w.write_field(f.as_bytes())?;
+        }};
+    }
+    macro_rules! opt_field {
+        ($v:expr) => {{
+            match $v {
+                Some(x) => field!("{x}"),
+                None => w.write_field(b"")?,
+            }
+        }};
+    }
+    for r in records {
+        field!("{}", r.id);
+        w.write_field(r.class.map_or("", Urgency::name))?;
+        field!("{}", r.submit);
+        field!("{}", r.estimate);
+        field!("{}", r.actual);
+        field!("{}", r.processors);
+        field!("{}", r.deadline);
+        field!("{}", r.deadline_abs());
+        if r.budget.is_finite() {
+            field!("{}", r.budget);
+        } else {
+            w.write_field("unlimited")?;
+        }
+        field!("{}", r.penalty_rate);
+        w.write_field(deadline_type_name(r.deadline_type))?;
+        w.write_field(if r.accepted { "true" } else { "false" })?;
+        w.write_field(r.reason.map_or("", |x| x.name()))?;
+        field!("{}", r.decided_at);
+        f.clear();
+        for (k, n) in r.nodes.iter().enumerate() {
+            if k > 0 {
+                f.push(' ');
+            }
+            write!(f, "{n}").expect("formatting into a String");
+        }
+        w.write_field(f.as_bytes())?;
+        opt_field!(r.start);
+        opt_field!(r.finish);
+        w.write_field(if r.met() { "true" } else { "false" })?;
+        w.write_field(if r.qos_satisfied() { "true" } else { "false" })?;
+        field!("{}", r.delay());
+        field!("{}", r.cost);
+        field!("{}", r.utility());
+        opt_field!(r.slowdown());
+        w.write_field(if r.lost { "true" } else { "false" })?;
+        w.write_field(&r.detail)?;
+        w.write_record(None::<&[u8]>)?;
+    }
+    w.into_inner()
+        .map_err(|e| anyhow::anyhow!("writing the job CSV: {}", e.error()))
 }
 
 /// Writes one JSON object per job and line, in arrival order: every field
 /// of the record plus the derived ones (deadline_abs, met, qos_satisfied,
 /// delay, utility, slowdown).
 pub fn write_jobs_jsonl(path: &Path, records: &[JobRecord]) -> Result<()> {
-    let mut text = String::new();
+    write_file(path, jobs_jsonl(records)?)
+}
+
+/// The JSON lines as bytes: the record as serde writes it, its closing
+/// brace replaced by the derived fields. (Byte for byte what a
+/// `#[serde(flatten)]` wrapper gives, without serde's slow flatten path.)
+pub fn jobs_jsonl(records: &[JobRecord]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(records.len() * (LINE_GUESS + 128));
     for r in records {
-        let line = JobLine {
-            record: r,
-            deadline_abs: r.deadline_abs(),
-            met: r.met(),
-            qos_satisfied: r.qos_satisfied(),
-            delay: r.delay(),
-            utility: r.utility(),
-            slowdown: r.slowdown(),
-        };
-        text.push_str(&serde_json::to_string(&line)?);
-        text.push('\n');
+        serde_json::to_writer(&mut out, r)?;
+        debug_assert_eq!(out.last(), Some(&b'}'));
+        out.pop();
+        out.extend_from_slice(b",\"deadline_abs\":");
+        serde_json::to_writer(&mut out, &r.deadline_abs())?;
+        out.extend_from_slice(if r.met() {
+            b",\"met\":true"
+        } else {
+            b",\"met\":false"
+        });
+        out.extend_from_slice(if r.qos_satisfied() {
+            b",\"qos_satisfied\":true"
+        } else {
+            b",\"qos_satisfied\":false"
+        });
+        out.extend_from_slice(b",\"delay\":");
+        serde_json::to_writer(&mut out, &r.delay())?;
+        out.extend_from_slice(b",\"utility\":");
+        serde_json::to_writer(&mut out, &r.utility())?;
+        out.extend_from_slice(b",\"slowdown\":");
+        serde_json::to_writer(&mut out, &r.slowdown())?;
+        out.extend_from_slice(b"}\n");
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    Ok(out)
 }
 
 /// The columns of Batsim's `out_jobs.csv`, in Batsim's order (its
@@ -178,25 +220,42 @@ pub fn batsim_final_state(r: &JobRecord) -> &'static str {
 
 /// Node indices as a Batsim interval set: sorted, runs of consecutive
 /// indices as `a-b`, separated by spaces (`"0-3 7"`); empty for none.
-pub fn interval_set(nodes: &[usize]) -> String {
-    let mut v = nodes.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts = Vec::new();
+#[cfg(test)]
+fn interval_set(nodes: &[usize]) -> String {
+    let mut s = String::new();
+    push_interval_set(&mut s, nodes);
+    s
+}
+
+/// Appends [`interval_set`] of `nodes` to `out`.
+fn push_interval_set(out: &mut String, nodes: &[usize]) {
+    // Allocation lists are nearly always sorted already.
+    let sorted;
+    let v: &[usize] = if nodes.windows(2).all(|w| w[0] < w[1]) {
+        nodes
+    } else {
+        let mut c = nodes.to_vec();
+        c.sort_unstable();
+        c.dedup();
+        sorted = c;
+        &sorted
+    };
     let mut i = 0;
     while i < v.len() {
         let mut j = i;
         while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
             j += 1;
         }
-        parts.push(if i == j {
-            v[i].to_string()
+        if i > 0 {
+            out.push(' ');
+        }
+        if i == j {
+            write!(out, "{}", v[i]).expect("formatting into a String");
         } else {
-            format!("{}-{}", v[i], v[j])
-        });
+            write!(out, "{}-{}", v[i], v[j]).expect("formatting into a String");
+        }
         i = j + 1;
     }
-    parts.join(" ")
 }
 
 /// Writes `out_jobs-<policy>.csv` in Batsim's layout. Times are the run's
@@ -207,58 +266,68 @@ pub fn interval_set(nodes: &[usize]) -> String {
 /// `metadata` (always quoted, as Batsim writes it) carries the QoS
 /// outcome: `class=..;deadline_abs=..;met=..;qos_satisfied=..;cost=..;reason=..`.
 pub fn write_batsim_csv(path: &Path, workload_name: &str, records: &[JobRecord]) -> Result<()> {
-    let mut text = BATSIM_COLUMNS.join(",");
+    write_file(path, batsim_csv(workload_name, records))
+}
+
+/// `out_jobs-<policy>.csv` as text, formatted straight into one buffer.
+pub fn batsim_csv(workload_name: &str, records: &[JobRecord]) -> String {
+    let mut text = String::with_capacity((records.len() + 1) * LINE_GUESS);
+    text.push_str(&BATSIM_COLUMNS.join(","));
     text.push('\n');
     let workload_name = workload_name.replace([',', '"', '\n'], "_");
+    let mut metadata = String::with_capacity(160);
+    // `write!` into a String cannot fail.
+    macro_rules! put {
+        ($($arg:tt)*) => {
+            write!(text, $($arg)*).expect("formatting into a String")
+        };
+    }
     for r in records {
         let class = r.class.map_or("none", Urgency::name);
         let state = batsim_final_state(r);
-        let times = match (r.start, r.finish) {
+        put!(
+            "{},{workload_name},{class},{},{},{},{},{state},",
+            r.id,
+            r.submit,
+            r.processors,
+            r.estimate,
+            u8::from(state == "COMPLETED_SUCCESSFULLY"),
+        );
+        match (r.start, r.finish) {
             (Some(start), Some(finish)) if !r.lost => {
                 let exec = finish - start;
                 let turnaround = finish - r.submit;
-                [
-                    start.to_string(),
-                    exec.to_string(),
-                    finish.to_string(),
-                    (start - r.submit).to_string(),
-                    turnaround.to_string(),
-                    (turnaround / exec).to_string(),
-                ]
+                put!(
+                    "{start},{exec},{finish},{},{turnaround},{}",
+                    start - r.submit,
+                    turnaround / exec
+                );
             }
-            (Some(start), _) => [
-                start.to_string(),
-                String::new(),
-                String::new(),
-                (start - r.submit).to_string(),
-                String::new(),
-                String::new(),
-            ],
-            _ => Default::default(),
-        };
-        let energy = if r.accepted { "-1" } else { "" };
-        let metadata = format!(
+            (Some(start), _) => put!("{start},,,{},,", start - r.submit),
+            _ => text.push_str(",,,,,"),
+        }
+        text.push(',');
+        push_interval_set(&mut text, &r.nodes);
+        text.push_str(if r.accepted { ",-1,\"" } else { ",,\"" });
+        metadata.clear();
+        write!(
+            metadata,
             "class={class};deadline_abs={};met={};qos_satisfied={};cost={};reason={}",
             r.deadline_abs(),
             r.met(),
             r.qos_satisfied(),
             r.cost,
             r.reason.map_or("", |x| x.name())
-        );
-        text.push_str(&format!(
-            "{},{workload_name},{class},{},{},{},{},{state},{},{},{},\"{}\"\n",
-            r.id,
-            r.submit,
-            r.processors,
-            r.estimate,
-            u8::from(state == "COMPLETED_SUCCESSFULLY"),
-            times.join(","),
-            interval_set(&r.nodes),
-            energy,
-            metadata.replace('"', "\"\""),
-        ));
+        )
+        .expect("formatting into a String");
+        if metadata.contains('"') {
+            text.push_str(&metadata.replace('"', "\"\""));
+        } else {
+            text.push_str(&metadata);
+        }
+        text.push_str("\"\n");
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    text
 }
 
 /// What the SWF header of an executed schedule says about the run.
@@ -299,6 +368,11 @@ fn secs(t: Time) -> i64 {
 /// for cancelled jobs: status 5, wait time = time until the decision, run
 /// time, processors and CPU time -1. Queue 1 = high urgency, 2 = low.
 pub fn write_schedule_swf(path: &Path, run: &SwfRun, records: &[JobRecord]) -> Result<()> {
+    write_file(path, schedule_swf(run, records))
+}
+
+/// The executed schedule as SWF text, formatted straight into one buffer.
+pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
     let n = records.len();
     let mut text = format!(
         "; Version: 2.2\n\
@@ -321,6 +395,7 @@ pub fn write_schedule_swf(path: &Path, run: &SwfRun, records: &[JobRecord]) -> R
         preset = run.preset,
         seed = run.seed,
     );
+    text.reserve(n * 64);
     for r in records {
         let submit = secs(r.submit);
         let status = swf_status(r);
@@ -341,14 +416,16 @@ pub fn write_schedule_swf(path: &Path, run: &SwfRun, records: &[JobRecord]) -> R
             Some(Urgency::Low) => 2,
             None => -1,
         };
-        text.push_str(&format!(
-            "{} {submit} {wait} {run_time} {alloc} {cpu} -1 {} {} -1 {status} -1 -1 -1 {queue} -1 -1 -1\n",
+        writeln!(
+            text,
+            "{} {submit} {wait} {run_time} {alloc} {cpu} -1 {} {} -1 {status} -1 -1 -1 {queue} -1 -1 -1",
             r.id,
             r.processors,
             secs(r.estimate).max(1),
-        ));
+        )
+        .expect("formatting into a String");
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    text
 }
 
 fn cell(v: Option<f64>, prec: usize) -> String {

@@ -445,6 +445,39 @@ pub struct Run<'a> {
 /// returns their names, in the order written. The manifest and the log
 /// are written by the caller at the end (see [`finish`]).
 pub fn write_run_files(dir: &Path, run: &Run) -> Result<Vec<String>> {
+    write_chosen_run_files(dir, run, &OutputKind::ALL)
+}
+
+/// A kind of result file (`--outputs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputKind {
+    /// `summary.json`.
+    Summary,
+    /// `jobs-<policy>.csv`.
+    JobsCsv,
+    /// `jobs-<policy>.jsonl`.
+    JobsJsonl,
+    /// `out_jobs-<policy>.csv` (Batsim).
+    OutJobs,
+    /// `schedule-<policy>.swf`.
+    Swf,
+}
+
+impl OutputKind {
+    /// Every kind, the default.
+    pub const ALL: [OutputKind; 5] = [
+        OutputKind::Summary,
+        OutputKind::JobsCsv,
+        OutputKind::JobsJsonl,
+        OutputKind::OutJobs,
+        OutputKind::Swf,
+    ];
+}
+
+/// [`write_run_files`] for the kinds in `kinds` only (in the usual order
+/// whatever the order of `kinds`).
+pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Result<Vec<String>> {
+    let want = |k: OutputKind| kinds.contains(&k);
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let exp = run.experiment;
     let wl = run.workload;
@@ -465,34 +498,90 @@ pub fn write_run_files(dir: &Path, run: &Run) -> Result<Vec<String>> {
         policies: &summaries,
         live: run.live,
     };
-    let mut files = vec![SUMMARY.to_string()];
-    output::write_json(&dir.join(SUMMARY), &file)?;
+    // Each file is formatted and written by its own task; the tasks run on
+    // every core (formatting is nearly all of a simulation's output time).
+    let mut files = Vec::new();
+    let mut tasks: Vec<Task> = Vec::new();
+    if want(OutputKind::Summary) {
+        files.push(SUMMARY.to_string());
+        tasks.push(Box::new(|| output::write_json(&dir.join(SUMMARY), &file)));
+    }
     for p in run.policies {
         let name = &p.summary.policy;
         let records = p.records;
-        let f = format!("jobs-{name}.csv");
-        output::write_jobs_csv(&dir.join(&f), records)?;
-        files.push(f);
-        let f = format!("jobs-{name}.jsonl");
-        output::write_jobs_jsonl(&dir.join(&f), records)?;
-        files.push(f);
-        let f = format!("out_jobs-{name}.csv");
-        output::write_batsim_csv(&dir.join(&f), &exp.params.preset, records)?;
-        files.push(f);
+        if want(OutputKind::JobsCsv) {
+            let f = format!("jobs-{name}.csv");
+            let path = dir.join(&f);
+            tasks.push(Box::new(move || output::write_jobs_csv(&path, records)));
+            files.push(f);
+        }
+        if want(OutputKind::JobsJsonl) {
+            let f = format!("jobs-{name}.jsonl");
+            let path = dir.join(&f);
+            tasks.push(Box::new(move || output::write_jobs_jsonl(&path, records)));
+            files.push(f);
+        }
+        if want(OutputKind::OutJobs) {
+            let f = format!("out_jobs-{name}.csv");
+            let path = dir.join(&f);
+            let preset = &exp.params.preset;
+            tasks.push(Box::new(move || {
+                output::write_batsim_csv(&path, preset, records)
+            }));
+            files.push(f);
+        }
+        if !want(OutputKind::Swf) {
+            continue;
+        }
         let f = format!("schedule-{name}.swf");
-        output::write_schedule_swf(
-            &dir.join(&f),
-            &output::SwfRun {
-                policy: name,
-                preset: &exp.params.preset,
-                seed: exp.params.seed,
-                nodes: exp.params.nodes,
-            },
-            records,
-        )?;
+        let path = dir.join(&f);
+        tasks.push(Box::new(move || {
+            output::write_schedule_swf(
+                &path,
+                &output::SwfRun {
+                    policy: name,
+                    preset: &exp.params.preset,
+                    seed: exp.params.seed,
+                    nodes: exp.params.nodes,
+                },
+                records,
+            )
+        }));
         files.push(f);
     }
+    run_tasks(tasks)?;
     Ok(files)
+}
+
+/// One file to write.
+type Task<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
+
+/// Runs `tasks` on as many threads as there are cores (at most one per
+/// task), taken in the order given; the first error in that order wins.
+fn run_tasks(tasks: Vec<Task>) -> Result<()> {
+    use std::sync::Mutex;
+    let n = tasks.len();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |c| c.get())
+        .min(n);
+    if workers <= 1 {
+        return tasks.into_iter().try_for_each(|t| t());
+    }
+    let queue = Mutex::new(tasks.into_iter().enumerate());
+    let results: Mutex<Vec<(usize, Result<()>)>> = Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let next = queue.lock().expect("task queue").next();
+                let Some((k, task)) = next else { break };
+                let r = task();
+                results.lock().expect("results").push((k, r));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("results");
+    results.sort_by_key(|r| r.0);
+    results.into_iter().try_for_each(|(_, r)| r)
 }
 
 /// Writes the manifest, prints `closing` and writes the log: the last

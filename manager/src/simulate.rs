@@ -38,6 +38,10 @@ pub struct SimulateArgs {
     /// Output directory (default: runs/<preset>-seed<seed>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Result files to write, comma-separated (default: all);
+    /// manifest.json and log.txt are always written.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub outputs: Option<Vec<rundir::OutputKind>>,
 }
 
 /// Where the shared traces are when running from a checkout: beside the
@@ -106,6 +110,10 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         exp.params.preset,
         if a.seed.is_none() { " (default)" } else { "" }
     ));
+    // Hash the trace for the manifest while it is parsed and simulated.
+    let trace_facts = trace
+        .clone()
+        .map(|t| std::thread::spawn(move || rundir::trace_facts(&t)));
     let t0 = Instant::now();
     let wl = workload::build(&exp.params, trace.as_deref())?;
     let load_time = t0.elapsed();
@@ -128,8 +136,13 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     }
     let o = &wl.odd;
     log.say(format_args!(
-        "odd records (kept, see docs/workloads.md): never ran {}, no requested time {}, ran past request {}, procs from field 5 {}, procs unknown {}, procs over machine {}, estimate floored {}",
+        "odd records (kept, see docs/workloads.md): never ran {}{}, no requested time {}, ran past request {}, procs from field 5 {}, procs unknown {}, procs over machine {}, estimate floored {}",
         o.never_ran,
+        if exp.params.drop_never_ran {
+            " (dropped: drop_never_ran)"
+        } else {
+            ""
+        },
         o.no_requested_time,
         o.overran_request,
         o.procs_from_allocated,
@@ -189,7 +202,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     }
 
     let out = rundir::out_dir(a.out, || format!("runs/{}-seed{seed}", exp.params.preset));
-    let files = rundir::write_run_files(
+    let files = rundir::write_chosen_run_files(
         &out,
         &Run {
             experiment: &exp,
@@ -198,18 +211,23 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             policies: &runs.iter().map(PolicyRun::result).collect::<Vec<_>>(),
             live: None,
         },
+        a.outputs.as_deref().unwrap_or(&rundir::OutputKind::ALL),
     )?;
-    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let trace_facts = trace_facts
+        .map(|h| h.join().expect("trace hashing thread panicked"))
+        .transpose()?;
     let files = rundir::with_manifest_and_log(files);
     let manifest = Manifest::new("simulate", &inv, seed, &exp, trace_facts.as_ref(), &files);
+    let listed = if a.outputs.is_some() {
+        files.join(", ")
+    } else {
+        "summary.json, jobs-<policy>.csv/.jsonl, out_jobs-<policy>.csv, schedule-<policy>.swf, manifest.json, log.txt".to_string()
+    };
     rundir::finish(
         &out,
         manifest,
         &mut log,
-        format_args!(
-            "\nresults in {} (summary.json, jobs-<policy>.csv/.jsonl, out_jobs-<policy>.csv, schedule-<policy>.swf, manifest.json, log.txt)",
-            out.display()
-        ),
+        format_args!("\nresults in {} ({listed})", out.display()),
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -267,7 +267,7 @@ pub struct PolicyConfig {
     /// LibraSLA: count a P-processor job's return on each of its nodes as
     /// 1/P of its return (its share of the job's utility) instead of the
     /// whole (Algorithm 2's literal `budget_i / runtime_i / deadline_i` on
-    /// every node). Off by default; see docs/findings.md.
+    /// every node). Off by default; see docs/reproducing.md, seed 001.
     pub sla_return_per_part: bool,
     /// QoPS family: most violations (queued jobs moved ahead of the new
     /// one) per insertion position.

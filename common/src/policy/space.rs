@@ -229,9 +229,14 @@ impl SpaceState {
         }
     }
 
-    /// When `procs` nodes will be free by the running jobs' estimates (a
-    /// job past its estimate is expected to end now), and how many nodes
-    /// beyond `procs` are free then.
+    /// Classic EASY's shadow time and extra nodes for a head needing
+    /// `procs`: the shadow time is the earliest estimated end at which
+    /// `procs` nodes are free (a job past its estimate is expected to end
+    /// now); the extra nodes are those free at the shadow time beyond
+    /// `procs`, counting *every* running job whose estimated end is at or
+    /// before it. Jobs tied with the one that frees the last needed node
+    /// free theirs at the same instant, so they count too, whatever their
+    /// order in the running list.
     fn shadow(&self, now: Time, procs: usize) -> (Time, usize) {
         let mut ends: Vec<(Time, usize)> = self
             .running
@@ -240,10 +245,17 @@ impl SpaceState {
             .collect();
         ends.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut avail = self.pool.n_free();
-        for (t, n) in ends {
-            avail += n;
+        let mut k = 0;
+        while k < ends.len() {
+            let shadow = ends[k].0;
+            // Everything ending at this instant (within TIME_EPS) frees its
+            // nodes together.
+            while k < ends.len() && ends[k].0 <= shadow + TIME_EPS {
+                avail += ends[k].1;
+                k += 1;
+            }
             if avail >= procs {
-                return (t, avail - procs);
+                return (shadow, avail - procs);
             }
         }
         // Unreachable for jobs that fit the cluster; be safe.
@@ -505,6 +517,38 @@ mod tests {
         p.finished(100.0, 1);
         p.schedule(100.0, &mut out);
         assert_eq!(started(&out), vec![(2, vec![0, 1, 2, 3])]);
+    }
+
+    #[test]
+    fn easy_counts_every_job_ending_at_the_shadow_time() {
+        // 4 nodes. t=0: B (1 proc, RE 100) starts on node 0, then A
+        // (2 procs, RE 100) on nodes 1-2; node 3 stays free. Both end at
+        // 100, B listed first.
+        // t=1: head H (2 procs, RE 10) does not fit the one free node.
+        // By hand: at 100 B and A both end, so 1 + 1 + 2 = 4 nodes are
+        // free at the shadow time 100; H needs 2: extra = 2.
+        // D (1 proc, RE 500) ends at 501 > 100, but 1 <= extra 2: it is
+        // backfilled on node 3, and H still gets 2 of the 3 nodes freed
+        // at 100. (Stopping at B, the first job that frees enough nodes,
+        // gives extra = 1 + 1 - 2 = 0 and D waits.)
+        let cfg = PolicyConfig::default();
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &cfg, &specs(4));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 1, 1e6, 1e9), 0.0));
+        p.submit(0.0, &at(job(2, 100.0, 2, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0]), (2, vec![1, 2])]);
+        out.clear();
+        p.submit(1.0, &at(job(3, 10.0, 2, 1e6, 1e9), 1.0));
+        p.submit(1.0, &at(job(4, 500.0, 1, 1e6, 1e9), 1.0));
+        p.schedule(1.0, &mut out);
+        assert_eq!(started(&out), vec![(4, vec![3])]);
+        // At 100 both end and H starts on schedule.
+        out.clear();
+        p.finished(100.0, 1);
+        p.finished(100.0, 2);
+        p.schedule(100.0, &mut out);
+        assert_eq!(started(&out), vec![(3, vec![0, 1])]);
     }
 
     #[test]
