@@ -10,14 +10,14 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use common::experiment::Experiment;
 use common::metrics::Summary;
 use common::workload;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use hdrhistogram::serialization::V2Serializer;
+use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -175,29 +175,61 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
 }
 
 /// Writes histograms as one HdrHistogram interval log (the standard
-/// format: other HdrHistogram tools read it), one tagged interval each.
-pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64) -> Result<()> {
+/// format: other HdrHistogram tools read it), one tagged interval each,
+/// all starting at `start` and lasting `seconds`.
+pub fn write_hlog(
+    path: &Path,
+    start: SystemTime,
+    hists: &[(String, &Histogram<u64>)],
+    seconds: f64,
+) -> Result<()> {
     let spans: Vec<(String, &Histogram<u64>, f64, f64)> = hists
         .iter()
         .map(|(n, h)| (n.clone(), *h, 0.0, seconds))
         .collect();
-    write_hlog_intervals(path, &spans)
+    write_hlog_intervals(path, start, &spans)
 }
 
 /// Writes tagged histogram intervals `(tag, histogram, start s, length s)`
-/// as one HdrHistogram interval log.
+/// as one HdrHistogram interval log, interval times in seconds since
+/// `start` (the log's StartTime and BaseTime).
+///
+/// The layout is the one Java's `HistogramLogWriter` writes and every
+/// reader expects (Java `HistogramLogReader`, HistogramLogAnalyzer, the
+/// Python `hdrhistogram` package): the format version, StartTime and
+/// BaseTime comments, the legend line, then one line per interval with the
+/// histogram in the compressed V2 encoding (cookie 0x1c849314), base64.
 pub fn write_hlog_intervals(
     path: &Path,
+    start: SystemTime,
     hists: &[(String, &Histogram<u64>, f64, f64)],
 ) -> Result<()> {
-    let mut file =
-        fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut ser = V2Serializer::new();
-    let mut w = IntervalLogWriterBuilder::new()
-        .add_comment("Libratory latency histograms, values in microseconds")
+    let file = fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut file = std::io::BufWriter::new(file);
+    let mut ser = V2DeflateSerializer::new();
+    let io_err =
+        |e: std::io::Error| anyhow::Error::from(e).context(format!("writing {}", path.display()));
+    IntervalLogWriterBuilder::new()
+        .add_comment("[Histogram log format version 1.3]")
+        .add_comment(
+            "[Libratory latency histograms, values in microseconds (ppm for share_error_ppm)]",
+        )
+        .with_start_time(start)
+        .with_base_time(start)
         .with_max_value_divisor(1.0)
         .begin_log_with(&mut file, &mut ser)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(io_err)?;
+    // The builder writes no legend line; readers skip it but Java's
+    // writer always puts it here, so do the same.
+    file.write_all(
+        b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+    )
+    .map_err(io_err)?;
+    // A builder without headers writes nothing: this one only carries the
+    // interval lines on.
+    let mut w = IntervalLogWriterBuilder::new()
+        .begin_log_with(&mut file, &mut ser)
+        .map_err(io_err)?;
     for (name, h, start, len) in hists {
         // Tags may not contain spaces or commas.
         let tag: String = name
@@ -216,8 +248,9 @@ pub fn write_hlog_intervals(
             Duration::from_secs_f64(len.max(0.0)),
             Tag::new(&tag),
         )
-        .map_err(|e| anyhow::anyhow!("writing {}: {e:?}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
+    file.flush().map_err(io_err)?;
     Ok(())
 }
 
@@ -348,7 +381,9 @@ pub fn run(
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let logs = out.join("logs");
-    let (outcome, exits): (LiveOutcome, Vec<(String, String)>) =
+    // The manager's histograms count from here (the logs' StartTime).
+    let started = SystemTime::now();
+    let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
         actix_rt::System::new().block_on(async move {
             let nodes = if spawn_local {
                 Some(LocalNodes::spawn(cfg, &local_hosts, local_dial, &logs)?)
@@ -357,6 +392,7 @@ pub fn run(
             };
             let shutdown = stop_signal();
             let outcome = live::run(live_cfg, jobs, shutdown).await;
+            let manager_seconds = started.elapsed().unwrap_or_default().as_secs_f64();
             let mut exits = Vec::new();
             if let Some(n) = nodes {
                 for (label, status) in n.finish(Duration::from_secs(5)) {
@@ -366,12 +402,20 @@ pub fn run(
                     exits.push((label, status));
                 }
             }
-            outcome.map(|o| (o, exits))
+            outcome.map(|o| (o, exits, manager_seconds))
         })?;
     let trace = wl.trace.clone();
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let node_facts = node_process_facts(&outcome, &exits);
-    let files = write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome, &mut log)?;
+    let files = write_live_results(
+        out,
+        &exp,
+        &wl,
+        cfg.manager.time_scale,
+        &outcome,
+        (started, manager_seconds),
+        &mut log,
+    )?;
     let files = rundir::with_manifest_and_log(files);
     let config = LiveRunConfig {
         experiment: &exp,
@@ -472,13 +516,15 @@ fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
 /// Writes the data files of a live run (summary.json, the per-job CSV and
 /// JSON lines, the Batsim CSV, the schedule as SWF, the histogram logs),
 /// prints the table and the latency percentiles into `log`, and returns
-/// the file names written.
+/// the file names written. `manager_span` is when the manager started and
+/// how many seconds it ran: the time axis of the histogram logs.
 pub fn write_live_results(
     out: &Path,
     exp: &Experiment,
     wl: &workload::Workload,
     time_scale: f64,
     o: &LiveOutcome,
+    manager_span: (SystemTime, f64),
     log: &mut Log,
 ) -> Result<Vec<String>> {
     let policy = exp.policies[0].clone();
@@ -498,10 +544,18 @@ pub fn write_live_results(
     let mut merged: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
     for nh in &o.node_histograms {
         let (name, h) = (&nh.name, &nh.hist);
-        let m = merged
-            .entry(name.clone())
-            .or_insert_with(|| Histogram::new_from(h));
-        let _ = m.add(h);
+        // Auto-resizing at the node's precision: a histogram decoded off the
+        // wire is fixed to its own range, and adding a later interval with
+        // larger values to a copy of the first one's range would fail (the
+        // error used to be ignored, dropping those samples from the summary).
+        let m = match merged.entry(name.clone()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(Histogram::new(h.sigfig()).context("a node histogram's precision")?)
+            }
+        };
+        m.add(h)
+            .with_context(|| format!("merging the node histograms {name}"))?;
     }
     for (name, h) in &merged {
         node_latency.insert(name.clone(), percentiles(h));
@@ -541,7 +595,8 @@ pub fn write_live_results(
     fs::create_dir_all(&hdir).with_context(|| format!("creating {}", hdir.display()))?;
     let mine: Vec<(String, &Histogram<u64>)> =
         o.histograms.iter().map(|(n, h)| (n.clone(), h)).collect();
-    write_hlog(&hdir.join("manager.hlog"), &mine, o.wall_seconds)?;
+    let (started, manager_seconds) = manager_span;
+    write_hlog(&hdir.join("manager.hlog"), started, &mine, manager_seconds)?;
     let nodes: Vec<(String, &Histogram<u64>, f64, f64)> = o
         .node_histograms
         .iter()
@@ -555,7 +610,7 @@ pub fn write_live_results(
             )
         })
         .collect();
-    write_hlog_intervals(&hdir.join("nodes.hlog"), &nodes)?;
+    write_hlog_intervals(&hdir.join("nodes.hlog"), started, &nodes)?;
     files.push("histograms/manager.hlog".into());
     files.push("histograms/nodes.hlog".into());
     if out.join("logs").is_dir() {
