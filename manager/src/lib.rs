@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod config;
 pub mod core;
+pub mod journal;
 pub mod launch;
 pub mod live;
 pub mod metric_table;
