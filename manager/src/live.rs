@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
+use common::job::JobId;
 use common::metrics::JobRecord;
 use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts};
 use common::policy::{self, AdmissionPolicy, PolicyConfig};
@@ -44,6 +45,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::{LinkId, ManagerCore, Output};
+use crate::journal;
 
 /// Trace time from a wall clock: `trace = (wall - start) / time_scale`.
 #[derive(Debug, Clone, Copy)]
@@ -112,6 +114,9 @@ pub struct LiveConfig {
     /// Print a plain progress line on stderr this often, and one line per
     /// node process that registers (for logs, where a bar is unreadable).
     pub progress_lines: Option<Duration>,
+    /// The run journal: every submission, decision, start and end of a job
+    /// is appended to it as it happens (see [`crate::journal`]).
+    pub journal: Option<crate::journal::Journal>,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -353,6 +358,14 @@ struct ManagerActor {
 }
 
 impl ManagerActor {
+    /// Appends `job`'s record as it stands to the run journal, if any (the
+    /// writer thread serializes and writes it).
+    fn journal(&self, job: JobId, entry: impl FnOnce(f64, JobRecord) -> journal::Entry) {
+        if let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) {
+            j.send(entry(j.t(), r.clone()));
+        }
+    }
+
     fn record(&mut self, name: &str, micros: f64) {
         if let Some(h) = self.hists.get_mut(name) {
             let _ = h.record(micros.max(0.0).round() as u64);
@@ -378,6 +391,7 @@ impl ManagerActor {
                     }
                 }
                 Output::Decided { job, decision } => {
+                    self.journal(job, |t, record| journal::Entry::Decided { t, record });
                     self.decided += 1;
                     let at = self.now();
                     if let Some((tx, token)) = self.pending.remove(&job) {
@@ -393,7 +407,10 @@ impl ManagerActor {
                     }
                     self.recent.push_back(RecentDecision { job, at, decision });
                 }
-                Output::Finished { .. } => self.finished += 1,
+                Output::Finished { job } => {
+                    self.journal(job, |t, record| journal::Entry::Finished { t, record });
+                    self.finished += 1;
+                }
             }
         }
         if let Some(b) = &self.bar {
@@ -415,6 +432,12 @@ impl ManagerActor {
         self.started_replay = true;
         self.replay_started = Some(Instant::now());
         self.offset = self.now();
+        if let Some(j) = &self.cfg.journal {
+            j.send(journal::Entry::Replay {
+                t: j.t(),
+                offset: self.offset,
+            });
+        }
         if self.cfg.progress {
             let b = indicatif::ProgressBar::new(self.total_jobs as u64);
             b.set_style(
@@ -473,6 +496,8 @@ impl ManagerActor {
             if let Err(e) = self.core.submit(now, j, &mut self.out) {
                 self.warnings.push(format!("job {id}: {e}"));
                 self.finished += 1;
+            } else {
+                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
             }
             let t1 = Instant::now();
             self.record("policy_compute_us", (t1 - t0).as_secs_f64() * 1e6);
@@ -595,6 +620,13 @@ impl Handler<Connected> for ManagerActor {
         }
         let ids = self.core.register(m.link, &m.host, &m.nodes);
         self.registered_nodes += ids.len();
+        if let Some(j) = &self.cfg.journal {
+            j.send(journal::Entry::Node {
+                t: j.t(),
+                host: m.host.clone(),
+                nodes: ids.len(),
+            });
+        }
         if self.cfg.progress_lines.is_some() {
             eprintln!(
                 "registered {} ({} nodes): {} of {} emulated nodes",
@@ -646,6 +678,11 @@ impl Handler<FromNode> for ManagerActor {
                 self.core.progress(m.link, at, &parts)
             }
             NodeMsg::Started { part, at: _ } => {
+                self.journal(part.job, |t, record| journal::Entry::Started {
+                    t,
+                    part: part.index,
+                    record,
+                });
                 // Measured on the manager's clock, from sending the
                 // dispatch to receiving the node's start: the node's own
                 // clock is mapped from the welcome and off by the one-way
@@ -794,6 +831,7 @@ impl ManagerActor {
                     });
                     return;
                 }
+                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
                 self.flush();
                 if self.core.queues() && self.pending.contains_key(&id) {
                     let _ = reply.send(ClientReply::Queued { token, job: id });

@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use libratory_manager::config::{ClusterConfig, HostSection};
+use libratory_manager::journal::{self, Entry, Header, JournalWriter, JOURNAL};
 use libratory_manager::live::{self, LiveConfig, LiveOutcome};
 
 use crate::output;
@@ -348,6 +349,13 @@ pub fn run(
     let local_dial = cfg.local_dial_address();
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
+    recover_interrupted(out, &mut log)?;
+    let trace = wl.trace.clone();
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let writer = JournalWriter::create(
+        &out.join(JOURNAL),
+        journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+    )?;
     log.say(format_args!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
         cfg.workload.policy,
@@ -377,6 +385,7 @@ pub fn run(
             Progress::Quiet | Progress::Bar => None,
         },
         serve,
+        journal: Some(writer.journal()),
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
@@ -404,8 +413,6 @@ pub fn run(
             }
             outcome.map(|o| (o, exits, manager_seconds))
         })?;
-    let trace = wl.trace.clone();
-    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let node_facts = node_process_facts(&outcome, &exits);
     let files = write_live_results(
         out,
@@ -416,6 +423,17 @@ pub fn run(
         (started, manager_seconds),
         &mut log,
     )?;
+    // The result files are written: the journal is complete.
+    let j = writer.journal();
+    j.send(Entry::End {
+        t: j.t(),
+        wall_seconds: outcome.wall_seconds,
+    });
+    if let Err(e) = writer.close() {
+        log.say(format_args!("warning: the run journal is incomplete: {e}"));
+    }
+    let mut files = files;
+    files.push(JOURNAL.into());
     let files = rundir::with_manifest_and_log(files);
     let config = LiveRunConfig {
         experiment: &exp,
@@ -431,6 +449,245 @@ pub fn run(
             "\nresults in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, histograms/*.hlog, logs/, manifest.json, log.txt)",
             out.display(),
             p = cfg.workload.policy
+        ),
+    )?;
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The journal's header: everything `recover` needs to rebuild the result
+/// files without the configuration file, the trace or this process.
+fn journal_header(
+    inv: &Invocation,
+    cfg: &ClusterConfig,
+    exp: &Experiment,
+    wl: &workload::Workload,
+    trace: Option<&rundir::TraceFacts>,
+) -> Result<Header> {
+    Ok(Header {
+        format: journal::FORMAT.into(),
+        command_line: inv.command_line.clone(),
+        working_dir: inv.working_dir.clone(),
+        started_unix: inv.started_unix,
+        started_utc: inv.started_utc.clone(),
+        seed: exp.params.seed,
+        policy: cfg.workload.policy.clone(),
+        time_scale: cfg.manager.time_scale,
+        cluster: cfg.clone(),
+        experiment: exp.clone(),
+        trace: trace.map(serde_json::to_value).transpose()?,
+        workload: journal::WorkloadFacts {
+            jobs: wl.jobs.len(),
+            nodes: exp.params.nodes,
+            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
+            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
+            odd_records: wl.odd.clone(),
+            duplicates: wl.duplicates,
+        },
+    })
+}
+
+/// Before a run writes into `out`: if an earlier run there left a journal
+/// without its `end` (the manager was killed), moves that journal and the
+/// node logs into `out/interrupted-<start time>/` and rebuilds that run's
+/// result files there, so the new run overwrites nothing of it.
+fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
+    let path = out.join(JOURNAL);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let c = journal::read(&path).with_context(|| {
+        format!(
+            "an earlier run's journal in {} is unreadable: move it away or use another --out",
+            out.display()
+        )
+    })?;
+    if journal::rebuild(&c).ended {
+        return Ok(());
+    }
+    let stamp = c.header.started_utc.replace(':', "-");
+    let dir = out.join(format!("interrupted-{stamp}"));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for name in [JOURNAL, "logs"] {
+        let from = out.join(name);
+        if from.exists() {
+            fs::rename(&from, dir.join(name))
+                .with_context(|| format!("moving {} to {}", from.display(), dir.display()))?;
+        }
+    }
+    log.say(format_args!(
+        "{} holds the journal of an interrupted run (started {}): rebuilding its results in {}",
+        out.display(),
+        c.header.started_utc,
+        dir.display()
+    ));
+    recover(&dir)
+}
+
+/// What a recovered run's manifest and summary say about the recovery.
+#[derive(Serialize)]
+struct RecoveryFacts<'a> {
+    journal: &'static str,
+    recovered_utc: String,
+    recovered_by: Vec<String>,
+    /// Whether the run had ended by itself (its `end` entry).
+    complete: bool,
+    /// A last line cut short by the crash, left out.
+    torn_line: Option<usize>,
+    /// Jobs with a record (submitted before the journal ends).
+    submitted: usize,
+    undecided: &'a [common::job::JobId],
+    unfinished: &'a [common::job::JobId],
+    /// Jobs of the workload never submitted (the run stopped first).
+    never_submitted: usize,
+    /// What the journal does not hold.
+    lost: &'static [&'static str],
+}
+
+/// `libratory recover RUN`: rebuilds a live run's result files
+/// (summary.json, the job files, the manifest, log.txt) from
+/// `RUN/journal.jsonl`, with the jobs the run had not decided or finished
+/// marked as such.
+pub fn recover(dir: &Path) -> Result<()> {
+    let me = Invocation::capture();
+    let path = dir.join(JOURNAL);
+    let c = journal::read(&path)?;
+    let r = journal::rebuild(&c);
+    let h = &c.header;
+    let mut log = Log::new();
+    log.say(format_args!(
+        "libratory recover: {} (run started {}, policy {}, seed {}): {} entries{}",
+        path.display(),
+        h.started_utc,
+        h.policy,
+        h.seed,
+        c.entries.len(),
+        c.torn_line.map_or(String::new(), |l| format!(
+            ", torn last line {l} left out (the manager stopped mid-write)"
+        ))
+    ));
+    let trace_facts: Option<rundir::TraceFacts> = h
+        .trace
+        .clone()
+        .map(serde_json::from_value)
+        .transpose()
+        .with_context(|| format!("{}: the header's trace facts", path.display()))?;
+    let trace = trace_facts.as_ref().map(|t| PathBuf::from(&t.path));
+    // Client jobs (ids from 2^40) are not the workload's.
+    let from_workload = r.records.iter().filter(|x| x.id < 1 << 40).count();
+    let facts = RecoveryFacts {
+        journal: JOURNAL,
+        recovered_utc: me.started_utc.clone(),
+        recovered_by: me.command_line.clone(),
+        complete: r.ended,
+        torn_line: c.torn_line,
+        submitted: r.records.len(),
+        undecided: &r.undecided,
+        unfinished: &r.unfinished,
+        never_submitted: h.workload.jobs.saturating_sub(from_workload),
+        lost: &[
+            "latency histograms (histograms/*.hlog, latency_us, node_latency_us)",
+            "warnings",
+            "node process exit statuses",
+        ],
+    };
+    let facts = serde_json::to_value(&facts)?;
+    let summary = Summary::compute(&h.policy, &r.records);
+    let mut table = Vec::new();
+    output::print_table(&mut table, std::slice::from_ref(&summary))?;
+    log.say("");
+    log.block(&String::from_utf8_lossy(&table));
+    if !r.ended {
+        log.say(format_args!(
+            "the run did not end: {} job(s) undecided, {} accepted but unfinished (recorded as lost), {} never submitted",
+            r.undecided.len(),
+            r.unfinished.len(),
+            h.workload.jobs.saturating_sub(from_workload)
+        ));
+    }
+    let mut live = serde_json::to_value(LiveFacts {
+        mode: "live",
+        time_scale: h.time_scale,
+        replay_offset: r.replay_offset,
+        node_processes: r.node_processes.clone(),
+        wall_seconds: r.wall_seconds,
+        warnings: &[],
+        latency_us: BTreeMap::new(),
+        node_latency_us: BTreeMap::new(),
+    })?;
+    live["recovered"] = facts.clone();
+    let wl = workload::Workload {
+        params: h.experiment.params.clone(),
+        trace: trace.clone(),
+        jobs: Vec::new(),
+        odd: h.workload.odd_records.clone(),
+        duplicates: h.workload.duplicates,
+    };
+    let mut files = rundir::write_run_files_with(
+        dir,
+        &Run {
+            experiment: &h.experiment,
+            workload: &wl,
+            trace: trace.as_deref(),
+            policies: &[PolicyResult {
+                summary: &summary,
+                records: &r.records,
+            }],
+            live: Some(&live),
+        },
+        rundir::WorkloadFacts {
+            jobs: h.workload.jobs,
+            nodes: h.workload.nodes,
+            first_arrival: h.workload.first_arrival,
+            last_arrival: h.workload.last_arrival,
+            odd_records: &h.workload.odd_records,
+        },
+    )?;
+    files.push(JOURNAL.into());
+    let logs = dir.join("logs");
+    if logs.is_dir() {
+        files.push("logs/".into());
+    }
+    let node_facts: Vec<NodeProcessFact> = r
+        .node_processes
+        .iter()
+        .map(|(host, nodes)| {
+            let label = host.split(' ').next().unwrap_or(host);
+            let log = format!("logs/node-{label}.log");
+            NodeProcessFact {
+                host: host.clone(),
+                nodes: *nodes,
+                log: dir.join(&log).is_file().then_some(log),
+                exit: None,
+            }
+        })
+        .collect();
+    let files = rundir::with_manifest_and_log(files);
+    // The manifest is the run's: its command line, start and wall time.
+    let inv = Invocation {
+        command_line: h.command_line.clone(),
+        working_dir: h.working_dir.clone(),
+        started_unix: h.started_unix,
+        started_utc: h.started_utc.clone(),
+        clock: std::time::Instant::now()
+            .checked_sub(Duration::from_secs_f64(r.wall_seconds))
+            .unwrap_or_else(std::time::Instant::now),
+    };
+    let config = LiveRunConfig {
+        experiment: &h.experiment,
+        cluster: &h.cluster,
+    };
+    let manifest = Manifest::new("run", &inv, h.seed, &config, trace_facts.as_ref(), &files)
+        .live(&node_facts)
+        .recovered(&facts);
+    rundir::finish(
+        dir,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults rebuilt in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, manifest.json, log.txt)",
+            dir.display(),
+            p = h.policy
         ),
     )?;
     std::io::stdout().flush()?;

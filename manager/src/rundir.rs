@@ -24,7 +24,7 @@ use common::experiment::Experiment;
 use common::metrics::{JobRecord, Summary};
 use common::sim::SimOutcome;
 use common::workload::{OddRecords, Workload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::output;
@@ -164,7 +164,7 @@ pub fn binary_facts() -> BinaryFacts {
 }
 
 /// The trace a run read, identified by content.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceFacts {
     /// The path as given.
     pub path: String,
@@ -304,6 +304,10 @@ pub struct Manifest<'a, C: Serialize> {
     /// Live runs: the node processes that took part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_processes: Option<&'a [NodeProcessFact]>,
+    /// Runs rebuilt from their journal (`libratory recover`): how, and
+    /// what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<&'a serde_json::Value>,
 }
 
 /// One node process of a live run, as the manifest lists it.
@@ -345,7 +349,14 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             host: host_facts(),
             files,
             node_processes: None,
+            recovered: None,
         }
+    }
+
+    /// The same manifest for a run rebuilt from its journal.
+    pub fn recovered(mut self, facts: &'a serde_json::Value) -> Manifest<'a, C> {
+        self.recovered = Some(facts);
+        self
     }
 
     /// The same manifest for a live run and its node processes.
@@ -445,9 +456,22 @@ pub struct Run<'a> {
 /// returns their names, in the order written. The manifest and the log
 /// are written by the caller at the end (see [`finish`]).
 pub fn write_run_files(dir: &Path, run: &Run) -> Result<Vec<String>> {
+    let wl = run.workload;
+    let facts = WorkloadFacts {
+        jobs: wl.jobs.len(),
+        nodes: run.experiment.params.nodes,
+        first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
+        last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
+        odd_records: &wl.odd,
+    };
+    write_run_files_with(dir, run, facts)
+}
+
+/// [`write_run_files`] with the workload's facts given (a run rebuilt from
+/// its journal has the facts, not the jobs).
+pub fn write_run_files_with(dir: &Path, run: &Run, facts: WorkloadFacts) -> Result<Vec<String>> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let exp = run.experiment;
-    let wl = run.workload;
     let summaries: Vec<Summary> = run.policies.iter().map(|p| p.summary.clone()).collect();
     let file = SummaryFile {
         libratory_version: env!("CARGO_PKG_VERSION"),
@@ -455,13 +479,7 @@ pub fn write_run_files(dir: &Path, run: &Run) -> Result<Vec<String>> {
         preset: &exp.params.preset,
         trace: run.trace.map(|t| t.display().to_string()),
         experiment: exp,
-        workload: WorkloadFacts {
-            jobs: wl.jobs.len(),
-            nodes: exp.params.nodes,
-            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
-            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
-            odd_records: &wl.odd,
-        },
+        workload: facts,
         policies: &summaries,
         live: run.live,
     };

@@ -234,3 +234,196 @@ fn histogram_logs_decode_with_the_python_reader() {
         }
     }
 }
+
+/// The job ids of every `submitted` entry of a journal, read line by line
+/// as plain JSON (a torn last line, the kill's, is skipped).
+fn submitted_in_journal(path: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let whole = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut ids = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let v: serde_json::Value = match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(e) if i + 1 == lines.len() && !whole => {
+                eprintln!("torn last line {}: {e}", i + 1);
+                continue;
+            }
+            Err(e) => panic!("{} line {}: {e}", path.display(), i + 1),
+        };
+        if v["e"] == "submitted" {
+            ids.push(v["record"]["id"].as_u64().unwrap());
+        }
+    }
+    ids
+}
+
+/// Jobs the journal records as completed (a `finished` entry with a
+/// finish time; rejections are `finished` too).
+fn completed_in_journal(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("{\"e\":\"finished\""))
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["record"]["finish"].is_number() && v["record"]["lost"] == false)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn count_entries(path: &Path, kind: &str) -> usize {
+    let needle = format!("{{\"e\":\"{kind}\"");
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().filter(|l| l.starts_with(&needle)).count())
+        .unwrap_or(0)
+}
+
+/// Checks that the result files of `out` hold exactly one record per job
+/// in `submitted` and parse; returns the records (jobs-*.jsonl).
+fn check_rebuilt(out: &Path, submitted: &[u64]) -> Vec<serde_json::Value> {
+    let jsonl = std::fs::read_to_string(out.join("jobs-libra.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ids: Vec<u64> = records.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    let mut want = submitted.to_vec();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(want.len(), submitted.len(), "a job submitted twice");
+    assert_eq!(ids, want, "one record per submitted job");
+    let mut csv = csv::Reader::from_path(out.join("jobs-libra.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().collect::<Result<_, _>>().unwrap();
+    assert_eq!(rows.len(), want.len());
+    let mut batsim = csv::Reader::from_path(out.join("out_jobs-libra.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = batsim.records().collect::<Result<_, _>>().unwrap();
+    assert_eq!(rows.len(), want.len());
+    let swf = std::fs::read_to_string(out.join("schedule-libra.swf")).unwrap();
+    let rows: Vec<&str> = swf
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), want.len());
+    for r in &rows {
+        let fields: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(fields.len(), 18, "{r}");
+        assert!(fields.iter().all(|f| f.parse::<f64>().is_ok()), "{r}");
+    }
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["policies"][0]["submitted"], want.len());
+    records
+}
+
+/// A manager killed by SIGKILL mid-run loses nothing it had journaled:
+/// `libratory recover` rebuilds every result file with one record per job
+/// submitted before the kill, jobs in flight marked lost, and the next
+/// `libratory run` into the same directory does the same before running.
+#[test]
+fn a_killed_manager_run_is_recovered_from_its_journal() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"));
+    let cfg = config(dir.path(), 2, 40, 40.0, 0.05);
+    let out = dir.path().join("run");
+    let mut child = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.jsonl");
+    let start = std::time::Instant::now();
+    // Kill once some jobs are over and others are not (the run lasts
+    // tens of seconds; arrivals span 2 s).
+    while completed_in_journal(&journal) < 3 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "no job finished within 120 s"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!out.join("summary.json").exists());
+    let submitted = submitted_in_journal(&journal);
+    assert!(submitted.len() >= 3);
+    // A copy for the next-run path below.
+    let again = dir.path().join("again");
+    std::fs::create_dir_all(&again).unwrap();
+    std::fs::copy(&journal, again.join("journal.jsonl")).unwrap();
+
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("libratory recover", &o));
+    let records = check_rebuilt(&out, &submitted);
+    let s = json(&out.join("summary.json"));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["mode"], "live");
+    assert_eq!(m["recovered"]["complete"], false);
+    assert_eq!(s["recovered"]["complete"], false);
+    let completed = records.iter().filter(|r| r["finish"].is_number()).count();
+    assert!(completed >= 3, "{completed} completed");
+    // The run was cut short: jobs in flight or never submitted.
+    let undecided = m["recovered"]["undecided"].as_array().unwrap().len();
+    let unfinished = m["recovered"]["unfinished"].as_array().unwrap().len();
+    let never = m["recovered"]["never_submitted"].as_u64().unwrap() as usize;
+    assert!(undecided + unfinished + never > 0, "{}", m["recovered"]);
+    assert_eq!(never, 40 - submitted.len());
+    // Unfinished jobs are recorded as lost, with why.
+    for r in &records {
+        let id = r["id"].as_u64().unwrap();
+        let open = m["recovered"]["unfinished"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(m["recovered"]["undecided"].as_array().unwrap())
+            .any(|x| x.as_u64() == Some(id));
+        assert_eq!(r["lost"].as_bool().unwrap(), open, "{r}");
+        if open {
+            assert!(r["detail"].as_str().unwrap().contains("journal"), "{r}");
+        }
+    }
+    assert_eq!(
+        s["policies"][0]["lost"].as_u64().unwrap() as usize,
+        undecided + unfinished
+    );
+
+    // The next run into a directory holding an interrupted journal
+    // rebuilds that run aside first (a short run of 2 jobs).
+    let cfg2 = config(dir.path(), 1, 2, 1.0, 0.01);
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg2)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("libratory run (again)", &o));
+    let aside: Vec<PathBuf> = std::fs::read_dir(&again)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("interrupted-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    check_rebuilt(&aside[0], &submitted);
+    // And the new run's own results, from a journal that ended.
+    assert_eq!(
+        json(&again.join("summary.json"))["policies"][0]["submitted"],
+        2
+    );
+    assert_eq!(count_entries(&again.join("journal.jsonl"), "end"), 1);
+}
