@@ -9,7 +9,8 @@
 //! (`libratory run`, `demo`) write the same files; a live run's manifest
 //! says `mode: "live"` and lists its node processes, its summary adds the
 //! live facts (time scale, latency percentiles, warnings), and it adds
-//! `histograms/*.hlog` and the node processes' `logs/`.
+//! `histograms/*.hlog`, the node processes' `logs/` and the run journal
+//! `journal.jsonl` (from which `libratory recover` rebuilds the rest).
 //!
 //! Not here: the file formats themselves (`output`), running anything.
 
