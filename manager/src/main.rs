@@ -95,6 +95,10 @@ enum Command {
     Recover {
         /// The run directory (holding journal.jsonl).
         run: PathBuf,
+        /// Rebuild even a run that ended and wrote its own results (which
+        /// have the latency histograms a journal lacks).
+        #[arg(long)]
+        force: bool,
     },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
@@ -255,8 +259,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             runcmd::run(&cfg, &out, spawn_local, progress, serve)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Recover { run } => {
-            runcmd::recover(&run)?;
+        Command::Recover { run, force } => {
+            runcmd::recover(&run, force)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Config { cmd } => match cmd {

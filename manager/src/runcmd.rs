@@ -521,7 +521,7 @@ fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
         c.header.started_utc,
         dir.display()
     ));
-    recover(&dir)
+    recover(&dir, false)
 }
 
 /// What a recovered run's manifest and summary say about the recovery.
@@ -547,12 +547,19 @@ struct RecoveryFacts<'a> {
 /// `libratory recover RUN`: rebuilds a live run's result files
 /// (summary.json, the job files, the manifest, log.txt) from
 /// `RUN/journal.jsonl`, with the jobs the run had not decided or finished
-/// marked as such.
-pub fn recover(dir: &Path) -> Result<()> {
+/// marked as such. A run that ended wrote better results itself (with
+/// its histograms): it is left alone unless `force`.
+pub fn recover(dir: &Path, force: bool) -> Result<()> {
     let me = Invocation::capture();
     let path = dir.join(JOURNAL);
     let c = journal::read(&path)?;
     let r = journal::rebuild(&c);
+    if r.ended && !force && dir.join(rundir::MANIFEST).is_file() {
+        bail!(
+            "{}: the run ended and wrote its results; nothing to recover (--force rebuilds them from the journal, without the latency histograms)",
+            path.display()
+        );
+    }
     let h = &c.header;
     let mut log = Log::new();
     log.say(format_args!(

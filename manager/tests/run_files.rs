@@ -426,4 +426,37 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         2
     );
     assert_eq!(count_entries(&again.join("journal.jsonl"), "end"), 1);
+    // A run that ended is not overwritten by a poorer rebuild.
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nothing to recover"),
+        "{}",
+        dump("recover (ended)", &o)
+    );
+
+    // A line broken in the middle of the journal is an error naming the
+    // file and the line.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let half = lines[2].len() / 2;
+    lines[2].truncate(half);
+    std::fs::write(bad.join("journal.jsonl"), lines.join("\n") + "\n").unwrap();
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("journal.jsonl, line 3:"),
+        "{}",
+        dump("recover (corrupt)", &o)
+    );
 }
