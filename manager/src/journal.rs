@@ -172,6 +172,14 @@ pub enum Entry {
         /// The final record.
         record: JobRecord,
     },
+    /// Something the user should know (a lost node process, a late
+    /// start, a refused part), journaled within a heartbeat.
+    Warning {
+        /// When it was journaled.
+        t: f64,
+        /// The warning.
+        text: String,
+    },
     /// The run ended and wrote its own result files.
     End {
         /// When.
@@ -444,6 +452,8 @@ pub struct Rebuilt {
     pub wall_seconds: f64,
     /// Whether the run ended by itself (an `end` entry).
     pub ended: bool,
+    /// The run's warnings, in order.
+    pub warnings: Vec<String>,
 }
 
 /// `detail` of a job the manager never decided.
@@ -464,6 +474,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
     let mut replay_t = None;
     let mut last_t: f64 = 0.0;
     let mut end = None;
+    let mut warnings = Vec::new();
     for e in &c.entries {
         let (t, stage, record) = match e {
             Entry::Header(_) => continue,
@@ -480,6 +491,10 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
             Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
             Entry::Started { t, record, .. } => (*t, Some(Stage::Started), Some(record)),
             Entry::Finished { t, record } => (*t, Some(Stage::Finished), Some(record)),
+            Entry::Warning { t, text } => {
+                warnings.push(text.clone());
+                (*t, None, None)
+            }
             Entry::End { t, wall_seconds } => {
                 end = Some(*wall_seconds);
                 (*t, None, None)
@@ -527,6 +542,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
         replay_offset: offset,
         wall_seconds,
         ended: end.is_some(),
+        warnings,
     }
 }
 
@@ -640,6 +656,10 @@ mod tests {
             t: 0.8,
             record: record(4),
         });
+        j.send(Entry::Warning {
+            t: 0.8,
+            text: "h-1 left: lost".into(),
+        });
         w.close().unwrap();
         (dir, path)
     }
@@ -665,6 +685,7 @@ mod tests {
         assert_eq!(r.records[3].detail, UNDECIDED);
         assert_eq!(r.node_processes, vec![("h-0 (127.0.0.1:9)".into(), 2)]);
         assert!(!r.ended);
+        assert_eq!(r.warnings, vec!["h-1 left: lost".to_string()]);
         assert!((r.wall_seconds - 0.6).abs() < 1e-9);
     }
 

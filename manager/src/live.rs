@@ -342,6 +342,8 @@ struct ManagerActor {
     born: Instant,
     hist_pending: usize,
     warnings: Vec<String>,
+    /// Warnings already in the journal.
+    warnings_journaled: usize,
     done: Option<oneshot::Sender<()>>,
     out: Vec<Output>,
     ping_sent: HashMap<u64, Instant>,
@@ -572,6 +574,15 @@ impl Actor for ManagerActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         let tick = Duration::from_millis(u64::from(self.cfg.heartbeat_ms).max(10));
         ctx.run_interval(tick, |a, ctx| {
+            if let Some(j) = &a.cfg.journal {
+                for text in a.warnings.iter().skip(a.warnings_journaled) {
+                    j.send(journal::Entry::Warning {
+                        t: j.t(),
+                        text: text.clone(),
+                    });
+                }
+                a.warnings_journaled = a.warnings.len();
+            }
             if a.started_replay && !a.ending {
                 let now = a.now();
                 a.core.tick(now, &mut a.out);
@@ -1183,6 +1194,7 @@ pub async fn run(
         born: Instant::now(),
         hist_pending: 0,
         warnings: Vec::new(),
+        warnings_journaled: 0,
         done: Some(done_tx),
         out: Vec::new(),
         ping_sent: HashMap::new(),

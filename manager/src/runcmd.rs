@@ -594,8 +594,8 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
         never_submitted: h.workload.jobs.saturating_sub(from_workload),
         lost: &[
             "latency histograms (histograms/*.hlog, latency_us, node_latency_us)",
-            "warnings",
             "node process exit statuses",
+            "warnings of the last heartbeat",
         ],
     };
     let facts = serde_json::to_value(&facts)?;
@@ -604,6 +604,9 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
     output::print_table(&mut table, std::slice::from_ref(&summary))?;
     log.say("");
     log.block(&String::from_utf8_lossy(&table));
+    for w in &r.warnings {
+        log.say(format_args!("note: {w}"));
+    }
     if !r.ended {
         log.say(format_args!(
             "the run did not end: {} job(s) undecided, {} accepted but unfinished (recorded as lost), {} never submitted",
@@ -618,7 +621,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
         replay_offset: r.replay_offset,
         node_processes: r.node_processes.clone(),
         wall_seconds: r.wall_seconds,
-        warnings: &[],
+        warnings: &r.warnings,
         latency_us: BTreeMap::new(),
         node_latency_us: BTreeMap::new(),
     })?;
