@@ -689,6 +689,29 @@ mod tests {
         assert!((r.wall_seconds - 0.6).abs() < 1e-9);
     }
 
+    /// Entries reach the file while the writer is still open: a process
+    /// killed now would leave them behind.
+    #[test]
+    fn entries_are_in_the_file_before_the_journal_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        w.journal().send(Entry::Submitted {
+            t: 0.1,
+            record: record(9),
+        });
+        let start = Instant::now();
+        loop {
+            let c = read(&path).unwrap();
+            if c.entries.len() == 1 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "never flushed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(w);
+    }
+
     #[test]
     fn a_torn_last_line_is_left_out_and_reported() {
         let (_d, path) = sample();
