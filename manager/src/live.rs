@@ -495,13 +495,15 @@ impl ManagerActor {
             let id = j.spec.id;
             let t0 = Instant::now();
             let now = clock.now();
-            if let Err(e) = self.core.submit(now, j, &mut self.out) {
+            let submitted = self.core.submit(now, j, &mut self.out);
+            let t1 = Instant::now();
+            // Journaled after the timing: the policy's time is its own.
+            if let Err(e) = submitted {
                 self.warnings.push(format!("job {id}: {e}"));
                 self.finished += 1;
             } else {
                 self.journal(id, |t, record| journal::Entry::Submitted { t, record });
             }
-            let t1 = Instant::now();
             self.record("policy_compute_us", (t1 - t0).as_secs_f64() * 1e6);
             self.record(
                 "submit_to_decision_us",
