@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod journal;
 pub mod launch;
 pub mod live;
 pub mod metric_table;

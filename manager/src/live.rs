@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
+use common::job::JobId;
 use common::metrics::JobRecord;
 use common::policy::{self, AdmissionPolicy, PolicyConfig};
 use common::policy::{Decision, LibraPlusDollar};
@@ -44,6 +45,8 @@ use net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts, Tr
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore, Output};
+
+use crate::journal;
 
 /// Everything a live run needs.
 #[derive(Debug, Clone)]
@@ -80,6 +83,9 @@ pub struct LiveConfig {
     /// Print a plain progress line on stderr this often, and one line per
     /// node process that registers (for logs, where a bar is unreadable).
     pub progress_lines: Option<Duration>,
+    /// The run journal: every submission, decision, start and end of a job
+    /// is appended to it as it happens (see [`crate::journal`]).
+    pub journal: Option<crate::journal::Journal>,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -305,6 +311,8 @@ struct ManagerActor {
     born: Instant,
     hist_pending: usize,
     warnings: Vec<String>,
+    /// Warnings already in the journal.
+    warnings_journaled: usize,
     done: Option<oneshot::Sender<()>>,
     out: Vec<Output>,
     ping_sent: HashMap<u64, Instant>,
@@ -321,6 +329,14 @@ struct ManagerActor {
 }
 
 impl ManagerActor {
+    /// Appends `job`'s record as it stands to the run journal, if any (the
+    /// writer thread serializes and writes it).
+    fn journal(&self, job: JobId, entry: impl FnOnce(f64, JobRecord) -> journal::Entry) {
+        if let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) {
+            j.send(entry(j.t(), r.clone()));
+        }
+    }
+
     fn record(&mut self, name: &str, micros: f64) {
         if let Some(h) = self.hists.get_mut(name) {
             let _ = h.record(micros.max(0.0).round() as u64);
@@ -346,6 +362,7 @@ impl ManagerActor {
                     }
                 }
                 Output::Decided { job, decision } => {
+                    self.journal(job, |t, record| journal::Entry::Decided { t, record });
                     self.decided += 1;
                     let at = self.now();
                     if let Some((tx, token)) = self.pending.remove(&job) {
@@ -361,7 +378,10 @@ impl ManagerActor {
                     }
                     self.recent.push_back(RecentDecision { job, at, decision });
                 }
-                Output::Finished { .. } => self.finished += 1,
+                Output::Finished { job } => {
+                    self.journal(job, |t, record| journal::Entry::Finished { t, record });
+                    self.finished += 1;
+                }
             }
         }
         if let Some(b) = &self.bar {
@@ -383,6 +403,12 @@ impl ManagerActor {
         self.started_replay = true;
         self.replay_started = Some(Instant::now());
         self.offset = self.now();
+        if let Some(j) = &self.cfg.journal {
+            j.send(journal::Entry::Replay {
+                t: j.t(),
+                offset: self.offset,
+            });
+        }
         if self.cfg.progress {
             let b = indicatif::ProgressBar::new(self.total_jobs as u64);
             b.set_style(
@@ -438,11 +464,15 @@ impl ManagerActor {
             let id = j.spec.id;
             let t0 = Instant::now();
             let now = clock.now();
-            if let Err(e) = self.core.submit(now, j, &mut self.out) {
+            let submitted = self.core.submit(now, j, &mut self.out);
+            let t1 = Instant::now();
+            // Journaled after the timing: the policy's time is its own.
+            if let Err(e) = submitted {
                 self.warnings.push(format!("job {id}: {e}"));
                 self.finished += 1;
+            } else {
+                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
             }
-            let t1 = Instant::now();
             self.record("policy_compute_us", (t1 - t0).as_secs_f64() * 1e6);
             self.record(
                 "submit_to_decision_us",
@@ -515,6 +545,15 @@ impl Actor for ManagerActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         let tick = Duration::from_millis(u64::from(self.cfg.heartbeat_ms).max(10));
         ctx.run_interval(tick, |a, ctx| {
+            if let Some(j) = &a.cfg.journal {
+                for text in a.warnings.iter().skip(a.warnings_journaled) {
+                    j.send(journal::Entry::Warning {
+                        t: j.t(),
+                        text: text.clone(),
+                    });
+                }
+                a.warnings_journaled = a.warnings.len();
+            }
             if a.started_replay && !a.ending {
                 let now = a.now();
                 a.core.tick(now, &mut a.out);
@@ -563,6 +602,13 @@ impl Handler<Connected> for ManagerActor {
         }
         let ids = self.core.register(m.link, &m.host, &m.nodes);
         self.registered_nodes += ids.len();
+        if let Some(j) = &self.cfg.journal {
+            j.send(journal::Entry::Node {
+                t: j.t(),
+                host: m.host.clone(),
+                nodes: ids.len(),
+            });
+        }
         if self.cfg.progress_lines.is_some() {
             eprintln!(
                 "registered {} ({} nodes): {} of {} emulated nodes",
@@ -614,6 +660,11 @@ impl Handler<FromNode> for ManagerActor {
                 self.core.progress(m.link, at, &parts)
             }
             NodeMsg::Started { part, at: _ } => {
+                self.journal(part.job, |t, record| journal::Entry::Started {
+                    t,
+                    part: part.index,
+                    record,
+                });
                 // Measured on the manager's clock, from sending the
                 // dispatch to receiving the node's start: the node's own
                 // clock is mapped from the welcome and off by the one-way
@@ -762,6 +813,7 @@ impl ManagerActor {
                     });
                     return;
                 }
+                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
                 self.flush();
                 if self.core.queues() && self.pending.contains_key(&id) {
                     let _ = reply.send(ClientReply::Queued { token, job: id });
@@ -1114,6 +1166,7 @@ pub async fn run(
         born: Instant::now(),
         hist_pending: 0,
         warnings: Vec::new(),
+        warnings_journaled: 0,
         done: Some(done_tx),
         out: Vec::new(),
         ping_sent: HashMap::new(),

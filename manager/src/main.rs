@@ -90,6 +90,16 @@ enum Command {
         #[arg(long, default_value = "runs/demo")]
         out: PathBuf,
     },
+    /// Rebuild the result files of a live run from its journal (a manager
+    /// that was killed, ran out of memory or lost power).
+    Recover {
+        /// The run directory (holding journal.jsonl).
+        run: PathBuf,
+        /// Rebuild even a run that ended and wrote its own results (which
+        /// have the latency histograms a journal lacks).
+        #[arg(long)]
+        force: bool,
+    },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
         /// The cluster configuration (cluster-configs/*.toml).
@@ -247,6 +257,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let progress =
                 runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
             runcmd::run(&cfg, &out, spawn_local, progress, serve)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Recover { run, force } => {
+            runcmd::recover(&run, force)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Config { cmd } => match cmd {

@@ -10,18 +10,19 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use common::experiment::Experiment;
 use common::metrics::Summary;
 use common::workload;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use hdrhistogram::serialization::V2Serializer;
+use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use libratory_manager::config::{ClusterConfig, HostSection};
+use libratory_manager::journal::{self, Entry, Header, JournalWriter, JOURNAL};
 use libratory_manager::live::{self, LiveConfig, LiveOutcome};
 
 use crate::output;
@@ -175,29 +176,61 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
 }
 
 /// Writes histograms as one HdrHistogram interval log (the standard
-/// format: other HdrHistogram tools read it), one tagged interval each.
-pub fn write_hlog(path: &Path, hists: &[(String, &Histogram<u64>)], seconds: f64) -> Result<()> {
+/// format: other HdrHistogram tools read it), one tagged interval each,
+/// all starting at `start` and lasting `seconds`.
+pub fn write_hlog(
+    path: &Path,
+    start: SystemTime,
+    hists: &[(String, &Histogram<u64>)],
+    seconds: f64,
+) -> Result<()> {
     let spans: Vec<(String, &Histogram<u64>, f64, f64)> = hists
         .iter()
         .map(|(n, h)| (n.clone(), *h, 0.0, seconds))
         .collect();
-    write_hlog_intervals(path, &spans)
+    write_hlog_intervals(path, start, &spans)
 }
 
 /// Writes tagged histogram intervals `(tag, histogram, start s, length s)`
-/// as one HdrHistogram interval log.
+/// as one HdrHistogram interval log, interval times in seconds since
+/// `start` (the log's StartTime and BaseTime).
+///
+/// The layout is the one Java's `HistogramLogWriter` writes and every
+/// reader expects (Java `HistogramLogReader`, HistogramLogAnalyzer, the
+/// Python `hdrhistogram` package): the format version, StartTime and
+/// BaseTime comments, the legend line, then one line per interval with the
+/// histogram in the compressed V2 encoding (cookie 0x1c849314), base64.
 pub fn write_hlog_intervals(
     path: &Path,
+    start: SystemTime,
     hists: &[(String, &Histogram<u64>, f64, f64)],
 ) -> Result<()> {
-    let mut file =
-        fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut ser = V2Serializer::new();
-    let mut w = IntervalLogWriterBuilder::new()
-        .add_comment("Libratory latency histograms, values in microseconds")
+    let file = fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut file = std::io::BufWriter::new(file);
+    let mut ser = V2DeflateSerializer::new();
+    let io_err =
+        |e: std::io::Error| anyhow::Error::from(e).context(format!("writing {}", path.display()));
+    IntervalLogWriterBuilder::new()
+        .add_comment("[Histogram log format version 1.3]")
+        .add_comment(
+            "[Libratory latency histograms, values in microseconds (ppm for share_error_ppm)]",
+        )
+        .with_start_time(start)
+        .with_base_time(start)
         .with_max_value_divisor(1.0)
         .begin_log_with(&mut file, &mut ser)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(io_err)?;
+    // The builder writes no legend line; readers skip it but Java's
+    // writer always puts it here, so do the same.
+    file.write_all(
+        b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+    )
+    .map_err(io_err)?;
+    // A builder without headers writes nothing: this one only carries the
+    // interval lines on.
+    let mut w = IntervalLogWriterBuilder::new()
+        .begin_log_with(&mut file, &mut ser)
+        .map_err(io_err)?;
     for (name, h, start, len) in hists {
         // Tags may not contain spaces or commas.
         let tag: String = name
@@ -216,8 +249,9 @@ pub fn write_hlog_intervals(
             Duration::from_secs_f64(len.max(0.0)),
             Tag::new(&tag),
         )
-        .map_err(|e| anyhow::anyhow!("writing {}: {e:?}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
+    file.flush().map_err(io_err)?;
     Ok(())
 }
 
@@ -315,6 +349,13 @@ pub fn run(
     let local_dial = cfg.local_dial_address();
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
+    recover_interrupted(out, &mut log)?;
+    let trace = wl.trace.clone();
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let writer = JournalWriter::create(
+        &out.join(JOURNAL),
+        journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+    )?;
     log.say(format_args!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
         cfg.workload.policy,
@@ -344,11 +385,14 @@ pub fn run(
             Progress::Quiet | Progress::Bar => None,
         },
         serve,
+        journal: Some(writer.journal()),
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let logs = out.join("logs");
-    let (outcome, exits): (LiveOutcome, Vec<(String, String)>) =
+    // The manager's histograms count from here (the logs' StartTime).
+    let started = SystemTime::now();
+    let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
         actix_rt::System::new().block_on(async move {
             let nodes = if spawn_local {
                 Some(LocalNodes::spawn(cfg, &local_hosts, local_dial, &logs)?)
@@ -357,6 +401,7 @@ pub fn run(
             };
             let shutdown = stop_signal();
             let outcome = live::run(live_cfg, jobs, shutdown).await;
+            let manager_seconds = started.elapsed().unwrap_or_default().as_secs_f64();
             let mut exits = Vec::new();
             if let Some(n) = nodes {
                 for (label, status) in n.finish(Duration::from_secs(5)) {
@@ -366,12 +411,29 @@ pub fn run(
                     exits.push((label, status));
                 }
             }
-            outcome.map(|o| (o, exits))
+            outcome.map(|o| (o, exits, manager_seconds))
         })?;
-    let trace = wl.trace.clone();
-    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let node_facts = node_process_facts(&outcome, &exits);
-    let files = write_live_results(out, &exp, &wl, cfg.manager.time_scale, &outcome, &mut log)?;
+    let files = write_live_results(
+        out,
+        &exp,
+        &wl,
+        cfg.manager.time_scale,
+        &outcome,
+        (started, manager_seconds),
+        &mut log,
+    )?;
+    // The result files are written: the journal is complete.
+    let j = writer.journal();
+    j.send(Entry::End {
+        t: j.t(),
+        wall_seconds: outcome.wall_seconds,
+    });
+    if let Err(e) = writer.close() {
+        log.say(format_args!("warning: the run journal is incomplete: {e}"));
+    }
+    let mut files = files;
+    files.push(JOURNAL.into());
     let files = rundir::with_manifest_and_log(files);
     let config = LiveRunConfig {
         experiment: &exp,
@@ -387,6 +449,256 @@ pub fn run(
             "\nresults in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, histograms/*.hlog, logs/, manifest.json, log.txt)",
             out.display(),
             p = cfg.workload.policy
+        ),
+    )?;
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The journal's header: everything `recover` needs to rebuild the result
+/// files without the configuration file, the trace or this process.
+fn journal_header(
+    inv: &Invocation,
+    cfg: &ClusterConfig,
+    exp: &Experiment,
+    wl: &workload::Workload,
+    trace: Option<&rundir::TraceFacts>,
+) -> Result<Header> {
+    Ok(Header {
+        format: journal::FORMAT.into(),
+        command_line: inv.command_line.clone(),
+        working_dir: inv.working_dir.clone(),
+        started_unix: inv.started_unix,
+        started_utc: inv.started_utc.clone(),
+        seed: exp.params.seed,
+        policy: cfg.workload.policy.clone(),
+        time_scale: cfg.manager.time_scale,
+        cluster: cfg.clone(),
+        experiment: exp.clone(),
+        trace: trace.map(serde_json::to_value).transpose()?,
+        workload: journal::WorkloadFacts {
+            jobs: wl.jobs.len(),
+            nodes: exp.params.nodes,
+            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
+            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
+            odd_records: wl.odd.clone(),
+            duplicates: wl.duplicates,
+        },
+    })
+}
+
+/// Before a run writes into `out`: if an earlier run there left a journal
+/// without its `end` (the manager was killed), moves that journal and the
+/// node logs into `out/interrupted-<start time>/` and rebuilds that run's
+/// result files there, so the new run overwrites nothing of it.
+fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
+    let path = out.join(JOURNAL);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let c = journal::read(&path).with_context(|| {
+        format!(
+            "an earlier run's journal in {} is unreadable: move it away or use another --out",
+            out.display()
+        )
+    })?;
+    if journal::rebuild(&c).ended {
+        return Ok(());
+    }
+    let stamp = c.header.started_utc.replace(':', "-");
+    let dir = out.join(format!("interrupted-{stamp}"));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for name in [JOURNAL, "logs"] {
+        let from = out.join(name);
+        if from.exists() {
+            fs::rename(&from, dir.join(name))
+                .with_context(|| format!("moving {} to {}", from.display(), dir.display()))?;
+        }
+    }
+    log.say(format_args!(
+        "{} holds the journal of an interrupted run (started {}): rebuilding its results in {}",
+        out.display(),
+        c.header.started_utc,
+        dir.display()
+    ));
+    recover(&dir, false)
+}
+
+/// What a recovered run's manifest and summary say about the recovery.
+#[derive(Serialize)]
+struct RecoveryFacts<'a> {
+    journal: &'static str,
+    recovered_utc: String,
+    recovered_by: Vec<String>,
+    /// Whether the run had ended by itself (its `end` entry).
+    complete: bool,
+    /// A last line cut short by the crash, left out.
+    torn_line: Option<usize>,
+    /// Jobs with a record (submitted before the journal ends).
+    submitted: usize,
+    undecided: &'a [common::job::JobId],
+    unfinished: &'a [common::job::JobId],
+    /// Jobs of the workload never submitted (the run stopped first).
+    never_submitted: usize,
+    /// What the journal does not hold.
+    lost: &'static [&'static str],
+}
+
+/// `libratory recover RUN`: rebuilds a live run's result files
+/// (summary.json, the job files, the manifest, log.txt) from
+/// `RUN/journal.jsonl`, with the jobs the run had not decided or finished
+/// marked as such. A run that ended wrote better results itself (with
+/// its histograms): it is left alone unless `force`.
+pub fn recover(dir: &Path, force: bool) -> Result<()> {
+    let me = Invocation::capture();
+    let path = dir.join(JOURNAL);
+    let c = journal::read(&path)?;
+    let r = journal::rebuild(&c);
+    if r.ended && !force && dir.join(rundir::MANIFEST).is_file() {
+        bail!(
+            "{}: the run ended and wrote its results; nothing to recover (--force rebuilds them from the journal, without the latency histograms)",
+            path.display()
+        );
+    }
+    let h = &c.header;
+    let mut log = Log::new();
+    log.say(format_args!(
+        "libratory recover: {} (run started {}, policy {}, seed {}): {} entries{}",
+        path.display(),
+        h.started_utc,
+        h.policy,
+        h.seed,
+        c.entries.len(),
+        c.torn_line.map_or(String::new(), |l| format!(
+            ", torn last line {l} left out (the manager stopped mid-write)"
+        ))
+    ));
+    let trace_facts: Option<rundir::TraceFacts> = h
+        .trace
+        .clone()
+        .map(serde_json::from_value)
+        .transpose()
+        .with_context(|| format!("{}: the header's trace facts", path.display()))?;
+    let trace = trace_facts.as_ref().map(|t| PathBuf::from(&t.path));
+    // Client jobs (ids from 2^40) are not the workload's.
+    let from_workload = r.records.iter().filter(|x| x.id < 1 << 40).count();
+    let facts = RecoveryFacts {
+        journal: JOURNAL,
+        recovered_utc: me.started_utc.clone(),
+        recovered_by: me.command_line.clone(),
+        complete: r.ended,
+        torn_line: c.torn_line,
+        submitted: r.records.len(),
+        undecided: &r.undecided,
+        unfinished: &r.unfinished,
+        never_submitted: h.workload.jobs.saturating_sub(from_workload),
+        lost: &[
+            "latency histograms (histograms/*.hlog, latency_us, node_latency_us)",
+            "node process exit statuses",
+            "warnings of the last heartbeat",
+        ],
+    };
+    let facts = serde_json::to_value(&facts)?;
+    let summary = Summary::compute(&h.policy, &r.records);
+    let mut table = Vec::new();
+    output::print_table(&mut table, std::slice::from_ref(&summary))?;
+    log.say("");
+    log.block(&String::from_utf8_lossy(&table));
+    for w in &r.warnings {
+        log.say(format_args!("note: {w}"));
+    }
+    if !r.ended {
+        log.say(format_args!(
+            "the run did not end: {} job(s) undecided, {} accepted but unfinished (recorded as lost), {} never submitted",
+            r.undecided.len(),
+            r.unfinished.len(),
+            h.workload.jobs.saturating_sub(from_workload)
+        ));
+    }
+    let mut live = serde_json::to_value(LiveFacts {
+        mode: "live",
+        time_scale: h.time_scale,
+        replay_offset: r.replay_offset,
+        node_processes: r.node_processes.clone(),
+        wall_seconds: r.wall_seconds,
+        warnings: &r.warnings,
+        latency_us: BTreeMap::new(),
+        node_latency_us: BTreeMap::new(),
+    })?;
+    live["recovered"] = facts.clone();
+    let wl = workload::Workload {
+        params: h.experiment.params.clone(),
+        trace: trace.clone(),
+        jobs: Vec::new(),
+        odd: h.workload.odd_records.clone(),
+        duplicates: h.workload.duplicates,
+    };
+    let mut files = rundir::write_run_files_with(
+        dir,
+        &Run {
+            experiment: &h.experiment,
+            workload: &wl,
+            trace: trace.as_deref(),
+            policies: &[PolicyResult {
+                summary: &summary,
+                records: &r.records,
+            }],
+            live: Some(&live),
+        },
+        rundir::WorkloadFacts {
+            jobs: h.workload.jobs,
+            nodes: h.workload.nodes,
+            first_arrival: h.workload.first_arrival,
+            last_arrival: h.workload.last_arrival,
+            odd_records: &h.workload.odd_records,
+        },
+        &rundir::OutputKind::ALL,
+    )?;
+    files.push(JOURNAL.into());
+    let logs = dir.join("logs");
+    if logs.is_dir() {
+        files.push("logs/".into());
+    }
+    let node_facts: Vec<NodeProcessFact> = r
+        .node_processes
+        .iter()
+        .map(|(host, nodes)| {
+            let label = host.split(' ').next().unwrap_or(host);
+            let log = format!("logs/node-{label}.log");
+            NodeProcessFact {
+                host: host.clone(),
+                nodes: *nodes,
+                log: dir.join(&log).is_file().then_some(log),
+                exit: None,
+            }
+        })
+        .collect();
+    let files = rundir::with_manifest_and_log(files);
+    // The manifest is the run's: its command line, start and wall time.
+    let inv = Invocation {
+        command_line: h.command_line.clone(),
+        working_dir: h.working_dir.clone(),
+        started_unix: h.started_unix,
+        started_utc: h.started_utc.clone(),
+        clock: std::time::Instant::now()
+            .checked_sub(Duration::from_secs_f64(r.wall_seconds))
+            .unwrap_or_else(std::time::Instant::now),
+    };
+    let config = LiveRunConfig {
+        experiment: &h.experiment,
+        cluster: &h.cluster,
+    };
+    let manifest = Manifest::new("run", &inv, h.seed, &config, trace_facts.as_ref(), &files)
+        .live(&node_facts)
+        .recovered(&facts);
+    rundir::finish(
+        dir,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults rebuilt in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, manifest.json, log.txt)",
+            dir.display(),
+            p = h.policy
         ),
     )?;
     std::io::stdout().flush()?;
@@ -472,13 +784,15 @@ fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
 /// Writes the data files of a live run (summary.json, the per-job CSV and
 /// JSON lines, the Batsim CSV, the schedule as SWF, the histogram logs),
 /// prints the table and the latency percentiles into `log`, and returns
-/// the file names written.
+/// the file names written. `manager_span` is when the manager started and
+/// how many seconds it ran: the time axis of the histogram logs.
 pub fn write_live_results(
     out: &Path,
     exp: &Experiment,
     wl: &workload::Workload,
     time_scale: f64,
     o: &LiveOutcome,
+    manager_span: (SystemTime, f64),
     log: &mut Log,
 ) -> Result<Vec<String>> {
     let policy = exp.policies[0].clone();
@@ -498,10 +812,18 @@ pub fn write_live_results(
     let mut merged: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
     for nh in &o.node_histograms {
         let (name, h) = (&nh.name, &nh.hist);
-        let m = merged
-            .entry(name.clone())
-            .or_insert_with(|| Histogram::new_from(h));
-        let _ = m.add(h);
+        // Auto-resizing at the node's precision: a histogram decoded off the
+        // wire is fixed to its own range, and adding a later interval with
+        // larger values to a copy of the first one's range would fail (the
+        // error used to be ignored, dropping those samples from the summary).
+        let m = match merged.entry(name.clone()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(Histogram::new(h.sigfig()).context("a node histogram's precision")?)
+            }
+        };
+        m.add(h)
+            .with_context(|| format!("merging the node histograms {name}"))?;
     }
     for (name, h) in &merged {
         node_latency.insert(name.clone(), percentiles(h));
@@ -541,7 +863,8 @@ pub fn write_live_results(
     fs::create_dir_all(&hdir).with_context(|| format!("creating {}", hdir.display()))?;
     let mine: Vec<(String, &Histogram<u64>)> =
         o.histograms.iter().map(|(n, h)| (n.clone(), h)).collect();
-    write_hlog(&hdir.join("manager.hlog"), &mine, o.wall_seconds)?;
+    let (started, manager_seconds) = manager_span;
+    write_hlog(&hdir.join("manager.hlog"), started, &mine, manager_seconds)?;
     let nodes: Vec<(String, &Histogram<u64>, f64, f64)> = o
         .node_histograms
         .iter()
@@ -555,7 +878,7 @@ pub fn write_live_results(
             )
         })
         .collect();
-    write_hlog_intervals(&hdir.join("nodes.hlog"), &nodes)?;
+    write_hlog_intervals(&hdir.join("nodes.hlog"), started, &nodes)?;
     files.push("histograms/manager.hlog".into());
     files.push("histograms/nodes.hlog".into());
     if out.join("logs").is_dir() {

@@ -9,7 +9,8 @@
 //! (`libratory run`, `demo`) write the same files; a live run's manifest
 //! says `mode: "live"` and lists its node processes, its summary adds the
 //! live facts (time scale, latency percentiles, warnings), and it adds
-//! `histograms/*.hlog` and the node processes' `logs/`.
+//! `histograms/*.hlog`, the node processes' `logs/` and the run journal
+//! `journal.jsonl` (from which `libratory recover` rebuilds the rest).
 //!
 //! Not here: the file formats themselves (`output`), running anything.
 
@@ -24,7 +25,7 @@ use common::experiment::Experiment;
 use common::metrics::{JobRecord, Summary};
 use common::sim::SimOutcome;
 use common::workload::{OddRecords, Workload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::output;
@@ -164,7 +165,7 @@ pub fn binary_facts() -> BinaryFacts {
 }
 
 /// The trace a run read, identified by content.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceFacts {
     /// The path as given.
     pub path: String,
@@ -304,6 +305,10 @@ pub struct Manifest<'a, C: Serialize> {
     /// Live runs: the node processes that took part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_processes: Option<&'a [NodeProcessFact]>,
+    /// Runs rebuilt from their journal (`libratory recover`): how, and
+    /// what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<&'a serde_json::Value>,
 }
 
 /// One node process of a live run, as the manifest lists it.
@@ -345,7 +350,14 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             host: host_facts(),
             files,
             node_processes: None,
+            recovered: None,
         }
+    }
+
+    /// The same manifest for a run rebuilt from its journal.
+    pub fn recovered(mut self, facts: &'a serde_json::Value) -> Manifest<'a, C> {
+        self.recovered = Some(facts);
+        self
     }
 
     /// The same manifest for a live run and its node processes.
@@ -477,10 +489,28 @@ impl OutputKind {
 /// [`write_run_files`] for the kinds in `kinds` only (in the usual order
 /// whatever the order of `kinds`).
 pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Result<Vec<String>> {
+    let wl = run.workload;
+    let facts = WorkloadFacts {
+        jobs: wl.jobs.len(),
+        nodes: run.experiment.params.nodes,
+        first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
+        last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
+        odd_records: &wl.odd,
+    };
+    write_run_files_with(dir, run, facts, kinds)
+}
+
+/// [`write_chosen_run_files`] with the workload's facts given (a run
+/// rebuilt from its journal has the facts, not the jobs).
+pub fn write_run_files_with(
+    dir: &Path,
+    run: &Run,
+    facts: WorkloadFacts,
+    kinds: &[OutputKind],
+) -> Result<Vec<String>> {
     let want = |k: OutputKind| kinds.contains(&k);
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let exp = run.experiment;
-    let wl = run.workload;
     let summaries: Vec<Summary> = run.policies.iter().map(|p| p.summary.clone()).collect();
     let file = SummaryFile {
         libratory_version: env!("CARGO_PKG_VERSION"),
@@ -488,13 +518,7 @@ pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Re
         preset: &exp.params.preset,
         trace: run.trace.map(|t| t.display().to_string()),
         experiment: exp,
-        workload: WorkloadFacts {
-            jobs: wl.jobs.len(),
-            nodes: exp.params.nodes,
-            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
-            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
-            odd_records: &wl.odd,
-        },
+        workload: facts,
         policies: &summaries,
         live: run.live,
     };

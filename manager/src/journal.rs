@@ -1,0 +1,748 @@
+//! The run journal: a live run's records, appended as they happen, so that
+//! a manager killed by SIGKILL, the OOM killer or a power cut loses at most
+//! the last second of its run instead of all of it.
+//!
+//! `journal.jsonl` in the run directory is JSON lines (format in
+//! docs/output-formats.md): a header with everything needed to rebuild the
+//! result files (configuration, experiment, workload facts, seed, policy),
+//! then one line per event: a node process registered, the replay started,
+//! a job was submitted, decided, a part started, a job is over (completed,
+//! rejected or lost), and `end` once the run's own result files are
+//! written. Each event carries the job's whole record as it stands, so
+//! rebuilding is "the last record of each job wins"; jobs whose last event
+//! is not final get an honest status (see [`rebuild`]).
+//!
+//! Writing is off the actor's thread: events go down a channel to a
+//! dedicated writer thread that writes whole lines, hands them to the OS
+//! after every batch (what was handed over survives a killed process) and
+//! fsyncs at least once a second while events arrive (what survives a power
+//! cut), so a decision waits for neither.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::experiment::Experiment;
+use common::job::JobId;
+use common::metrics::JobRecord;
+use common::time::Time;
+use common::workload::OddRecords;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::ClusterConfig;
+
+/// File name of the journal in a run directory.
+pub const JOURNAL: &str = "journal.jsonl";
+/// Format tag of the header, bumped when the layout changes.
+pub const FORMAT: &str = "libratory-journal/1";
+/// The longest a written event waits for its fsync.
+pub const FSYNC_EVERY: Duration = Duration::from_secs(1);
+
+/// Errors of writing or reading a journal.
+#[derive(Debug, Error)]
+pub enum JournalError {
+    /// The file could not be created, written or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The journal.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// A complete line that is not a journal entry.
+    #[error("{path}, line {line}: {message}")]
+    Corrupt {
+        /// The journal.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The writer thread stopped.
+    #[error("{path}: the journal writer thread panicked")]
+    WriterPanicked {
+        /// The journal.
+        path: PathBuf,
+    },
+}
+
+/// Facts of the workload a run replayed (summary.json's `workload`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadFacts {
+    /// Jobs in the workload.
+    pub jobs: usize,
+    /// Nodes of the cluster.
+    pub nodes: usize,
+    /// First arrival (trace seconds).
+    pub first_arrival: f64,
+    /// Last arrival.
+    pub last_arrival: f64,
+    /// How odd records were handled.
+    pub odd_records: OddRecords,
+    /// Jobs added as duplicates.
+    pub duplicates: usize,
+}
+
+/// The first line: what ran, so the result files can be rebuilt without
+/// anything else.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Header {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The command line of the run, program name first.
+    pub command_line: Vec<String>,
+    /// Its working directory.
+    pub working_dir: String,
+    /// Start, Unix seconds.
+    pub started_unix: u64,
+    /// Start, ISO 8601 UTC.
+    pub started_utc: String,
+    /// Seed of every draw.
+    pub seed: u64,
+    /// The policy that decided.
+    pub policy: String,
+    /// Real seconds per trace second.
+    pub time_scale: f64,
+    /// The cluster configuration as read.
+    pub cluster: ClusterConfig,
+    /// The experiment (preset, knobs, policy).
+    pub experiment: Experiment,
+    /// The trace read, if any (path, file name, bytes, SHA-256).
+    pub trace: Option<serde_json::Value>,
+    /// Facts of the workload.
+    pub workload: WorkloadFacts,
+}
+
+/// One line of the journal. `t` is real seconds since the manager started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "e", rename_all = "snake_case")]
+pub enum Entry {
+    /// The first line.
+    Header(Box<Header>),
+    /// A node process registered.
+    Node {
+        /// When.
+        t: f64,
+        /// Its label and address.
+        host: String,
+        /// Emulated nodes it hosts.
+        nodes: usize,
+    },
+    /// The replay started; records are on the clock axis, `offset` trace
+    /// seconds ahead of the workload's.
+    Replay {
+        /// When.
+        t: f64,
+        /// Trace seconds from the clock's start to the replay start.
+        offset: Time,
+    },
+    /// A job was handed to the policy.
+    Submitted {
+        /// When.
+        t: f64,
+        /// Its record after the submission.
+        record: JobRecord,
+    },
+    /// A job was decided.
+    Decided {
+        /// When.
+        t: f64,
+        /// Its record with the decision.
+        record: JobRecord,
+    },
+    /// A part of a job started on its node.
+    Started {
+        /// When.
+        t: f64,
+        /// Which part.
+        part: u32,
+        /// Its record.
+        record: JobRecord,
+    },
+    /// A job is over (completed, rejected, lost): its record is final.
+    Finished {
+        /// When.
+        t: f64,
+        /// The final record.
+        record: JobRecord,
+    },
+    /// Something the user should know (a lost node process, a late
+    /// start, a refused part), journaled within a heartbeat.
+    Warning {
+        /// When it was journaled.
+        t: f64,
+        /// The warning.
+        text: String,
+    },
+    /// The run ended and wrote its own result files.
+    End {
+        /// When.
+        t: f64,
+        /// Real seconds from the replay start to the end.
+        wall_seconds: f64,
+    },
+}
+
+enum Msg {
+    Entry(Entry),
+    Close,
+}
+
+/// The sending side of a journal: cheap to clone, never blocks, never
+/// fails (a write error is reported when the journal is closed).
+#[derive(Clone)]
+pub struct Journal {
+    tx: mpsc::Sender<Msg>,
+    born: Instant,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journal")
+    }
+}
+
+impl Journal {
+    /// Real seconds since the journal was created (the manager's start).
+    pub fn t(&self) -> f64 {
+        self.born.elapsed().as_secs_f64()
+    }
+
+    /// Appends an entry (asynchronously).
+    pub fn send(&self, e: Entry) {
+        let _ = self.tx.send(Msg::Entry(e));
+    }
+}
+
+/// The writer thread of a journal.
+pub struct JournalWriter {
+    journal: Journal,
+    thread: Option<JoinHandle<Result<(), JournalError>>>,
+    path: PathBuf,
+}
+
+impl JournalWriter {
+    /// Creates (truncating) the journal at `path`, writes and fsyncs the
+    /// header, and starts the writer thread.
+    pub fn create(path: &Path, header: Header) -> Result<JournalWriter, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = fs::File::create(path).map_err(io)?;
+        let mut out = BufWriter::new(file);
+        write_entry(&mut out, &Entry::Header(Box::new(header))).map_err(io)?;
+        out.flush().map_err(io)?;
+        out.get_ref().sync_all().map_err(io)?;
+        // The directory entry too, so the journal itself survives a crash.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        let (tx, rx) = mpsc::channel();
+        let p = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name("journal".into())
+            .spawn(move || {
+                writer_loop(out, rx).map_err(|source| JournalError::Io { path: p, source })
+            })
+            .map_err(io)?;
+        Ok(JournalWriter {
+            journal: Journal {
+                tx,
+                born: Instant::now(),
+            },
+            thread: Some(thread),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// A sender for the manager.
+    pub fn journal(&self) -> Journal {
+        self.journal.clone()
+    }
+
+    /// Writes what is queued, fsyncs and stops the thread; reports the
+    /// first write error, if any.
+    pub fn close(mut self) -> Result<(), JournalError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), JournalError> {
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
+        let _ = self.journal.tx.send(Msg::Close);
+        t.join().map_err(|_| JournalError::WriterPanicked {
+            path: self.path.clone(),
+        })?
+    }
+}
+
+impl Drop for JournalWriter {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+fn write_entry(out: &mut impl Write, e: &Entry) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(e).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)
+}
+
+fn writer_loop(mut out: BufWriter<fs::File>, rx: mpsc::Receiver<Msg>) -> std::io::Result<()> {
+    let mut last_sync = Instant::now();
+    let mut unsynced = false;
+    loop {
+        // Block until an event, or until the next fsync is due.
+        let first = if unsynced {
+            let wait = FSYNC_EVERY.saturating_sub(last_sync.elapsed());
+            match rx.recv_timeout(wait) {
+                Ok(m) => Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => Some(Msg::Close),
+            }
+        } else {
+            Some(rx.recv().unwrap_or(Msg::Close))
+        };
+        let mut closing = false;
+        // This event and whatever queued behind it, as one batch.
+        let mut next = first;
+        while let Some(m) = next {
+            match m {
+                Msg::Entry(e) => {
+                    write_entry(&mut out, &e)?;
+                    unsynced = true;
+                }
+                Msg::Close => {
+                    closing = true;
+                    break;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        // To the OS after every batch: survives a killed process.
+        out.flush()?;
+        if unsynced && (closing || last_sync.elapsed() >= FSYNC_EVERY) {
+            out.get_ref().sync_data()?;
+            last_sync = Instant::now();
+            unsynced = false;
+        }
+        if closing {
+            return Ok(());
+        }
+    }
+}
+
+/// A journal as read back.
+#[derive(Debug, Clone)]
+pub struct Contents {
+    /// The header.
+    pub header: Header,
+    /// Every entry after it, in order.
+    pub entries: Vec<Entry>,
+    /// The 1-based number of a last line cut short by a crash (no newline,
+    /// not JSON), which was left out.
+    pub torn_line: Option<usize>,
+}
+
+/// Reads the journal at `path`. A torn last line (a crash in the middle of
+/// a write: no final newline) is left out and reported in
+/// [`Contents::torn_line`]; any other line that is not an entry is an
+/// error naming the file and line.
+pub fn read(path: &Path) -> Result<Contents, JournalError> {
+    let bytes = fs::read(path).map_err(|source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &bytes)
+}
+
+/// [`read`] on bytes already read (`path` names them in errors).
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+    let corrupt = |line: usize, message: String| JournalError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let ends_whole = bytes.last() == Some(&b'\n');
+    let lines: Vec<&[u8]> = bytes
+        .strip_suffix(b"\n")
+        .unwrap_or(bytes)
+        .split(|&b| b == b'\n')
+        .collect();
+    let n = lines.len();
+    let mut header = None;
+    let mut entries = Vec::new();
+    let mut torn_line = None;
+    for (i, line) in lines.into_iter().enumerate() {
+        let no = i + 1;
+        if bytes.is_empty() {
+            break;
+        }
+        let parsed: Result<Entry, String> = std::str::from_utf8(line)
+            .map_err(|e| e.to_string())
+            .and_then(|s| serde_json::from_str(s).map_err(|e| e.to_string()));
+        let entry = match parsed {
+            Ok(e) => e,
+            Err(_) if no == n && !ends_whole && no > 1 => {
+                torn_line = Some(no);
+                break;
+            }
+            Err(e) => return Err(corrupt(no, e)),
+        };
+        match (no, entry) {
+            (1, Entry::Header(h)) => {
+                if h.format != FORMAT {
+                    return Err(corrupt(
+                        1,
+                        format!("format {:?}, this binary reads {FORMAT:?}", h.format),
+                    ));
+                }
+                header = Some(*h);
+            }
+            (1, _) => return Err(corrupt(1, "the first line is not the header".into())),
+            (_, Entry::Header(_)) => return Err(corrupt(no, "a second header".into())),
+            (_, e) => entries.push(e),
+        }
+    }
+    let header = header.ok_or_else(|| corrupt(1, "empty journal: no header".into()))?;
+    Ok(Contents {
+        header,
+        entries,
+        torn_line,
+    })
+}
+
+/// How far a job got, by its last journal entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Submitted,
+    Decided,
+    Started,
+    Finished,
+}
+
+/// The records of a run rebuilt from its journal.
+#[derive(Debug, Clone)]
+pub struct Rebuilt {
+    /// One record per submitted job, in job-id order, on the workload's
+    /// axis (as a finished run's).
+    pub records: Vec<JobRecord>,
+    /// Jobs submitted but not decided when the journal ends: recorded as
+    /// not accepted and lost, with the reason in `detail`.
+    pub undecided: Vec<JobId>,
+    /// Jobs accepted but not over when the journal ends: recorded as lost
+    /// (no finish), with the reason in `detail`.
+    pub unfinished: Vec<JobId>,
+    /// Node processes that registered: (label, emulated nodes).
+    pub node_processes: Vec<(String, usize)>,
+    /// Trace seconds from the clock's start to the replay start.
+    pub replay_offset: Time,
+    /// Real seconds from the replay start to the last entry (to the end,
+    /// for a run that ended).
+    pub wall_seconds: f64,
+    /// Whether the run ended by itself (an `end` entry).
+    pub ended: bool,
+    /// The run's warnings, in order.
+    pub warnings: Vec<String>,
+}
+
+/// `detail` of a job the manager never decided.
+pub const UNDECIDED: &str =
+    "undecided: the manager stopped before deciding (record recovered from the journal)";
+/// `detail` of an accepted job that was not over.
+pub const UNFINISHED: &str =
+    "running when the manager stopped: outcome unknown (record recovered from the journal)";
+
+/// Rebuilds every submitted job's record: the last record journaled for
+/// each job wins; a job whose last entry is not final is marked lost with
+/// [`UNDECIDED`] or [`UNFINISHED`] in `detail` (a job rejected at its
+/// decision is final even if its `finished` entry was lost).
+pub fn rebuild(c: &Contents) -> Rebuilt {
+    let mut jobs: BTreeMap<JobId, (Stage, JobRecord)> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    let mut offset = 0.0;
+    let mut replay_t = None;
+    let mut last_t: f64 = 0.0;
+    let mut end = None;
+    let mut warnings = Vec::new();
+    for e in &c.entries {
+        let (t, stage, record) = match e {
+            Entry::Header(_) => continue,
+            Entry::Node { t, host, nodes: n } => {
+                nodes.push((host.clone(), *n));
+                (*t, None, None)
+            }
+            Entry::Replay { t, offset: o } => {
+                offset = *o;
+                replay_t = Some(*t);
+                (*t, None, None)
+            }
+            Entry::Submitted { t, record } => (*t, Some(Stage::Submitted), Some(record)),
+            Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
+            Entry::Started { t, record, .. } => (*t, Some(Stage::Started), Some(record)),
+            Entry::Finished { t, record } => (*t, Some(Stage::Finished), Some(record)),
+            Entry::Warning { t, text } => {
+                warnings.push(text.clone());
+                (*t, None, None)
+            }
+            Entry::End { t, wall_seconds } => {
+                end = Some(*wall_seconds);
+                (*t, None, None)
+            }
+        };
+        last_t = last_t.max(t);
+        if let (Some(stage), Some(r)) = (stage, record) {
+            let slot = jobs.entry(r.id).or_insert((stage, r.clone()));
+            // Entries are in order; a late `started` never undoes a
+            // `finished`.
+            if stage >= slot.0 || slot.0 != Stage::Finished {
+                *slot = (stage.max(slot.0), r.clone());
+            }
+        }
+    }
+    let mut undecided = Vec::new();
+    let mut unfinished = Vec::new();
+    let mut records = Vec::with_capacity(jobs.len());
+    for (id, (stage, mut r)) in jobs {
+        let rejected = !r.accepted && r.reason.is_some();
+        if stage == Stage::Finished || rejected {
+            // final
+        } else if stage == Stage::Submitted && !r.accepted {
+            undecided.push(id);
+            r.lost = true;
+            r.detail = UNDECIDED.into();
+        } else {
+            unfinished.push(id);
+            r.lost = true;
+            r.finish = None;
+            r.detail = UNFINISHED.into();
+        }
+        r.submit -= offset;
+        r.decided_at -= offset;
+        r.start = r.start.map(|t| t - offset);
+        r.finish = r.finish.map(|t| t - offset);
+        records.push(r);
+    }
+    let wall_seconds = end.unwrap_or_else(|| replay_t.map_or(0.0, |r| (last_t - r).max(0.0)));
+    Rebuilt {
+        records,
+        undecided,
+        unfinished,
+        node_processes: nodes,
+        replay_offset: offset,
+        wall_seconds,
+        ended: end.is_some(),
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::job::DeadlineType;
+
+    fn record(id: JobId) -> JobRecord {
+        JobRecord {
+            id,
+            class: None,
+            submit: 10.0 + id as f64,
+            estimate: 5.0,
+            actual: 4.0,
+            processors: 1,
+            deadline: 20.0,
+            budget: f64::INFINITY,
+            penalty_rate: 0.0,
+            deadline_type: DeadlineType::Hard,
+            accepted: false,
+            reason: None,
+            detail: String::new(),
+            decided_at: 0.0,
+            nodes: vec![],
+            start: None,
+            finish: None,
+            cost: 0.0,
+            lost: false,
+        }
+    }
+
+    fn header() -> Header {
+        let cluster = ClusterConfig::parse(
+            Path::new("<test>"),
+            "[manager]\nlisten = \"127.0.0.1:1\"\ncerts = \"c\"\ntime_scale = 0.01\n[workload]\npreset = \"libra\"\npolicy = \"libra\"\n[[hosts]]\nname = \"h\"\nnodes_per_process = 2\ncapacity = 1.0\n",
+        )
+        .unwrap();
+        Header {
+            format: FORMAT.into(),
+            command_line: vec!["libratory".into()],
+            working_dir: "/".into(),
+            started_unix: 0,
+            started_utc: "1970-01-01T00:00:00Z".into(),
+            seed: 7,
+            policy: "libra".into(),
+            time_scale: 0.01,
+            cluster,
+            experiment: Experiment::preset("libra").unwrap(),
+            trace: None,
+            workload: WorkloadFacts {
+                jobs: 4,
+                nodes: 2,
+                first_arrival: 0.0,
+                last_arrival: 3.0,
+                odd_records: OddRecords::default(),
+                duplicates: 0,
+            },
+        }
+    }
+
+    /// A journal of 4 jobs as the writer thread writes it: job 1 completed,
+    /// job 2 rejected (its `finished` line lost), job 3 running, job 4
+    /// submitted only.
+    fn sample() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        let j = w.journal();
+        j.send(Entry::Node {
+            t: 0.1,
+            host: "h-0 (127.0.0.1:9)".into(),
+            nodes: 2,
+        });
+        j.send(Entry::Replay {
+            t: 0.2,
+            offset: 10.0,
+        });
+        let mut r1 = record(1);
+        j.send(Entry::Submitted {
+            t: 0.3,
+            record: r1.clone(),
+        });
+        r1.accepted = true;
+        r1.decided_at = 11.0;
+        r1.start = Some(11.0);
+        r1.nodes = vec![0];
+        j.send(Entry::Decided {
+            t: 0.3,
+            record: r1.clone(),
+        });
+        j.send(Entry::Started {
+            t: 0.4,
+            part: 0,
+            record: r1.clone(),
+        });
+        r1.finish = Some(15.0);
+        j.send(Entry::Finished {
+            t: 0.5,
+            record: r1.clone(),
+        });
+        let mut r2 = record(2);
+        r2.reason = Some(common::policy::RejectReason::ALL[0]);
+        r2.decided_at = 12.0;
+        j.send(Entry::Decided { t: 0.6, record: r2 });
+        let mut r3 = record(3);
+        r3.accepted = true;
+        r3.start = Some(13.0);
+        j.send(Entry::Decided { t: 0.7, record: r3 });
+        j.send(Entry::Submitted {
+            t: 0.8,
+            record: record(4),
+        });
+        j.send(Entry::Warning {
+            t: 0.8,
+            text: "h-1 left: lost".into(),
+        });
+        w.close().unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn rebuilds_one_record_per_job_with_honest_statuses() {
+        let (_d, path) = sample();
+        let c = read(&path).unwrap();
+        assert_eq!(c.torn_line, None);
+        assert_eq!(c.header.seed, 7);
+        let r = rebuild(&c);
+        let ids: Vec<JobId> = r.records.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4]);
+        // Shifted to the workload's axis by the replay offset (10).
+        assert_eq!(r.records[0].submit, 1.0);
+        assert_eq!(r.records[0].finish, Some(5.0));
+        assert!(r.records[0].completed());
+        assert!(!r.records[1].lost && !r.records[1].accepted);
+        assert_eq!(r.unfinished, vec![3]);
+        assert!(r.records[2].lost && r.records[2].finish.is_none());
+        assert_eq!(r.records[2].detail, UNFINISHED);
+        assert_eq!(r.undecided, vec![4]);
+        assert_eq!(r.records[3].detail, UNDECIDED);
+        assert_eq!(r.node_processes, vec![("h-0 (127.0.0.1:9)".into(), 2)]);
+        assert!(!r.ended);
+        assert_eq!(r.warnings, vec!["h-1 left: lost".to_string()]);
+        assert!((r.wall_seconds - 0.6).abs() < 1e-9);
+    }
+
+    /// Entries reach the file while the writer is still open: a process
+    /// killed now would leave them behind.
+    #[test]
+    fn entries_are_in_the_file_before_the_journal_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        w.journal().send(Entry::Submitted {
+            t: 0.1,
+            record: record(9),
+        });
+        let start = Instant::now();
+        loop {
+            let c = read(&path).unwrap();
+            if c.entries.len() == 1 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "never flushed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(w);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_left_out_and_reported() {
+        let (_d, path) = sample();
+        let mut bytes = fs::read(&path).unwrap();
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+        bytes.extend_from_slice(b"{\"e\":\"finished\",\"t\":0.9,\"rec");
+        let c = parse(&path, &bytes).unwrap();
+        assert_eq!(c.torn_line, Some(lines + 1));
+        assert_eq!(rebuild(&c).records.len(), 4);
+    }
+
+    #[test]
+    fn a_corrupt_line_is_an_error_naming_file_and_line() {
+        let (_d, path) = sample();
+        let text = fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[3] = "{\"e\":\"decided\",\"t\":oops}";
+        let bad = lines.join("\n") + "\n";
+        let e = parse(&path, bad.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("journal.jsonl, line 4:"), "{e}");
+        // A cut line followed by more lines is corruption, not a torn end.
+        let cut = format!("{}\n{{\"e\":\"dec\n{}\n", lines[0], lines[1]);
+        let e = parse(&path, cut.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("line 2:"), "{e}");
+        // No header.
+        let e = parse(&path, format!("{}\n", lines[1]).as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 1: the first line is not the header"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,463 @@
+//! What a live run leaves on disk, read by independent tools: the latency
+//! histogram logs by the Python `hdrhistogram` package, and the run
+//! journal after the manager was killed (`libratory recover`).
+//!
+//! Real binaries: the `libratory` manager and `libratory-node` processes
+//! over QUIC on loopback.
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn libratory() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
+}
+
+fn node_bin() -> PathBuf {
+    let p = libratory().with_file_name("libratory-node");
+    assert!(
+        p.is_file(),
+        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn certs(dir: &Path) {
+    let o = Command::new(libratory())
+        .args(["certs", "--out"])
+        .arg(dir)
+        .args(["--nodes", "local"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A cluster of `processes` x 2 nodes on loopback running `jobs` jobs of
+/// the synthetic Libra workload, arriving over `arrival` trace seconds.
+fn config(dir: &Path, processes: usize, jobs: usize, arrival: f64, time_scale: f64) -> PathBuf {
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = {time_scale}
+start_timeout_s = 20
+link_timeout_s = 2
+report_ms = 50
+heartbeat_ms = 100
+histogram_ms = 500
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = {jobs}, nodes = {nodes}, synthetic_arrival_max = {arrival} }}
+
+[[hosts]]
+name = "local"
+processes = {processes}
+nodes_per_process = 2
+capacity = 0.2
+"#,
+        port = free_port(),
+        nodes = processes * 2,
+    );
+    let p = dir.join("cluster.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn dump(what: &str, o: &Output) -> String {
+    format!(
+        "{what}: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Python 3 with the `hdrhistogram` package: installed with pip when this
+/// runs as root, else the test fails saying what is missing.
+fn python_with_hdrh() -> &'static str {
+    let has = || {
+        Command::new("python3")
+            .args(["-c", "import hdrh.log"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if has() {
+        return "python3";
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root,
+        "the Python hdrhistogram package is missing and this test is not root: \
+         `python3 -m pip install hdrhistogram` (it decodes the histogram logs independently)"
+    );
+    let o = Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "hdrhistogram==0.10.8"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success() && has(),
+        "{}",
+        dump("pip install hdrhistogram", &o)
+    );
+    "python3"
+}
+
+/// Decodes an interval log with the Python package's `HistogramLogReader`
+/// and prints, per tag, the summed count, the values at the 50th and 99th
+/// percentile ranks as Rust's `value_at_quantile` counts them (rank =
+/// ceil(q * count)), the max and the mean, as JSON.
+const DECODE: &str = r#"
+import json, math, sys
+from hdrh.log import HistogramLogReader
+from hdrh.histogram import HdrHistogram
+out = {}
+reader = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600 * 1000 * 1000, 3))
+merged = {}
+intervals = 0
+while True:
+    h = reader.get_next_interval_histogram()
+    if h is None:
+        break
+    intervals += 1
+    tag = h.get_tag()
+    name = tag.split('/')[-1]
+    # Merged at the precision the writer chose (a node's histograms may
+    # keep fewer significant digits than the manager's).
+    m = merged.setdefault(name, HdrHistogram(1, 3600 * 1000 * 1000, h.significant_figures))
+    m.add(h)
+for name, h in merged.items():
+    n = h.get_total_count()
+    def at(q):
+        if n == 0:
+            return 0
+        rank = max(1, math.ceil(q * n))
+        return h.get_value_at_percentile(100.0 * rank / n)
+    out[name] = dict(count=n, p50=at(0.5), p99=at(0.99), max=h.get_max_value(),
+                     mean=h.get_mean_value())
+print(json.dumps(dict(intervals=intervals, tags=out)))
+"#;
+
+fn decode(python: &str, log: &Path) -> serde_json::Value {
+    let o = Command::new(python)
+        .args(["-c", DECODE])
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("python decode", &o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", dump("decode", &o)))
+}
+
+/// The histogram logs are standard: the compressed V2 encoding and the
+/// header lines of Java's writer, so that an independent reader (the
+/// Python `hdrhistogram` package) decodes them to the counts and
+/// percentiles the run's own summary reports.
+#[test]
+fn histogram_logs_decode_with_the_python_reader() {
+    let _ = node_bin();
+    let python = python_with_hdrh();
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"));
+    let cfg = config(dir.path(), 2, 12, 15.0, 0.01);
+    let out = dir.path().join("run");
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("libratory run", &o));
+    let s = json(&out.join("summary.json"));
+
+    let text = std::fs::read_to_string(out.join("histograms/manager.hlog")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.contains(&"#[Histogram log format version 1.3]"));
+    assert!(lines.iter().any(|l| l.starts_with("#[StartTime: ")));
+    assert!(lines.iter().any(|l| l.starts_with("#[BaseTime: ")));
+    assert!(lines.contains(
+        &r#""StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram""#
+    ));
+    // Compressed V2: cookie 0x1c849314, base64 "HISTFAAA...".
+    let payloads: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("Tag="))
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(payloads.len(), 5, "{text}");
+    assert!(payloads.iter().all(|p| p.starts_with("HISTFAAA")), "{text}");
+
+    let manager = decode(python, &out.join("histograms/manager.hlog"));
+    assert_eq!(manager["intervals"], 5);
+    for (name, want) in s["latency_us"].as_object().unwrap() {
+        let got = &manager["tags"][name];
+        for k in ["count", "p50", "p99", "max"] {
+            assert_eq!(got[k], want[k], "manager.hlog {name} {k}: {got} vs {want}");
+        }
+        let (a, b) = (
+            got["mean"].as_f64().unwrap(),
+            want["mean"].as_f64().unwrap(),
+        );
+        assert!((a - b).abs() <= 1e-3 * b.max(1.0), "{name} mean {a} vs {b}");
+    }
+    assert!(s["latency_us"]["quic_rtt_us"]["count"].as_u64().unwrap() > 0);
+
+    // Node histograms: every interval of every process, summed per name,
+    // is what the summary merged.
+    let nodes = decode(python, &out.join("histograms/nodes.hlog"));
+    assert!(nodes["intervals"].as_u64().unwrap() > 2, "{nodes}");
+    let want = s["node_latency_us"].as_object().unwrap();
+    assert!(!want.is_empty());
+    for (name, want) in want {
+        let got = &nodes["tags"][name];
+        for k in ["count", "p50", "p99", "max"] {
+            assert_eq!(got[k], want[k], "nodes.hlog {name} {k}: {got} vs {want}");
+        }
+    }
+}
+
+/// The job ids of every `submitted` entry of a journal, read line by line
+/// as plain JSON (a torn last line, the kill's, is skipped).
+fn submitted_in_journal(path: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let whole = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut ids = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let v: serde_json::Value = match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(e) if i + 1 == lines.len() && !whole => {
+                eprintln!("torn last line {}: {e}", i + 1);
+                continue;
+            }
+            Err(e) => panic!("{} line {}: {e}", path.display(), i + 1),
+        };
+        if v["e"] == "submitted" {
+            ids.push(v["record"]["id"].as_u64().unwrap());
+        }
+    }
+    ids
+}
+
+/// Jobs the journal records as completed (a `finished` entry with a
+/// finish time; rejections are `finished` too).
+fn completed_in_journal(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("{\"e\":\"finished\""))
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["record"]["finish"].is_number() && v["record"]["lost"] == false)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn count_entries(path: &Path, kind: &str) -> usize {
+    let needle = format!("{{\"e\":\"{kind}\"");
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().filter(|l| l.starts_with(&needle)).count())
+        .unwrap_or(0)
+}
+
+/// Checks that the result files of `out` hold exactly one record per job
+/// in `submitted` and parse; returns the records (jobs-*.jsonl).
+fn check_rebuilt(out: &Path, submitted: &[u64]) -> Vec<serde_json::Value> {
+    let jsonl = std::fs::read_to_string(out.join("jobs-libra.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut ids: Vec<u64> = records.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    let mut want = submitted.to_vec();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(want.len(), submitted.len(), "a job submitted twice");
+    assert_eq!(ids, want, "one record per submitted job");
+    let mut csv = csv::Reader::from_path(out.join("jobs-libra.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().collect::<Result<_, _>>().unwrap();
+    assert_eq!(rows.len(), want.len());
+    let mut batsim = csv::Reader::from_path(out.join("out_jobs-libra.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = batsim.records().collect::<Result<_, _>>().unwrap();
+    assert_eq!(rows.len(), want.len());
+    let swf = std::fs::read_to_string(out.join("schedule-libra.swf")).unwrap();
+    let rows: Vec<&str> = swf
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), want.len());
+    for r in &rows {
+        let fields: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(fields.len(), 18, "{r}");
+        assert!(fields.iter().all(|f| f.parse::<f64>().is_ok()), "{r}");
+    }
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["policies"][0]["submitted"], want.len());
+    records
+}
+
+/// A manager killed by SIGKILL mid-run loses nothing it had journaled:
+/// `libratory recover` rebuilds every result file with one record per job
+/// submitted before the kill, jobs in flight marked lost, and the next
+/// `libratory run` into the same directory does the same before running.
+#[test]
+fn a_killed_manager_run_is_recovered_from_its_journal() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"));
+    let cfg = config(dir.path(), 2, 40, 40.0, 0.05);
+    let out = dir.path().join("run");
+    let mut child = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.jsonl");
+    let start = std::time::Instant::now();
+    // Kill once some jobs are over and others are not (the run lasts
+    // tens of seconds; arrivals span 2 s).
+    while completed_in_journal(&journal) < 3 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "no job finished within 120 s"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!out.join("summary.json").exists());
+    let submitted = submitted_in_journal(&journal);
+    assert!(submitted.len() >= 3);
+    // A copy for the next-run path below.
+    let again = dir.path().join("again");
+    std::fs::create_dir_all(&again).unwrap();
+    std::fs::copy(&journal, again.join("journal.jsonl")).unwrap();
+
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("libratory recover", &o));
+    let records = check_rebuilt(&out, &submitted);
+    let s = json(&out.join("summary.json"));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["mode"], "live");
+    assert_eq!(m["recovered"]["complete"], false);
+    assert_eq!(s["recovered"]["complete"], false);
+    let completed = records.iter().filter(|r| r["finish"].is_number()).count();
+    assert!(completed >= 3, "{completed} completed");
+    // The run was cut short: jobs in flight or never submitted.
+    let undecided = m["recovered"]["undecided"].as_array().unwrap().len();
+    let unfinished = m["recovered"]["unfinished"].as_array().unwrap().len();
+    let never = m["recovered"]["never_submitted"].as_u64().unwrap() as usize;
+    assert!(undecided + unfinished + never > 0, "{}", m["recovered"]);
+    assert_eq!(never, 40 - submitted.len());
+    // Unfinished jobs are recorded as lost, with why.
+    for r in &records {
+        let id = r["id"].as_u64().unwrap();
+        let open = m["recovered"]["unfinished"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(m["recovered"]["undecided"].as_array().unwrap())
+            .any(|x| x.as_u64() == Some(id));
+        // (A job may also be lost to a node link timing out on a busy
+        // machine: that is a final record, not a recovered one.)
+        if open {
+            assert_eq!(r["lost"], true, "{r}");
+            assert!(r["detail"].as_str().unwrap().contains("journal"), "{r}");
+        } else {
+            assert!(!r["detail"].as_str().unwrap().contains("journal"), "{r}");
+        }
+    }
+    assert!(s["policies"][0]["lost"].as_u64().unwrap() as usize >= undecided + unfinished);
+
+    // The next run into a directory holding an interrupted journal
+    // rebuilds that run aside first (a short run of 2 jobs).
+    let cfg2 = config(dir.path(), 1, 2, 1.0, 0.01);
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg2)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("libratory run (again)", &o));
+    let aside: Vec<PathBuf> = std::fs::read_dir(&again)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("interrupted-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    check_rebuilt(&aside[0], &submitted);
+    // And the new run's own results, from a journal that ended.
+    assert_eq!(
+        json(&again.join("summary.json"))["policies"][0]["submitted"],
+        2
+    );
+    assert_eq!(count_entries(&again.join("journal.jsonl"), "end"), 1);
+    // A run that ended is not overwritten by a poorer rebuild.
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nothing to recover"),
+        "{}",
+        dump("recover (ended)", &o)
+    );
+
+    // A line broken in the middle of the journal is an error naming the
+    // file and the line.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let half = lines[2].len() / 2;
+    lines[2].truncate(half);
+    std::fs::write(bad.join("journal.jsonl"), lines.join("\n") + "\n").unwrap();
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("journal.jsonl, line 3:"),
+        "{}",
+        dump("recover (corrupt)", &o)
+    );
+}
