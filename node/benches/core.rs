@@ -9,9 +9,9 @@
 
 use common::share::SpareRule;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use node::{NodeCore, NodeSpec, PartSpec, SliceConfig};
+use node::{NodeEngine, NodeSpec, PartSpec, SliceConfig};
 
-fn core_with(parts: u64) -> NodeCore {
+fn core_with(parts: u64) -> NodeEngine {
     let spec = NodeSpec {
         id: 0,
         speed: 1.0,
@@ -24,7 +24,7 @@ fn core_with(parts: u64) -> NodeCore {
         progress_ticks: 0,
         ..SliceConfig::default()
     };
-    let mut core = NodeCore::new(spec, cfg).expect("valid node");
+    let mut core = NodeEngine::new(spec, cfg).expect("valid node");
     for k in 0..parts {
         let p = PartSpec {
             part_id: k,

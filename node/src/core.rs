@@ -2,12 +2,12 @@
 //! bookkeeping, the credit (deficit) accounting that turns shares into
 //! slices, and the control tick.
 //!
-//! [`NodeCore`] takes `now` (trace seconds) as an argument everywhere and is
+//! [`NodeEngine`] takes `now` (trace seconds) as an argument everywhere and is
 //! driven like a sans-I/O protocol state machine: feed it events
-//! ([`NodeCore::place`], [`NodeCore::on_burned`],
-//! [`NodeCore::handle_timeout`]), then drain what it wants done
-//! ([`NodeCore::poll_slice`], [`NodeCore::poll_event`]) and arm one timer
-//! for [`NodeCore::poll_timeout`]. The actor in [`crate::actor`] does exactly
+//! ([`NodeEngine::place`], [`NodeEngine::on_burned`],
+//! [`NodeEngine::handle_timeout`]), then drain what it wants done
+//! ([`NodeEngine::poll_slice`], [`NodeEngine::poll_event`]) and arm one timer
+//! for [`NodeEngine::poll_timeout`]. The actor in [`crate::actor`] does exactly
 //! that with real clocks and real executors; the unit tests do it with a
 //! fake clock and pretend burns.
 //!
@@ -42,7 +42,7 @@ use common::time::DEADLINE_TOLERANCE;
 use common::{JobId, Time};
 use thiserror::Error;
 
-use crate::spec::{NodeId, NodeSpec, PartId, PartSpec, SliceConfig, SpecError};
+use crate::spec::{NodeId, NodePartId, NodeSpec, PartSpec, SliceConfig, SpecError};
 use crate::telemetry::{record, NodeTelemetry, PartTelemetry, PPM};
 
 /// Why the shares were recomputed (the first of the events that coincided).
@@ -59,11 +59,11 @@ pub enum ShareReason {
 }
 
 /// A request to burn processor time for one part. Hand it back to
-/// [`NodeCore::on_burned`] when it is done.
+/// [`NodeEngine::on_burned`] when it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice {
     /// The part to run.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// The node's sequence number for this slice (unique per node).
     pub seq: u64,
     /// Thread CPU time to burn (real ns).
@@ -76,7 +76,7 @@ pub struct PartCompletion {
     /// The node it ran on.
     pub node_id: NodeId,
     /// The part.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// When it was placed (trace s).
@@ -98,7 +98,7 @@ pub struct PartCompletion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartProgress {
     /// The part.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// Work done so far (reference seconds, comparable to the part's
@@ -122,7 +122,7 @@ pub enum NodeEvent {
         /// Which node-local event caused it.
         reason: ShareReason,
         /// The new share of every part on the node, in placement order.
-        shares: Vec<(PartId, f64)>,
+        shares: Vec<(NodePartId, f64)>,
         /// What the share rule saw, in the same order (so anyone can check
         /// the shares against `job_control_shares`).
         inputs: Vec<ShareInput>,
@@ -148,7 +148,7 @@ pub enum PlaceError {
         /// The node.
         node: NodeId,
         /// The part.
-        part: PartId,
+        part: NodePartId,
     },
     /// Not enough free memory or disk.
     #[error("node {node}: part {part} needs {need} MB of {resource}, {free} MB free")]
@@ -156,7 +156,7 @@ pub enum PlaceError {
         /// The node.
         node: NodeId,
         /// The part.
-        part: PartId,
+        part: NodePartId,
         /// "memory" or "disk".
         resource: &'static str,
         /// What the part needs.
@@ -196,7 +196,7 @@ impl PartState {
 
 /// The pure core of one emulated node. See the module docs.
 #[derive(Debug)]
-pub struct NodeCore {
+pub struct NodeEngine {
     spec: NodeSpec,
     cfg: SliceConfig,
     parts: Vec<PartState>,
@@ -219,12 +219,12 @@ pub struct NodeCore {
     tel: NodeTelemetry,
 }
 
-impl NodeCore {
+impl NodeEngine {
     /// A node with nothing on it.
     pub fn new(spec: NodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
         spec.validate()?;
         cfg.validate()?;
-        Ok(NodeCore {
+        Ok(NodeEngine {
             spec,
             cfg,
             parts: Vec::new(),
@@ -274,7 +274,7 @@ impl NodeCore {
         self.parts.len()
     }
 
-    /// Whether the node has no parts (same as [`NodeCore::is_idle`]).
+    /// Whether the node has no parts (same as [`NodeEngine::is_idle`]).
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
@@ -313,7 +313,7 @@ impl NodeCore {
     }
 
     /// The current share of every part, in placement order.
-    pub fn shares(&self) -> Vec<(PartId, f64)> {
+    pub fn shares(&self) -> Vec<(NodePartId, f64)> {
         self.parts
             .iter()
             .map(|p| (p.spec.part_id, p.share))
@@ -458,7 +458,7 @@ impl NodeCore {
 
     /// Credit the node as a whole has earned and not yet spent (slices
     /// still burning count as spent). The node starts a slice only when
-    /// this is above a small allowance ([`NodeCore::borrow_ns`]), which
+    /// this is above a small allowance ([`NodeEngine::borrow_ns`]), which
     /// holds it to its capacity in the long run.
     fn node_credit_ns(&self) -> f64 {
         self.parts
@@ -488,7 +488,7 @@ impl NodeCore {
     /// small-capacity nodes and the node busy when its shares sum to one,
     /// and the borrowed time is paid back before the part runs again.
     ///
-    /// Besides the [`NodeCore::max_running`] slices that may burn, the node
+    /// Besides the [`NodeEngine::max_running`] slices that may burn, the node
     /// issues one more to wait behind them in the executor pool when it will
     /// have earned it by the time a burning slice ends. That hides the
     /// round trip (executor -> node -> executor, two thread wake-ups) that
@@ -687,8 +687,8 @@ impl NodeCore {
         }
     }
 
-    /// The next instant (trace s) at which [`NodeCore::handle_timeout`] or
-    /// [`NodeCore::poll_slice`] has something to do, or `None` when the node
+    /// The next instant (trace s) at which [`NodeEngine::handle_timeout`] or
+    /// [`NodeEngine::poll_slice`] has something to do, or `None` when the node
     /// only waits for burns to finish or is idle (an idle node needs no
     /// timer at all).
     pub fn poll_timeout(&self) -> Option<Time> {
@@ -774,7 +774,7 @@ mod tests {
         }
     }
 
-    fn part(id: PartId, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
+    fn part(id: NodePartId, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
         PartSpec {
             part_id: id,
             job_id: id * 10,
@@ -791,7 +791,7 @@ mod tests {
     /// Drives a core with one pretend executor that burns exactly what it
     /// is asked (times `overrun`) in as much wall time as CPU time.
     struct Sim {
-        core: NodeCore,
+        core: NodeEngine,
         now: Time,
         events: Vec<NodeEvent>,
         overrun: f64,
@@ -799,7 +799,7 @@ mod tests {
     }
 
     impl Sim {
-        fn new(core: NodeCore) -> Self {
+        fn new(core: NodeEngine) -> Self {
             Sim {
                 core,
                 now: 0.0,
@@ -858,7 +858,7 @@ mod tests {
 
     #[test]
     fn idle_node_needs_no_timer() {
-        let core = NodeCore::new(node(0.5), cfg(SpareRule::Proportional)).unwrap();
+        let core = NodeEngine::new(node(0.5), cfg(SpareRule::Proportional)).unwrap();
         assert_eq!(core.poll_timeout(), None);
     }
 
@@ -866,7 +866,7 @@ mod tests {
     fn fixed_targets_are_delivered_in_cpu_time() {
         // q = E / D with D = 10_000: 0.5, 0.3, 0.2 stay constant while each
         // part gets exactly q (d/dt rem/rd = 0 when the share equals q).
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         for (id, q) in [(1, 0.5), (2, 0.3), (3, 0.2)] {
             core.place(part(id, q * 10_000.0, 1e6, 10_000.0), 0.0)
                 .unwrap();
@@ -885,7 +885,7 @@ mod tests {
 
     #[test]
     fn small_capacity_node_burns_its_fraction() {
-        let mut core = NodeCore::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
         core.place(part(1, 100.0, 100.0, 1e6), 0.0).unwrap();
         let mut sim = Sim::new(core);
         sim.run(1e6);
@@ -915,7 +915,7 @@ mod tests {
 
     #[test]
     fn long_part_outlives_its_estimate_and_short_part_frees_its_share() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // Part 1 needs 3x its estimate; part 2 finishes at a tenth of it.
         core.place(part(1, 100.0, 300.0, 10_000.0), 0.0).unwrap();
         core.place(part(2, 1000.0, 100.0, 10_000.0), 0.0).unwrap();
@@ -956,7 +956,7 @@ mod tests {
 
     #[test]
     fn shares_follow_job_control_as_deadlines_approach() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // Part 1 cannot meet its deadline (q > 1): it reaches it on-track,
         // turns overdue and shares the overdue pool; part 2 then gets q.
         core.place(part(1, 200.0, 250.0, 150.0), 0.0).unwrap();
@@ -991,7 +991,7 @@ mod tests {
     fn shares_equal_the_rule_on_the_same_state_at_every_event() {
         // Check directly: after each event, the core's shares equal the rule
         // applied to the core's own state at that instant.
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         core.place(part(1, 200.0, 250.0, 300.0), 0.0).unwrap();
         core.place(part(2, 100.0, 50.0, 3_000.0), 0.0).unwrap();
         core.place(part(3, 400.0, 400.0, 2_000.0), 0.0).unwrap();
@@ -1027,7 +1027,7 @@ mod tests {
 
     #[test]
     fn backlog_is_forgiven_in_proportion_to_shares() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         core.place(part(1, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
         core.place(part(2, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
         // Nothing burned for a whole second of real time (host starved).
@@ -1040,7 +1040,7 @@ mod tests {
 
     #[test]
     fn one_slice_queues_behind_and_an_orphan_only_frees_its_slot() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // 10.3 ms of CPU at time scale 1e-3 and capacity 1.
         core.place(part(1, 100.0, 10.3, 1e6), 0.0).unwrap();
         let first = core.poll_slice(0.0).unwrap();
@@ -1064,7 +1064,7 @@ mod tests {
 
     #[test]
     fn placement_is_checked() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         core.place(part(1, 10.0, 10.0, 100.0), 0.0).unwrap();
         assert!(matches!(
             core.place(part(1, 10.0, 10.0, 100.0), 0.0),

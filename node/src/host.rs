@@ -11,7 +11,7 @@ use actix::prelude::*;
 use thiserror::Error;
 
 use crate::actor::{NodeActor, NodeReport};
-use crate::core::NodeCore;
+use crate::core::NodeEngine;
 use crate::exec::ExecutorPool;
 use crate::spec::{NodeId, NodeSpec, SliceConfig, SpecError};
 use net::TraceClock;
@@ -169,7 +169,7 @@ impl NodeHost {
         reports: Option<Recipient<NodeReport>>,
     ) -> Result<Addr<NodeActor>, HostError> {
         self.check_fits(&spec)?;
-        let core = NodeCore::new(spec, self.slice)?;
+        let core = NodeEngine::new(spec, self.slice)?;
         self.capacity_used += spec.capacity;
         Ok(NodeActor::new(core, self.clock, Arc::clone(&self.pool), reports).start())
     }

@@ -14,9 +14,12 @@ use common::{JobId, Time};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Identity of a part: unique on the node it is placed on. The manager
-/// chooses it (e.g. job id and processor index packed together).
-pub type PartId = u64;
+/// Identity of a part on the node it is placed on: a node-local number,
+/// unique on that node. Not the manager's [`common::protocol::PartId`]
+/// (job, index): the node link numbers the parts it places and maps its
+/// numbers back to the manager's ids in reports; standalone runs number
+/// them themselves.
+pub type NodePartId = u64;
 
 /// Identity of an emulated node within a cluster.
 pub type NodeId = u32;
@@ -62,7 +65,7 @@ impl NodeSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// Identity, unique on the node.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// The job this part belongs to.
     pub job_id: JobId,
     /// Runtime estimate RE (reference seconds).
@@ -194,7 +197,7 @@ pub enum SpecError {
     #[error("part {part}: field {field} out of range (got {value})")]
     Part {
         /// The part.
-        part: PartId,
+        part: NodePartId,
         /// The field.
         field: &'static str,
         /// The offending value.
