@@ -17,7 +17,7 @@ use common::Time;
 
 use crate::core::{NodeEngine, NodeEvent, PartProgress, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
-use crate::spec::{NodeId, NodeSpec, PartSpec};
+use crate::spec::{EmulatedNodeSpec, NodeId, PartSpec};
 use crate::telemetry::NodeTelemetry;
 use net::TraceClock;
 
@@ -55,7 +55,7 @@ pub struct GetStatus;
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeStatus {
     /// The node.
-    pub spec: NodeSpec,
+    pub spec: EmulatedNodeSpec,
     /// Trace time of the answer.
     pub now: Time,
     /// Every part on the node.

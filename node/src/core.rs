@@ -42,7 +42,7 @@ use common::time::DEADLINE_TOLERANCE;
 use common::{JobId, Time};
 use thiserror::Error;
 
-use crate::spec::{NodeId, NodePartId, NodeSpec, PartSpec, SliceConfig, SpecError};
+use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};
 use crate::telemetry::{record, NodeTelemetry, PartTelemetry, PPM};
 
 /// Why the shares were recomputed (the first of the events that coincided).
@@ -151,7 +151,7 @@ pub enum PlaceError {
         part: NodePartId,
     },
     /// Not enough free memory or disk.
-    #[error("node {node}: part {part} needs {need} MB of {resource}, {free} MB free")]
+    #[error("node {node}: part {part} needs {need} {unit} of {resource}, {free} {unit} free")]
     NoRoom {
         /// The node.
         node: NodeId,
@@ -159,6 +159,8 @@ pub enum PlaceError {
         part: NodePartId,
         /// "memory" or "disk".
         resource: &'static str,
+        /// The unit of `need` and `free`: "KB" (memory) or "MB" (disk).
+        unit: &'static str,
         /// What the part needs.
         need: u64,
         /// What is free.
@@ -197,7 +199,7 @@ impl PartState {
 /// The pure core of one emulated node. See the module docs.
 #[derive(Debug)]
 pub struct NodeEngine {
-    spec: NodeSpec,
+    spec: EmulatedNodeSpec,
     cfg: SliceConfig,
     parts: Vec<PartState>,
     inputs: Vec<ShareInput>,
@@ -221,7 +223,7 @@ pub struct NodeEngine {
 
 impl NodeEngine {
     /// A node with nothing on it.
-    pub fn new(spec: NodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
+    pub fn new(spec: EmulatedNodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
         spec.validate()?;
         cfg.validate()?;
         Ok(NodeEngine {
@@ -248,7 +250,7 @@ impl NodeEngine {
     }
 
     /// The node's configuration.
-    pub fn spec(&self) -> &NodeSpec {
+    pub fn spec(&self) -> &EmulatedNodeSpec {
         &self.spec
     }
 
@@ -344,9 +346,21 @@ impl NodeEngine {
                 part: part.part_id,
             });
         }
-        for (resource, need, used, total) in [
-            ("memory", part.memory_mb, self.mem_used, self.spec.memory_mb),
-            ("disk", part.disk_mb, self.disk_used, self.spec.disk_mb),
+        for (resource, unit, need, used, total) in [
+            (
+                "memory",
+                "KB",
+                part.memory_kb,
+                self.mem_used,
+                self.spec.memory_kb,
+            ),
+            (
+                "disk",
+                "MB",
+                part.disk_mb,
+                self.disk_used,
+                self.spec.disk_mb,
+            ),
         ] {
             let free = total.saturating_sub(used);
             if need > free {
@@ -354,6 +368,7 @@ impl NodeEngine {
                     node,
                     part: part.part_id,
                     resource,
+                    unit,
                     need,
                     free,
                 });
@@ -366,7 +381,7 @@ impl NodeEngine {
         } else {
             self.accrue(now);
         }
-        self.mem_used += part.memory_mb;
+        self.mem_used += part.memory_kb;
         self.disk_used += part.disk_mb;
         let speed = self.spec.speed;
         let state = PartState {
@@ -594,7 +609,7 @@ impl NodeEngine {
         if p.burned_ns as f64 + 0.5 >= p.work_ns {
             let p = self.parts.remove(k);
             self.orphans.extend(p.in_flight.iter().map(|f| f.0));
-            self.mem_used -= p.spec.memory_mb;
+            self.mem_used -= p.spec.memory_kb;
             self.disk_used -= p.spec.disk_mb;
             let mut tel = p.tel;
             tel.finished = true;
@@ -764,12 +779,12 @@ mod tests {
         }
     }
 
-    fn node(capacity: f64) -> NodeSpec {
-        NodeSpec {
+    fn node(capacity: f64) -> EmulatedNodeSpec {
+        EmulatedNodeSpec {
             id: 3,
             speed: 1.0,
             capacity,
-            memory_mb: 1000,
+            memory_kb: 1000,
             disk_mb: 1000,
         }
     }
@@ -781,7 +796,7 @@ mod tests {
             estimate,
             actual,
             deadline_abs,
-            memory_mb: 0,
+            memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
             hard: false,
@@ -1071,9 +1086,9 @@ mod tests {
             Err(PlaceError::Duplicate { .. })
         ));
         let mut big = part(2, 10.0, 10.0, 100.0);
-        big.memory_mb = 5000;
+        big.memory_kb = 5000;
         let e = core.place(big, 0.0).unwrap_err().to_string();
-        assert_eq!(e, "node 3: part 2 needs 5000 MB of memory, 1000 MB free");
+        assert_eq!(e, "node 3: part 2 needs 5000 KB of memory, 1000 KB free");
         assert!(core.place(part(4, -1.0, 10.0, 100.0), 0.0).is_err());
         let _ = Duration::ZERO;
     }

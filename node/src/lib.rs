@@ -1,7 +1,7 @@
 //! Libratory's emulated compute nodes: they really burn CPU, time-sliced by
 //! the Job Control shares.
 //!
-//! - [`spec`]: what a node and a part are ([`NodeSpec`], [`PartSpec`],
+//! - [`spec`]: what a node and a part are ([`EmulatedNodeSpec`], [`PartSpec`],
 //!   [`SliceConfig`]).
 //! - [`core`]: the pure node ([`NodeEngine`]): share bookkeeping, credit
 //!   accounting, which part runs next, the control tick. Takes `now`.
@@ -35,5 +35,5 @@ pub use crate::core::{
     NodeEngine, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,
 };
 pub use crate::host::{HostError, NodeHost};
-pub use crate::spec::{NodeId, NodePartId, NodeSpec, PartSpec, SliceConfig, SpecError};
+pub use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};
 pub use crate::telemetry::{NodeTelemetry, PartTelemetry};

@@ -1,5 +1,5 @@
 //! What a node is and what runs on it: the node's configuration
-//! ([`NodeSpec`], [`SliceConfig`]) and the unit of work placed on it
+//! ([`EmulatedNodeSpec`], [`SliceConfig`]) and the unit of work placed on it
 //! ([`PartSpec`]).
 //!
 //! These are plain values with validation and no behaviour; the accounting
@@ -25,9 +25,11 @@ pub type NodePartId = u64;
 pub type NodeId = u32;
 
 /// One emulated compute node: a processor of some speed, of which the node
-/// may use only a fraction of one host core.
+/// may use only a fraction of one host core. (The policies' view of a node
+/// is [`common::node_model::NodeSpec`]; the node link announces this one to
+/// the manager as a [`common::protocol::NodeInfo`], memory in the same KB.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct NodeSpec {
+pub struct EmulatedNodeSpec {
     /// The node's identity (its index in the cluster).
     pub id: NodeId,
     /// Processor speed relative to the reference node (1.0): a part needs
@@ -37,13 +39,14 @@ pub struct NodeSpec {
     /// Many nodes of small capacity share a host's cores; progress is the
     /// processor time burned divided by this.
     pub capacity: f64,
-    /// Memory of the node (MB); parts' memory must fit.
-    pub memory_mb: u64,
+    /// Memory of the node (KB, the unit of SWF traces and of the policies'
+    /// [`common::node_model::NodeSpec`]); parts' memory must fit.
+    pub memory_kb: u64,
     /// Disk of the node (MB); parts' disk must fit.
     pub disk_mb: u64,
 }
 
-impl NodeSpec {
+impl EmulatedNodeSpec {
     /// Checks speed and capacity are finite and positive.
     pub fn validate(&self) -> Result<(), SpecError> {
         let node = self.id;
@@ -74,9 +77,9 @@ pub struct PartSpec {
     pub actual: Time,
     /// Absolute deadline DT (trace seconds, on the node's trace clock).
     pub deadline_abs: Time,
-    /// Memory the part holds while it runs (MB).
+    /// Memory the part holds while it runs (KB).
     #[serde(default)]
-    pub memory_mb: u64,
+    pub memory_kb: u64,
     /// Disk the part holds while it runs (MB).
     #[serde(default)]
     pub disk_mb: u64,
