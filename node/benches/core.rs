@@ -9,14 +9,14 @@
 
 use common::share::SpareRule;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use node::{NodeCore, NodeSpec, PartSpec, SliceConfig};
+use node::{EmulatedNodeSpec, NodeEngine, PartSpec, SliceConfig};
 
-fn core_with(parts: u64) -> NodeCore {
-    let spec = NodeSpec {
+fn core_with(parts: u64) -> NodeEngine {
+    let spec = EmulatedNodeSpec {
         id: 0,
         speed: 1.0,
         capacity: 1.0,
-        memory_mb: 1,
+        memory_kb: 1024,
         disk_mb: 1,
     };
     let cfg = SliceConfig {
@@ -24,7 +24,7 @@ fn core_with(parts: u64) -> NodeCore {
         progress_ticks: 0,
         ..SliceConfig::default()
     };
-    let mut core = NodeCore::new(spec, cfg).expect("valid node");
+    let mut core = NodeEngine::new(spec, cfg).expect("valid node");
     for k in 0..parts {
         let p = PartSpec {
             part_id: k,
@@ -32,7 +32,7 @@ fn core_with(parts: u64) -> NodeCore {
             estimate: 1e9,
             actual: 1e9,
             deadline_abs: 1e12,
-            memory_mb: 0,
+            memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
             hard: false,

@@ -1,4 +1,4 @@
-//! The node actor: drives one [`NodeCore`] with the real trace clock and
+//! The node actor: drives one [`NodeEngine`] with the real trace clock and
 //! the process's executor pool. It holds no policy: every handler feeds the
 //! core an event, then `NodeActor::drive` hands due slices to executors,
 //! forwards the core's events, and re-arms the one timer the core asks for.
@@ -15,9 +15,9 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use common::Time;
 
-use crate::core::{NodeCore, NodeEvent, PartProgress, PlaceError, Slice};
+use crate::core::{NodeEngine, NodeEvent, PartProgress, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
-use crate::spec::{NodeId, NodeSpec, PartSpec};
+use crate::spec::{EmulatedNodeSpec, NodeId, PartSpec};
 use crate::telemetry::NodeTelemetry;
 use net::TraceClock;
 
@@ -55,7 +55,7 @@ pub struct GetStatus;
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeStatus {
     /// The node.
-    pub spec: NodeSpec,
+    pub spec: EmulatedNodeSpec,
     /// Trace time of the answer.
     pub now: Time,
     /// Every part on the node.
@@ -80,7 +80,7 @@ pub struct NodeReport {
 /// One emulated node. Start it through [`crate::host::NodeHost`], which
 /// checks the process has executor capacity for it.
 pub struct NodeActor {
-    core: NodeCore,
+    core: NodeEngine,
     clock: TraceClock,
     pool: Arc<ExecutorPool>,
     reports: Option<Recipient<NodeReport>>,
@@ -95,7 +95,7 @@ pub struct NodeActor {
 impl NodeActor {
     /// A node actor around `core` (not started).
     pub fn new(
-        core: NodeCore,
+        core: NodeEngine,
         clock: TraceClock,
         pool: Arc<ExecutorPool>,
         reports: Option<Recipient<NodeReport>>,

@@ -13,7 +13,7 @@ use common::share::SpareRule;
 use net::TraceClock;
 use node::host::batch_dispatch_or_warn;
 use node::kernel::{detect, run_baseline, BaselineRun, ThreadCgroup};
-use node::{GetTelemetry, NodeHost, NodeSpec, PartSpec, PlacePart, SliceConfig};
+use node::{EmulatedNodeSpec, GetTelemetry, NodeHost, PartSpec, PlacePart, SliceConfig};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Which {
@@ -197,11 +197,11 @@ fn userspace(
         let mut addrs = Vec::new();
         let horizon = 1e9;
         for id in 0..nodes {
-            let spec = NodeSpec {
+            let spec = EmulatedNodeSpec {
                 id: id as u32,
                 speed: 1.0,
                 capacity: cap,
-                memory_mb: 1,
+                memory_kb: 1024,
                 disk_mb: 1,
             };
             let a = host.spawn_node(spec, None)?;
@@ -212,7 +212,7 @@ fn userspace(
                     estimate: q * horizon,
                     actual: 2.0 * horizon,
                     deadline_abs: horizon,
-                    memory_mb: 0,
+                    memory_kb: 0,
                     disk_mb: 0,
                     ret: 0.0,
                     hard: false,
@@ -387,7 +387,7 @@ fn overhead(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// Starts `n` idle nodes, waits `dur`, and reports their CPU and memory.
 pub fn host_idle(
-    base: NodeSpec,
+    base: EmulatedNodeSpec,
     n: usize,
     slice: SliceConfig,
     executors: usize,
@@ -400,7 +400,7 @@ pub fn host_idle(
         let mut addrs = Vec::with_capacity(n);
         for id in 0..n {
             addrs.push(host.spawn_node(
-                NodeSpec {
+                EmulatedNodeSpec {
                     id: id as u32,
                     ..base
                 },
@@ -433,11 +433,11 @@ fn scale(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     } else {
         a.executors
     };
-    let base = NodeSpec {
+    let base = EmulatedNodeSpec {
         id: 0,
         speed: 1.0,
         capacity: cores as f64 / a.idle_nodes.max(1) as f64,
-        memory_mb: 1024,
+        memory_kb: 1024 * 1024,
         disk_mb: 1024,
     };
     let r = host_idle(

@@ -3,7 +3,7 @@
 //! clock, wall time scaled by `time_scale`, is [`net::TraceClock`], shared
 //! with the manager.)
 //!
-//! [`crate::core::NodeCore`] never reads any clock; the actor reads the
+//! [`crate::core::NodeEngine`] never reads any clock; the actor reads the
 //! trace clock and passes `now` in, the executors read the CPU clock and
 //! report nanoseconds burned.
 

@@ -2,12 +2,12 @@
 //! bookkeeping, the credit (deficit) accounting that turns shares into
 //! slices, and the control tick.
 //!
-//! [`NodeCore`] takes `now` (trace seconds) as an argument everywhere and is
+//! [`NodeEngine`] takes `now` (trace seconds) as an argument everywhere and is
 //! driven like a sans-I/O protocol state machine: feed it events
-//! ([`NodeCore::place`], [`NodeCore::on_burned`],
-//! [`NodeCore::handle_timeout`]), then drain what it wants done
-//! ([`NodeCore::poll_slice`], [`NodeCore::poll_event`]) and arm one timer
-//! for [`NodeCore::poll_timeout`]. The actor in [`crate::actor`] does exactly
+//! ([`NodeEngine::place`], [`NodeEngine::on_burned`],
+//! [`NodeEngine::handle_timeout`]), then drain what it wants done
+//! ([`NodeEngine::poll_slice`], [`NodeEngine::poll_event`]) and arm one timer
+//! for [`NodeEngine::poll_timeout`]. The actor in [`crate::actor`] does exactly
 //! that with real clocks and real executors; the unit tests do it with a
 //! fake clock and pretend burns.
 //!
@@ -42,7 +42,7 @@ use common::time::DEADLINE_TOLERANCE;
 use common::{JobId, Time};
 use thiserror::Error;
 
-use crate::spec::{NodeId, NodeSpec, PartId, PartSpec, SliceConfig, SpecError};
+use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};
 use crate::telemetry::{record, NodeTelemetry, PartTelemetry, PPM};
 
 /// Why the shares were recomputed (the first of the events that coincided).
@@ -59,11 +59,11 @@ pub enum ShareReason {
 }
 
 /// A request to burn processor time for one part. Hand it back to
-/// [`NodeCore::on_burned`] when it is done.
+/// [`NodeEngine::on_burned`] when it is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice {
     /// The part to run.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// The node's sequence number for this slice (unique per node).
     pub seq: u64,
     /// Thread CPU time to burn (real ns).
@@ -76,7 +76,7 @@ pub struct PartCompletion {
     /// The node it ran on.
     pub node_id: NodeId,
     /// The part.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// When it was placed (trace s).
@@ -98,7 +98,7 @@ pub struct PartCompletion {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartProgress {
     /// The part.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// Work done so far (reference seconds, comparable to the part's
@@ -122,7 +122,7 @@ pub enum NodeEvent {
         /// Which node-local event caused it.
         reason: ShareReason,
         /// The new share of every part on the node, in placement order.
-        shares: Vec<(PartId, f64)>,
+        shares: Vec<(NodePartId, f64)>,
         /// What the share rule saw, in the same order (so anyone can check
         /// the shares against `job_control_shares`).
         inputs: Vec<ShareInput>,
@@ -148,17 +148,19 @@ pub enum PlaceError {
         /// The node.
         node: NodeId,
         /// The part.
-        part: PartId,
+        part: NodePartId,
     },
     /// Not enough free memory or disk.
-    #[error("node {node}: part {part} needs {need} MB of {resource}, {free} MB free")]
+    #[error("node {node}: part {part} needs {need} {unit} of {resource}, {free} {unit} free")]
     NoRoom {
         /// The node.
         node: NodeId,
         /// The part.
-        part: PartId,
+        part: NodePartId,
         /// "memory" or "disk".
         resource: &'static str,
+        /// The unit of `need` and `free`: "KB" (memory) or "MB" (disk).
+        unit: &'static str,
         /// What the part needs.
         need: u64,
         /// What is free.
@@ -196,8 +198,8 @@ impl PartState {
 
 /// The pure core of one emulated node. See the module docs.
 #[derive(Debug)]
-pub struct NodeCore {
-    spec: NodeSpec,
+pub struct NodeEngine {
+    spec: EmulatedNodeSpec,
     cfg: SliceConfig,
     parts: Vec<PartState>,
     inputs: Vec<ShareInput>,
@@ -219,12 +221,12 @@ pub struct NodeCore {
     tel: NodeTelemetry,
 }
 
-impl NodeCore {
+impl NodeEngine {
     /// A node with nothing on it.
-    pub fn new(spec: NodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
+    pub fn new(spec: EmulatedNodeSpec, cfg: SliceConfig) -> Result<Self, SpecError> {
         spec.validate()?;
         cfg.validate()?;
-        Ok(NodeCore {
+        Ok(NodeEngine {
             spec,
             cfg,
             parts: Vec::new(),
@@ -248,7 +250,7 @@ impl NodeCore {
     }
 
     /// The node's configuration.
-    pub fn spec(&self) -> &NodeSpec {
+    pub fn spec(&self) -> &EmulatedNodeSpec {
         &self.spec
     }
 
@@ -274,7 +276,7 @@ impl NodeCore {
         self.parts.len()
     }
 
-    /// Whether the node has no parts (same as [`NodeCore::is_idle`]).
+    /// Whether the node has no parts (same as [`NodeEngine::is_idle`]).
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
     }
@@ -313,7 +315,7 @@ impl NodeCore {
     }
 
     /// The current share of every part, in placement order.
-    pub fn shares(&self) -> Vec<(PartId, f64)> {
+    pub fn shares(&self) -> Vec<(NodePartId, f64)> {
         self.parts
             .iter()
             .map(|p| (p.spec.part_id, p.share))
@@ -344,9 +346,21 @@ impl NodeCore {
                 part: part.part_id,
             });
         }
-        for (resource, need, used, total) in [
-            ("memory", part.memory_mb, self.mem_used, self.spec.memory_mb),
-            ("disk", part.disk_mb, self.disk_used, self.spec.disk_mb),
+        for (resource, unit, need, used, total) in [
+            (
+                "memory",
+                "KB",
+                part.memory_kb,
+                self.mem_used,
+                self.spec.memory_kb,
+            ),
+            (
+                "disk",
+                "MB",
+                part.disk_mb,
+                self.disk_used,
+                self.spec.disk_mb,
+            ),
         ] {
             let free = total.saturating_sub(used);
             if need > free {
@@ -354,6 +368,7 @@ impl NodeCore {
                     node,
                     part: part.part_id,
                     resource,
+                    unit,
                     need,
                     free,
                 });
@@ -366,7 +381,7 @@ impl NodeCore {
         } else {
             self.accrue(now);
         }
-        self.mem_used += part.memory_mb;
+        self.mem_used += part.memory_kb;
         self.disk_used += part.disk_mb;
         let speed = self.spec.speed;
         let state = PartState {
@@ -458,7 +473,7 @@ impl NodeCore {
 
     /// Credit the node as a whole has earned and not yet spent (slices
     /// still burning count as spent). The node starts a slice only when
-    /// this is above a small allowance ([`NodeCore::borrow_ns`]), which
+    /// this is above a small allowance ([`NodeEngine::borrow_ns`]), which
     /// holds it to its capacity in the long run.
     fn node_credit_ns(&self) -> f64 {
         self.parts
@@ -488,7 +503,7 @@ impl NodeCore {
     /// small-capacity nodes and the node busy when its shares sum to one,
     /// and the borrowed time is paid back before the part runs again.
     ///
-    /// Besides the [`NodeCore::max_running`] slices that may burn, the node
+    /// Besides the [`NodeEngine::max_running`] slices that may burn, the node
     /// issues one more to wait behind them in the executor pool when it will
     /// have earned it by the time a burning slice ends. That hides the
     /// round trip (executor -> node -> executor, two thread wake-ups) that
@@ -594,7 +609,7 @@ impl NodeCore {
         if p.burned_ns as f64 + 0.5 >= p.work_ns {
             let p = self.parts.remove(k);
             self.orphans.extend(p.in_flight.iter().map(|f| f.0));
-            self.mem_used -= p.spec.memory_mb;
+            self.mem_used -= p.spec.memory_kb;
             self.disk_used -= p.spec.disk_mb;
             let mut tel = p.tel;
             tel.finished = true;
@@ -687,8 +702,8 @@ impl NodeCore {
         }
     }
 
-    /// The next instant (trace s) at which [`NodeCore::handle_timeout`] or
-    /// [`NodeCore::poll_slice`] has something to do, or `None` when the node
+    /// The next instant (trace s) at which [`NodeEngine::handle_timeout`] or
+    /// [`NodeEngine::poll_slice`] has something to do, or `None` when the node
     /// only waits for burns to finish or is idle (an idle node needs no
     /// timer at all).
     pub fn poll_timeout(&self) -> Option<Time> {
@@ -764,24 +779,24 @@ mod tests {
         }
     }
 
-    fn node(capacity: f64) -> NodeSpec {
-        NodeSpec {
+    fn node(capacity: f64) -> EmulatedNodeSpec {
+        EmulatedNodeSpec {
             id: 3,
             speed: 1.0,
             capacity,
-            memory_mb: 1000,
+            memory_kb: 1000,
             disk_mb: 1000,
         }
     }
 
-    fn part(id: PartId, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
+    fn part(id: NodePartId, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
         PartSpec {
             part_id: id,
             job_id: id * 10,
             estimate,
             actual,
             deadline_abs,
-            memory_mb: 0,
+            memory_kb: 0,
             disk_mb: 0,
             ret: 0.0,
             hard: false,
@@ -791,7 +806,7 @@ mod tests {
     /// Drives a core with one pretend executor that burns exactly what it
     /// is asked (times `overrun`) in as much wall time as CPU time.
     struct Sim {
-        core: NodeCore,
+        core: NodeEngine,
         now: Time,
         events: Vec<NodeEvent>,
         overrun: f64,
@@ -799,7 +814,7 @@ mod tests {
     }
 
     impl Sim {
-        fn new(core: NodeCore) -> Self {
+        fn new(core: NodeEngine) -> Self {
             Sim {
                 core,
                 now: 0.0,
@@ -858,7 +873,7 @@ mod tests {
 
     #[test]
     fn idle_node_needs_no_timer() {
-        let core = NodeCore::new(node(0.5), cfg(SpareRule::Proportional)).unwrap();
+        let core = NodeEngine::new(node(0.5), cfg(SpareRule::Proportional)).unwrap();
         assert_eq!(core.poll_timeout(), None);
     }
 
@@ -866,7 +881,7 @@ mod tests {
     fn fixed_targets_are_delivered_in_cpu_time() {
         // q = E / D with D = 10_000: 0.5, 0.3, 0.2 stay constant while each
         // part gets exactly q (d/dt rem/rd = 0 when the share equals q).
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         for (id, q) in [(1, 0.5), (2, 0.3), (3, 0.2)] {
             core.place(part(id, q * 10_000.0, 1e6, 10_000.0), 0.0)
                 .unwrap();
@@ -885,7 +900,7 @@ mod tests {
 
     #[test]
     fn small_capacity_node_burns_its_fraction() {
-        let mut core = NodeCore::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
         core.place(part(1, 100.0, 100.0, 1e6), 0.0).unwrap();
         let mut sim = Sim::new(core);
         sim.run(1e6);
@@ -915,7 +930,7 @@ mod tests {
 
     #[test]
     fn long_part_outlives_its_estimate_and_short_part_frees_its_share() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // Part 1 needs 3x its estimate; part 2 finishes at a tenth of it.
         core.place(part(1, 100.0, 300.0, 10_000.0), 0.0).unwrap();
         core.place(part(2, 1000.0, 100.0, 10_000.0), 0.0).unwrap();
@@ -956,7 +971,7 @@ mod tests {
 
     #[test]
     fn shares_follow_job_control_as_deadlines_approach() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // Part 1 cannot meet its deadline (q > 1): it reaches it on-track,
         // turns overdue and shares the overdue pool; part 2 then gets q.
         core.place(part(1, 200.0, 250.0, 150.0), 0.0).unwrap();
@@ -991,7 +1006,7 @@ mod tests {
     fn shares_equal_the_rule_on_the_same_state_at_every_event() {
         // Check directly: after each event, the core's shares equal the rule
         // applied to the core's own state at that instant.
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         core.place(part(1, 200.0, 250.0, 300.0), 0.0).unwrap();
         core.place(part(2, 100.0, 50.0, 3_000.0), 0.0).unwrap();
         core.place(part(3, 400.0, 400.0, 2_000.0), 0.0).unwrap();
@@ -1027,7 +1042,7 @@ mod tests {
 
     #[test]
     fn backlog_is_forgiven_in_proportion_to_shares() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         core.place(part(1, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
         core.place(part(2, 5000.0, 1e6, 10_000.0), 0.0).unwrap();
         // Nothing burned for a whole second of real time (host starved).
@@ -1040,7 +1055,7 @@ mod tests {
 
     #[test]
     fn one_slice_queues_behind_and_an_orphan_only_frees_its_slot() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
         // 10.3 ms of CPU at time scale 1e-3 and capacity 1.
         core.place(part(1, 100.0, 10.3, 1e6), 0.0).unwrap();
         let first = core.poll_slice(0.0).unwrap();
@@ -1064,16 +1079,16 @@ mod tests {
 
     #[test]
     fn placement_is_checked() {
-        let mut core = NodeCore::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Idle)).unwrap();
         core.place(part(1, 10.0, 10.0, 100.0), 0.0).unwrap();
         assert!(matches!(
             core.place(part(1, 10.0, 10.0, 100.0), 0.0),
             Err(PlaceError::Duplicate { .. })
         ));
         let mut big = part(2, 10.0, 10.0, 100.0);
-        big.memory_mb = 5000;
+        big.memory_kb = 5000;
         let e = core.place(big, 0.0).unwrap_err().to_string();
-        assert_eq!(e, "node 3: part 2 needs 5000 MB of memory, 1000 MB free");
+        assert_eq!(e, "node 3: part 2 needs 5000 KB of memory, 1000 KB free");
         assert!(core.place(part(4, -1.0, 10.0, 100.0), 0.0).is_err());
         let _ = Duration::ZERO;
     }

@@ -11,9 +11,9 @@ use actix::prelude::*;
 use thiserror::Error;
 
 use crate::actor::{NodeActor, NodeReport};
-use crate::core::NodeCore;
+use crate::core::NodeEngine;
 use crate::exec::ExecutorPool;
-use crate::spec::{NodeId, NodeSpec, SliceConfig, SpecError};
+use crate::spec::{EmulatedNodeSpec, NodeId, SliceConfig, SpecError};
 use net::TraceClock;
 
 /// Why a host or node could not be set up.
@@ -148,7 +148,7 @@ impl NodeHost {
     }
 
     /// Checks that a node of this capacity still fits, without starting it.
-    pub fn check_fits(&self, spec: &NodeSpec) -> Result<(), HostError> {
+    pub fn check_fits(&self, spec: &EmulatedNodeSpec) -> Result<(), HostError> {
         spec.validate()?;
         let total = self.capacity_used + spec.capacity;
         if total > self.pool.size() as f64 + CAPACITY_EPS {
@@ -165,11 +165,11 @@ impl NodeHost {
     /// Starts a node actor on the current actix arbiter.
     pub fn spawn_node(
         &mut self,
-        spec: NodeSpec,
+        spec: EmulatedNodeSpec,
         reports: Option<Recipient<NodeReport>>,
     ) -> Result<Addr<NodeActor>, HostError> {
         self.check_fits(&spec)?;
-        let core = NodeCore::new(spec, self.slice)?;
+        let core = NodeEngine::new(spec, self.slice)?;
         self.capacity_used += spec.capacity;
         Ok(NodeActor::new(core, self.clock, Arc::clone(&self.pool), reports).start())
     }

@@ -1,9 +1,9 @@
 //! Libratory's emulated compute nodes: they really burn CPU, time-sliced by
 //! the Job Control shares.
 //!
-//! - [`spec`]: what a node and a part are ([`NodeSpec`], [`PartSpec`],
+//! - [`spec`]: what a node and a part are ([`EmulatedNodeSpec`], [`PartSpec`],
 //!   [`SliceConfig`]).
-//! - [`core`]: the pure node ([`NodeCore`]): share bookkeeping, credit
+//! - [`core`]: the pure node ([`NodeEngine`]): share bookkeeping, credit
 //!   accounting, which part runs next, the control tick. Takes `now`.
 //! - [`clock`]: the trace clock and the thread CPU clock.
 //! - [`exec`]: the executor threads that burn CPU for every node.
@@ -32,8 +32,8 @@ pub use crate::actor::{
     SetReportSink,
 };
 pub use crate::core::{
-    NodeCore, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,
+    NodeEngine, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,
 };
 pub use crate::host::{HostError, NodeHost};
-pub use crate::spec::{NodeId, NodeSpec, PartId, PartSpec, SliceConfig, SpecError};
+pub use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};
 pub use crate::telemetry::{NodeTelemetry, PartTelemetry};

@@ -23,7 +23,7 @@ use net::{self, FramedStream, Timeouts};
 use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
-use crate::spec::{NodeSpec, PartSpec, SliceConfig};
+use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
 use net::TraceClock;
 
 /// How to reach the manager and what to offer it.
@@ -38,7 +38,7 @@ pub struct LinkConfig {
     /// Label for the manager's logs and results (host name by default).
     pub label: String,
     /// The nodes (ids are filled in here: 0..).
-    pub node: NodeSpec,
+    pub node: EmulatedNodeSpec,
     /// How many.
     pub nodes: usize,
     /// Slicer knobs; the time scale and spare rule come from the manager.
@@ -83,7 +83,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             local: k as u32,
             capacity: cfg.node.capacity,
             speed: cfg.node.speed,
-            memory_kb: cfg.node.memory_mb * 1024,
+            memory_kb: cfg.node.memory_kb,
             disk_mb: cfg.node.disk_mb,
         })
         .collect();
@@ -123,7 +123,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     let (sink, mut reports) = report_channel();
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for k in 0..cfg.nodes {
-        let spec = NodeSpec {
+        let spec = EmulatedNodeSpec {
             id: k as u32,
             ..cfg.node
         };
@@ -244,7 +244,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     estimate: d.estimate,
                     actual: d.actual,
                     deadline_abs: d.deadline,
-                    memory_mb: 0,
+                    memory_kb: 0,
                     disk_mb: 0,
                     ret: d.ret,
                     hard: d.hard,

@@ -15,7 +15,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
 use common::share::SpareRule;
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
-use node::{NodeSpec, SliceConfig};
+use node::{EmulatedNodeSpec, SliceConfig};
 
 #[derive(Parser)]
 #[command(
@@ -143,12 +143,12 @@ fn parse_spare(s: &str) -> Result<SpareRule, String> {
 }
 
 impl NodeArgs {
-    fn node(&self) -> NodeSpec {
-        NodeSpec {
+    fn node(&self) -> EmulatedNodeSpec {
+        EmulatedNodeSpec {
             id: 0,
             speed: self.speed,
             capacity: self.capacity,
-            memory_mb: self.memory_mb,
+            memory_kb: self.memory_mb.saturating_mul(1024),
             disk_mb: self.disk_mb,
         }
     }

@@ -1,5 +1,5 @@
 //! What a node is and what runs on it: the node's configuration
-//! ([`NodeSpec`], [`SliceConfig`]) and the unit of work placed on it
+//! ([`EmulatedNodeSpec`], [`SliceConfig`]) and the unit of work placed on it
 //! ([`PartSpec`]).
 //!
 //! These are plain values with validation and no behaviour; the accounting
@@ -14,17 +14,22 @@ use common::{JobId, Time};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Identity of a part: unique on the node it is placed on. The manager
-/// chooses it (e.g. job id and processor index packed together).
-pub type PartId = u64;
+/// Identity of a part on the node it is placed on: a node-local number,
+/// unique on that node. Not the manager's [`common::protocol::PartId`]
+/// (job, index): the node link numbers the parts it places and maps its
+/// numbers back to the manager's ids in reports; standalone runs number
+/// them themselves.
+pub type NodePartId = u64;
 
 /// Identity of an emulated node within a cluster.
 pub type NodeId = u32;
 
 /// One emulated compute node: a processor of some speed, of which the node
-/// may use only a fraction of one host core.
+/// may use only a fraction of one host core. (The policies' view of a node
+/// is [`common::node_model::NodeSpec`]; the node link announces this one to
+/// the manager as a [`common::protocol::NodeInfo`], memory in the same KB.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct NodeSpec {
+pub struct EmulatedNodeSpec {
     /// The node's identity (its index in the cluster).
     pub id: NodeId,
     /// Processor speed relative to the reference node (1.0): a part needs
@@ -34,13 +39,14 @@ pub struct NodeSpec {
     /// Many nodes of small capacity share a host's cores; progress is the
     /// processor time burned divided by this.
     pub capacity: f64,
-    /// Memory of the node (MB); parts' memory must fit.
-    pub memory_mb: u64,
+    /// Memory of the node (KB, the unit of SWF traces and of the policies'
+    /// [`common::node_model::NodeSpec`]); parts' memory must fit.
+    pub memory_kb: u64,
     /// Disk of the node (MB); parts' disk must fit.
     pub disk_mb: u64,
 }
 
-impl NodeSpec {
+impl EmulatedNodeSpec {
     /// Checks speed and capacity are finite and positive.
     pub fn validate(&self) -> Result<(), SpecError> {
         let node = self.id;
@@ -62,7 +68,7 @@ impl NodeSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartSpec {
     /// Identity, unique on the node.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// The job this part belongs to.
     pub job_id: JobId,
     /// Runtime estimate RE (reference seconds).
@@ -71,9 +77,9 @@ pub struct PartSpec {
     pub actual: Time,
     /// Absolute deadline DT (trace seconds, on the node's trace clock).
     pub deadline_abs: Time,
-    /// Memory the part holds while it runs (MB).
+    /// Memory the part holds while it runs (KB).
     #[serde(default)]
-    pub memory_mb: u64,
+    pub memory_kb: u64,
     /// Disk the part holds while it runs (MB).
     #[serde(default)]
     pub disk_mb: u64,
@@ -194,7 +200,7 @@ pub enum SpecError {
     #[error("part {part}: field {field} out of range (got {value})")]
     Part {
         /// The part.
-        part: PartId,
+        part: NodePartId,
         /// The field.
         field: &'static str,
         /// The offending value.

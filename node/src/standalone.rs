@@ -20,7 +20,7 @@ use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
 use crate::clock::process_cpu_ns;
 use crate::core::{NodeEvent, PartCompletion};
 use crate::host::{HostError, NodeHost};
-use crate::spec::{NodeSpec, PartSpec, SliceConfig};
+use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
 use crate::telemetry::NodeTelemetry;
 use net::TraceClock;
 
@@ -138,7 +138,7 @@ impl PartEntry {
 #[derive(Debug, Clone)]
 pub struct StandaloneConfig {
     /// The node (copied to every node; ids 0..nodes).
-    pub node: NodeSpec,
+    pub node: EmulatedNodeSpec,
     /// How many identical nodes.
     pub nodes: usize,
     /// Slicer settings (time scale, period, tick, spare rule).
@@ -281,7 +281,7 @@ async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError>
     let (sink, mut rx) = report_channel();
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for id in 0..cfg.nodes {
-        let spec = NodeSpec {
+        let spec = EmulatedNodeSpec {
             id: id as u32,
             ..cfg.node
         };
@@ -297,7 +297,7 @@ async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError>
             estimate: e.estimate,
             actual: e.actual,
             deadline_abs: e.at + e.deadline,
-            memory_mb: e.memory_mb,
+            memory_kb: e.memory_mb.saturating_mul(1024),
             disk_mb: e.disk_mb,
             ret: e.ret,
             hard: false,

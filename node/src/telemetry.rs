@@ -10,7 +10,7 @@
 use common::JobId;
 use hdrhistogram::Histogram;
 
-use crate::spec::{NodeId, PartId};
+use crate::spec::{NodeId, NodePartId};
 
 /// Shares are recorded as integers in this unit (1e6 = the whole node).
 pub const PPM: f64 = 1e6;
@@ -42,7 +42,7 @@ pub(crate) fn record(h: &mut Histogram<u64>, v: f64) {
 #[derive(Debug, Clone)]
 pub struct PartTelemetry {
     /// The part.
-    pub part_id: PartId,
+    pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// Time-averaged assigned share in each control-tick window (ppm).
@@ -62,7 +62,7 @@ pub struct PartTelemetry {
 }
 
 impl PartTelemetry {
-    pub(crate) fn new(part_id: PartId, job_id: JobId) -> Self {
+    pub(crate) fn new(part_id: NodePartId, job_id: JobId) -> Self {
         PartTelemetry {
             part_id,
             job_id,

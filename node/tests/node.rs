@@ -12,7 +12,7 @@ use node::core::ShareReason;
 use node::kernel::{detect, run_baseline, BaselineRun};
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
 use node::{
-    report_channel, GetStatus, GetTelemetry, NodeEvent, NodeHost, NodeSpec, PartCompletion,
+    report_channel, EmulatedNodeSpec, GetStatus, GetTelemetry, NodeEvent, NodeHost, PartCompletion,
     PartSpec, PlacePart, SliceConfig,
 };
 
@@ -33,12 +33,12 @@ fn slice(rule: SpareRule) -> SliceConfig {
     }
 }
 
-fn node(id: u32, capacity: f64) -> NodeSpec {
-    NodeSpec {
+fn node(id: u32, capacity: f64) -> EmulatedNodeSpec {
+    EmulatedNodeSpec {
         id,
         speed: 1.0,
         capacity,
-        memory_mb: 1024,
+        memory_kb: 1024 * 1024,
         disk_mb: 1024,
     }
 }
@@ -50,7 +50,7 @@ fn part(id: u64, estimate: f64, actual: f64, deadline_abs: f64) -> PartSpec {
         estimate,
         actual,
         deadline_abs,
-        memory_mb: 0,
+        memory_kb: 0,
         disk_mb: 0,
         ret: 0.0,
         hard: false,
