@@ -42,6 +42,12 @@ pub const MAX_FRAME: usize = 4 << 20;
 /// Bytes of the length prefix.
 pub const LEN_PREFIX: usize = 4;
 
+/// QUIC application error code with which the manager closes the
+/// connection of a peer it refuses (bad hello, wrong version, wrong role,
+/// no registration); the close reason says why. A peer is never answered
+/// beyond the manager's own hello.
+pub const CLOSE_REFUSED: u32 = 0x4c42_5246; // "LBRF"
+
 /// Who is speaking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {

@@ -42,6 +42,10 @@ use common::workload::WorkloadJob;
 /// A connection to one node process.
 pub type LinkId = u64;
 
+/// Largest capacity (cores) a registered node may claim: an emulated node
+/// is a fraction of a host's cores or a few of them; more is a broken peer.
+pub const MAX_NODE_CAPACITY: f64 = 1024.0;
+
 /// What the core wants done.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
@@ -80,6 +84,8 @@ struct LiveJob {
     record: JobRecord,
     /// Global ids of the nodes of each part (index = part index).
     part_nodes: Vec<u32>,
+    /// Whether each part has completed (a second completion is ignored).
+    part_done: Vec<bool>,
     parts_left: usize,
     done: bool,
 }
@@ -97,14 +103,62 @@ struct Reported {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoreError {
     /// A message about a part the core never dispatched to that link.
-    #[error("link {link}: unknown part {job}/{index}")]
+    #[error("node process {host} (link {link}): unknown part {job}/{index}")]
     UnknownPart {
+        /// The node process's label.
+        host: String,
         /// The link.
         link: LinkId,
         /// The job.
         job: JobId,
         /// The part index.
         index: u32,
+    },
+    /// A second completion of a part already completed: ignored.
+    #[error(
+        "node process {host} (link {link}): duplicate completion of part {job}/{index} ignored"
+    )]
+    DuplicateCompletion {
+        /// The node process's label.
+        host: String,
+        /// The link.
+        link: LinkId,
+        /// The job.
+        job: JobId,
+        /// The part index.
+        index: u32,
+    },
+    /// A node process offered a node with impossible numbers; none of its
+    /// nodes is registered.
+    #[error("node process {host}: node {local}: {field} must be {want}, got {value}")]
+    BadNode {
+        /// The node process's label.
+        host: String,
+        /// The node's index within its process.
+        local: u32,
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        want: &'static str,
+        /// What it was.
+        value: f64,
+    },
+    /// A node process reported a value that cannot be (NaN, negative
+    /// work, a share outside [0, 1]); the message is ignored.
+    #[error("node process {host} (link {link}): {what} {field} must be {want}, got {value}")]
+    BadReport {
+        /// The node process's label.
+        host: String,
+        /// The link.
+        link: LinkId,
+        /// What the value belongs to (`part 3/0`, `report`).
+        what: String,
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        want: &'static str,
+        /// What it was.
+        value: f64,
     },
     /// A job submitted twice.
     #[error("job {0} was already submitted")]
@@ -132,6 +186,8 @@ pub struct ManagerCore {
     /// Jobs waiting in a queue policy (space-shared).
     queued: usize,
     actions: Vec<QueueAction>,
+    /// Completions of parts already completed (ignored).
+    duplicate_completions: u64,
 }
 
 impl ManagerCore {
@@ -149,6 +205,7 @@ impl ManagerCore {
             reported: HashMap::new(),
             queued: 0,
             actions: Vec::new(),
+            duplicate_completions: 0,
         }
     }
 
@@ -168,8 +225,34 @@ impl ManagerCore {
         }
     }
 
-    /// Registers the nodes of a link; returns their global ids.
-    pub fn register(&mut self, link: LinkId, host: &str, infos: &[NodeInfo]) -> Vec<u32> {
+    /// Registers the nodes of a link; returns their global ids. A node with
+    /// impossible numbers (speed or capacity not finite and positive, a
+    /// capacity beyond [`MAX_NODE_CAPACITY`] cores) refuses the whole
+    /// registration: policies would divide by its speed.
+    pub fn register(
+        &mut self,
+        link: LinkId,
+        host: &str,
+        infos: &[NodeInfo],
+    ) -> Result<Vec<u32>, CoreError> {
+        for info in infos {
+            let bad = |field, want, value| CoreError::BadNode {
+                host: host.to_string(),
+                local: info.local,
+                field,
+                want,
+                value,
+            };
+            if !(info.speed.is_finite() && info.speed > 0.0) {
+                return Err(bad("speed", "finite and > 0", info.speed));
+            }
+            if !(info.capacity.is_finite()
+                && info.capacity > 0.0
+                && info.capacity <= MAX_NODE_CAPACITY)
+            {
+                return Err(bad("capacity", "> 0 and <= 1024 (cores)", info.capacity));
+            }
+        }
         let mut ids = Vec::with_capacity(infos.len());
         for info in infos {
             let id = self.nodes.len() as u32;
@@ -192,7 +275,7 @@ impl ManagerCore {
             }
             ids.push(id);
         }
-        ids
+        Ok(ids)
     }
 
     /// Live nodes.
@@ -225,6 +308,12 @@ impl ManagerCore {
         job.spec
             .validate()
             .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        if !(job.actual_runtime.is_finite() && job.actual_runtime >= 0.0) {
+            return Err(CoreError::Invalid(format!(
+                "job {id}: actual runtime must be finite and >= 0, got {}",
+                job.actual_runtime
+            )));
+        }
         let mut record = blank_record(&job);
         record.submit = job.spec.details.submit_time;
         self.jobs.insert(
@@ -233,6 +322,7 @@ impl ManagerCore {
                 job,
                 record,
                 part_nodes: Vec::new(),
+                part_done: Vec::new(),
                 parts_left: 0,
                 done: false,
             },
@@ -315,6 +405,7 @@ impl ManagerCore {
         j.record.cost = cost;
         j.record.nodes = global.iter().map(|&g| g as usize).collect();
         j.part_nodes = global.to_vec();
+        j.part_done = vec![false; global.len()];
         j.parts_left = global.len();
         let spec = j.job.spec.clone();
         let actual = j.job.actual_runtime;
@@ -386,6 +477,28 @@ impl ManagerCore {
         at: Time,
         parts: &[PartProgress],
     ) -> Result<(), CoreError> {
+        // Check the whole report before taking any of it.
+        let bad = |what: String, field, want, value| CoreError::BadReport {
+            host: self.link_host(link).to_string(),
+            link,
+            what,
+            field,
+            want,
+            value,
+        };
+        if !at.is_finite() {
+            return Err(bad("report".into(), "at", "finite", at));
+        }
+        for p in parts {
+            self.global_of(link, p.part)?;
+            let what = || format!("part {}/{}", p.part.job, p.part.index);
+            if !(p.work_done.is_finite() && p.work_done >= 0.0) {
+                return Err(bad(what(), "work_done", "finite and >= 0", p.work_done));
+            }
+            if !(0.0..=1.0).contains(&p.share) {
+                return Err(bad(what(), "share", "in [0, 1]", p.share));
+            }
+        }
         for p in parts {
             let g = self.global_of(link, p.part)?;
             let speed = self.view_index[g as usize].map_or(1.0, |k| self.view[k].spec.speed);
@@ -401,8 +514,17 @@ impl ManagerCore {
         Ok(())
     }
 
+    /// The label of the node process on `link` (for errors).
+    fn link_host(&self, link: LinkId) -> &str {
+        self.nodes
+            .iter()
+            .find(|n| n.link == link)
+            .map_or("(unregistered)", |n| n.host.as_str())
+    }
+
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
         let unknown = CoreError::UnknownPart {
+            host: self.link_host(link).to_string(),
             link,
             job: part.job,
             index: part.index,
@@ -428,8 +550,29 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
+        if !at.is_finite() {
+            return Err(CoreError::BadReport {
+                host: self.link_host(link).to_string(),
+                link,
+                what: format!("completion of part {}/{}", part.job, part.index),
+                field: "at",
+                want: "finite",
+                value: at,
+            });
+        }
+        let j = &self.jobs[&part.job];
+        if j.part_done[part.index as usize] {
+            self.duplicate_completions += 1;
+            return Err(CoreError::DuplicateCompletion {
+                host: self.link_host(link).to_string(),
+                link,
+                job: part.job,
+                index: part.index,
+            });
+        }
         self.remove_part(g, part);
         let j = self.jobs.get_mut(&part.job).expect("checked");
+        j.part_done[part.index as usize] = true;
         if j.done {
             return Ok(());
         }
@@ -526,6 +669,11 @@ impl ManagerCore {
     /// Jobs submitted and not yet over.
     pub fn open_jobs(&self) -> usize {
         self.jobs.values().filter(|j| !j.done).count()
+    }
+
+    /// Completions of parts already completed, ignored so far.
+    pub fn duplicate_completions(&self) -> u64 {
+        self.duplicate_completions
     }
 
     /// Jobs waiting in a queue policy.
@@ -632,8 +780,14 @@ mod tests {
         // (link 20). Job 1 (RE 50, D 100, P 2): best fit on empty nodes is
         // the lowest indices, nodes 0 and 1 on link 10, locals 0 and 1.
         let mut c = libra();
-        assert_eq!(c.register(10, "a", &[info(0), info(1)]), vec![0, 1]);
-        assert_eq!(c.register(20, "b", &[info(0), info(1)]), vec![2, 3]);
+        assert_eq!(
+            c.register(10, "a", &[info(0), info(1)]).unwrap(),
+            vec![0, 1]
+        );
+        assert_eq!(
+            c.register(20, "b", &[info(0), info(1)]).unwrap(),
+            vec![2, 3]
+        );
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
             .unwrap();
@@ -675,7 +829,7 @@ mod tests {
         // fits. Without the report job 1 would still count 50/50 = 1.0 at
         // t = 50 and job 2 would be refused.
         let mut c = libra();
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
             .unwrap();
@@ -696,7 +850,7 @@ mod tests {
         assert_eq!(dispatches(&out).len(), 1, "{out:?}");
 
         let mut c = libra();
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
             .unwrap();
         out.clear();
@@ -708,8 +862,8 @@ mod tests {
     #[test]
     fn lost_link_loses_parts_cancels_siblings_and_leaves_the_view() {
         let mut c = libra();
-        c.register(10, "a", &[info(0)]);
-        c.register(20, "b", &[info(0)]);
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
         let mut out = Vec::new();
         // P 2 spans both links.
         c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
@@ -734,7 +888,7 @@ mod tests {
             matches!(&out[0], Output::Decided { decision: Decision::Reject(r), .. } if r.reason == RejectReason::Resources)
         );
         // The process rejoins: its node comes back as a new node (id 2).
-        assert_eq!(c.register(10, "a", &[info(0)]), vec![2]);
+        assert_eq!(c.register(10, "a", &[info(0)]).unwrap(), vec![2]);
         out.clear();
         c.submit(7.0, job(3, 7.0, 10.0, 2, 100.0), &mut out)
             .unwrap();
@@ -750,7 +904,7 @@ mod tests {
         // estimate on the registered node (not with a zero-length one).
         let p = policy::build("edf", &PolicyConfig::default(), &[]).unwrap();
         let mut c = ManagerCore::new(p);
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
             .unwrap();
@@ -768,7 +922,7 @@ mod tests {
         let specs: Vec<NodeSpec> = Vec::new();
         let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
         let mut c = ManagerCore::new(p);
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 10.0, 1, 100.0), &mut out)
             .unwrap();
@@ -783,5 +937,117 @@ mod tests {
             .unwrap();
         assert_eq!(dispatches(&out)[0].1.part.job, 2);
         assert_eq!(c.open_jobs(), 1);
+    }
+
+    #[test]
+    fn impossible_nodes_are_refused_whole() {
+        let mut c = libra();
+        for (speed, capacity, field) in [
+            (0.0, 1.0, "speed"),
+            (-1.0, 1.0, "speed"),
+            (f64::NAN, 1.0, "speed"),
+            (f64::INFINITY, 1.0, "speed"),
+            (1.0, 0.0, "capacity"),
+            (1.0, f64::NAN, "capacity"),
+            (1.0, 1e6, "capacity"),
+        ] {
+            let bad = NodeInfo {
+                local: 1,
+                speed,
+                capacity,
+                ..info(1)
+            };
+            let e = c.register(7, "lab-3", &[info(0), bad]).unwrap_err();
+            let m = e.to_string();
+            assert!(
+                m.contains("lab-3") && m.contains("node 1") && m.contains(field),
+                "{m}"
+            );
+            // Nothing of the process joined, not even its good node.
+            assert_eq!(c.live_nodes(), 0);
+        }
+        assert_eq!(c.register(7, "lab-3", &[info(0)]).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn duplicate_completion_is_ignored_and_counted() {
+        // A 2-part job. Part 0 completes twice: the second must neither
+        // finish the job (part 1 still runs) nor move its finish time.
+        let mut c = libra();
+        c.register(10, "a", &[info(0), info(1)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
+            .unwrap();
+        out.clear();
+        let p0 = PartId { job: 1, index: 0 };
+        let p1 = PartId { job: 1, index: 1 };
+        c.completed(30.0, 10, p0, 30.0, &mut out).unwrap();
+        let e = c.completed(60.0, 10, p0, 60.0, &mut out).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CoreError::DuplicateCompletion {
+                    job: 1,
+                    index: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("node process a"), "{e}");
+        assert_eq!(c.duplicate_completions(), 1);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(c.open_jobs(), 1);
+        c.completed(40.0, 10, p1, 40.0, &mut out).unwrap();
+        assert_eq!(out, vec![Output::Finished { job: 1 }]);
+        assert_eq!(c.record(1).unwrap().finish, Some(40.0));
+        // And after the job is over, a late duplicate is still counted.
+        assert!(c.completed(70.0, 10, p1, 70.0, &mut out).is_err());
+        assert_eq!(c.duplicate_completions(), 2);
+    }
+
+    #[test]
+    fn unknown_parts_and_impossible_reports_name_the_node_process() {
+        let mut c = libra();
+        c.register(10, "lab-1", &[info(0)]).unwrap();
+        c.register(20, "lab-2", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let on = dispatches(&out)[0].0;
+        let other = if on == 10 { 20 } else { 10 };
+        let other_host = if other == 10 { "lab-1" } else { "lab-2" };
+        let progress = |work_done: f64, share: f64| PartProgress {
+            part: PartId { job: 1, index: 0 },
+            node: 0,
+            work_done,
+            share,
+        };
+        // Part 1/0 is not on the other link; job 9 does not exist.
+        let e = c.progress(other, 1.0, &[progress(1.0, 0.5)]).unwrap_err();
+        assert!(
+            e.to_string().contains(other_host) && e.to_string().contains("unknown part 1/0"),
+            "{e}"
+        );
+        let ghost = PartId { job: 9, index: 0 };
+        let e = c.completed(1.0, on, ghost, 1.0, &mut out).unwrap_err();
+        assert!(e.to_string().contains("unknown part 9/0"), "{e}");
+        // NaN work, negative work, a share above 1, a NaN time: refused,
+        // and the core's view keeps the last good report.
+        c.progress(on, 10.0, &[progress(10.0, 1.0)]).unwrap();
+        for (at, w, s, field) in [
+            (11.0, f64::NAN, 0.5, "work_done"),
+            (11.0, -1.0, 0.5, "work_done"),
+            (11.0, 1.0, 1.5, "share"),
+            (11.0, 1.0, f64::NAN, "share"),
+            (f64::NAN, 1.0, 0.5, "at"),
+        ] {
+            let e = c.progress(on, at, &[progress(w, s)]).unwrap_err();
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let (view, _) = c.snapshot(20.0);
+        // 10 done at t = 10 with share 1: 20 by t = 20.
+        let p = view.iter().flat_map(|n| &n.parts).next().unwrap();
+        assert!((p.cpu_done - 20.0).abs() < 1e-9, "{}", p.cpu_done);
     }
 }

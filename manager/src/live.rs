@@ -35,7 +35,7 @@ use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Time
 use common::policy::{self, AdmissionPolicy, PolicyConfig};
 use common::policy::{Decision, LibraPlusDollar};
 use common::protocol::{
-    ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
+    self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
     PartStatus, RecentDecision, Role, Welcome,
 };
 use common::time::Time;
@@ -593,7 +593,10 @@ impl Handler<Connected> for ManagerActor {
         if self.clock.is_none() {
             self.clock = Some(TraceClock::new(self.cfg.time_scale));
         }
-        let ids = self.core.register(m.link, &m.host, &m.nodes);
+        let ids = self.core.register(m.link, &m.host, &m.nodes).map_err(|e| {
+            self.warnings.push(format!("refused a node process: {e}"));
+            e.to_string()
+        })?;
         self.registered_nodes += ids.len();
         if self.cfg.progress_lines.is_some() {
             eprintln!(
@@ -708,7 +711,9 @@ impl Handler<FromNode> for ManagerActor {
             }
         };
         if let Err(e) = res {
-            self.warnings.push(format!("{host}: {e}"));
+            // Core errors name the node process and link themselves.
+            tracing::warn!("{e}");
+            self.warnings.push(e.to_string());
         }
         self.flush();
         self.check_end(ctx);
@@ -983,6 +988,24 @@ async fn serve_connection(
     let conn = incoming
         .await
         .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
+    let r = admit(conn.clone(), link, manager, timeout).await;
+    if let Err(e) = &r {
+        // Close with an error the peer can read, rather than letting the
+        // dropped handles close it as if all were well.
+        let mut reason = e.clone().into_bytes();
+        reason.truncate(200);
+        conn.close(protocol::CLOSE_REFUSED.into(), &reason);
+    }
+    r
+}
+
+async fn admit(
+    conn: quinn::Connection,
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let peer = conn.remote_address();
     let mut s = FramedStream::accept(&conn)
         .await
         .map_err(|e| e.to_string())?;

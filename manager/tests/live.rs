@@ -182,9 +182,13 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert!(first < 20.0, "first arrival {first}");
 }
 
-/// Connects with a valid certificate and performs `script` after the TLS
-/// handshake; returns whether the manager kept talking afterwards.
-async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), String> {
+/// Connects with a valid certificate, sends `bytes` after the TLS
+/// handshake and reads until the manager ends the connection. Passes (the
+/// close reason) only if the manager closed the connection with
+/// [`protocol::CLOSE_REFUSED`] and said nothing but its own hello; fails
+/// if it answered anything else, closed as if all were well, or kept
+/// silent without closing (a timeout is a failure, not a pass).
+async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<String, String> {
     let ep = net::client_endpoint(
         "127.0.0.1:0".parse().unwrap(),
         certs,
@@ -196,26 +200,41 @@ async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), 
     let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
     send.write_all(&bytes).await.map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; 4096];
-    // The manager answers with its hello and then must close on us; a
-    // Welcome would mean it accepted the bytes.
     let mut dec = protocol::Decoder::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
+    let mut frames = 0;
+    let closed = loop {
         match tokio::time::timeout(Duration::from_secs(5), recv.read(&mut buf)).await {
+            Err(_) => return Err("no close within 5 s (the manager kept the stranger)".into()),
             Ok(Ok(Some(n))) => {
                 dec.feed(&buf[..n]);
                 while let Ok(Some(p)) = dec.next_payload() {
-                    if let Ok(ManagerMsg::Welcome(_)) =
-                        protocol::decode_payload::<ManagerMsg>("m", &p)
-                    {
-                        return Err("welcomed".into());
+                    frames += 1;
+                    let hello = protocol::decode_hello(&p);
+                    if frames > 1 || !matches!(&hello, Ok(h) if h.role == Role::Manager) {
+                        let what = protocol::decode_payload::<ManagerMsg>("m", &p);
+                        return Err(format!("answered beyond the hello: {what:?}"));
                     }
                 }
             }
-            _ => return Ok(()),
+            // The stream ended: the connection's fate says how.
+            Ok(Ok(None)) => {
+                match tokio::time::timeout(Duration::from_secs(5), conn.closed()).await {
+                    Ok(e) => break e,
+                    Err(_) => return Err("stream ended but the connection stayed open".into()),
+                }
+            }
+            Ok(Err(quinn::ReadError::ConnectionLost(e))) => break e,
+            Ok(Err(e)) => return Err(format!("stream error, not a refusal: {e}")),
         }
+    };
+    match closed {
+        quinn::ConnectionError::ApplicationClosed(c)
+            if c.error_code == quinn::VarInt::from_u32(protocol::CLOSE_REFUSED) =>
+        {
+            Ok(String::from_utf8_lossy(&c.reason).into_owned())
+        }
+        other => Err(format!("closed, but not as a refusal: {other}")),
     }
-    Err("the manager neither closed nor answered".into())
 }
 
 #[test]
@@ -243,15 +262,27 @@ fn strangers_are_refused() {
         .unwrap();
     let mut bad_version = Hello::new(Role::Node, "libratory-node 99");
     bad_version.version += 1;
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("wrong protocol version", protocol::encode(&bad_version)),
-        ("oversize frame", {
-            let mut b = protocol::encode(&Hello::new(Role::Node, "x"));
-            b.extend_from_slice(&((protocol::MAX_FRAME as u32) + 1).to_be_bytes());
-            b.extend_from_slice(&[0u8; 64]);
-            b
-        }),
-        ("not our protocol", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "wrong protocol version",
+            protocol::encode(&bad_version),
+            "version mismatch",
+        ),
+        (
+            "oversize frame",
+            {
+                let mut b = protocol::encode(&Hello::new(Role::Node, "x"));
+                b.extend_from_slice(&((protocol::MAX_FRAME as u32) + 1).to_be_bytes());
+                b.extend_from_slice(&[0u8; 64]);
+                b
+            },
+            "exceeds",
+        ),
+        (
+            "not our protocol",
+            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            "exceeds",
+        ),
         (
             "register before hello",
             protocol::encode(&NodeMsg::Register {
@@ -265,11 +296,15 @@ fn strangers_are_refused() {
                 }],
                 pid: 1,
             }),
+            "not a Libratory process",
         ),
     ];
-    for (what, bytes) in cases {
+    for (what, bytes, why) in cases {
         let r = rt.block_on(stranger(addr, &certs_dir, bytes));
-        assert!(r.is_ok(), "{what}: {r:?}");
+        assert!(
+            matches!(&r, Ok(reason) if reason.contains(why)),
+            "{what}: {r:?}"
+        );
     }
     // The manager survived all of it and still serves a real node.
     let node = Command::new(node_bin())
