@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -481,6 +481,23 @@ pub struct RecentDecision {
     pub decision: Decision,
 }
 
+/// What the running policy would answer a job submitted now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum QuoteAnswer {
+    /// Decided at once (time-shared policies): accepted on these nodes
+    /// (global ids) at this cost, or rejected with the reason.
+    Decided(Decision),
+    /// Queued (space-shared policies): it would wait behind `waiting`
+    /// jobs (QoPS-family: it would enter the plan); started or dropped
+    /// later.
+    Queued {
+        /// Jobs already waiting.
+        waiting: u64,
+        /// Live nodes holding no part now.
+        free_nodes: u64,
+    },
+}
+
 /// Manager to client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ClientReply {
@@ -503,15 +520,18 @@ pub enum ClientReply {
         /// The id the manager gave the job.
         job: JobId,
     },
-    /// Libra+$ prices now, one per node that could take a part in time.
+    /// What the running policy would answer the job now, and its prices
+    /// (since version 4; before, always Libra+$'s).
     Quoted {
         /// The request's token.
         token: u64,
-        /// Per node.
+        /// The policy that answered.
+        policy: String,
+        /// Per node that could take a part in time, for a policy that
+        /// prices per node (Libra+$); empty otherwise.
         quotes: Vec<PriceQuote>,
-        /// The price the job would pay (highest of the P cheapest best-fit
-        /// nodes within budget), or why it would be rejected.
-        decision: Decision,
+        /// What a submission would get.
+        answer: QuoteAnswer,
     },
     /// The cluster now.
     Status {

@@ -29,12 +29,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use common::job::{DeadlineType, JobId};
+use common::job::{DeadlineType, JobId, JobSpec};
 use common::metrics::JobRecord;
 use common::node_model::PartValue;
 use common::node_model::{NodeSpec, NodeState};
-use common::policy::{Decision, Policy, QueueAction, RejectReason};
-use common::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
+use common::policy::{Decision, Policy, PriceQuote, QueueAction, RejectReason};
+use common::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress, QuoteAnswer};
 use common::sim::blank_record;
 use common::time::Time;
 use common::workload::WorkloadJob;
@@ -661,6 +661,44 @@ impl ManagerCore {
         self.schedule(now, out);
     }
 
+    /// What the running policy would answer `job` (already validated,
+    /// submit time set) if it were submitted at `now`, and its per-node
+    /// prices if it prices per node; nothing changes. Node ids are global.
+    pub fn quote(&mut self, now: Time, job: &JobSpec) -> (Vec<PriceQuote>, QuoteAnswer) {
+        match &self.policy {
+            Policy::Admission(_) => {
+                self.refresh(now);
+                let Policy::Admission(p) = &mut self.policy else {
+                    unreachable!()
+                };
+                // Quotes name nodes by their spec id, which is the global id.
+                let quotes = p.price_quotes(now, &self.view, job);
+                // Admission policies keep no state between decisions
+                // beyond scratch space: deciding is asking.
+                let decision = match p.decide(now, &self.view, job) {
+                    Decision::Accept(mut a) => {
+                        for n in &mut a.nodes {
+                            *n = self.view_ids[*n] as usize;
+                        }
+                        Decision::Accept(a)
+                    }
+                    d => d,
+                };
+                (quotes, QuoteAnswer::Decided(decision))
+            }
+            Policy::Queue(q) => {
+                let answer = match q.would_submit(now, job, self.view.len()) {
+                    Some(r) => QuoteAnswer::Decided(Decision::Reject(r)),
+                    None => QuoteAnswer::Queued {
+                        waiting: self.queued as u64,
+                        free_nodes: self.view.iter().filter(|n| n.parts.is_empty()).count() as u64,
+                    },
+                };
+                (Vec::new(), answer)
+            }
+        }
+    }
+
     /// Periodic work (queue policies drop lapsed jobs).
     pub fn tick(&mut self, now: Time, out: &mut Vec<Output>) {
         self.schedule(now, out);
@@ -1049,5 +1087,149 @@ mod tests {
         // 10 done at t = 10 with share 1: 20 by t = 20.
         let p = view.iter().flat_map(|n| &n.parts).next().unwrap();
         assert!((p.cpu_done - 20.0).abs() < 1e-9, "{}", p.cpu_done);
+    }
+
+    /// Global id of the node holding job `job`'s part 0.
+    fn holder(c: &ManagerCore, job: JobId) -> usize {
+        c.record(job).unwrap().nodes[0]
+    }
+
+    #[test]
+    fn quote_libra_plus_dollar_prices_and_decides_without_changing_anything() {
+        // Three one-node processes; the first dies, so snapshot indices
+        // and global ids differ (view [2, 1]): answers must use global ids.
+        let p = policy::build("libra-plus-dollar", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        for (link, host) in [(10, "a"), (20, "b"), (30, "c")] {
+            c.register(link, host, &[info(0)]).unwrap();
+        }
+        let mut out = Vec::new();
+        c.link_lost(0.0, 10, "test", &mut out);
+        // Job 1: RE 50, D 100 at 0: one node commits q 0.5 over the window.
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let busy = holder(&c, 1);
+        let free = if busy == 1 { 2 } else { 1 };
+        // Job 2: RE 20, D 100, P 1 (alpha 1, beta 0.1, PBase 1).
+        // Busy node: RESFree = 100 - 0.5 x 100 - 20 = 30, PUtil = 100/30,
+        //   P = 1 + 0.1 x 100/30 = 1.3333, cost 20 x P = 26.667.
+        // Free node: RESFree = 80, PUtil = 1.25, P = 1.125, cost 22.5.
+        let mut j2 = job(2, 0.0, 20.0, 1, 100.0).spec;
+        let (quotes, answer) = c.quote(0.0, &j2);
+        let mut q: Vec<(usize, f64, f64)> = quotes
+            .iter()
+            .map(|q| (q.node, q.res_free, q.cost))
+            .collect();
+        q.sort_by_key(|x| x.0);
+        let want = {
+            let mut w = vec![
+                (busy, 30.0, 20.0 * (1.0 + 0.1 * 100.0 / 30.0)),
+                (free, 80.0, 22.5),
+            ];
+            w.sort_by_key(|x| x.0);
+            w
+        };
+        assert_eq!(q.len(), 2, "{quotes:?}");
+        for (g, w) in q.iter().zip(&want) {
+            assert_eq!(g.0, w.0);
+            assert!(
+                (g.1 - w.1).abs() < 1e-9 && (g.2 - w.2).abs() < 1e-9,
+                "{g:?} vs {w:?}"
+            );
+        }
+        // Best fit: the smallest RESFree within budget, the busy node.
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![busy]);
+        assert!((a.cost - 26.666_666_666_666_668).abs() < 1e-9, "{}", a.cost);
+        // Budget 25: only the free node (22.5) is within it.
+        j2.qos.budget = 25.0;
+        let (_, answer) = c.quote(0.0, &j2);
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![free]);
+        assert!((a.cost - 22.5).abs() < 1e-9);
+        // Budget 20: no node is cheap enough.
+        j2.qos.budget = 20.0;
+        let (_, answer) = c.quote(0.0, &j2);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(r)) if r.reason == RejectReason::Budget),
+            "{answer:?}"
+        );
+        // Asking changed nothing: one job, one part on one node.
+        assert_eq!(c.open_jobs(), 1);
+        let (view, _) = c.snapshot(0.0);
+        assert_eq!(view.iter().map(|n| n.parts.len()).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn quote_answers_for_libra_and_for_queue_policies() {
+        // Libra, no prices: two nodes, job 1 (RE 50, D 100) takes q 0.5 on
+        // one. Job 2 (RE 60, D 100) needs 0.6: 1.1 on the busy node does
+        // not fit, so the answer is the free node; 3 processors: rejected
+        // for resources (two nodes).
+        let mut c = libra();
+        c.register(10, "a", &[info(0), info(1)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let busy = holder(&c, 1);
+        let (quotes, answer) = c.quote(0.0, &job(2, 0.0, 60.0, 1, 100.0).spec);
+        assert!(quotes.is_empty());
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![1 - busy]);
+        let (_, answer) = c.quote(0.0, &job(3, 0.0, 60.0, 3, 100.0).spec);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(r)) if r.reason == RejectReason::Resources),
+            "{answer:?}"
+        );
+
+        // FIFO on one node, job 1 running: a 1-processor job would queue
+        // (none waiting, no node free); a 2-processor one can never run.
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
+            .unwrap();
+        let (_, answer) = c.quote(10.0, &job(2, 10.0, 10.0, 1, 1000.0).spec);
+        assert_eq!(
+            answer,
+            QuoteAnswer::Queued {
+                waiting: 0,
+                free_nodes: 0
+            }
+        );
+        let (_, answer) = c.quote(10.0, &job(3, 10.0, 10.0, 2, 1000.0).spec);
+        let QuoteAnswer::Decided(Decision::Reject(r)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(r.reason, RejectReason::Resources);
+        assert!(r.detail.contains("needs 2 processors, the cluster has 1"));
+        assert_eq!(c.queued(), 0);
+
+        // QoPS admits at submission: its one node is busy until 100, so a
+        // job of RE 50 cannot finish before 150: deadline 120 (submitted
+        // at 0) is refused, deadline 1000 enters the plan.
+        let p = policy::build("qops", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
+            .unwrap();
+        let (_, answer) = c.quote(0.0, &job(2, 0.0, 50.0, 1, 120.0).spec);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(_))),
+            "{answer:?}"
+        );
+        let (_, answer) = c.quote(0.0, &job(3, 0.0, 50.0, 1, 1000.0).spec);
+        assert!(matches!(answer, QuoteAnswer::Queued { .. }), "{answer:?}");
+        // The quotes left the plan alone: the real submission of job 3
+        // is admitted and queued.
+        c.submit(0.0, job(3, 0.0, 50.0, 1, 1000.0), &mut out)
+            .unwrap();
+        assert_eq!(c.queued(), 1);
     }
 }

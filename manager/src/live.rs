@@ -32,8 +32,7 @@ use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::metrics::JobRecord;
 use common::net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts};
-use common::policy::{self, AdmissionPolicy, PolicyConfig};
-use common::policy::{Decision, LibraPlusDollar};
+use common::policy::{self, PolicyConfig};
 use common::protocol::{
     self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
     PartStatus, RecentDecision, Role, Welcome,
@@ -815,26 +814,12 @@ impl ManagerActor {
                     return;
                 }
                 job.details.submit_time = now;
-                let cfg = self.cfg.policy_config.clone();
-                let (view, ids) = self.core.snapshot(now);
-                let mut p = LibraPlusDollar::new(cfg);
-                let mut quotes = p.quotes(now, view, &job);
-                for q in &mut quotes {
-                    q.node = ids[q.node] as usize;
-                }
-                let decision = match p.decide(now, view, &job) {
-                    Decision::Accept(mut a) => {
-                        for n in &mut a.nodes {
-                            *n = ids[*n] as usize;
-                        }
-                        Decision::Accept(a)
-                    }
-                    d => d,
-                };
+                let (quotes, answer) = self.core.quote(now, &job);
                 let _ = reply.send(ClientReply::Quoted {
                     token,
+                    policy: self.core.policy_name().to_string(),
                     quotes,
-                    decision,
+                    answer,
                 });
             }
             ClientMsg::Echo { token } => {

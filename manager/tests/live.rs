@@ -594,6 +594,21 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
         &certs_dir,
     );
     assert!(o.status.success(), "{}", out(&o));
+    // The quote answers for the running policy (LibraRisk: no prices, the
+    // risk rejection the submission below gets), not for Libra+$.
+    let o = client(
+        &["quote", "--estimate", "500", "--deadline", "400"],
+        port,
+        &certs_dir,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", out(&o));
+    assert!(
+        out(&o).contains("policy libra-risk")
+            && out(&o).contains("rejected (risk)")
+            && !out(&o).contains("price/s"),
+        "{}",
+        out(&o)
+    );
     let o = client(
         &["submit", "--estimate", "500", "--deadline", "400"],
         port,

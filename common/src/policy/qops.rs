@@ -721,6 +721,11 @@ macro_rules! plan_methods {
         fn set_node_available(&mut self, node: usize, available: bool) {
             self.core.set_available(node, available);
         }
+
+        fn would_submit(&self, now: Time, job: &JobSpec, _usable: usize) -> Option<Reject> {
+            // Admission on a copy of the plan as it stands.
+            self.core.clone().admit(now, job).err()
+        }
     };
 }
 
