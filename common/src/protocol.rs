@@ -250,6 +250,17 @@ pub enum NodeMsg {
         /// Why.
         reason: String,
     },
+    /// A cancelled part was withdrawn: it burns no more and the node's
+    /// other parts were re-planned (since version 4; the answer to
+    /// [`ManagerMsg::Cancel`] for a part still on the node).
+    Withdrawn {
+        /// Which part.
+        part: PartId,
+        /// Node-side trace time.
+        at: Time,
+        /// Processor seconds it had burned.
+        cpu_seconds: f64,
+    },
 }
 
 /// Manager to node process.
@@ -264,7 +275,9 @@ pub enum ManagerMsg {
     },
     /// Run this part.
     Dispatch(Dispatch),
-    /// Stop this part (the job is no longer wanted).
+    /// Stop this part (the job is no longer wanted): the node withdraws
+    /// it from its time-slicer, re-plans its other parts' shares and
+    /// answers [`NodeMsg::Withdrawn`] (nothing if the part already ended).
     Cancel {
         /// Which part.
         part: PartId,
@@ -782,6 +795,11 @@ mod tests {
             NodeMsg::Pong { nonce: 9 },
             NodeMsg::Goodbye {
                 reason: "done".into(),
+            },
+            NodeMsg::Withdrawn {
+                part,
+                at: 3.0,
+                cpu_seconds: 0.5,
             },
         ]
     }

@@ -616,33 +616,11 @@ impl ManagerCore {
         for &g in &dead {
             self.nodes[g as usize].alive = false;
         }
+        let host = self.link_host(link).to_string();
         for id in lost_jobs {
-            let j = self.jobs.get_mut(&id).expect("listed");
-            let host = &self.nodes[j.part_nodes[0] as usize].host;
-            j.record.lost = true;
-            j.record.finish = None;
-            j.record.detail =
+            let detail =
                 format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}");
-            j.done = true;
-            let part_nodes = j.part_nodes.clone();
-            for (index, &g) in part_nodes.iter().enumerate() {
-                let part = PartId {
-                    job: id,
-                    index: index as u32,
-                };
-                let n = &self.nodes[g as usize];
-                if n.alive {
-                    out.push(Output::Send {
-                        link: n.link,
-                        msg: ManagerMsg::Cancel { part },
-                    });
-                }
-                self.remove_part(g, part);
-            }
-            if let Policy::Queue(q) = &mut self.policy {
-                q.finished(now, id);
-            }
-            out.push(Output::Finished { job: id });
+            self.lose_job(now, id, detail, None, out);
         }
         // Take the dead nodes out of the view (swap-remove keeps it dense).
         for &g in &dead {
@@ -697,6 +675,79 @@ impl ManagerCore {
                 (Vec::new(), answer)
             }
         }
+    }
+
+    /// Ends job `id` as lost (`detail` says why): its parts still running
+    /// on live nodes are cancelled (the nodes withdraw them, so they stop
+    /// burning), except `skip`, a part no node holds; its nodes are free
+    /// again in the view and, for a queue policy, in its pool.
+    fn lose_job(
+        &mut self,
+        now: Time,
+        id: JobId,
+        detail: String,
+        skip: Option<u32>,
+        out: &mut Vec<Output>,
+    ) {
+        let j = self.jobs.get_mut(&id).expect("submitted");
+        j.record.lost = true;
+        j.record.finish = None;
+        j.record.detail = detail;
+        j.done = true;
+        let part_nodes = j.part_nodes.clone();
+        let part_done = j.part_done.clone();
+        for (index, &g) in part_nodes.iter().enumerate() {
+            let part = PartId {
+                job: id,
+                index: index as u32,
+            };
+            let n = &self.nodes[g as usize];
+            if n.alive && !part_done[index] && skip != Some(part.index) {
+                out.push(Output::Send {
+                    link: n.link,
+                    msg: ManagerMsg::Cancel { part },
+                });
+            }
+            self.remove_part(g, part);
+        }
+        if let Policy::Queue(q) = &mut self.policy {
+            q.finished(now, id);
+        }
+        out.push(Output::Finished { job: id });
+    }
+
+    /// A node process refused a dispatched part (`reason` is the node's).
+    /// The job cannot complete: its record ends as lost with the reason,
+    /// its other parts are cancelled, and a queue policy may start others
+    /// on the freed nodes, so a run never waits on a part nobody runs.
+    pub fn refused(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        reason: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        self.global_of(link, part)?;
+        if self.jobs[&part.job].done {
+            return Ok(());
+        }
+        let detail = format!(
+            "lost at {now:.3}: part {}/{} refused by node process {} (link {link}): {reason}",
+            part.job,
+            part.index,
+            self.link_host(link)
+        );
+        self.lose_job(now, part.job, detail, Some(part.index), out);
+        self.schedule(now, out);
+        Ok(())
+    }
+
+    /// A node process withdrew a cancelled part. Only checked: the job's
+    /// record was final when the cancel went out.
+    pub fn withdrawn(&self, link: LinkId, part: PartId) -> Result<(), CoreError> {
+        self.global_of(link, part)?;
+        Ok(())
     }
 
     /// Periodic work (queue policies drop lapsed jobs).
@@ -1231,5 +1282,89 @@ mod tests {
         c.submit(0.0, job(3, 0.0, 50.0, 1, 1000.0), &mut out)
             .unwrap();
         assert_eq!(c.queued(), 1);
+    }
+
+    #[test]
+    fn refused_part_ends_the_job_and_cancels_its_other_parts() {
+        // Job 1 (P 2) spans link 10 (node a) and link 20 (node b).
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 100.0, 2, 200.0), &mut out)
+            .unwrap();
+        let d = dispatches(&out);
+        let on_b = d.iter().find(|x| x.0 == 20).unwrap().1.part;
+        let on_a = d.iter().find(|x| x.0 == 10).unwrap().1.part;
+        out.clear();
+        // A refusal from a link that does not hold the part is an error.
+        assert!(c.refused(1.0, 10, on_b, "x", &mut out).is_err());
+        c.refused(
+            1.0,
+            20,
+            on_b,
+            "node 0: part 7 needs 9 MB of memory, 0 MB free",
+            &mut out,
+        )
+        .unwrap();
+        // The other part is cancelled on a; b, which never held its part,
+        // gets no cancel; the job is over.
+        assert_eq!(
+            out,
+            vec![
+                Output::Send {
+                    link: 10,
+                    msg: ManagerMsg::Cancel { part: on_a }
+                },
+                Output::Finished { job: 1 }
+            ]
+        );
+        assert_eq!(c.open_jobs(), 0);
+        let r = c.record(1).unwrap();
+        assert!(r.accepted && r.lost && r.finish.is_none());
+        assert!(
+            r.detail.contains("refused by node process b") && r.detail.contains("9 MB of memory"),
+            "{}",
+            r.detail
+        );
+        // A late completion of the cancelled part changes nothing.
+        out.clear();
+        c.completed(2.0, 10, on_a, 2.0, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(c.record(1).unwrap().lost);
+        // Both nodes are free again: a job needing all of both fits.
+        c.submit(3.0, job(2, 3.0, 100.0, 2, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out).len(), 2, "{out:?}");
+    }
+
+    #[test]
+    fn refused_part_frees_a_queue_policy_node_for_the_next_job() {
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(c.queued(), 1);
+        out.clear();
+        c.refused(0.5, 1, PartId { job: 1, index: 0 }, "no node 0", &mut out)
+            .unwrap();
+        // Job 1 is over (lost, nothing to cancel); job 2 starts at once.
+        assert!(out.contains(&Output::Finished { job: 1 }));
+        assert!(!out.iter().any(|o| matches!(
+            o,
+            Output::Send {
+                msg: ManagerMsg::Cancel { .. },
+                ..
+            }
+        )));
+        let d = dispatches(&out);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].1.part.job, 2);
+        assert!(c.record(1).unwrap().lost);
+        assert_eq!(c.open_jobs(), 1);
     }
 }

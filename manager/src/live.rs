@@ -665,7 +665,17 @@ impl Handler<FromNode> for ManagerActor {
                     "{host} refused part {}/{}: {reason}",
                     part.job, part.index
                 ));
-                Ok(())
+                self.core.refused(now, m.link, part, &reason, &mut self.out)
+            }
+            NodeMsg::Withdrawn {
+                part, cpu_seconds, ..
+            } => {
+                tracing::info!(
+                    "{host} withdrew cancelled part {}/{} after {cpu_seconds:.3} CPU s",
+                    part.job,
+                    part.index
+                );
+                self.core.withdrawn(m.link, part)
             }
             NodeMsg::Histograms { last, histograms } => {
                 for (name, bytes) in histograms {

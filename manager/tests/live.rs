@@ -861,3 +861,149 @@ fn kill_child(c: &mut Child) {
     let _ = c.kill();
     let _ = c.wait();
 }
+
+/// User plus system CPU seconds a process has used (/proc/PID/stat).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) in brackets.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / hz
+}
+
+/// CPU seconds `pid` uses over `window` of wall time.
+fn cpu_over(pid: u32, window: Duration) -> f64 {
+    let a = cpu_seconds(pid);
+    std::thread::sleep(window);
+    cpu_seconds(pid) - a
+}
+
+#[test]
+fn a_lost_jobs_other_parts_stop_burning_on_their_nodes() {
+    // Two node processes of one node each (capacity 0.5); a job of P 2
+    // puts one part on each. Killing one process loses the job; the
+    // manager cancels the other part and its node must stop burning for
+    // it (before, it burned on to its end, ignored).
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let port = free_port();
+    let cfg = dir.path().join("cancel.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.01
+start_timeout_s = 20
+link_timeout_s = 1
+heartbeat_ms = 100
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 1 }}
+
+[[hosts]]
+name = "local"
+processes = 2
+nodes_per_process = 1
+capacity = 0.5
+"#
+        ),
+    )
+    .unwrap();
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
+    // 100,000 trace s = 1,000 real s of work per part: it runs all test.
+    let o = client(
+        &[
+            "submit",
+            "--estimate",
+            "100000",
+            "--deadline",
+            "400000",
+            "--processors",
+            "2",
+        ],
+        port,
+        &certs_dir,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    // "accepted: job N on nodes ..."
+    let job: u64 = out(&o)
+        .split_whitespace()
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no job id in {}", out(&o)));
+    let o = client(&["status", "--json"], port, &certs_dir);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let procs = s["Status"]["processes"].as_array().unwrap().clone();
+    assert_eq!(procs.len(), 2, "{s}");
+    let pid = |k: usize| procs[k]["pid"].as_u64().unwrap() as u32;
+    let (victim, survivor) = (pid(0), pid(1));
+    // Both burn for the job (about 0.5 CPU s per s; loose: the machine is
+    // shared).
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_over(survivor, Duration::from_secs(2));
+    assert!(
+        before > 0.2,
+        "the survivor burned only {before} CPU s in 2 s"
+    );
+    unsafe {
+        libc::kill(victim as i32, libc::SIGKILL);
+    }
+    // The manager notices the silence (link timeout 1 s), loses the job
+    // and cancels the survivor's part.
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = client(&["status", "--json"], port, &certs_dir);
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let nodes = s["Status"]["nodes"].as_array().unwrap();
+        let holds = nodes.iter().any(|n| {
+            n["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["job"].as_u64() == Some(job))
+        });
+        if nodes.len() == 1 && !holds {
+            break;
+        }
+        assert!(Instant::now() < end, "the job was never lost: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let after = cpu_over(survivor, Duration::from_secs(2));
+    assert!(
+        after < 0.1 && after < before / 3.0,
+        "the cancelled part still burns: {after} CPU s in 2 s (before: {before})"
+    );
+    interrupt(&manager);
+    assert_eq!(
+        wait_timeout(&mut manager, Duration::from_secs(30)),
+        Some(true)
+    );
+    // The record says what happened.
+    let csv = std::fs::read_to_string(dir.path().join("run").join("jobs-libra.csv")).unwrap();
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with(&format!("{job},")))
+        .unwrap_or_else(|| panic!("no record of job {job}: {csv}"));
+    assert!(line.contains("lost at"), "{line}");
+}
