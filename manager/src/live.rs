@@ -947,6 +947,12 @@ impl Handler<TakeOutcome> for ManagerActor {
             (Some(a), Some(b)) => (b - a).as_secs_f64(),
             _ => 0.0,
         };
+        let dup = self.core.duplicate_completions();
+        if dup > 0 {
+            self.warnings.push(format!(
+                "{dup} duplicate part completion(s) from node processes ignored"
+            ));
+        }
         let off = self.offset;
         let mut records = self.core.records();
         for r in &mut records {
