@@ -41,20 +41,24 @@
 
 use std::collections::HashMap;
 
-use crate::job::{DeadlineType, JobId};
+use crate::job::{DeadlineType, JobId, JobSpec};
 use crate::metrics::JobRecord;
 use crate::node_model::{
     fluid_advance, fluid_place, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
     PartValue,
 };
-use crate::policy::{Accept, Decision, Policy, QueueAction, RejectReason};
-use crate::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress};
+use crate::policy::{Accept, Decision, Policy, PriceQuote, QueueAction, RejectReason};
+use crate::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress, QuoteAnswer};
 use crate::share::SpareRule;
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
 /// A connection to one node process.
 pub type LinkId = u64;
+
+/// Largest capacity (cores) a registered node may claim: an emulated node
+/// is a fraction of a host's cores or a few of them; more is a broken peer.
+pub const MAX_NODE_CAPACITY: f64 = 1024.0;
 
 /// What the core wants done.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +98,8 @@ struct LiveJob {
     record: JobRecord,
     /// Global ids of the nodes of each part (index = part index).
     part_nodes: Vec<u32>,
+    /// Whether each part has completed (a second completion is ignored).
+    part_done: Vec<bool>,
     parts_left: usize,
     done: bool,
 }
@@ -127,14 +133,62 @@ enum Tracking {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoreError {
     /// A message about a part the core never dispatched to that link.
-    #[error("link {link}: unknown part {job}/{index}")]
+    #[error("node process {host} (link {link}): unknown part {job}/{index}")]
     UnknownPart {
+        /// The node process's label.
+        host: String,
         /// The link.
         link: LinkId,
         /// The job.
         job: JobId,
         /// The part index.
         index: u32,
+    },
+    /// A second completion of a part already completed: ignored.
+    #[error(
+        "node process {host} (link {link}): duplicate completion of part {job}/{index} ignored"
+    )]
+    DuplicateCompletion {
+        /// The node process's label.
+        host: String,
+        /// The link.
+        link: LinkId,
+        /// The job.
+        job: JobId,
+        /// The part index.
+        index: u32,
+    },
+    /// A node process offered a node with impossible numbers; none of its
+    /// nodes is registered.
+    #[error("node process {host}: node {local}: {field} must be {want}, got {value}")]
+    BadNode {
+        /// The node process's label.
+        host: String,
+        /// The node's index within its process.
+        local: u32,
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        want: &'static str,
+        /// What it was.
+        value: f64,
+    },
+    /// A node process reported a value that cannot be (NaN, negative
+    /// work, a share outside [0, 1]); the message is ignored.
+    #[error("node process {host} (link {link}): {what} {field} must be {want}, got {value}")]
+    BadReport {
+        /// The node process's label.
+        host: String,
+        /// The link.
+        link: LinkId,
+        /// What the value belongs to (`part 3/0`, `report`).
+        what: String,
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        want: &'static str,
+        /// What it was.
+        value: f64,
     },
     /// A job submitted twice.
     #[error("job {0} was already submitted")]
@@ -166,6 +220,8 @@ pub struct ManagerCore {
     /// A queue policy has events its scheduling pass has not seen.
     pending: bool,
     actions: Vec<QueueAction>,
+    /// Completions of parts already completed (ignored).
+    duplicate_completions: u64,
 }
 
 impl ManagerCore {
@@ -217,6 +273,7 @@ impl ManagerCore {
             queued: 0,
             pending: false,
             actions: Vec::new(),
+            duplicate_completions: 0,
         }
     }
 
@@ -250,8 +307,34 @@ impl ManagerCore {
         id
     }
 
-    /// Registers the nodes of a link; returns their global ids.
-    pub fn register(&mut self, link: LinkId, host: &str, infos: &[NodeInfo]) -> Vec<u32> {
+    /// Registers the nodes of a link; returns their global ids. A node with
+    /// impossible numbers (speed or capacity not finite and positive, a
+    /// capacity beyond [`MAX_NODE_CAPACITY`] cores) refuses the whole
+    /// registration: policies would divide by its speed.
+    pub fn register(
+        &mut self,
+        link: LinkId,
+        host: &str,
+        infos: &[NodeInfo],
+    ) -> Result<Vec<u32>, CoreError> {
+        for info in infos {
+            let bad = |field, want, value| CoreError::BadNode {
+                host: host.to_string(),
+                local: info.local,
+                field,
+                want,
+                value,
+            };
+            if !(info.speed.is_finite() && info.speed > 0.0) {
+                return Err(bad("speed", "finite and > 0", info.speed));
+            }
+            if !(info.capacity.is_finite()
+                && info.capacity > 0.0
+                && info.capacity <= MAX_NODE_CAPACITY)
+            {
+                return Err(bad("capacity", "> 0 and <= 1024 (cores)", info.capacity));
+            }
+        }
         let mut ids = Vec::with_capacity(infos.len());
         for info in infos {
             let spec = NodeSpec {
@@ -266,7 +349,7 @@ impl ManagerCore {
             }
             ids.push(id);
         }
-        ids
+        Ok(ids)
     }
 
     /// Live nodes.
@@ -340,12 +423,19 @@ impl ManagerCore {
         job.spec
             .validate()
             .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        if !(job.actual_runtime.is_finite() && job.actual_runtime >= 0.0) {
+            return Err(CoreError::Invalid(format!(
+                "job {id}: actual runtime must be finite and >= 0, got {}",
+                job.actual_runtime
+            )));
+        }
         let k = self.jobs.len();
         self.index.insert(id, k);
         self.jobs.push(LiveJob {
             record: JobRecord::new(&job),
             job,
             part_nodes: Vec::new(),
+            part_done: Vec::new(),
             parts_left: 0,
             done: false,
         });
@@ -438,6 +528,7 @@ impl ManagerCore {
         j.record
             .accept(now, global.iter().map(|&g| g as usize).collect(), cost);
         j.part_nodes = global.to_vec();
+        j.part_done = vec![false; global.len()];
         j.parts_left = global.len();
         let value = match &self.policy {
             Policy::Admission(p) => p.part_value(&j.job.spec),
@@ -551,6 +642,28 @@ impl ManagerCore {
         at: Time,
         parts: &[PartProgress],
     ) -> Result<(), CoreError> {
+        // Check the whole report before taking any of it.
+        let bad = |what: String, field, want, value| CoreError::BadReport {
+            host: self.link_host(link).to_string(),
+            link,
+            what,
+            field,
+            want,
+            value,
+        };
+        if !at.is_finite() {
+            return Err(bad("report".into(), "at", "finite", at));
+        }
+        for p in parts {
+            self.global_of(link, p.part)?;
+            let what = || format!("part {}/{}", p.part.job, p.part.index);
+            if !(p.work_done.is_finite() && p.work_done >= 0.0) {
+                return Err(bad(what(), "work_done", "finite and >= 0", p.work_done));
+            }
+            if !(0.0..=1.0).contains(&p.share) {
+                return Err(bad(what(), "share", "in [0, 1]", p.share));
+            }
+        }
         for p in parts {
             let g = self.global_of(link, p.part)?;
             let speed = self.view_index[g as usize].map_or(1.0, |k| self.view[k].spec.speed);
@@ -568,8 +681,17 @@ impl ManagerCore {
         Ok(())
     }
 
+    /// The label of the node process on `link` (for errors).
+    fn link_host(&self, link: LinkId) -> &str {
+        self.nodes
+            .iter()
+            .find(|n| n.link == link)
+            .map_or("(unregistered)", |n| n.host.as_str())
+    }
+
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
         let unknown = CoreError::UnknownPart {
+            host: self.link_host(link).to_string(),
             link,
             job: part.job,
             index: part.index,
@@ -597,6 +719,27 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
+        if !at.is_finite() {
+            return Err(CoreError::BadReport {
+                host: self.link_host(link).to_string(),
+                link,
+                what: format!("completion of part {}/{}", part.job, part.index),
+                field: "at",
+                want: "finite",
+                value: at,
+            });
+        }
+        let k = self.index[&part.job];
+        if self.jobs[k].part_done[part.index as usize] {
+            self.duplicate_completions += 1;
+            return Err(CoreError::DuplicateCompletion {
+                host: self.link_host(link).to_string(),
+                link,
+                job: part.job,
+                index: part.index,
+            });
+        }
+        self.jobs[k].part_done[part.index as usize] = true;
         self.remove_part(g, part);
         if self.book_part_finished(now, part.job, at) {
             out.push(Output::Finished { job: part.job });
@@ -670,34 +813,11 @@ impl ManagerCore {
         for &g in &dead {
             self.nodes[g as usize].alive = false;
         }
+        let host = self.link_host(link).to_string();
         for k in lost_jobs {
-            let j = &mut self.jobs[k];
-            let id = j.job.spec.id;
-            let host = &self.nodes[j.part_nodes[0] as usize].host;
-            j.record.lose(format!(
-                "lost at {now:.3}: node process {host} (link {link}) gone: {reason}"
-            ));
-            j.done = true;
-            self.open -= 1;
-            let part_nodes = j.part_nodes.clone();
-            for (index, &g) in part_nodes.iter().enumerate() {
-                let part = PartId {
-                    job: id,
-                    index: index as u32,
-                };
-                let n = &self.nodes[g as usize];
-                if n.alive {
-                    out.push(Output::Send {
-                        link: n.link,
-                        msg: ManagerMsg::Cancel { part },
-                    });
-                }
-                self.remove_part(g, part);
-            }
-            if let Policy::Queue(q) = &mut self.policy {
-                q.finished(now, id);
-            }
-            out.push(Output::Finished { job: id });
+            let detail =
+                format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}");
+            self.lose_job(now, k, detail, None, out);
         }
         // Take the dead nodes out of the view (swap-remove keeps it dense).
         for &g in &dead {
@@ -715,6 +835,124 @@ impl ManagerCore {
         }
         self.pending = true;
         self.flush(now, out);
+    }
+
+    /// What the running policy would answer `job` (already validated,
+    /// submit time set) if it were submitted at `now`, and its per-node
+    /// prices if it prices per node; nothing changes. Node ids are global.
+    pub fn quote(&mut self, now: Time, job: &JobSpec) -> (Vec<PriceQuote>, QuoteAnswer) {
+        match &self.policy {
+            Policy::Admission(_) => {
+                self.refresh(now);
+                let Policy::Admission(p) = &mut self.policy else {
+                    unreachable!()
+                };
+                // Quotes name nodes by their spec id, which is the global id.
+                let quotes = p.price_quotes(now, &self.view, job);
+                // Admission policies keep no state between decisions
+                // beyond scratch space: deciding is asking.
+                let decision = match p.decide(now, &self.view, job) {
+                    Decision::Accept(mut a) => {
+                        for n in &mut a.nodes {
+                            *n = self.view_ids[*n] as usize;
+                        }
+                        Decision::Accept(a)
+                    }
+                    d => d,
+                };
+                (quotes, QuoteAnswer::Decided(decision))
+            }
+            Policy::Queue(q) => {
+                let answer = match q.would_submit(now, job, self.view.len()) {
+                    Some(r) => QuoteAnswer::Decided(Decision::Reject(r)),
+                    None => QuoteAnswer::Queued {
+                        waiting: self.queued as u64,
+                        free_nodes: self.view.iter().filter(|n| n.parts.is_empty()).count() as u64,
+                    },
+                };
+                (Vec::new(), answer)
+            }
+        }
+    }
+
+    /// Ends job `k` as lost (`detail` says why): its parts still running
+    /// on live nodes are cancelled (the nodes withdraw them, so they stop
+    /// burning), except `skip`, a part no node holds; its nodes are free
+    /// again in the view and, for a queue policy, in its pool.
+    fn lose_job(
+        &mut self,
+        now: Time,
+        k: usize,
+        detail: String,
+        skip: Option<u32>,
+        out: &mut Vec<Output>,
+    ) {
+        let j = &mut self.jobs[k];
+        let id = j.job.spec.id;
+        j.record.lose(detail);
+        j.done = true;
+        self.open -= 1;
+        let part_nodes = j.part_nodes.clone();
+        let part_done = j.part_done.clone();
+        for (index, &g) in part_nodes.iter().enumerate() {
+            let part = PartId {
+                job: id,
+                index: index as u32,
+            };
+            let n = &self.nodes[g as usize];
+            if n.alive && !part_done[index] && skip != Some(part.index) {
+                out.push(Output::Send {
+                    link: n.link,
+                    msg: ManagerMsg::Cancel { part },
+                });
+            }
+            self.remove_part(g, part);
+        }
+        if let Policy::Queue(q) = &mut self.policy {
+            q.finished(now, id);
+        }
+        out.push(Output::Finished { job: id });
+    }
+
+    /// A node process refused a dispatched part (`reason` is the node's).
+    /// The job cannot complete: its record ends as lost with the reason,
+    /// its other parts are cancelled, and a queue policy may start others
+    /// on the freed nodes, so a run never waits on a part nobody runs.
+    pub fn refused(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        reason: &str,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        self.global_of(link, part)?;
+        let k = self.index[&part.job];
+        if self.jobs[k].done {
+            return Ok(());
+        }
+        let detail = format!(
+            "lost at {now:.3}: part {}/{} refused by node process {} (link {link}): {reason}",
+            part.job,
+            part.index,
+            self.link_host(link)
+        );
+        self.lose_job(now, k, detail, Some(part.index), out);
+        self.pending = true;
+        self.flush(now, out);
+        Ok(())
+    }
+
+    /// A node process withdrew a cancelled part. Only checked: the job's
+    /// record was final when the cancel went out.
+    pub fn withdrawn(&self, link: LinkId, part: PartId) -> Result<(), CoreError> {
+        self.global_of(link, part)?;
+        Ok(())
+    }
+
+    /// Completions of parts already completed, ignored so far.
+    pub fn duplicate_completions(&self) -> u64 {
+        self.duplicate_completions
     }
 
     /// Periodic work (queue policies drop lapsed jobs).
@@ -814,8 +1052,14 @@ mod tests {
         // (link 20). Job 1 (RE 50, D 100, P 2): best fit on empty nodes is
         // the lowest indices, nodes 0 and 1 on link 10, locals 0 and 1.
         let mut c = libra();
-        assert_eq!(c.register(10, "a", &[info(0), info(1)]), vec![0, 1]);
-        assert_eq!(c.register(20, "b", &[info(0), info(1)]), vec![2, 3]);
+        assert_eq!(
+            c.register(10, "a", &[info(0), info(1)]).unwrap(),
+            vec![0, 1]
+        );
+        assert_eq!(
+            c.register(20, "b", &[info(0), info(1)]).unwrap(),
+            vec![2, 3]
+        );
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
             .unwrap();
@@ -857,7 +1101,7 @@ mod tests {
         // fits. Without the report job 1 would still count 50/50 = 1.0 at
         // t = 50 and job 2 would be refused.
         let mut c = libra();
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
             .unwrap();
@@ -878,7 +1122,7 @@ mod tests {
         assert_eq!(dispatches(&out).len(), 1, "{out:?}");
 
         let mut c = libra();
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
             .unwrap();
         out.clear();
@@ -890,8 +1134,8 @@ mod tests {
     #[test]
     fn lost_link_loses_parts_cancels_siblings_and_leaves_the_view() {
         let mut c = libra();
-        c.register(10, "a", &[info(0)]);
-        c.register(20, "b", &[info(0)]);
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
         let mut out = Vec::new();
         // P 2 spans both links.
         c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
@@ -916,7 +1160,7 @@ mod tests {
             matches!(&out[0], Output::Decided { decision: Decision::Reject(r), .. } if r.reason == RejectReason::Resources)
         );
         // The process rejoins: its node comes back as a new node (id 2).
-        assert_eq!(c.register(10, "a", &[info(0)]), vec![2]);
+        assert_eq!(c.register(10, "a", &[info(0)]).unwrap(), vec![2]);
         out.clear();
         c.submit(7.0, job(3, 7.0, 10.0, 2, 100.0), &mut out)
             .unwrap();
@@ -932,7 +1176,7 @@ mod tests {
         // estimate on the registered node (not with a zero-length one).
         let p = policy::build("edf", &PolicyConfig::default(), &[]).unwrap();
         let mut c = ManagerCore::new(p);
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
             .unwrap();
@@ -950,7 +1194,7 @@ mod tests {
         let specs: Vec<NodeSpec> = Vec::new();
         let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
         let mut c = ManagerCore::new(p);
-        c.register(1, "a", &[info(0)]);
+        c.register(1, "a", &[info(0)]).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 0.0, 10.0, 1, 100.0), &mut out)
             .unwrap();
@@ -964,6 +1208,346 @@ mod tests {
         c.completed(10.0, 1, PartId { job: 1, index: 0 }, 10.0, &mut out)
             .unwrap();
         assert_eq!(dispatches(&out)[0].1.part.job, 2);
+        assert_eq!(c.open_jobs(), 1);
+    }
+
+    #[test]
+    fn impossible_nodes_are_refused_whole() {
+        let mut c = libra();
+        for (speed, capacity, field) in [
+            (0.0, 1.0, "speed"),
+            (-1.0, 1.0, "speed"),
+            (f64::NAN, 1.0, "speed"),
+            (f64::INFINITY, 1.0, "speed"),
+            (1.0, 0.0, "capacity"),
+            (1.0, f64::NAN, "capacity"),
+            (1.0, 1e6, "capacity"),
+        ] {
+            let bad = NodeInfo {
+                local: 1,
+                speed,
+                capacity,
+                ..info(1)
+            };
+            let e = c.register(7, "lab-3", &[info(0), bad]).unwrap_err();
+            let m = e.to_string();
+            assert!(
+                m.contains("lab-3") && m.contains("node 1") && m.contains(field),
+                "{m}"
+            );
+            // Nothing of the process joined, not even its good node.
+            assert_eq!(c.live_nodes(), 0);
+        }
+        assert_eq!(c.register(7, "lab-3", &[info(0)]).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn duplicate_completion_is_ignored_and_counted() {
+        // A 2-part job. Part 0 completes twice: the second must neither
+        // finish the job (part 1 still runs) nor move its finish time.
+        let mut c = libra();
+        c.register(10, "a", &[info(0), info(1)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
+            .unwrap();
+        out.clear();
+        let p0 = PartId { job: 1, index: 0 };
+        let p1 = PartId { job: 1, index: 1 };
+        c.completed(30.0, 10, p0, 30.0, &mut out).unwrap();
+        let e = c.completed(60.0, 10, p0, 60.0, &mut out).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CoreError::DuplicateCompletion {
+                    job: 1,
+                    index: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("node process a"), "{e}");
+        assert_eq!(c.duplicate_completions(), 1);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(c.open_jobs(), 1);
+        c.completed(40.0, 10, p1, 40.0, &mut out).unwrap();
+        assert_eq!(out, vec![Output::Finished { job: 1 }]);
+        assert_eq!(c.record(1).unwrap().finish, Some(40.0));
+        // And after the job is over, a late duplicate is still counted.
+        assert!(c.completed(70.0, 10, p1, 70.0, &mut out).is_err());
+        assert_eq!(c.duplicate_completions(), 2);
+    }
+
+    #[test]
+    fn unknown_parts_and_impossible_reports_name_the_node_process() {
+        let mut c = libra();
+        c.register(10, "lab-1", &[info(0)]).unwrap();
+        c.register(20, "lab-2", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let on = dispatches(&out)[0].0;
+        let other = if on == 10 { 20 } else { 10 };
+        let other_host = if other == 10 { "lab-1" } else { "lab-2" };
+        let progress = |work_done: f64, share: f64| PartProgress {
+            part: PartId { job: 1, index: 0 },
+            node: 0,
+            work_done,
+            share,
+        };
+        // Part 1/0 is not on the other link; job 9 does not exist.
+        let e = c.progress(other, 1.0, &[progress(1.0, 0.5)]).unwrap_err();
+        assert!(
+            e.to_string().contains(other_host) && e.to_string().contains("unknown part 1/0"),
+            "{e}"
+        );
+        let ghost = PartId { job: 9, index: 0 };
+        let e = c.completed(1.0, on, ghost, 1.0, &mut out).unwrap_err();
+        assert!(e.to_string().contains("unknown part 9/0"), "{e}");
+        // NaN work, negative work, a share above 1, a NaN time: refused,
+        // and the core's view keeps the last good report.
+        c.progress(on, 10.0, &[progress(10.0, 1.0)]).unwrap();
+        for (at, w, s, field) in [
+            (11.0, f64::NAN, 0.5, "work_done"),
+            (11.0, -1.0, 0.5, "work_done"),
+            (11.0, 1.0, 1.5, "share"),
+            (11.0, 1.0, f64::NAN, "share"),
+            (f64::NAN, 1.0, 0.5, "at"),
+        ] {
+            let e = c.progress(on, at, &[progress(w, s)]).unwrap_err();
+            assert!(e.to_string().contains(field), "{e}");
+        }
+        let (view, _) = c.snapshot(20.0);
+        // 10 done at t = 10 with share 1: 20 by t = 20.
+        let p = view.iter().flat_map(|n| &n.parts).next().unwrap();
+        assert!((p.cpu_done - 20.0).abs() < 1e-9, "{}", p.cpu_done);
+    }
+
+    /// Global id of the node holding job `job`'s part 0.
+    fn holder(c: &ManagerCore, job: JobId) -> usize {
+        c.record(job).unwrap().nodes[0]
+    }
+
+    #[test]
+    fn quote_libra_plus_dollar_prices_and_decides_without_changing_anything() {
+        // Three one-node processes; the first dies, so snapshot indices
+        // and global ids differ (view [2, 1]): answers must use global ids.
+        let p = policy::build("libra-plus-dollar", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        for (link, host) in [(10, "a"), (20, "b"), (30, "c")] {
+            c.register(link, host, &[info(0)]).unwrap();
+        }
+        let mut out = Vec::new();
+        c.link_lost(0.0, 10, "test", &mut out);
+        // Job 1: RE 50, D 100 at 0: one node commits q 0.5 over the window.
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let busy = holder(&c, 1);
+        let free = if busy == 1 { 2 } else { 1 };
+        // Job 2: RE 20, D 100, P 1 (alpha 1, beta 0.1, PBase 1).
+        // Busy node: RESFree = 100 - 0.5 x 100 - 20 = 30, PUtil = 100/30,
+        //   P = 1 + 0.1 x 100/30 = 1.3333, cost 20 x P = 26.667.
+        // Free node: RESFree = 80, PUtil = 1.25, P = 1.125, cost 22.5.
+        let mut j2 = job(2, 0.0, 20.0, 1, 100.0).spec;
+        let (quotes, answer) = c.quote(0.0, &j2);
+        let mut q: Vec<(usize, f64, f64)> = quotes
+            .iter()
+            .map(|q| (q.node, q.res_free, q.cost))
+            .collect();
+        q.sort_by_key(|x| x.0);
+        let want = {
+            let mut w = vec![
+                (busy, 30.0, 20.0 * (1.0 + 0.1 * 100.0 / 30.0)),
+                (free, 80.0, 22.5),
+            ];
+            w.sort_by_key(|x| x.0);
+            w
+        };
+        assert_eq!(q.len(), 2, "{quotes:?}");
+        for (g, w) in q.iter().zip(&want) {
+            assert_eq!(g.0, w.0);
+            assert!(
+                (g.1 - w.1).abs() < 1e-9 && (g.2 - w.2).abs() < 1e-9,
+                "{g:?} vs {w:?}"
+            );
+        }
+        // Best fit: the smallest RESFree within budget, the busy node.
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![busy]);
+        assert!((a.cost - 26.666_666_666_666_668).abs() < 1e-9, "{}", a.cost);
+        // Budget 25: only the free node (22.5) is within it.
+        j2.qos.budget = 25.0;
+        let (_, answer) = c.quote(0.0, &j2);
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![free]);
+        assert!((a.cost - 22.5).abs() < 1e-9);
+        // Budget 20: no node is cheap enough.
+        j2.qos.budget = 20.0;
+        let (_, answer) = c.quote(0.0, &j2);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(r)) if r.reason == RejectReason::Budget),
+            "{answer:?}"
+        );
+        // Asking changed nothing: one job, one part on one node.
+        assert_eq!(c.open_jobs(), 1);
+        let (view, _) = c.snapshot(0.0);
+        assert_eq!(view.iter().map(|n| n.parts.len()).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn quote_answers_for_libra_and_for_queue_policies() {
+        // Libra, no prices: two nodes, job 1 (RE 50, D 100) takes q 0.5 on
+        // one. Job 2 (RE 60, D 100) needs 0.6: 1.1 on the busy node does
+        // not fit, so the answer is the free node; 3 processors: rejected
+        // for resources (two nodes).
+        let mut c = libra();
+        c.register(10, "a", &[info(0), info(1)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        let busy = holder(&c, 1);
+        let (quotes, answer) = c.quote(0.0, &job(2, 0.0, 60.0, 1, 100.0).spec);
+        assert!(quotes.is_empty());
+        let QuoteAnswer::Decided(Decision::Accept(a)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(a.nodes, vec![1 - busy]);
+        let (_, answer) = c.quote(0.0, &job(3, 0.0, 60.0, 3, 100.0).spec);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(r)) if r.reason == RejectReason::Resources),
+            "{answer:?}"
+        );
+
+        // FIFO on one node, job 1 running: a 1-processor job would queue
+        // (none waiting, no node free); a 2-processor one can never run.
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
+            .unwrap();
+        let (_, answer) = c.quote(10.0, &job(2, 10.0, 10.0, 1, 1000.0).spec);
+        assert_eq!(
+            answer,
+            QuoteAnswer::Queued {
+                waiting: 0,
+                free_nodes: 0
+            }
+        );
+        let (_, answer) = c.quote(10.0, &job(3, 10.0, 10.0, 2, 1000.0).spec);
+        let QuoteAnswer::Decided(Decision::Reject(r)) = &answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(r.reason, RejectReason::Resources);
+        assert!(r.detail.contains("needs 2 processors, the cluster has 1"));
+        assert_eq!(c.queued(), 0);
+
+        // QoPS admits at submission: its one node is busy until 100, so a
+        // job of RE 50 cannot finish before 150: deadline 120 (submitted
+        // at 0) is refused, deadline 1000 enters the plan.
+        let p = policy::build("qops", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 100.0, 1, 1000.0), &mut out)
+            .unwrap();
+        let (_, answer) = c.quote(0.0, &job(2, 0.0, 50.0, 1, 120.0).spec);
+        assert!(
+            matches!(&answer, QuoteAnswer::Decided(Decision::Reject(_))),
+            "{answer:?}"
+        );
+        let (_, answer) = c.quote(0.0, &job(3, 0.0, 50.0, 1, 1000.0).spec);
+        assert!(matches!(answer, QuoteAnswer::Queued { .. }), "{answer:?}");
+        // The quotes left the plan alone: the real submission of job 3
+        // is admitted and queued.
+        c.submit(0.0, job(3, 0.0, 50.0, 1, 1000.0), &mut out)
+            .unwrap();
+        assert_eq!(c.queued(), 1);
+    }
+
+    #[test]
+    fn refused_part_ends_the_job_and_cancels_its_other_parts() {
+        // Job 1 (P 2) spans link 10 (node a) and link 20 (node b).
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 100.0, 2, 200.0), &mut out)
+            .unwrap();
+        let d = dispatches(&out);
+        let on_b = d.iter().find(|x| x.0 == 20).unwrap().1.part;
+        let on_a = d.iter().find(|x| x.0 == 10).unwrap().1.part;
+        out.clear();
+        // A refusal from a link that does not hold the part is an error.
+        assert!(c.refused(1.0, 10, on_b, "x", &mut out).is_err());
+        c.refused(
+            1.0,
+            20,
+            on_b,
+            "node 0: part 7 needs 9 MB of memory, 0 MB free",
+            &mut out,
+        )
+        .unwrap();
+        // The other part is cancelled on a; b, which never held its part,
+        // gets no cancel; the job is over.
+        assert_eq!(
+            out,
+            vec![
+                Output::Send {
+                    link: 10,
+                    msg: ManagerMsg::Cancel { part: on_a }
+                },
+                Output::Finished { job: 1 }
+            ]
+        );
+        assert_eq!(c.open_jobs(), 0);
+        let r = c.record(1).unwrap();
+        assert!(r.accepted && r.lost && r.finish.is_none());
+        assert!(
+            r.detail.contains("refused by node process b") && r.detail.contains("9 MB of memory"),
+            "{}",
+            r.detail
+        );
+        // A late completion of the cancelled part changes nothing.
+        out.clear();
+        c.completed(2.0, 10, on_a, 2.0, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(c.record(1).unwrap().lost);
+        // Both nodes are free again: a job needing all of both fits.
+        c.submit(3.0, job(2, 3.0, 100.0, 2, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(dispatches(&out).len(), 2, "{out:?}");
+    }
+
+    #[test]
+    fn refused_part_frees_a_queue_policy_node_for_the_next_job() {
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(c.queued(), 1);
+        out.clear();
+        c.refused(0.5, 1, PartId { job: 1, index: 0 }, "no node 0", &mut out)
+            .unwrap();
+        // Job 1 is over (lost, nothing to cancel); job 2 starts at once.
+        assert!(out.contains(&Output::Finished { job: 1 }));
+        assert!(!out.iter().any(|o| matches!(
+            o,
+            Output::Send {
+                msg: ManagerMsg::Cancel { .. },
+                ..
+            }
+        )));
+        let d = dispatches(&out);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].1.part.job, 2);
+        assert!(c.record(1).unwrap().lost);
         assert_eq!(c.open_jobs(), 1);
     }
 }

@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -41,6 +41,12 @@ pub const MAX_FRAME: usize = 4 << 20;
 
 /// Bytes of the length prefix.
 pub const LEN_PREFIX: usize = 4;
+
+/// QUIC application error code with which the manager closes the
+/// connection of a peer it refuses (bad hello, wrong version, wrong role,
+/// no registration); the close reason says why. A peer is never answered
+/// beyond the manager's own hello.
+pub const CLOSE_REFUSED: u32 = 0x4c42_5246; // "LBRF"
 
 /// Who is speaking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,6 +250,17 @@ pub enum NodeMsg {
         /// Why.
         reason: String,
     },
+    /// A cancelled part was withdrawn: it burns no more and the node's
+    /// other parts were re-planned (since version 4; the answer to
+    /// [`ManagerMsg::Cancel`] for a part still on the node).
+    Withdrawn {
+        /// Which part.
+        part: PartId,
+        /// Node-side trace time.
+        at: Time,
+        /// Processor seconds it had burned.
+        cpu_seconds: f64,
+    },
 }
 
 /// Manager to node process.
@@ -258,7 +275,9 @@ pub enum ManagerMsg {
     },
     /// Run this part.
     Dispatch(Dispatch),
-    /// Stop this part (the job is no longer wanted).
+    /// Stop this part (the job is no longer wanted): the node withdraws
+    /// it from its time-slicer, re-plans its other parts' shares and
+    /// answers [`NodeMsg::Withdrawn`] (nothing if the part already ended).
     Cancel {
         /// Which part.
         part: PartId,
@@ -475,6 +494,23 @@ pub struct RecentDecision {
     pub decision: Decision,
 }
 
+/// What the running policy would answer a job submitted now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum QuoteAnswer {
+    /// Decided at once (time-shared policies): accepted on these nodes
+    /// (global ids) at this cost, or rejected with the reason.
+    Decided(Decision),
+    /// Queued (space-shared policies): it would wait behind `waiting`
+    /// jobs (QoPS-family: it would enter the plan); started or dropped
+    /// later.
+    Queued {
+        /// Jobs already waiting.
+        waiting: u64,
+        /// Live nodes holding no part now.
+        free_nodes: u64,
+    },
+}
+
 /// Manager to client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ClientReply {
@@ -497,15 +533,18 @@ pub enum ClientReply {
         /// The id the manager gave the job.
         job: JobId,
     },
-    /// Libra+$ prices now, one per node that could take a part in time.
+    /// What the running policy would answer the job now, and its prices
+    /// (since version 4; before, always Libra+$'s).
     Quoted {
         /// The request's token.
         token: u64,
-        /// Per node.
+        /// The policy that answered.
+        policy: String,
+        /// Per node that could take a part in time, for a policy that
+        /// prices per node (Libra+$); empty otherwise.
         quotes: Vec<PriceQuote>,
-        /// The price the job would pay (highest of the P cheapest best-fit
-        /// nodes within budget), or why it would be rejected.
-        decision: Decision,
+        /// What a submission would get.
+        answer: QuoteAnswer,
     },
     /// The cluster now.
     Status {
@@ -756,6 +795,11 @@ mod tests {
             NodeMsg::Pong { nonce: 9 },
             NodeMsg::Goodbye {
                 reason: "done".into(),
+            },
+            NodeMsg::Withdrawn {
+                part,
+                at: 3.0,
+                cpu_seconds: 0.5,
             },
         ]
     }

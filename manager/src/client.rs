@@ -16,7 +16,7 @@ use common::job::{
     ResourceRequirements,
 };
 use common::policy::Decision;
-use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use common::protocol::{ClientMsg, ClientReply, Hello, QuoteAnswer, Role};
 use net::{self, FramedStream, Timeouts};
 use serde::Deserialize;
 
@@ -342,7 +342,8 @@ pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
     }
 }
 
-/// `libratory quote`: the Libra+$ price the job would pay now.
+/// `libratory quote`: what the running policy would answer the job now
+/// (and the per-node prices of a policy that prices, Libra+$).
 pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
     let (spec, _) = job.job()?;
     let reply = rt()?.block_on(request(
@@ -358,19 +359,38 @@ pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
     }
     match reply {
         ClientReply::Quoted {
-            quotes, decision, ..
+            policy,
+            quotes,
+            answer,
+            ..
         } => {
-            println!(
-                "{:>6} {:>12} {:>8} {:>8} {:>12}",
-                "node", "RESFree (s)", "PUtil", "price/s", "cost"
-            );
-            for q in &quotes {
+            println!("policy {policy}:");
+            if !quotes.is_empty() {
                 println!(
-                    "{:>6} {:>12.1} {:>8.4} {:>8.4} {:>12.4}",
-                    q.node, q.res_free, q.putil, q.price, q.cost
+                    "{:>6} {:>12} {:>8} {:>8} {:>12}",
+                    "node", "RESFree (s)", "PUtil", "price/s", "cost"
                 );
+                for q in &quotes {
+                    println!(
+                        "{:>6} {:>12.1} {:>8.4} {:>8.4} {:>12.4}",
+                        q.node, q.res_free, q.putil, q.price, q.cost
+                    );
+                }
             }
-            Ok(print_decision(&decision, "would be accepted"))
+            match answer {
+                QuoteAnswer::Decided(decision) => {
+                    Ok(print_decision(&decision, "would be accepted"))
+                }
+                QuoteAnswer::Queued {
+                    waiting,
+                    free_nodes,
+                } => {
+                    println!(
+                        "would be queued behind {waiting} waiting job(s) ({free_nodes} node(s) free now); the policy starts or drops it later"
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         ClientReply::Error { message, .. } => bail!("the manager refused the request: {message}"),
         other => bail!("unexpected answer: {other:?}"),

@@ -32,10 +32,9 @@ use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::job::JobId;
 use common::metrics::JobRecord;
-use common::policy::{self, AdmissionPolicy, PolicyConfig};
-use common::policy::{Decision, LibraPlusDollar};
+use common::policy::{self, PolicyConfig};
 use common::protocol::{
-    ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
+    self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
     PartStatus, RecentDecision, Role, Welcome,
 };
 use common::time::Time;
@@ -600,7 +599,10 @@ impl Handler<Connected> for ManagerActor {
         if self.clock.is_none() {
             self.clock = Some(TraceClock::new(0.0, self.cfg.time_scale));
         }
-        let ids = self.core.register(m.link, &m.host, &m.nodes);
+        let ids = self.core.register(m.link, &m.host, &m.nodes).map_err(|e| {
+            self.warnings.push(format!("refused a node process: {e}"));
+            e.to_string()
+        })?;
         self.registered_nodes += ids.len();
         if let Some(j) = &self.cfg.journal {
             j.send(journal::Entry::Node {
@@ -682,7 +684,17 @@ impl Handler<FromNode> for ManagerActor {
                     "{host} refused part {}/{}: {reason}",
                     part.job, part.index
                 ));
-                Ok(())
+                self.core.refused(now, m.link, part, &reason, &mut self.out)
+            }
+            NodeMsg::Withdrawn {
+                part, cpu_seconds, ..
+            } => {
+                tracing::info!(
+                    "{host} withdrew cancelled part {}/{} after {cpu_seconds:.3} CPU s",
+                    part.job,
+                    part.index
+                );
+                self.core.withdrawn(m.link, part)
             }
             NodeMsg::Histograms { last, histograms } => {
                 for (name, bytes) in histograms {
@@ -727,7 +739,9 @@ impl Handler<FromNode> for ManagerActor {
             }
         };
         if let Err(e) = res {
-            self.warnings.push(format!("{host}: {e}"));
+            // Core errors name the node process and link themselves.
+            tracing::warn!("{e}");
+            self.warnings.push(e.to_string());
         }
         self.flush();
         self.check_end(ctx);
@@ -830,26 +844,12 @@ impl ManagerActor {
                     return;
                 }
                 job.details.submit_time = now;
-                let cfg = self.cfg.policy_config.clone();
-                let (view, ids) = self.core.snapshot(now);
-                let mut p = LibraPlusDollar::new(cfg);
-                let mut quotes = p.quotes(now, view, &job);
-                for q in &mut quotes {
-                    q.node = ids[q.node] as usize;
-                }
-                let decision = match p.decide(now, view, &job) {
-                    Decision::Accept(mut a) => {
-                        for n in &mut a.nodes {
-                            *n = ids[*n] as usize;
-                        }
-                        Decision::Accept(a)
-                    }
-                    d => d,
-                };
+                let (quotes, answer) = self.core.quote(now, &job);
                 let _ = reply.send(ClientReply::Quoted {
                     token,
+                    policy: self.core.policy_name().to_string(),
                     quotes,
-                    decision,
+                    answer,
                 });
             }
             ClientMsg::Echo { token } => {
@@ -967,6 +967,12 @@ impl Handler<TakeOutcome> for ManagerActor {
             (Some(a), Some(b)) => (b - a).as_secs_f64(),
             _ => 0.0,
         };
+        let dup = self.core.duplicate_completions();
+        if dup > 0 {
+            self.warnings.push(format!(
+                "{dup} duplicate part completion(s) from node processes ignored"
+            ));
+        }
         let off = self.offset;
         let mut records: Vec<_> = self.core.records().cloned().collect();
         records.sort_by_key(|r| r.id);
@@ -1004,6 +1010,24 @@ async fn serve_connection(
     let conn = incoming
         .await
         .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
+    let r = admit(conn.clone(), link, manager, timeout).await;
+    if let Err(e) = &r {
+        // Close with an error the peer can read, rather than letting the
+        // dropped handles close it as if all were well.
+        let mut reason = e.clone().into_bytes();
+        reason.truncate(200);
+        conn.close(protocol::CLOSE_REFUSED.into(), &reason);
+    }
+    r
+}
+
+async fn admit(
+    conn: quinn::Connection,
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let peer = conn.remote_address();
     let mut s = FramedStream::accept(&conn)
         .await
         .map_err(|e| e.to_string())?;

@@ -336,6 +336,7 @@ pub fn run(a: LoadtestArgs) -> Result<ExitCode> {
     if !a.seconds.is_finite() || a.seconds <= 0.0 {
         bail!("--seconds must be > 0, got {}", a.seconds);
     }
+    crate::runcmd::seconds("--answer-timeout", a.answer_timeout)?;
     job(a.processors, a.estimate, a.deadline).validate()?;
     let inv = Invocation::capture();
     let rt = tokio::runtime::Builder::new_current_thread()

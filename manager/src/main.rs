@@ -165,7 +165,9 @@ enum Command {
         #[command(flatten)]
         job: client::JobArgs,
     },
-    /// The Libra+$ price a job would pay now, per node, without submitting.
+    /// What the running policy would answer a job now (accept on which
+    /// nodes at what cost, reject and why, or queue), with per-node prices
+    /// under Libra+$; nothing is submitted.
     Quote {
         #[command(flatten)]
         conn: client::ConnArgs,

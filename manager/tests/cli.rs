@@ -153,6 +153,25 @@ fn bad_input_gets_a_clear_error() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("bad.swf:3") && e.contains("field 4"), "{e}");
+
+    // A duration Duration::from_secs_f64 would panic on is an error naming
+    // the option, found before any connection is tried.
+    for v in ["-1", "NaN", "inf"] {
+        let o = libratory(
+            &[
+                "loadtest",
+                "--manager",
+                "127.0.0.1:9",
+                "--certs",
+                "nonexistent",
+                &format!("--answer-timeout={v}"),
+            ],
+            dir.path(),
+        );
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{v}: {e}");
+        assert!(e.contains("--answer-timeout must be"), "{v}: {e}");
+    }
 }
 
 /// SHA-256 of the SDSC SP2 trace file (shared/traces/README.md).

@@ -182,9 +182,13 @@ fn manager_and_two_node_processes_run_a_workload() {
     assert!(first < 20.0, "first arrival {first}");
 }
 
-/// Connects with a valid certificate and performs `script` after the TLS
-/// handshake; returns whether the manager kept talking afterwards.
-async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), String> {
+/// Connects with a valid certificate, sends `bytes` after the TLS
+/// handshake and reads until the manager ends the connection. Passes (the
+/// close reason) only if the manager closed the connection with
+/// [`protocol::CLOSE_REFUSED`] and said nothing but its own hello; fails
+/// if it answered anything else, closed as if all were well, or kept
+/// silent without closing (a timeout is a failure, not a pass).
+async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<String, String> {
     let ep = net::client_endpoint(
         "127.0.0.1:0".parse().unwrap(),
         certs,
@@ -196,26 +200,41 @@ async fn stranger(addr: SocketAddr, certs: &Path, bytes: Vec<u8>) -> Result<(), 
     let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
     send.write_all(&bytes).await.map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; 4096];
-    // The manager answers with its hello and then must close on us; a
-    // Welcome would mean it accepted the bytes.
     let mut dec = protocol::Decoder::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
+    let mut frames = 0;
+    let closed = loop {
         match tokio::time::timeout(Duration::from_secs(5), recv.read(&mut buf)).await {
+            Err(_) => return Err("no close within 5 s (the manager kept the stranger)".into()),
             Ok(Ok(Some(n))) => {
                 dec.feed(&buf[..n]);
                 while let Ok(Some(p)) = dec.next_payload() {
-                    if let Ok(ManagerMsg::Welcome(_)) =
-                        protocol::decode_payload::<ManagerMsg>("m", &p)
-                    {
-                        return Err("welcomed".into());
+                    frames += 1;
+                    let hello = protocol::decode_hello(&p);
+                    if frames > 1 || !matches!(&hello, Ok(h) if h.role == Role::Manager) {
+                        let what = protocol::decode_payload::<ManagerMsg>("m", &p);
+                        return Err(format!("answered beyond the hello: {what:?}"));
                     }
                 }
             }
-            _ => return Ok(()),
+            // The stream ended: the connection's fate says how.
+            Ok(Ok(None)) => {
+                match tokio::time::timeout(Duration::from_secs(5), conn.closed()).await {
+                    Ok(e) => break e,
+                    Err(_) => return Err("stream ended but the connection stayed open".into()),
+                }
+            }
+            Ok(Err(quinn::ReadError::ConnectionLost(e))) => break e,
+            Ok(Err(e)) => return Err(format!("stream error, not a refusal: {e}")),
         }
+    };
+    match closed {
+        quinn::ConnectionError::ApplicationClosed(c)
+            if c.error_code == quinn::VarInt::from_u32(protocol::CLOSE_REFUSED) =>
+        {
+            Ok(String::from_utf8_lossy(&c.reason).into_owned())
+        }
+        other => Err(format!("closed, but not as a refusal: {other}")),
     }
-    Err("the manager neither closed nor answered".into())
 }
 
 #[test]
@@ -243,15 +262,27 @@ fn strangers_are_refused() {
         .unwrap();
     let mut bad_version = Hello::new(Role::Node, "libratory-node 99");
     bad_version.version += 1;
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("wrong protocol version", protocol::encode(&bad_version)),
-        ("oversize frame", {
-            let mut b = protocol::encode(&Hello::new(Role::Node, "x"));
-            b.extend_from_slice(&((protocol::MAX_FRAME as u32) + 1).to_be_bytes());
-            b.extend_from_slice(&[0u8; 64]);
-            b
-        }),
-        ("not our protocol", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "wrong protocol version",
+            protocol::encode(&bad_version),
+            "version mismatch",
+        ),
+        (
+            "oversize frame",
+            {
+                let mut b = protocol::encode(&Hello::new(Role::Node, "x"));
+                b.extend_from_slice(&((protocol::MAX_FRAME as u32) + 1).to_be_bytes());
+                b.extend_from_slice(&[0u8; 64]);
+                b
+            },
+            "exceeds",
+        ),
+        (
+            "not our protocol",
+            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            "exceeds",
+        ),
         (
             "register before hello",
             protocol::encode(&NodeMsg::Register {
@@ -265,11 +296,15 @@ fn strangers_are_refused() {
                 }],
                 pid: 1,
             }),
+            "not a Libratory process",
         ),
     ];
-    for (what, bytes) in cases {
+    for (what, bytes, why) in cases {
         let r = rt.block_on(stranger(addr, &certs_dir, bytes));
-        assert!(r.is_ok(), "{what}: {r:?}");
+        assert!(
+            matches!(&r, Ok(reason) if reason.contains(why)),
+            "{what}: {r:?}"
+        );
     }
     // The manager survived all of it and still serves a real node.
     let node = Command::new(node_bin())
@@ -559,6 +594,21 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
         &certs_dir,
     );
     assert!(o.status.success(), "{}", out(&o));
+    // The quote answers for the running policy (LibraRisk: no prices, the
+    // risk rejection the submission below gets), not for Libra+$.
+    let o = client(
+        &["quote", "--estimate", "500", "--deadline", "400"],
+        port,
+        &certs_dir,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", out(&o));
+    assert!(
+        out(&o).contains("policy libra-risk")
+            && out(&o).contains("rejected (risk)")
+            && !out(&o).contains("price/s"),
+        "{}",
+        out(&o)
+    );
     let o = client(
         &["submit", "--estimate", "500", "--deadline", "400"],
         port,
@@ -810,4 +860,150 @@ fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
 fn kill_child(c: &mut Child) {
     let _ = c.kill();
     let _ = c.wait();
+}
+
+/// User plus system CPU seconds a process has used (/proc/PID/stat).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) in brackets.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / hz
+}
+
+/// CPU seconds `pid` uses over `window` of wall time.
+fn cpu_over(pid: u32, window: Duration) -> f64 {
+    let a = cpu_seconds(pid);
+    std::thread::sleep(window);
+    cpu_seconds(pid) - a
+}
+
+#[test]
+fn a_lost_jobs_other_parts_stop_burning_on_their_nodes() {
+    // Two node processes of one node each (capacity 0.5); a job of P 2
+    // puts one part on each. Killing one process loses the job; the
+    // manager cancels the other part and its node must stop burning for
+    // it (before, it burned on to its end, ignored).
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let certs_dir = dir.path().join("certs");
+    certs(&certs_dir, "local");
+    let port = free_port();
+    let cfg = dir.path().join("cancel.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.01
+start_timeout_s = 20
+link_timeout_s = 1
+heartbeat_ms = 100
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 1 }}
+
+[[hosts]]
+name = "local"
+processes = 2
+nodes_per_process = 1
+capacity = 0.5
+"#
+        ),
+    )
+    .unwrap();
+    let mut manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, &certs_dir);
+    let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
+    // 100,000 trace s = 1,000 real s of work per part: it runs all test.
+    let o = client(
+        &[
+            "submit",
+            "--estimate",
+            "100000",
+            "--deadline",
+            "400000",
+            "--processors",
+            "2",
+        ],
+        port,
+        &certs_dir,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    // "accepted: job N on nodes ..."
+    let job: u64 = out(&o)
+        .split_whitespace()
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no job id in {}", out(&o)));
+    let o = client(&["status", "--json"], port, &certs_dir);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let procs = s["Status"]["processes"].as_array().unwrap().clone();
+    assert_eq!(procs.len(), 2, "{s}");
+    let pid = |k: usize| procs[k]["pid"].as_u64().unwrap() as u32;
+    let (victim, survivor) = (pid(0), pid(1));
+    // Both burn for the job (about 0.5 CPU s per s; loose: the machine is
+    // shared).
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_over(survivor, Duration::from_secs(2));
+    assert!(
+        before > 0.2,
+        "the survivor burned only {before} CPU s in 2 s"
+    );
+    unsafe {
+        libc::kill(victim as i32, libc::SIGKILL);
+    }
+    // The manager notices the silence (link timeout 1 s), loses the job
+    // and cancels the survivor's part.
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = client(&["status", "--json"], port, &certs_dir);
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let nodes = s["Status"]["nodes"].as_array().unwrap();
+        let holds = nodes.iter().any(|n| {
+            n["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["job"].as_u64() == Some(job))
+        });
+        if nodes.len() == 1 && !holds {
+            break;
+        }
+        assert!(Instant::now() < end, "the job was never lost: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let after = cpu_over(survivor, Duration::from_secs(2));
+    assert!(
+        after < 0.1 && after < before / 3.0,
+        "the cancelled part still burns: {after} CPU s in 2 s (before: {before})"
+    );
+    interrupt(&manager);
+    assert_eq!(
+        wait_timeout(&mut manager, Duration::from_secs(30)),
+        Some(true)
+    );
+    // The record says what happened.
+    let csv = std::fs::read_to_string(dir.path().join("run").join("jobs-libra.csv")).unwrap();
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with(&format!("{job},")))
+        .unwrap_or_else(|| panic!("no record of job {job}: {csv}"));
+    assert!(line.contains("lost at"), "{line}");
 }

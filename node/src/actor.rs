@@ -27,6 +27,12 @@ use net::TraceClock;
 #[rtype(result = "Result<(), PlaceError>")]
 pub struct PlacePart(pub PartSpec);
 
+/// Withdraw a part before its end (its job was cancelled). Answers the CPU
+/// ns it had burned, or `None` if it is not on the node (it completed).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Option<u64>")]
+pub struct WithdrawPart(pub crate::spec::NodePartId);
+
 /// An executor finished a slice (sent by the executor pool's callback).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
@@ -172,6 +178,16 @@ impl Handler<PlacePart> for NodeActor {
 
     fn handle(&mut self, msg: PlacePart, ctx: &mut Self::Context) -> Self::Result {
         let r = self.core.place(msg.0, self.clock.now());
+        self.drive(ctx);
+        r
+    }
+}
+
+impl Handler<WithdrawPart> for NodeActor {
+    type Result = Option<u64>;
+
+    fn handle(&mut self, msg: WithdrawPart, ctx: &mut Self::Context) -> Self::Result {
+        let r = self.core.withdraw(msg.0, self.clock.now());
         self.drive(ctx);
         r
     }

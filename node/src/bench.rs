@@ -453,6 +453,12 @@ fn scale(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// Runs the chosen benchmarks, printing to `out`.
 pub fn run(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    // Refuse durations Duration::from_secs_f64 would panic on, up front.
+    for (option, v) in [("--seconds", a.seconds), ("--period-ms", a.period_ms)] {
+        if !(v.is_finite() && v > 0.0) {
+            anyhow::bail!("{option} must be > 0, got {v}");
+        }
+    }
     let all = a.which.contains(&Which::All);
     // Scale first: its memory figure is an RSS delta, which the allocator
     // would hide by reusing memory freed by the other runs.

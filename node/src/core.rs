@@ -56,6 +56,8 @@ pub enum ShareReason {
     DeadlineReached,
     /// An on-track part used up its runtime estimate.
     EstimateUsed,
+    /// A part was withdrawn before its end (its job was cancelled).
+    Withdrawn,
 }
 
 /// A request to burn processor time for one part. Hand it back to
@@ -636,6 +638,27 @@ impl NodeEngine {
         self.check_transitions(now);
     }
 
+    /// Withdraws a part before its end (its job was cancelled): it leaves
+    /// the node at once, its slices still burning only free their slots
+    /// when they come back, and the remaining parts' shares are re-planned
+    /// by the Job Control rule. Returns the CPU ns it had burned, or `None`
+    /// if no such part is on the node (it completed meanwhile).
+    pub fn withdraw(&mut self, part: NodePartId, now: Time) -> Option<u64> {
+        let k = self.parts.iter().position(|p| p.spec.part_id == part)?;
+        self.accrue(now);
+        let p = self.parts.remove(k);
+        self.orphans.extend(p.in_flight.iter().map(|f| f.0));
+        self.mem_used -= p.spec.memory_kb;
+        self.disk_used -= p.spec.disk_mb;
+        self.tel.parts.push(p.tel);
+        if self.parts.is_empty() {
+            self.next_tick = None;
+        } else {
+            self.recompute(now, ShareReason::Withdrawn);
+        }
+        Some(p.burned_ns)
+    }
+
     /// Handles whatever is due at `now`: the control tick, deadlines.
     pub fn handle_timeout(&mut self, now: Time) {
         if self.parts.is_empty() {
@@ -967,6 +990,40 @@ mod tests {
         let total: u64 = sim.burned().iter().sum();
         assert!((total as f64 - 400e6).abs() < 1e5, "{total}");
         assert!(done[1].1 >= 400.0 && done[1].1 < 405.0, "{done:?}");
+    }
+
+    #[test]
+    fn withdrawn_part_stops_burning_and_the_others_are_replanned() {
+        let mut core = NodeEngine::new(node(1.0), cfg(SpareRule::Proportional)).unwrap();
+        // q 0.5 and 0.3; proportional spare: 0.625 and 0.375.
+        core.place(part(1, 5_000.0, 1e6, 10_000.0), 0.0).unwrap();
+        core.place(part(2, 3_000.0, 1e6, 10_000.0), 0.0).unwrap();
+        let mut sim = Sim::new(core);
+        sim.run(1_000.0);
+        let t = sim.now;
+        let burned_1 = sim.core.withdraw(1, t).expect("part 1 is on the node");
+        assert_eq!(sim.core.withdraw(1, t), None, "withdrawn only once");
+        assert_eq!(sim.core.withdraw(9, t), None, "unknown part");
+        sim.drain();
+        // Re-planned by the rule for part 2 alone: the whole node.
+        let last = sim.events.iter().rev().find_map(|e| match e {
+            NodeEvent::SharesChanged { reason, shares, .. } => Some((*reason, shares.clone())),
+            _ => None,
+        });
+        assert_eq!(last, Some((ShareReason::Withdrawn, vec![(2, 1.0)])));
+        let before_2 = sim.burned()[1];
+        sim.run(t + 1_000.0);
+        // Part 1 burned nothing more (a slice of it still queued only
+        // frees its slot); part 2 got the node's capacity: 1000 trace s
+        // x 1 core = 1 s of CPU at time scale 1e-3.
+        let b = sim.burned();
+        assert_eq!(b[0], burned_1);
+        let gained = (b[1] - before_2) as f64;
+        assert!((gained - 1e9).abs() < 0.02e9, "{gained}");
+        assert!(!sim
+            .events
+            .iter()
+            .any(|e| matches!(e, NodeEvent::Completed(c) if c.part_id == 1)));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
 
-use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart};
+use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart, WithdrawPart};
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
@@ -174,8 +174,9 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             }
         }
     });
-    // Node events to the manager, with node-local part ids mapped back.
-    let parts: std::rc::Rc<std::cell::RefCell<HashMap<u64, WirePart>>> = Default::default();
+    // Node events to the manager, with node-local part ids mapped back
+    // (local id -> wire id and the node holding it).
+    let parts: std::rc::Rc<std::cell::RefCell<HashMap<u64, (WirePart, u32)>>> = Default::default();
     let ev_parts = parts.clone();
     let ev_tx = out_tx.clone();
     let events = actix::spawn(async move {
@@ -183,7 +184,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             match r.event {
                 NodeEvent::Completed(c) => {
                     let wire = ev_parts.borrow_mut().remove(&c.part_id);
-                    if let Some(part) = wire {
+                    if let Some((part, _)) = wire {
                         let _ = ev_tx.send(NodeMsg::Completed {
                             part,
                             at: c.finished_at,
@@ -197,7 +198,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                         .iter()
                         .filter_map(|p| {
                             map.get(&p.part_id).map(|w| protocol::PartProgress {
-                                part: *w,
+                                part: w.0,
                                 node: r.node_id,
                                 work_done: p.done,
                                 share: p.share,
@@ -249,7 +250,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     ret: d.ret,
                     hard: d.hard,
                 };
-                parts.borrow_mut().insert(next_part, d.part);
+                parts.borrow_mut().insert(next_part, (d.part, d.node));
                 match node.send(PlacePart(spec)).await {
                     Ok(Ok(())) => {
                         let _ = out_tx.send(NodeMsg::Started {
@@ -268,12 +269,34 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 }
             }
             ManagerMsg::Cancel { part } => {
-                // Parts cannot be withdrawn from a node yet: the part runs
-                // on and its completion is ignored by the manager.
-                eprintln!(
-                    "libratory-node {}: cancel of part {}/{} noted (it runs to its end)",
-                    cfg.label, part.job, part.index
-                );
+                let held = parts
+                    .borrow()
+                    .iter()
+                    .find(|(_, w)| w.0 == part)
+                    .map(|(&local, w)| (local, w.1));
+                // Not held: it completed (its completion is on its way) or
+                // was refused; nothing burns.
+                let Some((local, node)) = held else { continue };
+                let Some(addr) = nodes.get(node as usize) else {
+                    continue;
+                };
+                match addr.send(WithdrawPart(local)).await {
+                    Ok(Some(burned_ns)) => {
+                        parts.borrow_mut().remove(&local);
+                        eprintln!(
+                            "libratory-node {}: withdrew part {}/{} (cancelled by the manager)",
+                            cfg.label, part.job, part.index
+                        );
+                        let _ = out_tx.send(NodeMsg::Withdrawn {
+                            part,
+                            at: clock.now(),
+                            cpu_seconds: burned_ns as f64 * 1e-9,
+                        });
+                    }
+                    // It completed while the cancel was on its way.
+                    Ok(None) => {}
+                    Err(e) => break Err(anyhow::anyhow!("node {node} stopped: {e}")),
+                }
             }
             ManagerMsg::Ping { nonce } => {
                 let _ = out_tx.send(NodeMsg::Pong { nonce });

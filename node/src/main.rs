@@ -137,6 +137,16 @@ fn version() -> &'static str {
     })
 }
 
+/// A positive, finite number of seconds from the command line, or an error
+/// naming the option (`Duration::from_secs_f64` would panic on a negative
+/// or NaN value).
+pub(crate) fn seconds(option: &str, s: f64) -> anyhow::Result<Duration> {
+    if !(s.is_finite() && s > 0.0) {
+        bail!("{option} must be a number of seconds > 0, got {s}");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
 fn parse_spare(s: &str) -> Result<SpareRule, String> {
     SpareRule::parse(s)
         .ok_or_else(|| format!("unknown spare rule {s:?} (proportional, idle, highest-return)"))
@@ -239,7 +249,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             nodes: l.node.nodes,
             slice: l.node.slice()?,
             executors: l.node.executors,
-            link_timeout: Duration::from_secs_f64(l.link_timeout_s),
+            link_timeout: seconds("--link-timeout-s", l.link_timeout_s)?,
         })?;
         return Ok(ExitCode::SUCCESS);
     };
@@ -258,7 +268,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 slice: a.node.slice()?,
                 executors: a.node.executors,
                 parts,
-                limit: Duration::from_secs_f64(a.limit_s),
+                limit: seconds("--limit-s", a.limit_s)?,
             })?;
             report
                 .print(std::io::stdout().lock())
@@ -271,7 +281,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 a.node.nodes,
                 a.node.slice()?,
                 a.node.executors,
-                Duration::from_secs_f64(a.for_s),
+                seconds("--for-s", a.for_s)?,
             )?;
             println!("{r}");
             Ok(ExitCode::SUCCESS)

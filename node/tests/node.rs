@@ -414,3 +414,47 @@ fn standalone_binary_prints_shares() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn bad_durations_are_errors_not_panics() {
+    // Every user-supplied duration: negative, NaN and infinite values get
+    // an error naming the option (exit 1), never a panic (exit 101) from
+    // Duration::from_secs_f64.
+    let part = ["--part", "estimate=1,actual=1,deadline=3"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&["standalone", "--limit-s=-1"][..], &part[..]].concat(),
+            "--limit-s",
+        ),
+        (
+            [&["standalone", "--limit-s=NaN"][..], &part[..]].concat(),
+            "--limit-s",
+        ),
+        (vec!["host", "--for-s=-2"], "--for-s"),
+        (vec!["host", "--for-s=inf"], "--for-s"),
+        (
+            vec![
+                "--manager",
+                "127.0.0.1:9",
+                "--certs",
+                "/nonexistent",
+                "--link-timeout-s=-5",
+            ],
+            "--link-timeout-s",
+        ),
+        (vec!["bench", "fidelity", "--seconds=-1"], "--seconds"),
+        (vec!["bench", "overhead", "--period-ms=NaN"], "--period-ms"),
+    ];
+    for (args, option) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_libratory-node"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(option) && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

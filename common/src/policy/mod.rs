@@ -147,6 +147,12 @@ pub trait AdmissionPolicy: Send {
     fn part_value(&self, _job: &JobSpec) -> PartValue {
         PartValue::default()
     }
+
+    /// The price each node would charge `job` now, for policies that price
+    /// per node (Libra+$); none otherwise.
+    fn price_quotes(&self, _now: Time, _nodes: &[NodeState], _job: &JobSpec) -> Vec<PriceQuote> {
+        Vec::new()
+    }
 }
 
 /// What a space-shared policy wants done.
@@ -194,6 +200,21 @@ pub trait QueuePolicy: Send {
     /// the pool for good, one that (re)joined is put in. Nodes are indexed
     /// as at construction; `node == len` appends a new node.
     fn set_node_available(&mut self, node: usize, available: bool);
+
+    /// What [`QueuePolicy::submit`] would answer for `job` at `now`,
+    /// without queueing it (`libratory quote`), given `usable` nodes.
+    /// Policies that queue whatever fits the cluster refuse only a job
+    /// wider than it; those that admit at submission (QoPS) say whether
+    /// the job would enter their plan.
+    fn would_submit(&self, _now: Time, job: &JobSpec, usable: usize) -> Option<Reject> {
+        (job.processors() > usable).then(|| Reject {
+            reason: RejectReason::Resources,
+            detail: format!(
+                "needs {} processors, the cluster has {usable}",
+                job.processors()
+            ),
+        })
+    }
 }
 
 /// A built policy of either kind.

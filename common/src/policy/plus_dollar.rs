@@ -112,6 +112,10 @@ impl AdmissionPolicy for LibraPlusDollar {
         self.cfg.spare_rule
     }
 
+    fn price_quotes(&self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Vec<PriceQuote> {
+        self.quotes(now, nodes, job)
+    }
+
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;

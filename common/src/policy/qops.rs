@@ -797,6 +797,11 @@ impl QueuePolicy for Qops {
     fn set_node_available(&mut self, node: usize, available: bool) {
         self.planner.set_available(node, available);
     }
+
+    fn would_submit(&self, now: Time, job: &JobSpec, _usable: usize) -> Option<Reject> {
+        // Admission on a copy of the plan as it stands.
+        self.planner.clone().admit(now, job).err()
+    }
 }
 
 #[cfg(test)]
