@@ -21,6 +21,7 @@ mod plot;
 mod report;
 mod runcmd;
 mod rundir;
+mod schedule;
 mod simulate;
 mod sweep;
 
