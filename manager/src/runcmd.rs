@@ -306,8 +306,16 @@ pub fn run(
     spawn_local: bool,
     progress: Progress,
     serve: bool,
+    http: Option<SocketAddr>,
 ) -> Result<()> {
     let inv = Invocation::capture();
+    // The live view binds first, so a taken port fails before anything runs.
+    let view = http
+        .map(libratory_manager::liveview::Server::start)
+        .transpose()?;
+    if let Some(v) = &view {
+        eprintln!("live view: http://{}/", v.addr());
+    }
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
@@ -344,6 +352,7 @@ pub fn run(
             Progress::Quiet | Progress::Bar => None,
         },
         serve,
+        view: view.as_ref().map(|v| v.publisher.clone()),
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
