@@ -31,6 +31,24 @@ pub struct SimOutcome {
     pub busy_time: f64,
     /// Time of the last completion.
     pub makespan: Time,
+    /// Every part that ran, in placement order.
+    pub parts: Vec<PartRecord>,
+}
+
+/// One part of a job on one node, as it ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartRecord {
+    /// The job.
+    pub job: JobId,
+    /// The node.
+    pub node: usize,
+    /// When it was placed or started.
+    pub start: Time,
+    /// When it finished (infinite if it never did).
+    pub finish: Time,
+    /// Processor seconds it took on that node (the actual runtime over the
+    /// node's speed), so `cpu / (finish - start)` is its mean share.
+    pub cpu: f64,
 }
 
 /// A new record for a job that has not been decided yet.
@@ -84,21 +102,39 @@ fn simulate_time_shared(
     let mut finished: Vec<PartFinished> = Vec::new();
     let mut events = 0u64;
     let mut makespan = start;
-    let mut settle =
-        |finished: &mut Vec<PartFinished>, records: &mut [JobRecord], parts_left: &mut [usize]| {
-            for f in finished.drain(..) {
-                let k = index[&f.job];
-                parts_left[k] -= 1;
-                let r = &mut records[k];
-                r.finish = Some(r.finish.map_or(f.at, |x: Time| x.max(f.at)));
-                makespan = makespan.max(f.at);
-                events += 1;
+    let mut parts: Vec<PartRecord> = Vec::new();
+    // Per job, the indices of its parts in `parts`.
+    let mut parts_of: Vec<Vec<usize>> = vec![Vec::new(); jobs.len()];
+    let mut settle = |finished: &mut Vec<PartFinished>,
+                      records: &mut [JobRecord],
+                      parts_left: &mut [usize],
+                      parts: &mut [PartRecord],
+                      parts_of: &[Vec<usize>]| {
+        for f in finished.drain(..) {
+            let k = index[&f.job];
+            if let Some(&p) = parts_of[k]
+                .iter()
+                .find(|&&p| parts[p].node == f.node && parts[p].finish.is_infinite())
+            {
+                parts[p].finish = f.at;
             }
-        };
+            parts_left[k] -= 1;
+            let r = &mut records[k];
+            r.finish = Some(r.finish.map_or(f.at, |x: Time| x.max(f.at)));
+            makespan = makespan.max(f.at);
+            events += 1;
+        }
+    };
     for (k, j) in jobs.iter().enumerate() {
         let now = j.spec.details.submit_time;
         cluster.advance_to(now, &mut finished);
-        settle(&mut finished, &mut records, &mut parts_left);
+        settle(
+            &mut finished,
+            &mut records,
+            &mut parts_left,
+            &mut parts,
+            &parts_of,
+        );
         let decision = policy.decide(now, &cluster.states, &j.spec);
         let r = &mut records[k];
         r.decided_at = now;
@@ -113,6 +149,14 @@ fn simulate_time_shared(
                     let part = cluster.states[n].new_valued_part(&j.spec, value);
                     let actual_cpu = j.actual_runtime / specs[n].speed;
                     cluster.place(n, part, actual_cpu);
+                    parts_of[k].push(parts.len());
+                    parts.push(PartRecord {
+                        job: j.spec.id,
+                        node: n,
+                        start: now,
+                        finish: Time::INFINITY,
+                        cpu: actual_cpu,
+                    });
                 }
                 r.nodes = a.nodes;
             }
@@ -123,7 +167,13 @@ fn simulate_time_shared(
         }
     }
     cluster.advance_to(Time::INFINITY, &mut finished);
-    settle(&mut finished, &mut records, &mut parts_left);
+    settle(
+        &mut finished,
+        &mut records,
+        &mut parts_left,
+        &mut parts,
+        &parts_of,
+    );
     debug_assert!(parts_left.iter().all(|&p| p == 0));
     let busy_time = (0..specs.len()).map(|k| cluster.extra(k).busy_time()).sum();
     SimOutcome {
@@ -131,6 +181,7 @@ fn simulate_time_shared(
         events: events + jobs.len() as u64,
         busy_time,
         makespan,
+        parts,
     }
 }
 
@@ -174,6 +225,7 @@ fn simulate_space_shared(
     let mut busy_time = 0.0;
     let mut makespan = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
     let mut actions = Vec::new();
+    let mut parts: Vec<PartRecord> = Vec::new();
     loop {
         let t_arrival = jobs.get(next_arrival).map(|j| j.spec.details.submit_time);
         let t_done = heap.peek().map(|c| c.0.at);
@@ -223,6 +275,13 @@ fn simulate_space_shared(
                         seq,
                         job: k,
                     }));
+                    parts.extend(nodes.iter().map(|&node| PartRecord {
+                        job,
+                        node,
+                        start: now,
+                        finish: now + run,
+                        cpu: run,
+                    }));
                     let r = &mut records[k];
                     r.accepted = true;
                     r.decided_at = now;
@@ -244,5 +303,6 @@ fn simulate_space_shared(
         events,
         busy_time,
         makespan,
+        parts,
     }
 }

@@ -297,11 +297,19 @@ fn schedule_pictures(r: &RunIn, policy: &str, dir: &Path) -> Result<schedule::Wr
             .unwrap_or(1)
     };
     let ts = time_shared(policy, &records);
+    // Simulated runs record their parts; live runs are reconstructed.
+    let ppath = r.dir.join(format!("parts-{policy}.csv"));
+    let parts = if ppath.is_file() {
+        Some(schedule::read_parts(&ppath)?)
+    } else {
+        None
+    };
     schedule::write_all(
         dir,
         &format!("{} / {policy}", r.label),
         policy,
         &records,
+        parts.as_deref(),
         nodes,
         ts,
     )

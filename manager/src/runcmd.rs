@@ -542,6 +542,7 @@ pub fn write_live_results(
             policies: &[PolicyResult {
                 summary: &summary,
                 records: &o.records,
+                parts: None,
             }],
             live: Some(&facts),
         },

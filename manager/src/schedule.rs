@@ -2,13 +2,16 @@
 //! a Gantt chart (nodes x time, one SVG group per job) and the cluster's
 //! utilisation, queue length and running jobs over time.
 //!
-//! The run directory records, per job, its node set, start and finish
-//! (`jobs-<policy>.jsonl`), not each part's own finish or its share over
-//! time. So a job's part on a node is drawn from the job's start to the
-//! job's finish, and on a time-shared node its band is as tall as the part's
-//! mean share over that span, reconstructed as the actual runtime on the
-//! reference node over the span's length (capped at 1). Space-shared parts
-//! hold the whole node. docs/output-formats.md says the same.
+//! A simulated run directory records every part (`parts-<policy>.csv`:
+//! node, start, finish, processor time), so each part is drawn over its own
+//! span, and on a time-shared node as a band as tall as its mean share
+//! (processor time over span). Share changes within a part are not
+//! recorded. A live run records, per job, its node set, start and finish
+//! (`jobs-<policy>.jsonl`) only: its parts are drawn from the job's start
+//! to the job's finish, with the mean share reconstructed as the actual
+//! runtime on the reference node over that span (capped at 1).
+//! Space-shared parts hold the whole node. docs/output-formats.md says the
+//! same.
 //!
 //! The Gantt SVG is written by hand rather than with plotters, because each
 //! job's element carries an id and data attributes (job, class, outcome)
@@ -129,14 +132,130 @@ pub fn span(records: &[JobRecord]) -> (f64, f64) {
     (t0, if t1 > t0 { t1 } else { t0 + 1.0 })
 }
 
-/// The parts of every started job, with their reconstructed shares and
-/// their offsets in the node's row. `time_shared`: bands are as tall as
-/// the part's mean share and stacked first-fit; else every part holds the
-/// whole node.
-pub fn bands(records: &[JobRecord], nodes: usize, time_shared: bool) -> Vec<Band> {
+/// One part as `parts-<policy>.csv` records it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartIn {
+    /// The job.
+    pub job: u64,
+    /// The node.
+    pub node: usize,
+    /// Start (trace seconds).
+    pub start: f64,
+    /// Finish, if it finished.
+    pub finish: Option<f64>,
+    /// Processor seconds on that node.
+    pub cpu: f64,
+}
+
+/// Reads `parts-<policy>.csv` (columns by name; errors name the file and
+/// line).
+pub fn read_parts(path: &Path) -> Result<Vec<PartIn>> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    let headers = r
+        .headers()
+        .with_context(|| format!("{}: no header", path.display()))?
+        .clone();
+    let col = |name: &str| -> Result<usize> {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .with_context(|| format!("{}: no column '{name}'", path.display()))
+    };
+    let (cj, cn, cs, cf, cc) = (
+        col("job_id")?,
+        col("node")?,
+        col("start")?,
+        col("finish")?,
+        col("cpu")?,
+    );
+    let mut out = Vec::new();
+    for (k, row) in r.records().enumerate() {
+        let line = k + 2;
+        let row = row.with_context(|| format!("{}: line {line}", path.display()))?;
+        let field = |c: usize, name: &str| -> Result<&str> {
+            row.get(c)
+                .with_context(|| format!("{}: line {line}: no {name}", path.display()))
+        };
+        let num = |c: usize, name: &str| -> Result<f64> {
+            let v = field(c, name)?;
+            v.parse().with_context(|| {
+                format!(
+                    "{}: line {line}: {name} '{v}' is not a number",
+                    path.display()
+                )
+            })
+        };
+        let finish = match field(cf, "finish")? {
+            "" => None,
+            _ => Some(num(cf, "finish")?),
+        };
+        let job = field(cj, "job_id")?;
+        let node = field(cn, "node")?;
+        out.push(PartIn {
+            job: job.parse().with_context(|| {
+                format!(
+                    "{}: line {line}: job_id '{job}' is not an id",
+                    path.display()
+                )
+            })?,
+            node: node.parse().with_context(|| {
+                format!(
+                    "{}: line {line}: node '{node}' is not an index",
+                    path.display()
+                )
+            })?,
+            start: num(cs, "start")?,
+            finish,
+            cpu: num(cc, "cpu")?,
+        });
+    }
+    Ok(out)
+}
+
+/// The parts of every started job, with their shares and their offsets in
+/// the node's row. `time_shared`: bands are as tall as the part's mean
+/// share and stacked first-fit; else every part holds the whole node.
+/// With `parts` (recorded), each part has its own span and mean share;
+/// without, they are reconstructed from the job records.
+pub fn bands(
+    records: &[JobRecord],
+    nodes: usize,
+    time_shared: bool,
+    parts: Option<&[PartIn]>,
+) -> Vec<Band> {
     let (_, run_end) = span(records);
     let mut per_node: Vec<Vec<Band>> = vec![Vec::new(); nodes.max(1)];
+    if let Some(parts) = parts {
+        let index: std::collections::HashMap<u64, usize> =
+            records.iter().enumerate().map(|(k, r)| (r.id, k)).collect();
+        for p in parts {
+            let Some(&k) = index.get(&p.job) else {
+                continue;
+            };
+            let end = p.finish.unwrap_or(run_end).max(p.start);
+            let share = if !time_shared || end <= p.start {
+                1.0
+            } else {
+                (p.cpu / (end - p.start)).clamp(0.0, 1.0)
+            };
+            if p.node >= per_node.len() {
+                per_node.resize(p.node + 1, Vec::new());
+            }
+            per_node[p.node].push(Band {
+                job: k,
+                node: p.node,
+                from: p.start,
+                to: end,
+                share,
+                offset: 0.0,
+            });
+        }
+    }
     for (k, r) in records.iter().enumerate() {
+        if parts.is_some() {
+            break;
+        }
         let Some(start) = r.start else { continue };
         let end = end_of(r, run_end).max(start);
         let share = if !time_shared {
@@ -204,6 +323,8 @@ pub struct Gantt<'a> {
     pub nodes: usize,
     /// Whether the policy time-shares nodes.
     pub time_shared: bool,
+    /// The recorded parts, if the run has them.
+    pub parts: Option<&'a [PartIn]>,
 }
 
 fn esc(s: &str) -> String {
@@ -262,10 +383,10 @@ pub fn gantt_svg(g: &Gantt) -> String {
         s,
         "<text x=\"20\" y=\"46\" font-size=\"13\" fill=\"#444\">{} jobs: {started} ran, {rejected} rejected; {nodes} nodes; {}</text>",
         g.records.len(),
-        if g.time_shared {
-            "band height = the part's mean share (reconstructed from start, finish and runtime)"
-        } else {
-            "space-shared: a part holds its node"
+        match (g.time_shared, g.parts.is_some()) {
+            (true, true) => "band height = the part's mean share (recorded parts)",
+            (true, false) => "band height = the part's mean share (reconstructed from the jobs' start, finish and runtime)",
+            _ => "space-shared: a part holds its node",
         }
     );
     // Frame, node rows (alternating shade) and labels.
@@ -306,7 +427,7 @@ pub fn gantt_svg(g: &Gantt) -> String {
     }
     s.push_str("</g>\n");
     // Jobs.
-    let bands = bands(g.records, nodes, g.time_shared);
+    let bands = bands(g.records, nodes, g.time_shared, g.parts);
     let mut by_job: Vec<Vec<&Band>> = vec![Vec::new(); g.records.len()];
     for b in &bands {
         by_job[b.job].push(b);
@@ -570,7 +691,11 @@ pub fn over_time_charts(title: &str, ot: &OverTime, time_shared: bool) -> (Chart
     };
     let queue = Chart {
         title: format!("{title}: queue and running jobs"),
-        subtitle: "mean over each time bin; time-shared admission decides at arrival, so its queue stays empty".into(),
+        subtitle: if time_shared {
+            "mean over each time bin; admission decides at arrival, so nothing waits".into()
+        } else {
+            "mean over each time bin; waiting = submitted, not yet started or dropped".into()
+        },
         x_label: "Time (trace seconds)".into(),
         y_label: "Jobs".into(),
         x_axis: XAxis::Numeric,
@@ -600,6 +725,7 @@ pub fn write_all(
     title: &str,
     policy: &str,
     records: &[JobRecord],
+    parts: Option<&[PartIn]>,
     nodes: usize,
     time_shared: bool,
 ) -> Result<Written> {
@@ -614,10 +740,11 @@ pub fn write_all(
         records,
         nodes,
         time_shared,
+        parts,
     });
     let p = dir.join(&w.gantt);
     std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
-    let b = bands(records, nodes, time_shared);
+    let b = bands(records, nodes, time_shared, parts);
     let ot = over_time(records, &b, nodes);
     let (u, q) = over_time_charts(title, &ot, time_shared);
     plot::write_svg(&dir.join(&w.utilisation), &u)?;
@@ -670,7 +797,7 @@ mod tests {
             // Starts after both ended: back at the bottom.
             rec(3, Some(10.0), Some(20.0), vec![0], 10.0),
         ];
-        let b = bands(&r, 1, true);
+        let b = bands(&r, 1, true, None);
         assert_eq!(b.len(), 3);
         assert!((b[0].share - 0.5).abs() < 1e-12 && b[0].offset == 0.0);
         assert!((b[1].share - 0.4).abs() < 1e-12 && (b[1].offset - 0.5).abs() < 1e-12);
@@ -686,12 +813,44 @@ mod tests {
     }
 
     #[test]
+    fn recorded_parts_have_their_own_span_and_share() {
+        // Job 1 on nodes 0 and 1: the part on node 0 ended at 5 after 2.5
+        // processor seconds (share 0.5), the one on node 1 at 10 after 10.
+        let r = vec![rec(1, Some(0.0), Some(10.0), vec![0, 1], 10.0)];
+        let parts = [
+            PartIn {
+                job: 1,
+                node: 0,
+                start: 0.0,
+                finish: Some(5.0),
+                cpu: 2.5,
+            },
+            PartIn {
+                job: 1,
+                node: 1,
+                start: 0.0,
+                finish: Some(10.0),
+                cpu: 10.0,
+            },
+        ];
+        let b = bands(&r, 2, true, Some(&parts));
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[0].node, b[0].to), (0, 5.0));
+        assert!((b[0].share - 0.5).abs() < 1e-12);
+        assert_eq!((b[1].node, b[1].to, b[1].share), (1, 10.0, 1.0));
+        // Busy: 0.5 x 5 + 1 x 10 node-seconds over 2 nodes x 10 s.
+        let ot = over_time(&r, &b, 2);
+        let mean = ot.utilisation.iter().sum::<f64>() / BINS as f64;
+        assert!((mean - 62.5).abs() < 1e-9, "{mean}");
+    }
+
+    #[test]
     fn a_band_that_does_not_fit_goes_on_top_clipped() {
         let r = vec![
             rec(1, Some(0.0), Some(10.0), vec![0], 8.0),
             rec(2, Some(0.0), Some(10.0), vec![0], 5.0),
         ];
-        let b = bands(&r, 1, true);
+        let b = bands(&r, 1, true, None);
         assert!((b[1].offset - 0.5).abs() < 1e-12, "{:?}", b[1]);
     }
 
@@ -701,7 +860,7 @@ mod tests {
         let mut a = rec(1, Some(10.0), Some(20.0), vec![0], 10.0);
         a.decided_at = 10.0;
         let r = vec![a];
-        let b = bands(&r, 1, false);
+        let b = bands(&r, 1, false, None);
         let ot = over_time(&r, &b, 1);
         assert!((ot.waiting[0] - 1.0).abs() < 1e-9);
         assert!(ot.running[0].abs() < 1e-9);

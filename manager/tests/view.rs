@@ -94,6 +94,64 @@ fn report_draws_one_element_per_job_and_a_self_contained_page() {
             roxmltree::Document::parse(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         }
     }
+    // The simulator's parts: one per node of each started job, starting
+    // with it; the last to finish ends with it; a space-shared part holds
+    // its node (mean share 1).
+    for policy in ["libra", "fifo"] {
+        let recs: Vec<serde_json::Value> =
+            std::fs::read_to_string(d.join(format!("run/jobs-{policy}.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let parts = std::fs::read_to_string(d.join(format!("run/parts-{policy}.csv"))).unwrap();
+        let mut lines = parts.lines();
+        assert_eq!(
+            lines.next(),
+            Some("job_id,node,start,finish,cpu,mean_share")
+        );
+        let rows: Vec<Vec<f64>> = lines
+            .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+            .collect();
+        for r in &recs {
+            let id = r["id"].as_f64().unwrap();
+            let mine: Vec<&Vec<f64>> = rows.iter().filter(|p| p[0] == id).collect();
+            let nodes: Vec<f64> = r["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_f64().unwrap())
+                .collect();
+            assert_eq!(mine.len(), nodes.len(), "{policy} job {id}: parts");
+            if nodes.is_empty() {
+                continue;
+            }
+            let start = r["start"].as_f64().unwrap();
+            let finish = r["finish"].as_f64().unwrap();
+            for p in &mine {
+                assert!(nodes.contains(&p[1]), "{policy} job {id}: node {}", p[1]);
+                // serde_json parses floats to within an ulp, not exactly.
+                assert!((p[2] - start).abs() < 1e-9, "{policy} job {id}: part start");
+                assert!(
+                    p[3] <= finish + 1e-9,
+                    "{policy} job {id}: part ends after the job"
+                );
+                assert!(
+                    p[5] > 0.0 && p[5] <= 1.0 + 1e-9,
+                    "{policy} job {id}: share {}",
+                    p[5]
+                );
+                if policy == "fifo" {
+                    assert!((p[5] - 1.0).abs() < 1e-9);
+                }
+            }
+            let last = mine.iter().map(|p| p[3]).fold(f64::MIN, f64::max);
+            assert!(
+                (last - finish).abs() < 1e-9,
+                "{policy} job {id}: the last part ends the job"
+            );
+        }
+    }
     let html = std::fs::read_to_string(d.join("rep/report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<table id=\"summary\">"));
