@@ -432,13 +432,7 @@ pub fn gantt_svg(g: &Gantt) -> String {
     for b in &bands {
         by_job[b.job].push(b);
     }
-    // A hairline between neighbouring jobs where rows are tall enough
-    // for it to show; none on dense charts, where it would hide the jobs.
-    if row_h >= 6.0 {
-        s.push_str("<g class=\"jobs\" stroke=\"white\" stroke-width=\"0.5\">\n");
-    } else {
-        s.push_str("<g class=\"jobs\" stroke=\"none\">\n");
-    }
+    s.push_str("<g class=\"jobs\" stroke=\"none\">\n");
     for (k, r) in g.records.iter().enumerate() {
         let o = Outcome::of(r);
         let class = r.class.map(|c| c.name());
@@ -516,7 +510,7 @@ pub fn gantt_svg(g: &Gantt) -> String {
                 let rows = (j - i + 1) as f64;
                 // Row n spans [top, top + row_h); shares grow upwards.
                 let y_bottom = nodes_top + (parts[j].node as f64 + 1.0) * row_h;
-                let h = (share * row_h).max(0.6);
+                let h = (share * row_h).max(1.2_f64.min(row_h));
                 let y = if rows > 1.0 {
                     nodes_top + b.node as f64 * row_h + (1.0 - offset - share) * row_h
                 } else {
@@ -527,9 +521,17 @@ pub fn gantt_svg(g: &Gantt) -> String {
                 } else {
                     h
                 };
+                // A hairline between neighbouring jobs where the rectangle
+                // is big enough for it to show; on thin bands it would
+                // hide the fill.
+                let edge = if height >= 4.0 && w >= 4.0 {
+                    " stroke=\"white\" stroke-width=\"0.5\""
+                } else {
+                    ""
+                };
                 let _ = write!(
                     s,
-                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"{edge}/>",
                     c(x0),
                     c(y),
                     c(w),
