@@ -521,10 +521,10 @@ pub fn gantt_svg(g: &Gantt) -> String {
                 } else {
                     h
                 };
-                // A hairline between neighbouring jobs where the rectangle
-                // is big enough for it to show; on thin bands it would
-                // hide the fill.
-                let edge = if height >= 4.0 && w >= 4.0 {
+                // A hairline between neighbouring jobs where rows and the
+                // rectangle are big enough for it to show; on thin bands
+                // it would hide the fill, on dense charts the jobs.
+                let edge = if row_h >= 6.0 && height >= 4.0 && w >= 4.0 {
                     " stroke=\"white\" stroke-width=\"0.5\""
                 } else {
                     ""
