@@ -30,8 +30,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 400 jobs of seed 003's batch: long enough (minutes) to look at twice.
-"$t_bin/libratory" demo --http 127.0.0.1:0 --jobs 400 --processes 2 --nodes 4 \
+# 1000 jobs of seed 003's batch: minutes of replay, far longer than the
+# checks (Chromium takes seconds per load on a busy machine); stopped early.
+"$t_bin/libratory" demo --http 127.0.0.1:0 --jobs 1000 --processes 2 --nodes 4 \
   --out "$T/demo" >"$T/demo.out" 2>"$T/demo.err" &
 demo_pid=$!
 
