@@ -3,7 +3,8 @@
 # traces from ../shared/traces), then the launch tests: shellcheck of every
 # script, the multi-host launch over ssh into network namespaces
 # (tests/launch/netns.sh) and a real local Slurm cluster
-# (tests/launch/slurm.sh). This is the README's test command and what CI
+# (tests/launch/slurm.sh), and the live web view in headless Chromium
+# (tests/web/live_view.sh). This is the README's test command and what CI
 # runs (as root) after the format and lint checks. The launch tests need
 # root and install what they need with apt; they fail, never skip, when
 # they cannot.
@@ -22,12 +23,16 @@ need_root "the launch tests (scripts/test.sh)"
 need shellcheck:shellcheck
 
 echo "== shellcheck"
-shellcheck -x scripts/*.sh scripts/slurm/*.sh scripts/slurm/libratory.sbatch tests/launch/*.sh .ci/run
+shellcheck -x scripts/*.sh scripts/slurm/*.sh scripts/slurm/libratory.sbatch tests/launch/*.sh tests/web/*.sh .ci/run
 
 # The live tests start the real binaries of both crates: build them all
 # before any test runs.
 cargo build --workspace --bins "$@"
 cargo test --workspace "$@"
+
+# The live web view in headless Chromium against a live demo run.
+echo "== tests/web/live_view.sh"
+bash tests/web/live_view.sh
 
 passed=0
 for t in netns slurm; do

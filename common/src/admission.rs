@@ -42,7 +42,7 @@
 use std::collections::HashMap;
 
 use crate::job::{DeadlineType, JobId, JobSpec};
-use crate::metrics::JobRecord;
+use crate::metrics::{JobRecord, PartRecord};
 use crate::node_model::{
     fluid_advance, fluid_place, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
     PartValue,
@@ -100,6 +100,9 @@ struct LiveJob {
     part_nodes: Vec<u32>,
     /// Whether each part has completed (a second completion is ignored).
     part_done: Vec<bool>,
+    /// Where its parts' records start in the core's part records (a job's
+    /// parts are placed together, so they are consecutive).
+    first_part: usize,
     parts_left: usize,
     done: bool,
 }
@@ -212,6 +215,8 @@ pub struct ManagerCore {
     view_index: Vec<Option<usize>>,
     /// Jobs in submission order, and where each id is.
     jobs: Vec<LiveJob>,
+    /// Every part placed or started, in placement order.
+    parts: Vec<PartRecord>,
     index: HashMap<JobId, usize>,
     /// Jobs not yet over.
     open: usize,
@@ -268,6 +273,7 @@ impl ManagerCore {
             view_ids: Vec::new(),
             view_index: Vec::new(),
             jobs: Vec::new(),
+            parts: Vec::new(),
             index: HashMap::new(),
             open: 0,
             queued: 0,
@@ -382,7 +388,11 @@ impl ManagerCore {
                 }
                 let mut done = std::mem::take(finished);
                 for f in done.drain(..) {
-                    self.book_part_finished(now, f.job, f.at);
+                    let k = self.index[&f.job];
+                    let j = &self.jobs[k];
+                    let index = j.part_nodes.iter().position(|&g| g as usize == f.node);
+                    let index = index.expect("a simulated part runs on one of its job's nodes");
+                    self.book_part_finished(now, k, index, f.at);
                 }
                 if let Tracking::Simulated { finished, .. } = &mut self.tracking {
                     *finished = done;
@@ -436,6 +446,7 @@ impl ManagerCore {
             job,
             part_nodes: Vec::new(),
             part_done: Vec::new(),
+            first_part: 0,
             parts_left: 0,
             done: false,
         });
@@ -530,6 +541,19 @@ impl ManagerCore {
         j.part_nodes = global.to_vec();
         j.part_done = vec![false; global.len()];
         j.parts_left = global.len();
+        j.first_part = self.parts.len();
+        let actual = j.job.actual_runtime;
+        let speed = |g: u32| self.view_index[g as usize].map_or(1.0, |v| self.view[v].spec.speed);
+        // An exclusive (space-shared) job runs at its slowest node's pace
+        // and holds every node of it for that long.
+        let slowest = global.iter().map(|&g| speed(g)).fold(f64::INFINITY, f64::min);
+        self.parts.extend(global.iter().map(|&g| PartRecord {
+            job: j.job.spec.id,
+            node: g as usize,
+            start: now,
+            finish: Time::INFINITY,
+            cpu: actual / if exclusive { slowest } else { speed(g) },
+        }));
         let value = match &self.policy {
             Policy::Admission(p) => p.part_value(&j.job.spec),
             Policy::Queue(_) => PartValue::default(),
@@ -741,7 +765,7 @@ impl ManagerCore {
         }
         self.jobs[k].part_done[part.index as usize] = true;
         self.remove_part(g, part);
-        if self.book_part_finished(now, part.job, at) {
+        if self.book_part_finished(now, k, part.index as usize, at) {
             out.push(Output::Finished { job: part.job });
         }
         Ok(())
@@ -761,11 +785,12 @@ impl ManagerCore {
         Ok(())
     }
 
-    /// Books one part of `job` finished at `at`; true when that ended the
-    /// job.
-    fn book_part_finished(&mut self, now: Time, job: JobId, at: Time) -> bool {
-        let k = self.index[&job];
+    /// Books part `index` of job `k` finished at `at`; true when that ended
+    /// the job.
+    fn book_part_finished(&mut self, now: Time, k: usize, index: usize, at: Time) -> bool {
         let j = &mut self.jobs[k];
+        let job = j.job.spec.id;
+        self.parts[j.first_part + index].finish = at;
         if j.done {
             return false;
         }
@@ -981,9 +1006,15 @@ impl ManagerCore {
         self.jobs.iter().map(|j| &j.record)
     }
 
-    /// Every record, in submission order, taken out of the core.
-    pub fn into_records(self) -> Vec<JobRecord> {
-        self.jobs.into_iter().map(|j| j.record).collect()
+    /// Every part placed or started, in placement order.
+    pub fn part_records(&self) -> &[PartRecord] {
+        &self.parts
+    }
+
+    /// The books taken out of the core: every job record in submission
+    /// order and every part record in placement order.
+    pub fn into_books(self) -> (Vec<JobRecord>, Vec<PartRecord>) {
+        (self.jobs.into_iter().map(|j| j.record).collect(), self.parts)
     }
 
     /// The snapshot policies would decide on at `now` (dead-reckoned), and

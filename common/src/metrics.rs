@@ -59,6 +59,23 @@ pub struct JobRecord {
     pub lost: bool,
 }
 
+/// One part of a job on one node, as it ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartRecord {
+    /// The job.
+    pub job: JobId,
+    /// The node (global id).
+    pub node: usize,
+    /// When it was placed or started.
+    pub start: Time,
+    /// When it finished (infinite if it never did: lost, refused, or the
+    /// run ended first).
+    pub finish: Time,
+    /// Processor seconds it takes on that node (the actual runtime over the
+    /// node's speed), so `cpu / (finish - start)` is its mean share.
+    pub cpu: f64,
+}
+
 impl JobRecord {
     /// The record of a job just submitted: nothing decided yet.
     pub fn new(j: &WorkloadJob) -> JobRecord {

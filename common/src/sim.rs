@@ -17,6 +17,7 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::admission::{ManagerCore, Output};
 use crate::job::JobId;
 use crate::metrics::JobRecord;
+pub use crate::metrics::PartRecord;
 use crate::node_model::NodeSpec;
 use crate::policy::{Decision, Policy};
 use crate::protocol::PartId;
@@ -34,6 +35,8 @@ pub struct SimOutcome {
     pub busy_time: f64,
     /// Time of the last completion.
     pub makespan: Time,
+    /// Every part that ran, in placement order.
+    pub parts: Vec<PartRecord>,
 }
 
 /// Runs `jobs` (in arrival order) through `policy` on nodes `specs`.
@@ -63,19 +66,19 @@ fn simulate_time_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy
     }
     core.run_to_end();
     let busy_time = core.busy_time();
-    let records = core.into_records();
+    let (records, parts) = core.into_books();
     // Every placed part runs to its end in the fluid model: one event per
     // arrival and one per part.
-    let parts: usize = records.iter().map(|r| r.nodes.len()).sum();
     let makespan = records
         .iter()
         .filter_map(|r| r.finish)
         .fold(start, Time::max);
     SimOutcome {
+        events: (jobs.len() + parts.len()) as u64,
         records,
-        events: (jobs.len() + parts) as u64,
         busy_time,
         makespan,
+        parts,
     }
 }
 
@@ -173,10 +176,12 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
             }));
         }
     }
+    let (records, parts) = core.into_books();
     SimOutcome {
-        records: core.into_records(),
+        records,
         events,
         busy_time,
         makespan,
+        parts,
     }
 }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod journal;
 pub mod launch;
 pub mod live;
+pub mod liveview;
 pub mod metric_table;
 pub mod probe;
 pub mod procstat;

@@ -85,6 +85,8 @@ pub struct LiveConfig {
     /// The run journal: every submission, decision, start and end of a job
     /// is appended to it as it happens (see [`crate::journal`]).
     pub journal: Option<crate::journal::Journal>,
+    /// Publish the state here for the live web view (`--http`).
+    pub view: Option<crate::liveview::Publisher>,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -116,6 +118,9 @@ pub struct LiveOutcome {
     /// One record per job, in job-id order, times on the workload's axis
     /// (trace time 0 = the replay start; see the module header).
     pub records: Vec<JobRecord>,
+    /// Every part dispatched, in dispatch order, on the same time axis
+    /// (finish: the node's completion time; infinite if it never came).
+    pub parts: Vec<common::metrics::PartRecord>,
     /// Trace seconds between the first registration (the clock's start)
     /// and the replay start.
     pub replay_offset: Time,
@@ -525,6 +530,7 @@ impl ManagerActor {
     }
 
     fn finish(&mut self, ctx: &mut Context<Self>) {
+        self.publish_view();
         for l in self.links.values().filter(|l| l.alive) {
             l.addr.do_send(ToNode(ManagerMsg::Shutdown {
                 reason: "run complete".into(),
@@ -542,6 +548,10 @@ impl Actor for ManagerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        if self.cfg.view.is_some() {
+            self.publish_view();
+            ctx.run_interval(VIEW_EVERY, |a, _| a.publish_view());
+        }
         let tick = Duration::from_millis(u64::from(self.cfg.heartbeat_ms).max(10));
         ctx.run_interval(tick, |a, ctx| {
             if let Some(j) = &a.cfg.journal {
@@ -982,8 +992,19 @@ impl Handler<TakeOutcome> for ManagerActor {
             r.start = r.start.map(|t| t - off);
             r.finish = r.finish.map(|t| t - off);
         }
+        let parts = self
+            .core
+            .part_records()
+            .iter()
+            .map(|p| common::metrics::PartRecord {
+                start: p.start - off,
+                finish: p.finish - off,
+                ..*p
+            })
+            .collect();
         LiveOutcomeParts(LiveOutcome {
             records,
+            parts,
             replay_offset: off,
             histograms: std::mem::take(&mut self.hists),
             node_histograms: std::mem::take(&mut self.node_hists),
@@ -1234,4 +1255,102 @@ pub async fn run(
     acceptor.abort();
     endpoint.close(0u32.into(), b"run complete");
     Ok(outcome.0)
+}
+
+// ---- live web view -------------------------------------------------------
+
+/// How often the manager publishes its state for the live view.
+const VIEW_EVERY: Duration = Duration::from_millis(250);
+
+impl ManagerActor {
+    /// Publishes a snapshot for the live view (`--http`): counters, the
+    /// node view, recent decisions and latency percentiles. A copy of
+    /// what the actor holds; the HTTP thread serialises it.
+    fn publish_view(&mut self) {
+        let Some(view) = self.cfg.view.clone() else {
+            return;
+        };
+        use crate::liveview as lv;
+        let now = self.now();
+        let progress = lv::Progress {
+            total: self.total_jobs,
+            submitted: self.submitted,
+            decided: self.decided,
+            finished: self.finished,
+            queued: self.core.queued(),
+            open: self.core.open_jobs(),
+            registered_nodes: self.registered_nodes,
+            expected_nodes: self.cfg.expect_nodes,
+            started: self.started_replay,
+            done: self.ending,
+        };
+        let policy = self.core.policy_name().to_string();
+        let (states, ids) = self.core.snapshot(now);
+        let pairs: Vec<(u32, lv::NodeView)> = states
+            .iter()
+            .zip(ids)
+            .map(|(st, &id)| {
+                let parts = st
+                    .parts
+                    .iter()
+                    .map(|p| lv::PartView {
+                        job: p.job,
+                        share: p.share_input(now).required(),
+                        cpu_done: p.cpu_done,
+                        est_cpu: p.est_cpu,
+                        deadline: p.deadline,
+                    })
+                    .collect();
+                (
+                    id,
+                    lv::NodeView {
+                        id,
+                        host: String::new(),
+                        load: st.required_share(now).max(0.0),
+                        parts,
+                    },
+                )
+            })
+            .collect();
+        let mut nodes: Vec<lv::NodeView> = pairs
+            .into_iter()
+            .map(|(id, mut n)| {
+                n.host = self.core.host_of(id).to_string();
+                n
+            })
+            .collect();
+        nodes.sort_by_key(|n| n.id);
+        let mut processes: Vec<lv::ProcessView> = self
+            .links
+            .values()
+            .map(|l| lv::ProcessView {
+                host: l.host.clone(),
+                nodes: l.nodes,
+                alive: l.alive,
+            })
+            .collect();
+        processes.sort_by(|a, b| a.host.cmp(&b.host));
+        view.publish(lv::Snapshot {
+            seq: 0,
+            policy,
+            trace_time: now,
+            wall_seconds: self
+                .replay_started
+                .map_or(0.0, |t| t.elapsed().as_secs_f64()),
+            progress,
+            nodes,
+            processes,
+            recent: self
+                .recent
+                .iter()
+                .map(|r| lv::DecisionView::of(r.job, r.at, &r.decision))
+                .collect(),
+            latency_us: self
+                .hists
+                .iter()
+                .map(|(k, h)| (k.clone(), lv::Latency::of(h)))
+                .collect(),
+            warnings: self.warnings.clone(),
+        });
+    }
 }

@@ -21,12 +21,18 @@ mod plot;
 mod report;
 mod runcmd;
 mod rundir;
+mod schedule;
 mod simulate;
 mod sweep;
 
 use libratory_manager::config::ClusterConfig;
 use libratory_manager::launch::{self, LaunchPlan};
 use libratory_manager::metric_table;
+
+/// `--http ADDR`: a port alone binds loopback.
+fn parse_http(s: &str) -> Result<std::net::SocketAddr, String> {
+    libratory_manager::liveview::parse_addr(s).map_err(|e| e.to_string())
+}
 
 /// Deadline- and budget-aware cluster admission control: simulate the
 /// Libra family of policies and their baselines on real traces.
@@ -89,6 +95,10 @@ enum Command {
         /// Results directory.
         #[arg(long, default_value = "runs/demo")]
         out: PathBuf,
+        /// Serve a read-only live view of the run at this address (PORT
+        /// binds 127.0.0.1; see docs/cli.md).
+        #[arg(long, value_name = "ADDR", value_parser = parse_http)]
+        http: Option<std::net::SocketAddr>,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -121,6 +131,10 @@ enum Command {
         /// node process that registers) instead of a progress bar.
         #[arg(long)]
         progress_every: Option<f64>,
+        /// Serve a read-only live view of the run (web page and JSON) at
+        /// this address: PORT or :PORT binds 127.0.0.1, IP:PORT as given.
+        #[arg(long, value_name = "ADDR", value_parser = parse_http)]
+        http: Option<std::net::SocketAddr>,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -248,6 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             serve,
             progress_every,
+            http,
         } => {
             let cfg = ClusterConfig::load(&config)?;
             let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -258,7 +273,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             });
             let progress =
                 runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-            runcmd::run(&cfg, &out, spawn_local, progress, serve)?;
+            runcmd::run(&cfg, &out, spawn_local, progress, serve, http)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Recover { run, force } => {
@@ -294,6 +309,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             jobs,
             port,
             out,
+            http,
         } => {
             let certs = out.join("certs");
             if !certs.join("ca.key").exists() {
@@ -307,7 +323,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 jobs,
             );
             let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-            runcmd::run(&cfg, &out, true, progress, false)?;
+            runcmd::run(&cfg, &out, true, progress, false, http)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(a) => sweep::run(a),

@@ -428,6 +428,28 @@ pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
     text
 }
 
+/// Writes `parts-<policy>.csv`: one row per part in placement order,
+/// `job_id, node, start, finish, cpu, mean_share` (cpu = processor
+/// seconds on that node; mean_share = cpu / (finish - start)); an empty
+/// finish and share for a part that never finished.
+pub fn write_parts_csv(path: &Path, parts: &[common::sim::PartRecord]) -> Result<()> {
+    let mut text = String::from("job_id,node,start,finish,cpu,mean_share\n");
+    for p in parts {
+        let (finish, share) = if p.finish.is_finite() {
+            let span = p.finish - p.start;
+            let share = if span > 0.0 { p.cpu / span } else { 1.0 };
+            (p.finish.to_string(), share.to_string())
+        } else {
+            (String::new(), String::new())
+        };
+        text.push_str(&format!(
+            "{},{},{},{finish},{},{share}\n",
+            p.job, p.node, p.start, p.cpu
+        ));
+    }
+    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
 fn cell(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}"))
         .unwrap_or_else(|| "-".into())

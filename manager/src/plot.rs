@@ -25,6 +25,9 @@ const LEGEND_ROW_H: u32 = 26;
 /// Legend entries per row.
 const LEGEND_COLS: usize = 3;
 
+/// Numeric series with more points than this are drawn without markers.
+const MAX_MARKED_POINTS: usize = 60;
+
 const FONT: &str = "sans-serif";
 
 /// Tableau 10: distinguishable, and still different in grey.
@@ -265,8 +268,12 @@ pub fn write_svg(path: &Path, chart: &Chart) -> Result<()> {
                     color.stroke_width(2),
                 ))
                 .map_err(&e)?;
-                for p in &line.points {
-                    marker(cc.plotting_area(), (p.x, p.mean), k, color).map_err(&e)?;
+                // Dense series (time series) are lines: markers would
+                // merge into a smear.
+                if line.points.len() <= MAX_MARKED_POINTS {
+                    for p in &line.points {
+                        marker(cc.plotting_area(), (p.x, p.mean), k, color).map_err(&e)?;
+                    }
                 }
             }
             Some(_) => {

@@ -340,8 +340,16 @@ pub fn run(
     spawn_local: bool,
     progress: Progress,
     serve: bool,
+    http: Option<SocketAddr>,
 ) -> Result<()> {
     let inv = Invocation::capture();
+    // The live view binds first, so a taken port fails before anything runs.
+    let view = http
+        .map(libratory_manager::liveview::Server::start)
+        .transpose()?;
+    if let Some(v) = &view {
+        eprintln!("live view: http://{}/", v.addr());
+    }
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;
     let listen: SocketAddr = cfg.manager.listen.parse()?;
@@ -386,6 +394,7 @@ pub fn run(
         },
         serve,
         journal: Some(writer.journal()),
+        view: view.as_ref().map(|v| v.publisher.clone()),
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
@@ -642,6 +651,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
             policies: &[PolicyResult {
                 summary: &summary,
                 records: &r.records,
+                parts: None,
             }],
             live: Some(&live),
         },
@@ -855,6 +865,7 @@ pub fn write_live_results(
             policies: &[PolicyResult {
                 summary: &summary,
                 records: &o.records,
+                parts: Some(&o.parts),
             }],
             live: Some(&facts),
         },

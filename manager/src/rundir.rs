@@ -426,6 +426,7 @@ impl PolicyRun {
         PolicyResult {
             summary: &self.summary,
             records: &self.outcome.records,
+            parts: Some(&self.outcome.parts),
         }
     }
 }
@@ -437,6 +438,9 @@ pub struct PolicyResult<'a> {
     pub summary: &'a Summary,
     /// One record per job, in arrival order.
     pub records: &'a [JobRecord],
+    /// Every part as it ran (simulated runs), written as
+    /// `parts-<policy>.csv`.
+    pub parts: Option<&'a [common::sim::PartRecord]>,
 }
 
 /// Everything a run directory is written from.
@@ -572,6 +576,11 @@ pub fn write_run_files_with(
             )
         }));
         files.push(f);
+        if let Some(parts) = p.parts {
+            let f = format!("parts-{name}.csv");
+            output::write_parts_csv(&dir.join(&f), parts)?;
+            files.push(f);
+        }
     }
     run_tasks(tasks)?;
     Ok(files)

@@ -1,0 +1,418 @@
+//! The live view of a run (`libratory run --http ADDR`): a read-only web
+//! page and JSON endpoints showing the cluster while the run goes.
+//!
+//! The manager actor publishes a [`Snapshot`] a few times a second (a
+//! cheap copy of its counters and node view, see `live.rs`); a small HTTP
+//! server (tiny_http) on its own thread answers GET requests from the
+//! latest one, so requests never wait on or slow the admission path. The
+//! page is plain HTML and JavaScript embedded in the binary (no build step,
+//! no network). Nothing served is secret (no paths, no keys) and nothing
+//! can be changed: every method but GET and HEAD gets 405.
+//!
+//! Endpoints are described in docs/output-formats.md, the flag in
+//! docs/cli.md.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+use thiserror::Error;
+
+/// The page, served at `/`.
+const PAGE: &str = include_str!("liveview.html");
+
+/// Why the live view could not start.
+#[derive(Debug, Error)]
+pub enum ViewError {
+    /// The address given to `--http` is not an address or a port.
+    #[error("--http {given}: expected PORT, :PORT or IP:PORT (e.g. 8080 or 127.0.0.1:8080)")]
+    BadAddress {
+        /// What was given.
+        given: String,
+    },
+    /// The HTTP server could not bind.
+    #[error("live view: cannot listen on {addr}: {reason}")]
+    Bind {
+        /// Where.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Parses `--http`: a bare port (or `:PORT`) binds to 127.0.0.1, so the
+/// page is reachable from this machine only unless an address is given.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, ViewError> {
+    let t = s.trim();
+    let bad = || ViewError::BadAddress { given: s.into() };
+    let port = t.strip_prefix(':').unwrap_or(t);
+    if let Ok(p) = port.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p));
+    }
+    t.parse().map_err(|_| bad())
+}
+
+/// One part on a node.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartView {
+    /// The job.
+    pub job: u64,
+    /// The share it needs now to meet its deadline (Libra's share; 0 when
+    /// overdue). Nodes hand spare capacity out on top.
+    pub share: f64,
+    /// Estimated processor time done (s).
+    pub cpu_done: f64,
+    /// Estimated processor time (s).
+    pub est_cpu: f64,
+    /// Absolute deadline (trace s).
+    pub deadline: f64,
+}
+
+/// One emulated node.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeView {
+    /// Cluster-wide node id.
+    pub id: u32,
+    /// Its node process.
+    pub host: String,
+    /// Sum of the required shares of its parts.
+    pub load: f64,
+    /// Its parts.
+    pub parts: Vec<PartView>,
+}
+
+/// Progress of the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Progress {
+    /// Jobs in the workload.
+    pub total: usize,
+    /// Submitted so far.
+    pub submitted: usize,
+    /// Decided (accepted or rejected).
+    pub decided: usize,
+    /// Over (finished, rejected or lost).
+    pub finished: usize,
+    /// Waiting in the policy's queue.
+    pub queued: usize,
+    /// Accepted and not over.
+    pub open: usize,
+    /// Emulated nodes registered.
+    pub registered_nodes: usize,
+    /// Emulated nodes the replay waits for.
+    pub expected_nodes: usize,
+    /// Whether the replay has started.
+    pub started: bool,
+    /// Whether the run is over.
+    pub done: bool,
+}
+
+/// A recent decision.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionView {
+    /// The job.
+    pub job: u64,
+    /// When (manager trace s).
+    pub at: f64,
+    /// `accept` or `reject`.
+    pub decision: &'static str,
+    /// Accepted: its nodes.
+    pub nodes: Vec<usize>,
+    /// Accepted: its cost.
+    pub cost: Option<f64>,
+    /// Rejected: the reason (`deadline`, `budget`, ...).
+    pub reason: Option<String>,
+    /// Rejected: the policy's explanation.
+    pub detail: String,
+}
+
+/// Percentiles of one latency histogram (microseconds).
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// From a histogram.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        Latency {
+            count: h.len(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        }
+    }
+}
+
+/// A node process.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessView {
+    /// Its label (`host (address)`).
+    pub host: String,
+    /// Emulated nodes.
+    pub nodes: usize,
+    /// Whether its link is up.
+    pub alive: bool,
+}
+
+/// What the manager publishes: the whole state the page shows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snapshot {
+    /// Increases with every publication.
+    pub seq: u64,
+    /// The policy.
+    pub policy: String,
+    /// Manager trace time (s since the first registration).
+    pub trace_time: f64,
+    /// Real seconds since the replay started.
+    pub wall_seconds: f64,
+    /// Progress.
+    pub progress: Progress,
+    /// Nodes, by id.
+    pub nodes: Vec<NodeView>,
+    /// Node processes.
+    pub processes: Vec<ProcessView>,
+    /// The last decisions, newest last.
+    pub recent: Vec<DecisionView>,
+    /// The manager's latency histograms by name.
+    pub latency_us: BTreeMap<String, Latency>,
+    /// Warnings so far (lost processes, late starts).
+    pub warnings: Vec<String>,
+}
+
+impl DecisionView {
+    /// From a decision.
+    pub fn of(job: u64, at: f64, d: &common::policy::Decision) -> DecisionView {
+        match d {
+            common::policy::Decision::Accept(a) => DecisionView {
+                job,
+                at,
+                decision: "accept",
+                nodes: a.nodes.clone(),
+                cost: Some(a.cost),
+                reason: None,
+                detail: String::new(),
+            },
+            common::policy::Decision::Reject(r) => DecisionView {
+                job,
+                at,
+                decision: "reject",
+                nodes: Vec::new(),
+                cost: None,
+                reason: Some(r.reason.name().to_string()),
+                detail: r.detail.clone(),
+            },
+        }
+    }
+}
+
+/// Where the manager publishes snapshots (cheap to clone).
+#[derive(Debug, Clone, Default)]
+pub struct Publisher {
+    latest: Arc<Mutex<Arc<Snapshot>>>,
+}
+
+impl Publisher {
+    /// Replaces the latest snapshot (numbering it).
+    pub fn publish(&self, mut s: Snapshot) {
+        let mut g = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        s.seq = g.seq + 1;
+        *g = Arc::new(s);
+    }
+
+    /// The latest snapshot.
+    pub fn latest(&self) -> Arc<Snapshot> {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// The running HTTP server; stops when dropped.
+pub struct Server {
+    http: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+    addr: SocketAddr,
+    /// Where the manager publishes.
+    pub publisher: Publisher,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "live view on http://{}/", self.addr)
+    }
+}
+
+impl Server {
+    /// Binds `addr` and serves from a thread of its own.
+    pub fn start(addr: SocketAddr) -> Result<Server, ViewError> {
+        let http = tiny_http::Server::http(addr).map_err(|e| ViewError::Bind {
+            addr,
+            reason: e.to_string(),
+        })?;
+        let bound = http.server_addr().to_ip().expect("bound to an IP address");
+        let http = Arc::new(http);
+        let publisher = Publisher::default();
+        let (h, p) = (http.clone(), publisher.clone());
+        let thread = std::thread::Builder::new()
+            .name("live-view".into())
+            .spawn(move || {
+                for req in h.incoming_requests() {
+                    respond(req, &p);
+                }
+            })
+            .map_err(|e| ViewError::Bind {
+                addr,
+                reason: e.to_string(),
+            })?;
+        Ok(Server {
+            http,
+            thread: Some(thread),
+            addr: bound,
+            publisher,
+        })
+    }
+
+    /// The address it listens on (the port chosen when 0 was given).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.http.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+}
+
+/// The body and content type of a GET of `path`, or None (404).
+pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
+    let path = path.split('?').next().unwrap_or("");
+    let json = |v: serde_json::Result<String>| {
+        Some((
+            v.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
+            "application/json",
+        ))
+    };
+    match path {
+        "/" | "/index.html" => Some((PAGE.to_string(), "text/html; charset=utf-8")),
+        "/api/state" => json(serde_json::to_string(s)),
+        "/api/progress" => json(serde_json::to_string(&serde_json::json!({
+            "seq": s.seq,
+            "policy": s.policy,
+            "trace_time": s.trace_time,
+            "wall_seconds": s.wall_seconds,
+            "progress": s.progress,
+        }))),
+        "/api/nodes" => json(serde_json::to_string(&serde_json::json!({
+            "seq": s.seq,
+            "nodes": s.nodes,
+            "processes": s.processes,
+        }))),
+        "/api/decisions" => json(serde_json::to_string(&serde_json::json!({
+            "seq": s.seq,
+            "recent": s.recent,
+        }))),
+        "/api/latency" => json(serde_json::to_string(&serde_json::json!({
+            "seq": s.seq,
+            "latency_us": s.latency_us,
+        }))),
+        _ => None,
+    }
+}
+
+fn respond(req: tiny_http::Request, p: &Publisher) {
+    use tiny_http::{Method, Response};
+    let no_store = header("Cache-Control", "no-store");
+    let nosniff = header("X-Content-Type-Options", "nosniff");
+    let head = *req.method() == Method::Head;
+    if !matches!(req.method(), Method::Get | Method::Head) {
+        let r = Response::from_string("read-only: GET only\n")
+            .with_status_code(405)
+            .with_header(header("Allow", "GET, HEAD"));
+        let _ = req.respond(r);
+        return;
+    }
+    let snap = p.latest();
+    let (status, body, ctype) = match route(req.url(), &snap) {
+        Some((b, t)) => (200, b, t),
+        None => (404, "not found\n".to_string(), "text/plain; charset=utf-8"),
+    };
+    let mut r = Response::from_string(if head { String::new() } else { body })
+        .with_status_code(status)
+        .with_header(header("Content-Type", ctype))
+        .with_header(no_store)
+        .with_header(nosniff);
+    if status == 200 && ctype.starts_with("text/html") {
+        // The page loads nothing from anywhere but here.
+        r = r.with_header(header(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+        ));
+    }
+    let _ = req.respond(r);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_port_binds_loopback() {
+        assert_eq!(parse_addr("8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(parse_addr(":0").unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(
+            parse_addr("0.0.0.0:9000").unwrap().to_string(),
+            "0.0.0.0:9000"
+        );
+        assert!(parse_addr("localhost").is_err());
+    }
+
+    #[test]
+    fn serves_the_page_and_json_read_only() {
+        use std::io::{Read, Write};
+        let s = Server::start(parse_addr("0").unwrap()).unwrap();
+        s.publisher.publish(Snapshot {
+            policy: "libra".into(),
+            ..Snapshot::default()
+        });
+        let get = |req: &str| {
+            let mut c = std::net::TcpStream::connect(s.addr()).unwrap();
+            c.write_all(req.as_bytes()).unwrap();
+            let mut out = String::new();
+            c.read_to_string(&mut out).unwrap();
+            out
+        };
+        let page = get("GET / HTTP/1.0\r\n\r\n");
+        assert!(page.starts_with("HTTP/1.0 200"), "{page}");
+        assert!(page.contains("<!DOCTYPE html>"));
+        let state = get("GET /api/state HTTP/1.0\r\n\r\n");
+        let body = &state[state.find("\r\n\r\n").unwrap() + 4..];
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["policy"], "libra");
+        assert_eq!(v["seq"], 1);
+        let post = get("POST /api/state HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+        assert!(post.starts_with("HTTP/1.0 405"), "{post}");
+        let missing = get("GET /certs/ca.key HTTP/1.0\r\n\r\n");
+        assert!(missing.starts_with("HTTP/1.0 404"), "{missing}");
+    }
+}
