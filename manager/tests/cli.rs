@@ -114,6 +114,62 @@ fn same_seed_same_files_byte_for_byte() {
 }
 
 #[test]
+fn outputs_chooses_the_files_and_changes_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["simulate", "--preset", "libra", "--policies", "libra,fifo"];
+    let all = libratory(&[&base[..], &["--out", "all"]].concat(), dir.path());
+    assert!(all.status.success());
+    let some = libratory(
+        &[&base[..], &["--outputs", "swf,jobs-csv", "--out", "some"]].concat(),
+        dir.path(),
+    );
+    assert!(some.status.success());
+    let mut files: Vec<String> = std::fs::read_dir(dir.path().join("some"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "jobs-fifo.csv",
+            "jobs-libra.csv",
+            "log.txt",
+            "manifest.json",
+            "schedule-fifo.swf",
+            "schedule-libra.swf"
+        ]
+    );
+    let m = json(&dir.path().join("some/manifest.json"));
+    assert_eq!(
+        m["files"],
+        serde_json::json!([
+            "jobs-libra.csv",
+            "schedule-libra.swf",
+            "jobs-fifo.csv",
+            "schedule-fifo.swf",
+            "manifest.json",
+            "log.txt"
+        ])
+    );
+    for f in files
+        .iter()
+        .filter(|f| f.starts_with("jobs") || f.starts_with("sched"))
+    {
+        assert!(
+            read(&dir.path().join("all").join(f)) == read(&dir.path().join("some").join(f)),
+            "{f} differs from the one written with every output"
+        );
+    }
+    let bad = libratory(&["simulate", "--outputs", "pdf"], dir.path());
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("pdf"),
+        "the error names the bad value"
+    );
+}
+
+#[test]
 fn bad_input_gets_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let o = libratory(&["simulate", "--set", "betta=0.5"], dir.path());
