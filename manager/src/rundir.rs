@@ -477,16 +477,19 @@ pub enum OutputKind {
     OutJobs,
     /// `schedule-<policy>.swf`.
     Swf,
+    /// `parts-<policy>.csv` (one row per part: node, start, finish).
+    Parts,
 }
 
 impl OutputKind {
     /// Every kind, the default.
-    pub const ALL: [OutputKind; 5] = [
+    pub const ALL: [OutputKind; 6] = [
         OutputKind::Summary,
         OutputKind::JobsCsv,
         OutputKind::JobsJsonl,
         OutputKind::OutJobs,
         OutputKind::Swf,
+        OutputKind::Parts,
     ];
 }
 
@@ -558,27 +561,27 @@ pub fn write_run_files_with(
             }));
             files.push(f);
         }
-        if !want(OutputKind::Swf) {
-            continue;
+        if want(OutputKind::Swf) {
+            let f = format!("schedule-{name}.swf");
+            let path = dir.join(&f);
+            tasks.push(Box::new(move || {
+                output::write_schedule_swf(
+                    &path,
+                    &output::SwfRun {
+                        policy: name,
+                        preset: &exp.params.preset,
+                        seed: exp.params.seed,
+                        nodes: exp.params.nodes,
+                    },
+                    records,
+                )
+            }));
+            files.push(f);
         }
-        let f = format!("schedule-{name}.swf");
-        let path = dir.join(&f);
-        tasks.push(Box::new(move || {
-            output::write_schedule_swf(
-                &path,
-                &output::SwfRun {
-                    policy: name,
-                    preset: &exp.params.preset,
-                    seed: exp.params.seed,
-                    nodes: exp.params.nodes,
-                },
-                records,
-            )
-        }));
-        files.push(f);
-        if let Some(parts) = p.parts {
+        if let (true, Some(parts)) = (want(OutputKind::Parts), p.parts) {
             let f = format!("parts-{name}.csv");
-            output::write_parts_csv(&dir.join(&f), parts)?;
+            let path = dir.join(&f);
+            tasks.push(Box::new(move || output::write_parts_csv(&path, parts)));
             files.push(f);
         }
     }
