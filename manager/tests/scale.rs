@@ -140,3 +140,113 @@ fn a_thousand_active_nodes_in_four_processes_complete_a_workload() {
         used.len()
     );
 }
+
+/// `libratory calibrate` on a tiny workload: two time scales, each live run
+/// compared with the simulation; the table, calibration.json, the SVG and
+/// the host file are written, and `libratory run` then warns about a scale
+/// below every tested one (below the safe scale, or no scale is safe).
+#[test]
+fn calibrate_runs_a_tiny_workload_at_two_scales_and_run_warns_below() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cal");
+    let host_file = dir.path().join("host-calibration.json");
+    let o = Command::new(libratory())
+        .args([
+            "calibrate",
+            "--jobs",
+            "8",
+            "--nodes",
+            "2",
+            "--scales",
+            "0.03,0.06",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--host-file")
+        .arg(&host_file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "calibrate failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("time_scale"), "{stdout}");
+    assert!(
+        stdout.contains("recommended: time_scale >=") || stdout.contains("no tested time scale"),
+        "{stdout}"
+    );
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("calibration.json")).unwrap()).unwrap();
+    let points = c["points"].as_array().unwrap();
+    // Largest scale first, each with all 8 jobs compared.
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0]["time_scale"], 0.06);
+    assert_eq!(points[1]["time_scale"], 0.03);
+    for p in points {
+        assert_eq!(p["jobs"], 8, "{p}");
+        for k in ["admission_agreement", "outcome_agreement"] {
+            let v = p[k].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{k} {v}");
+        }
+        let ok = p["admission_agreement"].as_f64().unwrap() >= 0.98
+            && p["outcome_agreement"].as_f64().unwrap() >= 0.95
+            && p["qos_diff_pp"].as_f64().unwrap().abs() <= 1.0;
+        assert_eq!(p["meets_targets"].as_bool().unwrap(), ok, "{p}");
+        assert!(Path::new(p["run_dir"].as_str().unwrap())
+            .join("jobs-libra.jsonl")
+            .is_file());
+    }
+    let svg = std::fs::read_to_string(out.join("calibration.svg")).unwrap();
+    assert!(svg.contains("<svg"));
+    assert_eq!(
+        std::fs::read(&host_file).unwrap(),
+        std::fs::read(out.join("calibration.json")).unwrap()
+    );
+
+    // A run below every tested scale is warned about before it starts (no
+    // node processes: it ends at its start timeout).
+    let cfg = dir.path().join("low.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "{certs}"
+time_scale = 0.001
+start_timeout_s = 1
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 2, nodes = 1 }}
+
+[[hosts]]
+name = "local"
+nodes_per_process = 1
+capacity = 0.1
+"#,
+            port = free_port(),
+            certs = out.join("certs").display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(libratory())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("low"))
+        .env("LIBRATORY_CALIBRATION", &host_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("time_scale 0.001 is below") || stderr.contains("no tested time scale"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("host-calibration.json"), "{stderr}");
+}
