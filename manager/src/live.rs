@@ -1168,8 +1168,11 @@ pub async fn run(
     // the writers (frame encoding), the client connections and the echo
     // stay on this thread, so a burst of dispatches, reports or histogram
     // hand-overs does not delay the next decision, and the other way round.
+    // LIBRATORY_ADMISSION_THREAD=0 keeps everything on one thread, as
+    // before, for benchmarks that compare the two arrangements.
+    let one_thread = std::env::var("LIBRATORY_ADMISSION_THREAD").as_deref() == Ok("0");
     let admission = Arbiter::new();
-    let manager = ManagerActor::start_in_arbiter(&admission.handle(), move |_| ManagerActor {
+    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
         core: ManagerCore::new(policy),
         clock: None,
         cfg,
@@ -1199,7 +1202,12 @@ pub async fn run(
         pending: HashMap::new(),
         next_client_job: 1 << 40,
         recent: VecDeque::new(),
-    });
+    };
+    let manager = if one_thread {
+        ManagerActor::create(make)
+    } else {
+        ManagerActor::start_in_arbiter(&admission.handle(), make)
+    };
     let accept_manager = manager.clone();
     let ep = endpoint.clone();
     let acceptor = actix::spawn(async move {
