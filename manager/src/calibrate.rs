@@ -48,6 +48,11 @@ pub struct CalibrateArgs {
     /// Without --config: jobs of seed 003's batch.
     #[arg(long, default_value_t = 100)]
     pub jobs: usize,
+    /// Without --config: host cores the emulated nodes share in all (each
+    /// node gets cores / nodes). Below the host's cores, so that the node
+    /// processes keep their CPU beside the manager and the rest of the host.
+    #[arg(long, default_value_t = 0.5)]
+    pub cores: f64,
     /// Results directory.
     #[arg(long, default_value = "runs/calibrate")]
     pub out: PathBuf,
@@ -157,6 +162,37 @@ fn below_safe_scale_in(path: &Path, time_scale: f64) -> Option<String> {
     }
 }
 
+/// The node's minimum slice (node/src/spec.rs `SliceConfig::min_slice`).
+const MIN_SLICE_S: f64 = 250e-6;
+
+/// For `libratory run`: a warning when some jobs' whole processor time on
+/// the smallest configured node (`actual / speed x time_scale x capacity`
+/// real seconds) is under ten minimum slices, so that the node burns it in
+/// a few slices at once instead of spreading it over the job's run.
+pub fn tiny_parts(cfg: &ClusterConfig, actuals: &[f64], time_scale: f64) -> Option<String> {
+    let per_trace_s = cfg
+        .hosts
+        .iter()
+        .map(|h| h.capacity / h.speed)
+        .fold(f64::INFINITY, f64::min);
+    if !per_trace_s.is_finite() {
+        return None;
+    }
+    let short = actuals
+        .iter()
+        .filter(|a| *a * time_scale * per_trace_s < 10.0 * MIN_SLICE_S)
+        .count();
+    (short > 0).then(|| {
+        format!(
+            "{short} of {} jobs need less than 10 minimum slices ({} ms) of processor time on the \
+             smallest node (capacity / speed {per_trace_s}) at time_scale {time_scale}: they run in a \
+             few slices, not spread over their runtime (raise time_scale or the capacity)",
+            actuals.len(),
+            10.0 * MIN_SLICE_S * 1e3
+        )
+    })
+}
+
 /// The calibration's own statistics of a live run against the simulation.
 fn point(
     sim: &compare::RunJobs,
@@ -240,13 +276,20 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
             if !certs.join("ca.key").exists() {
                 runcmd::certs(&certs, &["local".to_string()], &[], false)?;
             }
-            runcmd::demo_config(
+            if !(a.cores > 0.0 && a.cores.is_finite()) {
+                bail!("--cores must be > 0, got {}", a.cores);
+            }
+            let mut c = runcmd::demo_config(
                 &std::fs::canonicalize(&certs)?,
                 0,
                 a.processes,
                 a.nodes,
                 a.jobs,
-            )
+            );
+            for h in &mut c.hosts {
+                h.capacity = (a.cores / (a.processes * a.nodes) as f64).min(1.0);
+            }
+            c
         }
     };
     if cfg.hosts.iter().any(|h| !h.is_local()) {
@@ -459,6 +502,25 @@ mod tests {
         assert!(below_safe_scale_in(&path, 1.0)
             .unwrap()
             .contains("unreadable"));
+    }
+
+    #[test]
+    fn run_warns_about_parts_shorter_than_ten_minimum_slices() {
+        let cfg = ClusterConfig::parse(
+            Path::new("t.toml"),
+            "[manager]\nlisten = \"127.0.0.1:1\"\ncerts = \"c\"\ntime_scale = 0.01\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
+             [[hosts]]\nname = \"a\"\nnodes_per_process = 2\ncapacity = 0.002\n",
+        )
+        .unwrap();
+        // 2.5 ms of processor time at capacity 0.002 and scale 0.01 is
+        // 2.5e-3 / (0.002 x 0.01) = 125 trace seconds of work.
+        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.01).unwrap();
+        assert!(w.starts_with("2 of 3 jobs"), "{w}");
+        // At scale 0.1 the bound is 12.5 trace seconds.
+        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.1).unwrap();
+        assert!(w.starts_with("1 of 3 jobs"), "{w}");
+        assert_eq!(tiny_parts(&cfg, &[100.0, 130.0], 0.1), None);
     }
 
     #[test]

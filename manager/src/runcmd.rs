@@ -328,6 +328,10 @@ pub fn run(
     if let Some(w) = crate::calibrate::below_safe_scale(cfg.manager.time_scale) {
         eprintln!("warning: {w}");
     }
+    let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
+    if let Some(w) = crate::calibrate::tiny_parts(cfg, &actuals, cfg.manager.time_scale) {
+        eprintln!("warning: {w}");
+    }
     let live_cfg = LiveConfig {
         listen,
         certs: cfg.manager.certs.clone(),
