@@ -37,14 +37,15 @@ const JOBS: usize = 1500;
 /// 4 processes x 250 nodes, one executor each, so the nodes' capacities
 /// (250 x 0.002 = 0.5 core per process) add up to the 2 cores of a small
 /// test machine. Least-loaded placement spreads the 1,500 single-node jobs,
-/// which arrive within one real second, over every node.
+/// which arrive within one real second and last 0.5-5.5 s each (so that
+/// they overlap, and each burns many minimum slices), over every node.
 fn config(dir: &Path, port: u16) -> PathBuf {
     let text = format!(
         r#"
 [manager]
 listen = "127.0.0.1:{port}"
 certs = "certs"
-time_scale = 0.01
+time_scale = 0.05
 start_timeout_s = 60
 link_timeout_s = 20
 report_ms = 100
@@ -54,7 +55,7 @@ histogram_ms = 2000
 [workload]
 preset = "libra"
 policy = "libra"
-set = {{ jobs = {JOBS}, nodes = {total}, synthetic_arrival_max = 100, placement = "least-loaded" }}
+set = {{ jobs = {JOBS}, nodes = {total}, synthetic_arrival_max = 20, placement = "least-loaded" }}
 
 [[hosts]]
 name = "local"
