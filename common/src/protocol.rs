@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -163,6 +163,15 @@ pub struct PartProgress {
     pub share: f64,
 }
 
+/// One node's progress report, as part of a [`NodeMsg::Reports`] batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeProgress {
+    /// Node-side trace time of the report.
+    pub at: Time,
+    /// Every running part of the node.
+    pub parts: Vec<PartProgress>,
+}
+
 /// What the manager says to an admitted node process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Welcome {
@@ -261,6 +270,13 @@ pub enum NodeMsg {
         /// Processor seconds it had burned.
         cpu_seconds: f64,
     },
+    /// The progress reports of the process's nodes gathered over one
+    /// report period, in one frame (since version 5: one frame per
+    /// process per period instead of one per node).
+    Reports {
+        /// Each node's latest report of the period, each with its time.
+        reports: Vec<NodeProgress>,
+    },
 }
 
 /// Manager to node process.
@@ -294,6 +310,9 @@ pub enum ManagerMsg {
         /// Why.
         reason: String,
     },
+    /// Run these parts (since version 5: the dispatches queued for one
+    /// link when its writer runs, in order, in one frame).
+    Dispatches(Vec<Dispatch>),
 }
 
 /// A job specification on the wire. [`JobSpec`]'s serde form (optional
@@ -801,6 +820,23 @@ mod tests {
                 at: 3.0,
                 cpu_seconds: 0.5,
             },
+            NodeMsg::Reports {
+                reports: vec![
+                    NodeProgress {
+                        at: 3.5,
+                        parts: vec![PartProgress {
+                            part,
+                            node: 7,
+                            work_done: 1.0,
+                            share: 0.25,
+                        }],
+                    },
+                    NodeProgress {
+                        at: 3.75,
+                        parts: vec![],
+                    },
+                ],
+            },
         ]
     }
 
@@ -836,6 +872,17 @@ mod tests {
             ManagerMsg::Shutdown {
                 reason: "end".into(),
             },
+            ManagerMsg::Dispatches(vec![Dispatch {
+                part,
+                node: 1,
+                estimate: 1.0,
+                actual: 1.0,
+                deadline: 5.0,
+                dispatched_at: 0.5,
+                exclusive: true,
+                ret: 0.0,
+                hard: false,
+            }]),
         ]
     }
 

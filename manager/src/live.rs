@@ -150,7 +150,9 @@ struct Connected {
     host: String,
     pid: u32,
     nodes: Vec<NodeInfo>,
-    addr: Addr<LinkActor>,
+    /// The link's writer queue: the manager actor sends its frames there
+    /// directly (the welcome first), not through the link actor's thread.
+    tx: mpsc::UnboundedSender<ManagerMsg>,
 }
 
 /// A message from a node, as received.
@@ -270,8 +272,36 @@ fn frame_stream(rx: FrameReceiver) -> impl futures_util::Stream<Item = Result<No
     })
 }
 
+/// Writes one link's frames in order. The dispatches queued when it runs
+/// go out as one `Dispatches` frame: a burst of admissions to one node
+/// process costs one frame, not one per part.
 async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>) {
-    while let Some(m) = rx.recv().await {
+    let mut next = None;
+    loop {
+        let m = match next.take() {
+            Some(m) => m,
+            None => match rx.recv().await {
+                Some(m) => m,
+                None => break,
+            },
+        };
+        let m = match m {
+            ManagerMsg::Dispatch(d) => {
+                let mut batch = vec![d];
+                loop {
+                    match rx.try_recv() {
+                        Ok(ManagerMsg::Dispatch(d)) => batch.push(d),
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                ManagerMsg::Dispatches(batch)
+            }
+            m => m,
+        };
         let last = matches!(m, ManagerMsg::Shutdown { .. } | ManagerMsg::Reject { .. });
         if tx.send(&m).await.is_err() {
             break;
@@ -286,7 +316,7 @@ async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>
 // ---- manager actor -----------------------------------------------------
 
 struct LinkInfo {
-    addr: Addr<LinkActor>,
+    tx: mpsc::UnboundedSender<ManagerMsg>,
     host: String,
     pid: u32,
     nodes: usize,
@@ -362,7 +392,7 @@ impl ManagerActor {
             match o {
                 Output::Send { link, msg } => {
                     if let Some(l) = self.links.get(&link).filter(|l| l.alive) {
-                        l.addr.do_send(ToNode(msg));
+                        let _ = l.tx.send(msg);
                     }
                 }
                 Output::Decided { job, decision } => {
@@ -511,7 +541,7 @@ impl ManagerActor {
         }
         self.hist_pending = 0;
         for l in self.links.values().filter(|l| l.alive) {
-            l.addr.do_send(ToNode(ManagerMsg::SendHistograms));
+            let _ = l.tx.send(ManagerMsg::SendHistograms);
             self.hist_pending += 1;
         }
         let timeout = self.cfg.histogram_timeout;
@@ -532,9 +562,9 @@ impl ManagerActor {
     fn finish(&mut self, ctx: &mut Context<Self>) {
         self.publish_view();
         for l in self.links.values().filter(|l| l.alive) {
-            l.addr.do_send(ToNode(ManagerMsg::Shutdown {
+            let _ = l.tx.send(ManagerMsg::Shutdown {
                 reason: "run complete".into(),
-            }));
+            });
         }
         if let Some(tx) = self.done.take() {
             let _ = tx.send(());
@@ -574,7 +604,7 @@ impl Actor for ManagerActor {
                 a.nonce += 1;
                 let nonce = (*id << 32) | (a.nonce & 0xffff_ffff);
                 a.ping_sent.insert(nonce, Instant::now());
-                l.addr.do_send(ToNode(ManagerMsg::Ping { nonce }));
+                let _ = l.tx.send(ManagerMsg::Ping { nonce });
             }
         });
         let timeout = self.cfg.start_timeout;
@@ -633,7 +663,7 @@ impl Handler<Connected> for ManagerActor {
         self.links.insert(
             m.link,
             LinkInfo {
-                addr: m.addr,
+                tx: m.tx.clone(),
                 host: m.host,
                 pid: m.pid,
                 nodes: ids.len(),
@@ -650,6 +680,8 @@ impl Handler<Connected> for ManagerActor {
             histogram_ms: self.cfg.histogram_ms,
         };
         let w = welcome.clone();
+        // Queued here, before any dispatch this actor may send the link.
+        let _ = m.tx.send(ManagerMsg::Welcome(welcome));
         ctx.run_later(Duration::ZERO, |a, ctx| a.maybe_start(ctx));
         Ok(w)
     }
@@ -671,6 +703,10 @@ impl Handler<FromNode> for ManagerActor {
                 self.record("report_latency_us", (now - at) * scale * 1e6);
                 self.core.progress(m.link, at, &parts)
             }
+            NodeMsg::Reports { reports } => reports.iter().try_for_each(|r| {
+                self.record("report_latency_us", (now - r.at) * scale * 1e6);
+                self.core.progress(m.link, r.at, &r.parts)
+            }),
             NodeMsg::Started { part, at: _ } => {
                 self.journal(part.job, |t, record| journal::Entry::Started {
                     t,
@@ -1081,12 +1117,13 @@ async fn admit(
     let (tx, rx) = mpsc::unbounded_channel();
     let (sender, receiver) = s.split();
     let manager2 = manager.clone();
+    let tx2 = tx.clone();
     let addr = LinkActor::create(move |ctx| {
         ctx.add_stream(frame_stream(receiver));
         LinkActor {
             link,
             manager: manager2,
-            tx: tx.clone(),
+            tx: tx2,
             last_heard: Instant::now(),
             timeout,
             closed: false,
@@ -1099,13 +1136,12 @@ async fn admit(
             host: host_label,
             pid,
             nodes,
-            addr: addr.clone(),
+            tx: tx.clone(),
         })
         .await
     {
-        Ok(Ok(w)) => {
-            addr.do_send(ToNode(ManagerMsg::Welcome(w)));
-        }
+        // The manager actor queued the welcome itself.
+        Ok(Ok(_)) => {}
         Ok(Err(reason)) => {
             addr.do_send(ToNode(ManagerMsg::Reject {
                 reason: reason.clone(),
@@ -1192,7 +1228,17 @@ pub async fn run(
         .collect();
     let total = jobs.len();
     let timeout = cfg.link_timeout;
-    let manager = ManagerActor {
+    // The admission path runs on its own thread (arbiter): the manager
+    // actor there holds the core and does nothing but decide, account and
+    // queue frames. The QUIC endpoint, the link actors (frame decoding),
+    // the writers (frame encoding), the client connections and the echo
+    // stay on this thread, so a burst of dispatches, reports or histogram
+    // hand-overs does not delay the next decision, and the other way round.
+    // LIBRATORY_ADMISSION_THREAD=0 keeps everything on one thread, as
+    // before, for benchmarks that compare the two arrangements.
+    let one_thread = std::env::var("LIBRATORY_ADMISSION_THREAD").as_deref() == Ok("0");
+    let admission = Arbiter::new();
+    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
         core: ManagerCore::new(policy),
         clock: None,
         cfg,
@@ -1223,8 +1269,12 @@ pub async fn run(
         pending: HashMap::new(),
         next_client_job: 1 << 40,
         recent: VecDeque::new(),
-    }
-    .start();
+    };
+    let manager = if one_thread {
+        ManagerActor::create(make)
+    } else {
+        ManagerActor::start_in_arbiter(&admission.handle(), make)
+    };
     let accept_manager = manager.clone();
     let ep = endpoint.clone();
     let acceptor = actix::spawn(async move {
@@ -1254,6 +1304,7 @@ pub async fn run(
     stopper.abort();
     acceptor.abort();
     endpoint.close(0u32.into(), b"run complete");
+    admission.stop();
     Ok(outcome.0)
 }
 

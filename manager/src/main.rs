@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::swf::{SwfReader, WindowStats};
 use common::workload::PRESETS;
 
+mod calibrate;
 mod client;
 mod figures;
 mod loadtest;
@@ -77,6 +78,14 @@ enum Command {
     /// Example: libratory loadtest --manager 127.0.0.1:7878 --certs certs
     /// --rates 100,1000,5000 --seconds 3
     Loadtest(loadtest::LoadtestArgs),
+    /// Measure how far this host can compress trace time: run one
+    /// preset's workload live at several time scales (local node
+    /// processes) and compare each with the simulator; print and plot the
+    /// agreement, recommend the smallest safe time scale and store it for
+    /// `libratory run`'s warning.
+    ///
+    /// Example: libratory calibrate --scales 0.1,0.05,0.02 --out runs/calibrate
+    Calibrate(calibrate::CalibrateArgs),
     /// Run a live demo: make certificates, start local `libratory-node`
     /// processes, replay a built-in workload over QUIC, print the summary.
     Demo {
@@ -331,6 +340,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report(a) => report::run(a),
         Command::Compare(a) => libratory_manager::compare::run(&a),
         Command::Loadtest(a) => loadtest::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {
                 println!("{:<18} {}", e.name, e.about);

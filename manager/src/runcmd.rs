@@ -374,6 +374,13 @@ pub fn run(
         cfg.total_nodes()
     ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
+    if let Some(w) = crate::calibrate::below_safe_scale(cfg.manager.time_scale) {
+        eprintln!("warning: {w}");
+    }
+    let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
+    if let Some(w) = crate::calibrate::tiny_parts(cfg, &actuals, cfg.manager.time_scale) {
+        eprintln!("warning: {w}");
+    }
     let live_cfg = LiveConfig {
         listen,
         certs: cfg.manager.certs.clone(),

@@ -176,15 +176,43 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     });
     // Node events to the manager, with node-local part ids mapped back
     // (local id -> wire id and the node holding it).
+    // Progress reports are gathered (each node's latest) and sent as one
+    // `Reports` frame per report period for the whole process: with
+    // hundreds of nodes per process, one frame per node per period was
+    // most of the manager's incoming traffic. A completion first flushes
+    // what is gathered, so the manager never hears of a part's progress
+    // after its end.
     let parts: std::rc::Rc<std::cell::RefCell<HashMap<u64, (WirePart, u32)>>> = Default::default();
     let ev_parts = parts.clone();
     let ev_tx = out_tx.clone();
+    let report_every = Duration::from_millis(u64::from(welcome.report_ms).max(1));
     let events = actix::spawn(async move {
-        while let Some(r) = reports.recv().await {
+        let mut gathered: HashMap<u32, protocol::NodeProgress> = HashMap::new();
+        let flush = |g: &mut HashMap<u32, protocol::NodeProgress>| {
+            if !g.is_empty() {
+                let mut reports: Vec<protocol::NodeProgress> = g.drain().map(|(_, r)| r).collect();
+                reports.sort_by(|a, b| a.at.total_cmp(&b.at));
+                let _ = ev_tx.send(NodeMsg::Reports { reports });
+            }
+        };
+        let mut period = tokio::time::interval(report_every);
+        period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let r = tokio::select! {
+                r = reports.recv() => match r {
+                    Some(r) => r,
+                    None => break,
+                },
+                _ = period.tick() => {
+                    flush(&mut gathered);
+                    continue;
+                }
+            };
             match r.event {
                 NodeEvent::Completed(c) => {
                     let wire = ev_parts.borrow_mut().remove(&c.part_id);
                     if let Some((part, _)) = wire {
+                        flush(&mut gathered);
                         let _ = ev_tx.send(NodeMsg::Completed {
                             part,
                             at: c.finished_at,
@@ -206,14 +234,65 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                         })
                         .collect();
                     if !wire.is_empty() {
-                        let _ = ev_tx.send(NodeMsg::Progress { at, parts: wire });
+                        gathered.insert(r.node_id, protocol::NodeProgress { at, parts: wire });
                     }
                 }
                 NodeEvent::SharesChanged { .. } => {}
             }
         }
     });
+    // A dispatch is placed without waiting for the node actor's answer
+    // here: the reading loop goes on with the next frame, and each
+    // placement reports `Started` (or `Refused`) when its node has it.
     let mut next_part: u64 = 0;
+    let mut place = |d: protocol::Dispatch| {
+        let Some(node) = nodes.get(d.node as usize).cloned() else {
+            let _ = out_tx.send(NodeMsg::Refused {
+                part: d.part,
+                reason: format!("no node {} in this process ({} nodes)", d.node, nodes.len()),
+            });
+            return;
+        };
+        next_part += 1;
+        let local = next_part;
+        let spec = PartSpec {
+            part_id: local,
+            job_id: d.part.job,
+            estimate: d.estimate,
+            actual: d.actual,
+            deadline_abs: d.deadline,
+            memory_kb: 0,
+            disk_mb: 0,
+            ret: d.ret,
+            hard: d.hard,
+        };
+        parts.borrow_mut().insert(local, (d.part, d.node));
+        let parts = parts.clone();
+        let tx = out_tx.clone();
+        actix::spawn(async move {
+            let msg = match node.send(PlacePart(spec)).await {
+                Ok(Ok(())) => NodeMsg::Started {
+                    part: d.part,
+                    at: clock.now(),
+                },
+                Ok(Err(e)) => {
+                    parts.borrow_mut().remove(&local);
+                    NodeMsg::Refused {
+                        part: d.part,
+                        reason: e.to_string(),
+                    }
+                }
+                Err(e) => {
+                    parts.borrow_mut().remove(&local);
+                    NodeMsg::Refused {
+                        part: d.part,
+                        reason: format!("node {} stopped: {e}", d.node),
+                    }
+                }
+            };
+            let _ = tx.send(msg);
+        });
+    };
     let result: Result<()> = loop {
         let msg = match rx.recv::<ManagerMsg>("manager message").await {
             Ok(Some(m)) => m,
@@ -226,48 +305,8 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             Err(e) => break Err(anyhow::Error::new(e).context("link to the manager lost")),
         };
         match msg {
-            ManagerMsg::Dispatch(d) => {
-                let Some(node) = nodes.get(d.node as usize) else {
-                    let _ = out_tx.send(NodeMsg::Refused {
-                        part: d.part,
-                        reason: format!(
-                            "no node {} in this process ({} nodes)",
-                            d.node,
-                            nodes.len()
-                        ),
-                    });
-                    continue;
-                };
-                next_part += 1;
-                let spec = PartSpec {
-                    part_id: next_part,
-                    job_id: d.part.job,
-                    estimate: d.estimate,
-                    actual: d.actual,
-                    deadline_abs: d.deadline,
-                    memory_kb: 0,
-                    disk_mb: 0,
-                    ret: d.ret,
-                    hard: d.hard,
-                };
-                parts.borrow_mut().insert(next_part, (d.part, d.node));
-                match node.send(PlacePart(spec)).await {
-                    Ok(Ok(())) => {
-                        let _ = out_tx.send(NodeMsg::Started {
-                            part: d.part,
-                            at: clock.now(),
-                        });
-                    }
-                    Ok(Err(e)) => {
-                        parts.borrow_mut().remove(&next_part);
-                        let _ = out_tx.send(NodeMsg::Refused {
-                            part: d.part,
-                            reason: e.to_string(),
-                        });
-                    }
-                    Err(e) => break Err(anyhow::anyhow!("node {} stopped: {e}", d.node)),
-                }
-            }
+            ManagerMsg::Dispatch(d) => place(d),
+            ManagerMsg::Dispatches(ds) => ds.into_iter().for_each(&mut place),
             ManagerMsg::Cancel { part } => {
                 let held = parts
                     .borrow()

@@ -1,0 +1,253 @@
+//! A live run at scale on loopback: the real `libratory` manager and four
+//! real `libratory-node` processes hosting 1,000 emulated nodes that all
+//! receive work (real CPU burning, time-scaled), every job with one record.
+
+use std::collections::BTreeSet;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn libratory() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
+}
+
+fn node_bin() -> PathBuf {
+    let p = libratory().with_file_name("libratory-node");
+    assert!(
+        p.is_file(),
+        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
+        p.display()
+    );
+    p
+}
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+const PROCESSES: usize = 4;
+const NODES_PER_PROCESS: usize = 250;
+const JOBS: usize = 1500;
+
+/// 4 processes x 250 nodes, one executor each, so the nodes' capacities
+/// (250 x 0.002 = 0.5 core per process) add up to the 2 cores of a small
+/// test machine. Least-loaded placement spreads the 1,500 single-node jobs,
+/// which arrive within one real second and last 0.5-5.5 s each (so that
+/// they overlap, and each burns many minimum slices), over every node.
+fn config(dir: &Path, port: u16) -> PathBuf {
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.05
+start_timeout_s = 60
+link_timeout_s = 20
+report_ms = 100
+heartbeat_ms = 200
+histogram_ms = 2000
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = {JOBS}, nodes = {total}, synthetic_arrival_max = 20, placement = "least-loaded" }}
+
+[[hosts]]
+name = "local"
+processes = {PROCESSES}
+nodes_per_process = {NODES_PER_PROCESS}
+capacity = 0.002
+executors = 1
+"#,
+        total = PROCESSES * NODES_PER_PROCESS
+    );
+    let p = dir.join("cluster.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_thousand_active_nodes_in_four_processes_complete_a_workload() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(libratory())
+        .args(["certs", "--out"])
+        .arg(dir.path().join("certs"))
+        .args(["--nodes", "local"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cfg = config(dir.path(), free_port());
+    let out = dir.path().join("run");
+    let t0 = Instant::now();
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    assert!(
+        o.status.success(),
+        "run failed: {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("1,000-node run took {took:?}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let procs = s["node_processes"].as_array().unwrap();
+    assert_eq!(procs.len(), PROCESSES, "{procs:?}");
+    let p = &s["policies"][0];
+    assert_eq!(p["submitted"], JOBS);
+    assert_eq!(p["lost"], 0);
+
+    // One record per job: ids 1..=JOBS, each exactly once.
+    let text = std::fs::read_to_string(out.join("jobs-libra.jsonl")).unwrap();
+    let mut ids = Vec::new();
+    let mut used = BTreeSet::new();
+    let (mut accepted, mut finished) = (0, 0);
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        ids.push(r["id"].as_u64().unwrap());
+        if r["accepted"].as_bool().unwrap() {
+            accepted += 1;
+            if !r["finish"].is_null() && !r["lost"].as_bool().unwrap_or(false) {
+                finished += 1;
+            }
+            for n in r["nodes"].as_array().unwrap() {
+                used.insert(n.as_u64().unwrap());
+            }
+        }
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=JOBS as u64).collect::<Vec<_>>());
+    // Every accepted job ran to its end on a real node...
+    assert!(accepted > JOBS / 2, "only {accepted} of {JOBS} accepted");
+    assert_eq!(finished, accepted);
+    assert_eq!(p["completed"].as_u64().unwrap(), accepted as u64);
+    // ...and every one of the 1,000 emulated nodes ran at least one part.
+    assert_eq!(
+        used.len(),
+        PROCESSES * NODES_PER_PROCESS,
+        "only {} distinct nodes ran work",
+        used.len()
+    );
+}
+
+/// `libratory calibrate` on a tiny workload: two time scales, each live run
+/// compared with the simulation; the table, calibration.json, the SVG and
+/// the host file are written, and `libratory run` then warns about a scale
+/// below every tested one (below the safe scale, or no scale is safe).
+#[test]
+fn calibrate_runs_a_tiny_workload_at_two_scales_and_run_warns_below() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cal");
+    let host_file = dir.path().join("host-calibration.json");
+    let o = Command::new(libratory())
+        .args([
+            "calibrate",
+            "--jobs",
+            "8",
+            "--nodes",
+            "2",
+            "--scales",
+            "0.03,0.06",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--host-file")
+        .arg(&host_file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "calibrate failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("time_scale"), "{stdout}");
+    assert!(
+        stdout.contains("recommended: time_scale >=") || stdout.contains("no tested time scale"),
+        "{stdout}"
+    );
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("calibration.json")).unwrap()).unwrap();
+    let points = c["points"].as_array().unwrap();
+    // Largest scale first, each with all 8 jobs compared.
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0]["time_scale"], 0.06);
+    assert_eq!(points[1]["time_scale"], 0.03);
+    for p in points {
+        assert_eq!(p["jobs"], 8, "{p}");
+        for k in ["admission_agreement", "outcome_agreement"] {
+            let v = p[k].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{k} {v}");
+        }
+        let ok = p["admission_agreement"].as_f64().unwrap() >= 0.98
+            && p["outcome_agreement"].as_f64().unwrap() >= 0.95
+            && p["qos_diff_pp"].as_f64().unwrap().abs() <= 1.0;
+        assert_eq!(p["meets_targets"].as_bool().unwrap(), ok, "{p}");
+        assert!(Path::new(p["run_dir"].as_str().unwrap())
+            .join("jobs-libra.jsonl")
+            .is_file());
+    }
+    let svg = std::fs::read_to_string(out.join("calibration.svg")).unwrap();
+    assert!(svg.contains("<svg"));
+    assert_eq!(
+        std::fs::read(&host_file).unwrap(),
+        std::fs::read(out.join("calibration.json")).unwrap()
+    );
+
+    // A run below every tested scale is warned about before it starts (no
+    // node processes: it ends at its start timeout).
+    let cfg = dir.path().join("low.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "{certs}"
+time_scale = 0.001
+start_timeout_s = 1
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 2, nodes = 1 }}
+
+[[hosts]]
+name = "local"
+nodes_per_process = 1
+capacity = 0.1
+"#,
+            port = free_port(),
+            certs = out.join("certs").display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(libratory())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("low"))
+        .env("LIBRATORY_CALIBRATION", &host_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("time_scale 0.001 is below") || stderr.contains("no tested time scale"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("host-calibration.json"), "{stderr}");
+}
