@@ -13,25 +13,14 @@ use common::experiment::Experiment;
 use common::swf::{SwfReader, WindowStats};
 use common::workload::PRESETS;
 
-mod client;
-mod figures;
-mod loadtest;
-mod output;
-mod plot;
-mod report;
-mod runcmd;
-mod rundir;
-mod schedule;
-mod simulate;
-mod sweep;
-
-use libratory_manager::config::ClusterConfig;
-use libratory_manager::launch::{self, LaunchPlan};
-use libratory_manager::metric_table;
+use libratory_manager::cluster::config::ClusterConfig;
+use libratory_manager::cluster::launch::{self, LaunchPlan};
+use libratory_manager::lab::{compare, figures, report, simulate, sweep};
+use libratory_manager::live::{client, liveview, loadtest, probe, runcmd};
 
 /// `--http ADDR`: a port alone binds loopback.
 fn parse_http(s: &str) -> Result<std::net::SocketAddr, String> {
-    libratory_manager::liveview::parse_addr(s).map_err(|e| e.to_string())
+    liveview::parse_addr(s).map_err(|e| e.to_string())
 }
 
 /// Deadline- and budget-aware cluster admission control: simulate the
@@ -68,7 +57,7 @@ enum Command {
     /// differ with why (e.g. a live run against the simulator).
     ///
     /// Example: libratory compare runs/live runs/sim --policy libra
-    Compare(libratory_manager::compare::CompareArgs),
+    Compare(compare::CompareArgs),
     /// Load a serving manager (`run --serve`) with submissions at stepped
     /// rates over QUIC: latency percentiles, throughput, an echo baseline,
     /// CPU and memory of the manager and local node processes, a
@@ -298,8 +287,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             expect,
         } => {
             let cfg = ClusterConfig::load(&config)?;
-            let ok =
-                libratory_manager::probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
+            let ok = probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
             println!("probe server: {ok} probe(s) answered");
             Ok(ExitCode::SUCCESS)
         }
@@ -329,7 +317,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sweep(a) => sweep::run(a),
         Command::Figures(a) => figures::run(a),
         Command::Report(a) => report::run(a),
-        Command::Compare(a) => libratory_manager::compare::run(&a),
+        Command::Compare(a) => compare::run(&a),
         Command::Loadtest(a) => loadtest::run(a),
         Command::Policies => {
             for e in common::policy::REGISTRY {

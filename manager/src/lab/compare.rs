@@ -23,7 +23,7 @@ use common::metrics::{JobRecord, Summary};
 use common::time::DEADLINE_TOLERANCE;
 use serde::{Deserialize, Serialize};
 
-use crate::metric_table::METRICS;
+use crate::lab::metric_table::METRICS;
 
 /// One policy of one run directory, read.
 #[derive(Debug, Clone)]

@@ -17,11 +17,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use crate::metric_table::{self, Metric};
-use crate::plot::{self, Chart, Line};
-use crate::rundir::{self, Invocation, Log, Manifest, TraceFacts};
-use crate::simulate;
-use crate::sweep::{self, RunOptions, Series, SweepPoint, SweepResult, SweepSpec};
+use crate::lab::metric_table::{self, Metric};
+use crate::lab::simulate;
+use crate::lab::sweep::{self, RunOptions, Series, SweepPoint, SweepResult, SweepSpec};
+use crate::results::plot::{self, Chart, Line};
+use crate::results::rundir::{self, Invocation, Log, Manifest, TraceFacts};
 
 /// Arguments of `libratory figures`.
 #[derive(clap::Args, Debug)]

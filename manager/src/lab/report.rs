@@ -15,12 +15,12 @@ use anyhow::{bail, Context, Result};
 use common::metrics::Summary;
 use serde::Deserialize;
 
-use libratory_manager::compare;
+use crate::lab::compare;
 
-use crate::metric_table::{self, Metric, METRICS};
-use crate::plot::{self, Chart, Line, XAxis};
-use crate::rundir::{self, Invocation, Log, Manifest};
-use crate::schedule;
+use crate::lab::metric_table::{self, Metric, METRICS};
+use crate::results::plot::{self, Chart, Line, XAxis};
+use crate::results::rundir::{self, Invocation, Log, Manifest};
+use crate::results::schedule;
 
 /// Arguments of `libratory report`.
 #[derive(clap::Args, Debug)]
@@ -229,7 +229,7 @@ pub fn chart(runs: &[RunIn], m: &Metric) -> Chart {
         })
         .collect();
     Chart {
-        title: format!("{} by policy and run", crate::sweep::short(m.label)),
+        title: format!("{} by policy and run", crate::lab::sweep::short(m.label)),
         subtitle: format!("{} run directories", runs.len()),
         x_label: "Policy".into(),
         y_label: m.label.to_string(),
