@@ -546,7 +546,10 @@ impl ManagerCore {
         let speed = |g: u32| self.view_index[g as usize].map_or(1.0, |v| self.view[v].spec.speed);
         // An exclusive (space-shared) job runs at its slowest node's pace
         // and holds every node of it for that long.
-        let slowest = global.iter().map(|&g| speed(g)).fold(f64::INFINITY, f64::min);
+        let slowest = global
+            .iter()
+            .map(|&g| speed(g))
+            .fold(f64::INFINITY, f64::min);
         self.parts.extend(global.iter().map(|&g| PartRecord {
             job: j.job.spec.id,
             node: g as usize,
@@ -1014,7 +1017,10 @@ impl ManagerCore {
     /// The books taken out of the core: every job record in submission
     /// order and every part record in placement order.
     pub fn into_books(self) -> (Vec<JobRecord>, Vec<PartRecord>) {
-        (self.jobs.into_iter().map(|j| j.record).collect(), self.parts)
+        (
+            self.jobs.into_iter().map(|j| j.record).collect(),
+            self.parts,
+        )
     }
 
     /// The snapshot policies would decide on at `now` (dead-reckoned), and
