@@ -15,9 +15,8 @@ use anyhow::{bail, Context, Result};
 use common::metrics::Summary;
 use serde::Deserialize;
 
-use crate::lab::compare;
-
 use crate::lab::metric_table::{self, Metric, METRICS};
+use crate::results::output;
 use crate::results::plot::{self, Chart, Line, XAxis};
 use crate::results::rundir::{self, Invocation, Log, Manifest};
 use crate::results::schedule;
@@ -283,9 +282,9 @@ fn schedule_pictures(r: &RunIn, policy: &str, dir: &Path) -> Result<schedule::Wr
     let jsonl = r.dir.join(format!("jobs-{policy}.jsonl"));
     let csv = r.dir.join(format!("jobs-{policy}.csv"));
     let records = if jsonl.is_file() {
-        compare::read_jsonl(&jsonl)?
+        output::read_jobs_jsonl(&jsonl)?
     } else {
-        compare::read_jobs_csv(&csv)?
+        output::read_jobs_csv(&csv)?
     };
     let nodes = if r.nodes > 0 {
         r.nodes
