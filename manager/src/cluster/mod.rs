@@ -3,3 +3,24 @@
 
 pub mod config;
 pub mod launch;
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use config::ClusterConfig;
+use launch::{Format, LaunchPlan};
+
+/// `libratory config check`: parse and check, print a one-line summary.
+pub fn check(path: &Path) -> Result<()> {
+    let cfg = ClusterConfig::load(path)?;
+    println!("{}: ok: {}", path.display(), cfg.summary());
+    Ok(())
+}
+
+/// `libratory config show`: print the resolved launch plan.
+pub fn show(path: &Path, format: Format) -> Result<()> {
+    let cfg = ClusterConfig::load(path)?;
+    print!("{}", LaunchPlan::new(&cfg, path).render(format));
+    Ok(())
+}

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod figures;
+pub mod info;
 pub mod metric_table;
 pub mod report;
 pub mod simulate;

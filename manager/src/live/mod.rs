@@ -2,6 +2,7 @@
 //! feed, watch and load one.
 
 pub mod client;
+pub mod commands;
 pub mod journal;
 pub mod liveview;
 pub mod loadtest;
