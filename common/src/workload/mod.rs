@@ -34,7 +34,7 @@ pub use annotate::{from_records, DUPLICATE_ID_OFFSET};
 pub use params::{
     for_each_key_value, set_by_name, BudgetBasis, DeadlineBasis, InaccuracyForm, Params, Source,
 };
-pub use presets::PRESETS;
+pub use presets::{Preset, PRESETS};
 pub use synthetic::synthetic_003;
 
 /// The seed used when the user gives none. Printed and stored with results
@@ -180,8 +180,8 @@ mod tests {
 
     #[test]
     fn every_preset_builds_params() {
-        for (name, _) in PRESETS {
-            let p = Params::preset(name).unwrap();
+        for preset in PRESETS {
+            let p = Params::preset(preset.name).unwrap();
             p.validate().unwrap();
         }
         assert!(Params::preset("nope")

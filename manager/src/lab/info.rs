@@ -18,8 +18,8 @@ pub fn policies() {
 pub fn presets(name: Option<&str>) -> Result<()> {
     match name {
         None => {
-            for (n, about) in PRESETS {
-                println!("{n:<18} {about}");
+            for p in PRESETS {
+                println!("{:<18} {}", p.name, p.about);
             }
         }
         Some(n) => {
