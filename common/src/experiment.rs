@@ -167,8 +167,11 @@ mod tests {
 
     #[test]
     fn every_preset_names_registered_policies() {
-        for (name, _) in crate::workload::PRESETS {
-            Experiment::preset(name).unwrap().check_policies().unwrap();
+        for p in crate::workload::PRESETS {
+            Experiment::preset(p.name)
+                .unwrap()
+                .check_policies()
+                .unwrap();
         }
     }
 }

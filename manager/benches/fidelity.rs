@@ -11,7 +11,7 @@
 //! - simulated: `libratory simulate` in virtual time.
 //!
 //! Then it compares the two run directories with the compare code
-//! (`libratory_manager::compare`) and prints the share of identical
+//! (`libratory_manager::lab::compare`) and prints the share of identical
 //! admission decisions (target >= 95%) and the QoS satisfaction difference
 //! (target <= 2 percentage points), with every job that differs and why.
 //! One node process, so the live node ids are the simulator's (0..n-1 in
@@ -39,7 +39,7 @@ use common::node_model::{NodeState, PartValue};
 use common::policy::{self, AdmissionPolicy, Decision, Policy};
 use common::share::SpareRule;
 use common::time::Time;
-use libratory_manager::compare;
+use libratory_manager::lab::compare;
 
 /// What the simulator's policy saw at one decision: every node's load
 /// after taking the job (`None`: the job does not fit there).

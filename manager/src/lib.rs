@@ -1,14 +1,16 @@
-//! The Libratory manager as a library: the pure manager core (admission,
-//! cluster view, dispatch, records) and, around it, the actors and the
-//! QUIC server of a live run. The `libratory` binary is a thin shell over
-//! this crate and `common`.
+//! The Libratory manager as a library, in four parts around `common`'s pure
+//! admission core. The `libratory` binary (`main.rs`) only parses arguments
+//! and hands each subcommand to one of these modules.
+//!
+//! - [`live`]: a live run over QUIC (manager actors, server, client
+//!   commands, load test, journal, live view, the run/demo/certs commands);
+//! - [`cluster`]: cluster configurations and what the launch scripts need;
+//! - [`lab`]: offline experiments in virtual time (simulate, sweep, figures,
+//!   report, compare) and the metric table they share;
+//! - [`results`]: the files a run leaves behind (run directory, result
+//!   formats, charts).
 
-pub mod compare;
-pub mod config;
-pub mod journal;
-pub mod launch;
+pub mod cluster;
+pub mod lab;
 pub mod live;
-pub mod liveview;
-pub mod metric_table;
-pub mod probe;
-pub mod procstat;
+pub mod results;

@@ -1,38 +1,21 @@
-//! `libratory`: the user-facing command. Thin: it parses arguments and
-//! hands each subcommand to its module (`simulate`, `sweep`, `figures`,
-//! `report`, `compare`, `loadtest`, the live commands); errors are printed with their whole chain and a non-zero
+//! `libratory`: the user-facing command. It only parses arguments and
+//! hands each subcommand to its library module (`lab::*`, `live::*`,
+//! `cluster`); errors are printed with their whole chain and a non-zero
 //! exit code.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use common::experiment::Experiment;
-use common::swf::{SwfReader, WindowStats};
-use common::workload::PRESETS;
 
-mod calibrate;
-mod client;
-mod figures;
-mod loadtest;
-mod output;
-mod plot;
-mod report;
-mod runcmd;
-mod rundir;
-mod schedule;
-mod simulate;
-mod sweep;
-
-use libratory_manager::config::ClusterConfig;
-use libratory_manager::launch::{self, LaunchPlan};
-use libratory_manager::metric_table;
+use libratory_manager::cluster::{self, launch};
+use libratory_manager::lab::{compare, figures, info, report, simulate, sweep};
+use libratory_manager::live::{calibrate, client, commands, liveview, loadtest, runcmd};
 
 /// `--http ADDR`: a port alone binds loopback.
 fn parse_http(s: &str) -> Result<std::net::SocketAddr, String> {
-    libratory_manager::liveview::parse_addr(s).map_err(|e| e.to_string())
+    liveview::parse_addr(s).map_err(|e| e.to_string())
 }
 
 /// Deadline- and budget-aware cluster admission control: simulate the
@@ -69,7 +52,7 @@ enum Command {
     /// differ with why (e.g. a live run against the simulator).
     ///
     /// Example: libratory compare runs/live runs/sim --policy libra
-    Compare(libratory_manager::compare::CompareArgs),
+    Compare(compare::CompareArgs),
     /// Load a serving manager (`run --serve`) with submissions at stepped
     /// rates over QUIC: latency percentiles, throughput, an echo baseline,
     /// CPU and memory of the manager and local node processes, a
@@ -251,20 +234,24 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // Commands that return an exit code of their own, then the rest.
     match cli.command {
-        Command::Simulate(a) => simulate::run(a),
-        Command::Submit { conn, job } => client::submit(&conn, &job),
-        Command::Quote { conn, job } => client::quote(&conn, &job),
-        Command::Status { conn } => client::status(&conn),
+        Command::Simulate(a) => return simulate::run(a),
+        Command::Sweep(a) => return sweep::run(a),
+        Command::Figures(a) => return figures::run(a),
+        Command::Report(a) => return report::run(a),
+        Command::Compare(a) => return compare::run(&a),
+        Command::Loadtest(a) => return loadtest::run(a),
+        Command::Calibrate(a) => return calibrate::run(a),
+        Command::Submit { conn, job } => return client::submit(&conn, &job),
+        Command::Quote { conn, job } => return client::quote(&conn, &job),
+        Command::Status { conn } => return client::status(&conn),
         Command::Certs {
             out,
             nodes,
             manager_names,
             add,
-        } => {
-            runcmd::certs(&out, &nodes, &manager_names, add)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => runcmd::certs(&out, &nodes, &manager_names, add)?,
         Command::Run {
             config,
             spawn_local,
@@ -272,46 +259,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve,
             progress_every,
             http,
-        } => {
-            let cfg = ClusterConfig::load(&config)?;
-            let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
-                let stem = config
-                    .file_stem()
-                    .map_or("run".into(), |s| s.to_string_lossy().to_string());
-                PathBuf::from("runs").join(stem)
-            });
-            let progress =
-                runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-            runcmd::run(&cfg, &out, spawn_local, progress, serve, http)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Recover { run, force } => {
-            runcmd::recover(&run, force)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => commands::run(&config, spawn_local, out, serve, progress_every, http)?,
+        Command::Recover { run, force } => runcmd::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
-            ConfigCmd::Check { config } => {
-                let cfg = ClusterConfig::load(&config)?;
-                println!("{}: ok: {}", config.display(), cfg.summary());
-                Ok(ExitCode::SUCCESS)
-            }
-            ConfigCmd::Show { config, format } => {
-                let cfg = ClusterConfig::load(&config)?;
-                print!("{}", LaunchPlan::new(&cfg, &config).render(format));
-                Ok(ExitCode::SUCCESS)
-            }
+            ConfigCmd::Check { config } => cluster::check(&config)?,
+            ConfigCmd::Show { config, format } => cluster::show(&config, format)?,
         },
         Command::ProbeServer {
             config,
             for_s,
             expect,
-        } => {
-            let cfg = ClusterConfig::load(&config)?;
-            let ok =
-                libratory_manager::probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
-            println!("probe server: {ok} probe(s) answered");
-            Ok(ExitCode::SUCCESS)
-        }
+        } => commands::probe_server(&config, for_s, expect)?,
         Command::Demo {
             processes,
             nodes,
@@ -319,64 +277,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port,
             out,
             http,
-        } => {
-            let certs = out.join("certs");
-            if !certs.join("ca.key").exists() {
-                runcmd::certs(&certs, &["local".to_string()], &[], false)?;
-            }
-            let cfg = runcmd::demo_config(
-                &std::fs::canonicalize(&certs)?,
-                port,
-                processes,
-                nodes,
-                jobs,
-            );
-            let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-            runcmd::run(&cfg, &out, true, progress, false, http)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Sweep(a) => sweep::run(a),
-        Command::Figures(a) => figures::run(a),
-        Command::Report(a) => report::run(a),
-        Command::Compare(a) => libratory_manager::compare::run(&a),
-        Command::Loadtest(a) => loadtest::run(a),
-        Command::Calibrate(a) => calibrate::run(a),
-        Command::Policies => {
-            for e in common::policy::REGISTRY {
-                println!("{:<18} {}", e.name, e.about);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Presets { name } => {
-            match name {
-                None => {
-                    for (n, about) in PRESETS {
-                        println!("{n:<18} {about}");
-                    }
-                }
-                Some(n) => {
-                    let e = Experiment::preset(&n)?;
-                    println!("{}", serde_json::to_string_pretty(&e)?);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::TraceStats { trace, last } => {
-            let reader = SwfReader::open(&trace)?;
-            for (k, v) in &reader.header().fields {
-                println!("; {k}: {v}");
-            }
-            let max = last.iter().copied().max().unwrap_or(0);
-            let (_, records) = reader.into_last(max)?;
-            for n in last {
-                let window = &records[records.len().saturating_sub(n)..];
-                println!(
-                    "\nlast {n} jobs of {}:\n{}",
-                    trace.display(),
-                    WindowStats::compute(window)
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => commands::demo(processes, nodes, jobs, port, &out, http)?,
+        Command::Policies => info::policies(),
+        Command::Presets { name } => info::presets(name.as_deref())?,
+        Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use net::{self, Timeouts};
 
 /// What the probe server says to a successful probe
-/// (`libratory_manager::probe::PROBE_OK`; the node crate does not depend on
+/// (`libratory_manager::live::probe::PROBE_OK`; the node crate does not depend on
 /// the manager's).
 const PROBE_OK: &[u8] = b"libratory probe ok";
 

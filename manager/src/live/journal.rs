@@ -34,7 +34,7 @@ use common::workload::OddRecords;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::ClusterConfig;
+use crate::cluster::config::ClusterConfig;
 
 /// File name of the journal in a run directory.
 pub const JOURNAL: &str = "journal.jsonl";

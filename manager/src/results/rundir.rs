@@ -28,7 +28,7 @@ use common::workload::{OddRecords, Workload};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::output;
+use crate::results::output;
 
 /// Name of the manifest file.
 pub const MANIFEST: &str = "manifest.json";

@@ -45,7 +45,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore, Output};
 
-use crate::journal;
+use crate::live::journal;
 
 /// Everything a live run needs.
 #[derive(Debug, Clone)]
@@ -83,10 +83,10 @@ pub struct LiveConfig {
     /// node process that registers (for logs, where a bar is unreadable).
     pub progress_lines: Option<Duration>,
     /// The run journal: every submission, decision, start and end of a job
-    /// is appended to it as it happens (see [`crate::journal`]).
-    pub journal: Option<crate::journal::Journal>,
+    /// is appended to it as it happens (see [`crate::live::journal`]).
+    pub journal: Option<crate::live::journal::Journal>,
     /// Publish the state here for the live web view (`--http`).
-    pub view: Option<crate::liveview::Publisher>,
+    pub view: Option<crate::live::liveview::Publisher>,
 }
 
 /// Names of the manager's latency histograms (microseconds).
@@ -954,7 +954,7 @@ impl ManagerActor {
                     nodes,
                     recent: self.recent.iter().cloned().collect(),
                     counts,
-                    manager: crate::procstat::own_usage(),
+                    manager: crate::live::procstat::own_usage(),
                     processes,
                 });
             }
@@ -1321,7 +1321,7 @@ impl ManagerActor {
         let Some(view) = self.cfg.view.clone() else {
             return;
         };
-        use crate::liveview as lv;
+        use crate::live::liveview as lv;
         let now = self.now();
         let progress = lv::Progress {
             total: self.total_jobs,

@@ -23,7 +23,8 @@ use common::metrics::{JobRecord, Summary};
 use common::time::DEADLINE_TOLERANCE;
 use serde::{Deserialize, Serialize};
 
-use crate::metric_table::METRICS;
+use crate::lab::metric_table::METRICS;
+use crate::results::output;
 
 /// One policy of one run directory, read.
 #[derive(Debug, Clone)]
@@ -123,9 +124,9 @@ pub fn read_run(dir: &Path, policy: Option<&str>) -> Result<RunJobs> {
     let jsonl = dir.join(format!("jobs-{}.jsonl", summary.policy));
     let csv = dir.join(format!("jobs-{}.csv", summary.policy));
     let (records, jobs_file) = if jsonl.is_file() {
-        (read_jsonl(&jsonl)?, jsonl)
+        (output::read_jobs_jsonl(&jsonl)?, jsonl)
     } else if csv.is_file() {
-        (read_jobs_csv(&csv)?, csv)
+        (output::read_jobs_csv(&csv)?, csv)
     } else {
         bail!(
             "{} has neither {} nor {}",
@@ -144,136 +145,6 @@ pub fn read_run(dir: &Path, policy: Option<&str>) -> Result<RunJobs> {
         records,
         jobs_file,
     })
-}
-
-/// Reads `jobs-<policy>.jsonl` (the derived fields are ignored).
-pub fn read_jsonl(path: &Path) -> Result<Vec<JobRecord>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(k, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{}: line {}: not a job record", path.display(), k + 1))
-        })
-        .collect()
-}
-
-/// Reads `jobs-<policy>.csv` (columns by name, see docs/output-formats.md).
-pub fn read_jobs_csv(path: &Path) -> Result<Vec<JobRecord>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
-    let headers = r
-        .headers()
-        .with_context(|| format!("{}: no header", path.display()))?
-        .clone();
-    let col = |name: &str| -> Result<usize> {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .with_context(|| format!("{}: no column '{name}'", path.display()))
-    };
-    let names = [
-        "job_id",
-        "class",
-        "submit",
-        "estimate",
-        "actual",
-        "processors",
-        "deadline",
-        "budget",
-        "penalty_rate",
-        "deadline_type",
-        "accepted",
-        "reason",
-        "decided_at",
-        "nodes",
-        "start",
-        "finish",
-        "cost",
-        "lost",
-        "detail",
-    ];
-    let idx: HashMap<&str, usize> = names
-        .iter()
-        .map(|n| col(n).map(|k| (*n, k)))
-        .collect::<Result<_>>()?;
-    let mut out = Vec::new();
-    for (k, row) in r.records().enumerate() {
-        let line = k + 2;
-        let row = row.with_context(|| format!("{}: line {line}", path.display()))?;
-        let get = |n: &str| row.get(idx[n]).unwrap_or("");
-        let num = |n: &str| -> Result<f64> {
-            get(n).parse::<f64>().with_context(|| {
-                format!(
-                    "{}: line {line}, column {n}: '{}' is not a number",
-                    path.display(),
-                    get(n)
-                )
-            })
-        };
-        let opt = |n: &str| -> Result<Option<f64>> {
-            if get(n).is_empty() {
-                Ok(None)
-            } else {
-                num(n).map(Some)
-            }
-        };
-        let named = |n: &str| -> Result<Option<serde_json::Value>> {
-            Ok((!get(n).is_empty()).then(|| serde_json::Value::String(get(n).to_string())))
-        };
-        let bad = |n: &str| {
-            format!(
-                "{}: line {line}, column {n}: unknown value '{}'",
-                path.display(),
-                get(n)
-            )
-        };
-        let class = match named("class")? {
-            Some(v) => Some(serde_json::from_value(v).with_context(|| bad("class"))?),
-            None => None,
-        };
-        let reason = match named("reason")? {
-            Some(v) => Some(serde_json::from_value(v).with_context(|| bad("reason"))?),
-            None => None,
-        };
-        let deadline_type =
-            serde_json::from_value(serde_json::Value::String(get("deadline_type").to_string()))
-                .with_context(|| bad("deadline_type"))?;
-        let budget = match get("budget") {
-            "unlimited" => f64::INFINITY,
-            _ => num("budget")?,
-        };
-        let nodes = get("nodes")
-            .split_whitespace()
-            .map(|n| n.parse::<usize>().with_context(|| bad("nodes")))
-            .collect::<Result<Vec<_>>>()?;
-        out.push(JobRecord {
-            id: get("job_id").parse().with_context(|| bad("job_id"))?,
-            class,
-            submit: num("submit")?,
-            estimate: num("estimate")?,
-            actual: num("actual")?,
-            processors: get("processors")
-                .parse()
-                .with_context(|| bad("processors"))?,
-            deadline: num("deadline")?,
-            budget,
-            penalty_rate: num("penalty_rate")?,
-            deadline_type,
-            accepted: get("accepted") == "true",
-            reason,
-            detail: get("detail").to_string(),
-            decided_at: num("decided_at")?,
-            nodes,
-            start: opt("start")?,
-            finish: opt("finish")?,
-            cost: num("cost")?,
-            lost: get("lost") == "true",
-        });
-    }
-    Ok(out)
 }
 
 /// How one job fared in one run, as compare shows it.

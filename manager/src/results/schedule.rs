@@ -25,7 +25,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use common::metrics::JobRecord;
 
-use crate::plot::{self, Chart, Line, Point, XAxis};
+use crate::results::plot::{self, Chart, Line, Point, XAxis};
 
 /// Width of the Gantt chart, pixels.
 const WIDTH: f64 = 1200.0;

@@ -6,6 +6,7 @@
 //! Not here: which files a run directory holds and the manifest (see
 //! `rundir`).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Write;
@@ -180,6 +181,239 @@ pub fn jobs_jsonl(records: &[JobRecord]) -> Result<Vec<u8>> {
         out.extend_from_slice(b"}\n");
     }
     Ok(out)
+}
+
+/// Reads `jobs-<policy>.jsonl` back into records (the derived fields are
+/// ignored: they are recomputed from the record).
+pub fn read_jobs_jsonl(path: &Path) -> Result<Vec<JobRecord>> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_jobs_jsonl(&text, &path.display().to_string())
+}
+
+/// [`jobs_jsonl`]'s lines back into records; errors name `source` and the
+/// line.
+pub fn parse_jobs_jsonl(text: &str, source: &str) -> Result<Vec<JobRecord>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(k, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{source}: line {}: not a job record", k + 1))
+        })
+        .collect()
+}
+
+/// Reads `jobs-<policy>.csv` back into records (columns by name, see
+/// docs/output-formats.md).
+pub fn read_jobs_csv(path: &Path) -> Result<Vec<JobRecord>> {
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    parse_jobs_csv(file, &path.display().to_string())
+}
+
+/// The columns [`parse_jobs_csv`] needs: the record's own fields (the
+/// other columns of [`JOB_COLUMNS`] are derived from them).
+const RECORD_COLUMNS: &[&str] = &[
+    "job_id",
+    "class",
+    "submit",
+    "estimate",
+    "actual",
+    "processors",
+    "deadline",
+    "budget",
+    "penalty_rate",
+    "deadline_type",
+    "accepted",
+    "reason",
+    "decided_at",
+    "nodes",
+    "start",
+    "finish",
+    "cost",
+    "lost",
+    "detail",
+];
+
+/// [`jobs_csv`]'s bytes back into records; errors name `source`, the line
+/// and the column. Exact: the writer prints numbers with `Display`, the
+/// shortest text that parses back to the same `f64`.
+pub fn parse_jobs_csv(input: impl std::io::Read, source: &str) -> Result<Vec<JobRecord>> {
+    let mut r = csv::Reader::from_reader(input);
+    let headers = r
+        .headers()
+        .with_context(|| format!("{source}: no header"))?
+        .clone();
+    let col = |name: &str| -> Result<usize> {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .with_context(|| format!("{source}: no column '{name}'"))
+    };
+    let idx: HashMap<&str, usize> = RECORD_COLUMNS
+        .iter()
+        .map(|n| col(n).map(|k| (*n, k)))
+        .collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for (k, row) in r.records().enumerate() {
+        let line = k + 2;
+        let row = row.with_context(|| format!("{source}: line {line}"))?;
+        let get = |n: &str| row.get(idx[n]).unwrap_or("");
+        let num = |n: &str| -> Result<f64> {
+            get(n).parse::<f64>().with_context(|| {
+                format!(
+                    "{source}: line {line}, column {n}: '{}' is not a number",
+                    get(n)
+                )
+            })
+        };
+        let opt = |n: &str| -> Result<Option<f64>> {
+            if get(n).is_empty() {
+                Ok(None)
+            } else {
+                num(n).map(Some)
+            }
+        };
+        let named = |n: &str| -> Result<Option<serde_json::Value>> {
+            Ok((!get(n).is_empty()).then(|| serde_json::Value::String(get(n).to_string())))
+        };
+        let bad = |n: &str| {
+            format!(
+                "{source}: line {line}, column {n}: unknown value '{}'",
+                get(n)
+            )
+        };
+        let class = match named("class")? {
+            Some(v) => Some(serde_json::from_value(v).with_context(|| bad("class"))?),
+            None => None,
+        };
+        let reason = match named("reason")? {
+            Some(v) => Some(serde_json::from_value(v).with_context(|| bad("reason"))?),
+            None => None,
+        };
+        let deadline_type =
+            serde_json::from_value(serde_json::Value::String(get("deadline_type").to_string()))
+                .with_context(|| bad("deadline_type"))?;
+        let budget = match get("budget") {
+            "unlimited" => f64::INFINITY,
+            _ => num("budget")?,
+        };
+        let nodes = get("nodes")
+            .split_whitespace()
+            .map(|n| n.parse::<usize>().with_context(|| bad("nodes")))
+            .collect::<Result<Vec<_>>>()?;
+        out.push(JobRecord {
+            id: get("job_id").parse().with_context(|| bad("job_id"))?,
+            class,
+            submit: num("submit")?,
+            estimate: num("estimate")?,
+            actual: num("actual")?,
+            processors: get("processors")
+                .parse()
+                .with_context(|| bad("processors"))?,
+            deadline: num("deadline")?,
+            budget,
+            penalty_rate: num("penalty_rate")?,
+            deadline_type,
+            accepted: get("accepted") == "true",
+            reason,
+            detail: get("detail").to_string(),
+            decided_at: num("decided_at")?,
+            nodes,
+            start: opt("start")?,
+            finish: opt("finish")?,
+            cost: num("cost")?,
+            lost: get("lost") == "true",
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod jobs_file_round_trip {
+    use common::job::{DeadlineType, Urgency};
+    use common::metrics::JobRecord;
+    use common::policy::RejectReason;
+
+    use super::RECORD_COLUMNS;
+    use super::{jobs_csv, parse_jobs_csv, JOB_COLUMNS};
+
+    /// Records covering every field's shapes: classes and none, unlimited
+    /// and finite budgets, every reject reason, empty and several nodes,
+    /// unfinished jobs, text that needs quoting, and floats whose shortest
+    /// text is long (0.1 + 0.2, 1/3, tiny and huge magnitudes).
+    fn records() -> Vec<JobRecord> {
+        let mut out = Vec::new();
+        for (k, reason) in std::iter::once(None)
+            .chain(RejectReason::ALL.into_iter().map(Some))
+            .enumerate()
+        {
+            let k64 = k as f64;
+            let accepted = reason.is_none();
+            out.push(JobRecord {
+                id: 1000 + k as u64,
+                class: [None, Some(Urgency::High), Some(Urgency::Low)][k % 3],
+                submit: 0.1 + 0.2 + k64,
+                estimate: 1.0 / 3.0 * (k64 + 1.0),
+                actual: 7.25e-7 + k64,
+                processors: 1 + k as u32 * 5,
+                deadline: 86_400.0 * 365.0 + k64 / 7.0,
+                budget: if k % 2 == 0 {
+                    f64::INFINITY
+                } else {
+                    1.5e12 / (k64 + 1.0)
+                },
+                penalty_rate: 0.0,
+                deadline_type: if k % 2 == 0 {
+                    DeadlineType::Hard
+                } else {
+                    DeadlineType::Soft
+                },
+                accepted,
+                reason,
+                detail: if accepted {
+                    String::new()
+                } else {
+                    format!("needs \"{k}\" nodes, has 0, see: a,b\nsecond line")
+                },
+                decided_at: 0.1 * k64,
+                nodes: (0..k).map(|n| n * 3).collect(),
+                start: accepted.then_some(12.000_000_000_1),
+                finish: (k == 0).then_some(f64::MAX / 3.0),
+                cost: -0.0 + k64 * std::f64::consts::PI,
+                lost: k == 3,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn the_csv_reads_back_the_records_it_was_written_from() {
+        let recs = records();
+        let bytes = jobs_csv(&recs).unwrap();
+        let back = parse_jobs_csv(bytes.as_slice(), "test.csv").unwrap();
+        assert_eq!(back, recs);
+    }
+
+    #[test]
+    fn the_reader_needs_only_columns_the_writer_writes() {
+        for c in RECORD_COLUMNS {
+            assert!(JOB_COLUMNS.contains(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn a_bad_cell_is_named_by_file_line_and_column() {
+        let mut text = String::from_utf8(jobs_csv(&records()).unwrap()).unwrap();
+        text = text.replacen(",hard,", ",firm,", 1);
+        let err = parse_jobs_csv(text.as_bytes(), "runs/x/jobs-libra.csv").unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains(
+                "runs/x/jobs-libra.csv: line 2, column deadline_type: unknown value 'firm'"
+            ),
+            "{msg}"
+        );
+    }
 }
 
 /// The columns of Batsim's `out_jobs.csv`, in Batsim's order (its

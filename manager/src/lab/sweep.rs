@@ -25,10 +25,10 @@ use common::workload::{self, Source, Workload};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use crate::metric_table::{self, Metric, METRICS};
-use crate::plot::{self, Chart, Line, XAxis};
-use crate::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run, TraceFacts};
-use crate::simulate;
+use crate::lab::metric_table::{self, Metric, METRICS};
+use crate::lab::simulate;
+use crate::results::plot::{self, Chart, Line, XAxis};
+use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run, TraceFacts};
 
 /// Arguments of `libratory sweep`.
 #[derive(clap::Args, Debug)]

@@ -25,19 +25,19 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::live::procstat;
 use anyhow::{bail, Context, Result};
 use common::job::JobSpec;
 use common::policy::Decision;
 use common::protocol::{ClientMsg, ClientReply, NodeProcess, ProcessUsage};
 use hdrhistogram::Histogram;
-use libratory_manager::procstat;
 use net::FrameReceiver;
 use serde::Serialize;
 
-use crate::client::{self, ConnArgs};
-use crate::plot::{self, Chart, Line, Point, XAxis};
-use crate::runcmd::{percentiles, Percentiles};
-use crate::rundir::{self, Invocation, Log, Manifest};
+use crate::live::client::{self, ConnArgs};
+use crate::live::runcmd::{percentiles, Percentiles};
+use crate::results::plot::{self, Chart, Line, Point, XAxis};
+use crate::results::rundir::{self, Invocation, Log, Manifest};
 
 /// Arguments of `libratory loadtest`.
 #[derive(clap::Args, Clone)]
@@ -336,7 +336,7 @@ pub fn run(a: LoadtestArgs) -> Result<ExitCode> {
     if !a.seconds.is_finite() || a.seconds <= 0.0 {
         bail!("--seconds must be > 0, got {}", a.seconds);
     }
-    crate::runcmd::seconds("--answer-timeout", a.answer_timeout)?;
+    crate::live::runcmd::seconds("--answer-timeout", a.answer_timeout)?;
     job(a.processors, a.estimate, a.deadline).validate()?;
     let inv = Invocation::capture();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -346,7 +346,7 @@ pub fn run(a: LoadtestArgs) -> Result<ExitCode> {
     let report = rt.block_on(drive(&a, &mut log))?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let mut files = vec!["loadtest.json".to_string(), "loadtest.csv".to_string()];
-    crate::output::write_json(&a.out.join("loadtest.json"), &report)?;
+    crate::results::output::write_json(&a.out.join("loadtest.json"), &report)?;
     let csv_path = a.out.join("loadtest.csv");
     std::fs::write(&csv_path, csv(&report))
         .with_context(|| format!("writing {}", csv_path.display()))?;

@@ -12,8 +12,8 @@ use anyhow::{bail, Context, Result};
 use common::experiment::Experiment;
 use common::workload::{self, Source};
 
-use crate::output;
-use crate::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
+use crate::results::output;
+use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
 
 /// Arguments of `libratory simulate`.
 #[derive(clap::Args, Debug)]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use net::{self, Timeouts};
 
-use crate::config::ClusterConfig;
+use crate::cluster::config::ClusterConfig;
 
 /// The close reason a successful probe receives (`libratory-node probe`
 /// in node/src/probe.rs checks for these bytes).

@@ -15,12 +15,11 @@ use anyhow::{bail, Context, Result};
 use common::metrics::Summary;
 use serde::Deserialize;
 
-use libratory_manager::compare;
-
-use crate::metric_table::{self, Metric, METRICS};
-use crate::plot::{self, Chart, Line, XAxis};
-use crate::rundir::{self, Invocation, Log, Manifest};
-use crate::schedule;
+use crate::lab::metric_table::{self, Metric, METRICS};
+use crate::results::output;
+use crate::results::plot::{self, Chart, Line, XAxis};
+use crate::results::rundir::{self, Invocation, Log, Manifest};
+use crate::results::schedule;
 
 /// Arguments of `libratory report`.
 #[derive(clap::Args, Debug)]
@@ -229,7 +228,7 @@ pub fn chart(runs: &[RunIn], m: &Metric) -> Chart {
         })
         .collect();
     Chart {
-        title: format!("{} by policy and run", crate::sweep::short(m.label)),
+        title: format!("{} by policy and run", crate::lab::sweep::short(m.label)),
         subtitle: format!("{} run directories", runs.len()),
         x_label: "Policy".into(),
         y_label: m.label.to_string(),
@@ -283,9 +282,9 @@ fn schedule_pictures(r: &RunIn, policy: &str, dir: &Path) -> Result<schedule::Wr
     let jsonl = r.dir.join(format!("jobs-{policy}.jsonl"));
     let csv = r.dir.join(format!("jobs-{policy}.csv"));
     let records = if jsonl.is_file() {
-        compare::read_jsonl(&jsonl)?
+        output::read_jobs_jsonl(&jsonl)?
     } else {
-        compare::read_jobs_csv(&csv)?
+        output::read_jobs_csv(&csv)?
     };
     let nodes = if r.nodes > 0 {
         r.nodes

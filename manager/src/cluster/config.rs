@@ -767,7 +767,7 @@ capacity = 0.25
                 let pairs = c.set_pairs();
                 exp.set_all(pairs.iter().map(String::as_str))
                     .unwrap_or_else(|e| panic!("{}: [workload] set: {e}", path.display()));
-                let plan = crate::launch::LaunchPlan::new(&c, &path);
+                let plan = crate::cluster::launch::LaunchPlan::new(&c, &path);
                 assert_eq!(plan.total_nodes, c.total_nodes());
                 seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
             }

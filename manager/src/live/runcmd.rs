@@ -1,6 +1,6 @@
 //! The live commands: `libratory certs`, `libratory run` and
 //! `libratory demo`. They set up a live run (certificates, configuration,
-//! local node processes), hand it to [`crate::live::run`], and write the
+//! local node processes), hand it to [`crate::live::manager::run`], and write the
 //! same run directory as `simulate` (through `rundir`, `mode: "live"`),
 //! plus the latency histograms and the node processes' logs.
 
@@ -21,12 +21,12 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use libratory_manager::config::{ClusterConfig, HostSection};
-use libratory_manager::journal::{self, Entry, Header, JournalWriter, JOURNAL};
-use libratory_manager::live::{self, LiveConfig, LiveOutcome};
+use crate::cluster::config::{ClusterConfig, HostSection};
+use crate::live::journal::{self, Entry, Header, JournalWriter, JOURNAL};
+use crate::live::manager::{self as live, LiveConfig, LiveOutcome};
 
-use crate::output;
-use crate::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
+use crate::results::output;
+use crate::results::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
 
 /// `libratory certs`: a cluster CA, the manager's certificate and one per
 /// node process name.
@@ -344,9 +344,7 @@ pub fn run(
 ) -> Result<()> {
     let inv = Invocation::capture();
     // The live view binds first, so a taken port fails before anything runs.
-    let view = http
-        .map(libratory_manager::liveview::Server::start)
-        .transpose()?;
+    let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
         eprintln!("live view: http://{}/", v.addr());
     }
@@ -374,11 +372,11 @@ pub fn run(
         cfg.total_nodes()
     ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
-    if let Some(w) = crate::calibrate::below_safe_scale(cfg.manager.time_scale) {
+    if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale) {
         eprintln!("warning: {w}");
     }
     let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
-    if let Some(w) = crate::calibrate::tiny_parts(cfg, &actuals, cfg.manager.time_scale) {
+    if let Some(w) = crate::live::calibrate::tiny_parts(cfg, &actuals, cfg.manager.time_scale) {
         eprintln!("warning: {w}");
     }
     let live_cfg = LiveConfig {

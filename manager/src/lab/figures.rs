@@ -17,11 +17,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use crate::metric_table::{self, Metric};
-use crate::plot::{self, Chart, Line};
-use crate::rundir::{self, Invocation, Log, Manifest, TraceFacts};
-use crate::simulate;
-use crate::sweep::{self, RunOptions, Series, SweepPoint, SweepResult, SweepSpec};
+use crate::lab::metric_table::{self, Metric};
+use crate::lab::simulate;
+use crate::lab::sweep::{self, RunOptions, Series, SweepPoint, SweepResult, SweepSpec};
+use crate::results::plot::{self, Chart, Line};
+use crate::results::rundir::{self, Invocation, Log, Manifest, TraceFacts};
 
 /// Arguments of `libratory figures`.
 #[derive(clap::Args, Debug)]
@@ -150,40 +150,160 @@ const P002_ESTIMATES: &[Panel] = &[
 ];
 const P002_METRICS: &[&str] = &["pct_deadlines_met", "avg_slowdown"];
 
-/// LibraSLA against Libra for three values of one knob.
-macro_rules! sla_vs_libra {
-    ($key:literal, $a:literal, $b:literal, $c:literal, $la:literal, $lb:literal, $lc:literal) => {
-        &[
-            s(
-                concat!("LibraSLA, ", $la),
-                "libra-sla",
-                &[concat!($key, "=", $a)],
-            ),
-            s(concat!("Libra, ", $la), "libra", &[concat!($key, "=", $a)]),
-            s(
-                concat!("LibraSLA, ", $lb),
-                "libra-sla",
-                &[concat!($key, "=", $b)],
-            ),
-            s(concat!("Libra, ", $lb), "libra", &[concat!($key, "=", $b)]),
-            s(
-                concat!("LibraSLA, ", $lc),
-                "libra-sla",
-                &[concat!($key, "=", $c)],
-            ),
-            s(concat!("Libra, ", $lc), "libra", &[concat!($key, "=", $c)]),
-        ]
-    };
-}
-macro_rules! sla_pairs {
-    ($la:literal, $lb:literal, $lc:literal) => {
-        &[
-            ($la, concat!("LibraSLA, ", $la), concat!("Libra, ", $la)),
-            ($lb, concat!("LibraSLA, ", $lb), concat!("Libra, ", $lb)),
-            ($lc, concat!("LibraSLA, ", $lc), concat!("Libra, ", $lc)),
-        ]
-    };
-}
+// Paper 001: LibraSLA against Libra for three values of one knob, and
+// the improvement of each LibraSLA series over its Libra twin.
+/// 001, share of hard-deadline jobs: LibraSLA and Libra per value.
+const P001_HARD: &[FigSeries] = &[
+    s(
+        "LibraSLA, 20% hard",
+        "libra-sla",
+        &["high_urgency_fraction=0.2"],
+    ),
+    s("Libra, 20% hard", "libra", &["high_urgency_fraction=0.2"]),
+    s(
+        "LibraSLA, 50% hard",
+        "libra-sla",
+        &["high_urgency_fraction=0.5"],
+    ),
+    s("Libra, 50% hard", "libra", &["high_urgency_fraction=0.5"]),
+    s(
+        "LibraSLA, 80% hard",
+        "libra-sla",
+        &["high_urgency_fraction=0.8"],
+    ),
+    s("Libra, 80% hard", "libra", &["high_urgency_fraction=0.8"]),
+];
+const P001_HARD_GAINS: &[(&str, &str, &str)] = &[
+    ("20% hard", "LibraSLA, 20% hard", "Libra, 20% hard"),
+    ("50% hard", "LibraSLA, 50% hard", "Libra, 50% hard"),
+    ("80% hard", "LibraSLA, 80% hard", "Libra, 80% hard"),
+];
+/// 001, deadline mean factor: LibraSLA and Libra per value.
+const P001_DEADLINE: &[FigSeries] = &[
+    s(
+        "LibraSLA, deadline factor 1",
+        "libra-sla",
+        &["deadline_low_mean=1"],
+    ),
+    s(
+        "Libra, deadline factor 1",
+        "libra",
+        &["deadline_low_mean=1"],
+    ),
+    s(
+        "LibraSLA, deadline factor 2",
+        "libra-sla",
+        &["deadline_low_mean=2"],
+    ),
+    s(
+        "Libra, deadline factor 2",
+        "libra",
+        &["deadline_low_mean=2"],
+    ),
+    s(
+        "LibraSLA, deadline factor 3",
+        "libra-sla",
+        &["deadline_low_mean=3"],
+    ),
+    s(
+        "Libra, deadline factor 3",
+        "libra",
+        &["deadline_low_mean=3"],
+    ),
+];
+const P001_DEADLINE_GAINS: &[(&str, &str, &str)] = &[
+    (
+        "deadline factor 1",
+        "LibraSLA, deadline factor 1",
+        "Libra, deadline factor 1",
+    ),
+    (
+        "deadline factor 2",
+        "LibraSLA, deadline factor 2",
+        "Libra, deadline factor 2",
+    ),
+    (
+        "deadline factor 3",
+        "LibraSLA, deadline factor 3",
+        "Libra, deadline factor 3",
+    ),
+];
+/// 001, budget mean factor: LibraSLA and Libra per value.
+const P001_BUDGET: &[FigSeries] = &[
+    s(
+        "LibraSLA, budget factor 1",
+        "libra-sla",
+        &["budget_low_mean=1"],
+    ),
+    s("Libra, budget factor 1", "libra", &["budget_low_mean=1"]),
+    s(
+        "LibraSLA, budget factor 2",
+        "libra-sla",
+        &["budget_low_mean=2"],
+    ),
+    s("Libra, budget factor 2", "libra", &["budget_low_mean=2"]),
+    s(
+        "LibraSLA, budget factor 3",
+        "libra-sla",
+        &["budget_low_mean=3"],
+    ),
+    s("Libra, budget factor 3", "libra", &["budget_low_mean=3"]),
+];
+const P001_BUDGET_GAINS: &[(&str, &str, &str)] = &[
+    (
+        "budget factor 1",
+        "LibraSLA, budget factor 1",
+        "Libra, budget factor 1",
+    ),
+    (
+        "budget factor 2",
+        "LibraSLA, budget factor 2",
+        "Libra, budget factor 2",
+    ),
+    (
+        "budget factor 3",
+        "LibraSLA, budget factor 3",
+        "Libra, budget factor 3",
+    ),
+];
+/// 001, penalty rate mean factor: LibraSLA and Libra per value.
+const P001_PENALTY: &[FigSeries] = &[
+    s(
+        "LibraSLA, penalty factor 1",
+        "libra-sla",
+        &["penalty_low_mean=1"],
+    ),
+    s("Libra, penalty factor 1", "libra", &["penalty_low_mean=1"]),
+    s(
+        "LibraSLA, penalty factor 2",
+        "libra-sla",
+        &["penalty_low_mean=2"],
+    ),
+    s("Libra, penalty factor 2", "libra", &["penalty_low_mean=2"]),
+    s(
+        "LibraSLA, penalty factor 3",
+        "libra-sla",
+        &["penalty_low_mean=3"],
+    ),
+    s("Libra, penalty factor 3", "libra", &["penalty_low_mean=3"]),
+];
+const P001_PENALTY_GAINS: &[(&str, &str, &str)] = &[
+    (
+        "penalty factor 1",
+        "LibraSLA, penalty factor 1",
+        "Libra, penalty factor 1",
+    ),
+    (
+        "penalty factor 2",
+        "LibraSLA, penalty factor 2",
+        "Libra, penalty factor 2",
+    ),
+    (
+        "penalty factor 3",
+        "LibraSLA, penalty factor 3",
+        "Libra, penalty factor 3",
+    ),
+];
 const P001_LOADS: Values = Values::List(&["0.005", "0.01", "0.02", "0.03", "0.04"]);
 const P001_METRICS: &[&str] = &["completed", "utility"];
 
@@ -283,10 +403,10 @@ pub const FIGURES: &[Figure] = &[
         fixed: &[],
         param: "arrival_delay_factor",
         values: P001_LOADS,
-        series: sla_vs_libra!("high_urgency_fraction", "0.2", "0.5", "0.8", "20% hard", "50% hard", "80% hard"),
+        series: P001_HARD,
         panels: &[],
         metrics: P001_METRICS,
-        improvement: sla_pairs!("20% hard", "50% hard", "80% hard"),
+        improvement: P001_HARD_GAINS,
         finding: "LibraSLA completes more jobs and earns more utility than Libra under heavy load, less so as the load falls; the improvement is lower with more hard-deadline jobs (about 20% more jobs and 10% more utility with 20% hard than with 80%).",
     },
     Figure {
@@ -297,10 +417,10 @@ pub const FIGURES: &[Figure] = &[
         fixed: &[],
         param: "arrival_delay_factor",
         values: P001_LOADS,
-        series: sla_vs_libra!("deadline_low_mean", "1", "2", "3", "deadline factor 1", "deadline factor 2", "deadline factor 3"),
+        series: P001_DEADLINE,
         panels: &[],
         metrics: P001_METRICS,
-        improvement: sla_pairs!("deadline factor 1", "deadline factor 2", "deadline factor 3"),
+        improvement: P001_DEADLINE_GAINS,
         finding: "A large improvement over Libra for deadline mean factor 1 under heavy load (f 0.005-0.025); with factors 2 and 3 a lower, steadier improvement that falls as the load falls.",
     },
     Figure {
@@ -311,10 +431,10 @@ pub const FIGURES: &[Figure] = &[
         fixed: &[],
         param: "arrival_delay_factor",
         values: P001_LOADS,
-        series: sla_vs_libra!("budget_low_mean", "1", "2", "3", "budget factor 1", "budget factor 2", "budget factor 3"),
+        series: P001_BUDGET,
         panels: &[],
         metrics: P001_METRICS,
-        improvement: sla_pairs!("budget factor 1", "budget factor 2", "budget factor 3"),
+        improvement: P001_BUDGET_GAINS,
         finding: "LibraSLA completes more jobs than Libra for higher budget factors and earns more utility; the improvement diminishes as the load falls (f 0.03-0.04).",
     },
     Figure {
@@ -325,10 +445,10 @@ pub const FIGURES: &[Figure] = &[
         fixed: &[],
         param: "arrival_delay_factor",
         values: P001_LOADS,
-        series: sla_vs_libra!("penalty_low_mean", "1", "2", "3", "penalty factor 1", "penalty factor 2", "penalty factor 3"),
+        series: P001_PENALTY,
         panels: &[],
         metrics: P001_METRICS,
-        improvement: sla_pairs!("penalty factor 1", "penalty factor 2", "penalty factor 3"),
+        improvement: P001_PENALTY_GAINS,
         finding: "LibraSLA improves less over Libra as penalty rates rise (it accepts fewer jobs to preserve utility).",
     },
     Figure {

@@ -13,14 +13,14 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::cluster::config::ClusterConfig;
+use crate::lab::compare;
 use anyhow::{bail, Context as _, Result};
-use libratory_manager::compare;
-use libratory_manager::config::ClusterConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::plot::{self, Chart, Line, Point, XAxis};
-use crate::runcmd;
-use crate::simulate::{self, SimulateArgs};
+use crate::lab::simulate::{self, SimulateArgs};
+use crate::live::runcmd;
+use crate::results::plot::{self, Chart, Line, Point, XAxis};
 
 /// Share of jobs with the same accept/reject decision, at least.
 pub const TARGET_ADMISSION: f64 = 0.98;
@@ -327,7 +327,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         points.push(point(&sim, &live, s, &dir)?);
     }
     let safe = safe_scale(&points);
-    let usage = libratory_manager::procstat::own_usage();
+    let usage = crate::live::procstat::own_usage();
     let cal = Calibration {
         host: usage.hostname,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::config::ClusterConfig;
+use crate::cluster::config::ClusterConfig;
 
 /// Options every ssh call gets after the configured ones (ssh takes the
 /// first value given for an option, so the configuration wins): never

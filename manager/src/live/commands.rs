@@ -1,0 +1,68 @@
+//! The bodies of `libratory run`, `demo` and `probe-server` once their
+//! arguments are parsed: where the results go, which progress display,
+//! the demo's certificates and configuration. `main.rs` only dispatches
+//! here; the work itself is in [`runcmd`] and [`probe`].
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::cluster::config::ClusterConfig;
+use crate::live::{probe, runcmd};
+
+/// `libratory run`: the results go to `out`, else the configuration's
+/// `[output] dir`, else `runs/<config file stem>`.
+pub fn run(
+    config: &Path,
+    spawn_local: bool,
+    out: Option<PathBuf>,
+    serve: bool,
+    progress_every: Option<f64>,
+    http: Option<SocketAddr>,
+) -> Result<()> {
+    let cfg = ClusterConfig::load(config)?;
+    let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
+        let stem = config
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().to_string());
+        PathBuf::from("runs").join(stem)
+    });
+    let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
+    runcmd::run(&cfg, &out, spawn_local, progress, serve, http)
+}
+
+/// `libratory demo`: certificates in `out/certs` (made once), the built-in
+/// configuration, local node processes.
+pub fn demo(
+    processes: usize,
+    nodes: usize,
+    jobs: usize,
+    port: u16,
+    out: &Path,
+    http: Option<SocketAddr>,
+) -> Result<()> {
+    let certs = out.join("certs");
+    if !certs.join("ca.key").exists() {
+        runcmd::certs(&certs, &["local".to_string()], &[], false)?;
+    }
+    let cfg = runcmd::demo_config(
+        &std::fs::canonicalize(&certs)?,
+        port,
+        processes,
+        nodes,
+        jobs,
+    );
+    let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
+    runcmd::run(&cfg, out, true, progress, false, http)
+}
+
+/// `libratory probe-server`: answer probes on the configuration's manager
+/// address, print how many were answered.
+pub fn probe_server(config: &Path, for_s: f64, expect: usize) -> Result<()> {
+    let cfg = ClusterConfig::load(config)?;
+    let ok = probe::run(&cfg, runcmd::seconds("--for-s", for_s)?, expect)?;
+    println!("probe server: {ok} probe(s) answered");
+    Ok(())
+}
