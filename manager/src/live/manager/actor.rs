@@ -1,388 +1,100 @@
-//! A live run: the QUIC server, one link actor per node connection, the
-//! manager actor that drives the [`ManagerCore`], the workload replay and
-//! the collection of records and latency histograms.
-//!
-//! The actors hold no policy logic: each handler feeds an event to the core
-//! with `now` from the [`TraceClock`] and forwards what the core returns.
-//!
-//! Lifecycle: bind, accept node processes until the expected number of
-//! emulated nodes has registered (or the start timeout passes), replay the
-//! workload (trace time mapped to real time by `time_scale`), wait until
-//! every job is over, collect the nodes' histograms, tell the nodes to shut
-//! down, return the outcome.
-//!
-//! Time axes: the trace clock starts when the first node process registers
-//! (each node is told the mapping in its welcome), and the replay starts
-//! only once every node has registered, `offset` trace seconds later. A
-//! job of submit time `t` is submitted at clock time `offset + t`, so the
-//! first jobs are not late by the registration time, and the records
-//! handed back are shifted by `-offset`: they are on the workload's own
-//! axis, as the simulator's are, and the two compare job by job.
-//!
-//! A shutdown signal (Ctrl-C, or the future given
-//! by a test) ends the run early; jobs still open are then recorded as
-//! lost with that reason.
+//! The manager actor: owns the admission core and the trace clock, feeds
+//! it node, client and timer events and forwards what it returns; the
+//! workload replay, histograms, the run journal and the live view
+//! snapshot.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use anyhow::{bail, Context as _, Result};
+use anyhow::Result;
 use common::job::JobId;
 use common::metrics::JobRecord;
-use common::policy::{self, PolicyConfig};
 use common::protocol::{
-    self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeInfo, NodeMsg, NodeProcess, NodeStatus,
-    PartStatus, RecentDecision, Role, Welcome,
+    ClientMsg, ClientReply, ManagerMsg, NodeMsg, NodeProcess, NodeStatus, PartStatus,
+    RecentDecision, Welcome,
 };
 use common::time::Time;
 use common::workload::WorkloadJob;
 use hdrhistogram::Histogram;
-use net::{self, FrameReceiver, FrameSender, FramedStream, NetError, Timeouts, TraceClock};
+use net::{self, TraceClock};
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore, Output};
 
 use crate::live::journal;
 
-/// Everything a live run needs.
-#[derive(Debug, Clone)]
-pub struct LiveConfig {
-    /// Where to listen (UDP).
-    pub listen: SocketAddr,
-    /// Certificates directory (`libratory certs`).
-    pub certs: PathBuf,
-    /// Real seconds per trace second.
-    pub time_scale: f64,
-    /// Emulated nodes to wait for before the replay starts.
-    pub expect_nodes: usize,
-    /// How long to wait for them.
-    pub start_timeout: Duration,
-    /// The policy (registered name) and its knobs.
-    pub policy: String,
-    /// Policy knobs.
-    pub policy_config: PolicyConfig,
-    /// Nodes report progress this often (real ms).
-    pub report_ms: u32,
-    /// Nodes send heartbeats this often (real ms).
-    pub heartbeat_ms: u32,
-    /// Nodes hand their histograms over this often (real ms).
-    pub histogram_ms: u32,
-    /// A link silent this long is lost (and QUIC's idle timeout).
-    pub link_timeout: Duration,
-    /// How long to wait for the nodes' histograms at the end.
-    pub histogram_timeout: Duration,
-    /// Show a live progress bar on stderr.
-    pub progress: bool,
-    /// Keep serving (client submissions) after the workload is done, until
-    /// the shutdown signal.
-    pub serve: bool,
-    /// Print a plain progress line on stderr this often, and one line per
-    /// node process that registers (for logs, where a bar is unreadable).
-    pub progress_lines: Option<Duration>,
-    /// The run journal: every submission, decision, start and end of a job
-    /// is appended to it as it happens (see [`crate::live::journal`]).
-    pub journal: Option<crate::live::journal::Journal>,
-    /// Publish the state here for the live web view (`--http`).
-    pub view: Option<crate::live::liveview::Publisher>,
+use super::config::*;
+use super::messages::*;
+
+pub(super) struct LinkInfo {
+    pub(super) tx: mpsc::UnboundedSender<ManagerMsg>,
+    pub(super) host: String,
+    pub(super) pid: u32,
+    pub(super) nodes: usize,
+    pub(super) alive: bool,
 }
 
-/// Names of the manager's latency histograms (microseconds).
-pub const MANAGER_HISTOGRAMS: &[&str] = &[
-    "submit_to_decision_us",
-    "policy_compute_us",
-    "dispatch_to_start_us",
-    "report_latency_us",
-    "quic_rtt_us",
-];
-
-/// One histogram interval from a node process.
-pub struct NodeHistogram {
-    /// The node process.
-    pub host: String,
-    /// Which histogram (`slice_overrun_us`, `tick_jitter_us`,
-    /// `share_error_ppm`).
-    pub name: String,
-    /// What it recorded in the interval.
-    pub hist: Histogram<u64>,
-    /// Interval start, seconds since the manager started.
-    pub start_s: f64,
-    /// Interval end (when it arrived), seconds since the manager started.
-    pub end_s: f64,
-}
-
-/// What a live run produced.
-pub struct LiveOutcome {
-    /// One record per job, in job-id order, times on the workload's axis
-    /// (trace time 0 = the replay start; see the module header).
-    pub records: Vec<JobRecord>,
-    /// Every part dispatched, in dispatch order, on the same time axis
-    /// (finish: the node's completion time; infinite if it never came).
-    pub parts: Vec<common::metrics::PartRecord>,
-    /// Trace seconds between the first registration (the clock's start)
-    /// and the replay start.
-    pub replay_offset: Time,
-    /// The manager's histograms by name.
-    pub histograms: BTreeMap<String, Histogram<u64>>,
-    /// Each node process's histograms: (host, name, histogram).
-    pub node_histograms: Vec<NodeHistogram>,
-    /// Node processes that took part: (host, emulated nodes).
-    pub node_processes: Vec<(String, usize)>,
-    /// Things the user should know (late starts, lost links...).
-    pub warnings: Vec<String>,
-    /// Real seconds from the first arrival to the end.
-    pub wall_seconds: f64,
-}
-
-fn new_hist() -> Histogram<u64> {
-    Histogram::new(3).expect("3 significant figures is valid")
-}
-
-// ---- messages ---------------------------------------------------------
-
-/// A node process connected and registered; answer with its welcome.
-#[derive(Message)]
-#[rtype(result = "Result<Welcome, String>")]
-struct Connected {
-    link: LinkId,
-    host: String,
-    pid: u32,
-    nodes: Vec<NodeInfo>,
-    /// The link's writer queue: the manager actor sends its frames there
-    /// directly (the welcome first), not through the link actor's thread.
-    tx: mpsc::UnboundedSender<ManagerMsg>,
-}
-
-/// A message from a node, as received.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct FromNode {
-    link: LinkId,
-    msg: NodeMsg,
-}
-
-/// A link ended.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct LinkClosed {
-    link: LinkId,
-    reason: String,
-}
-
-/// Send this to the node.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct ToNode(ManagerMsg);
-
-/// A request from a client connection.
-#[derive(Message)]
-#[rtype(result = "()")]
-struct FromClient {
-    reply: mpsc::UnboundedSender<ClientReply>,
-    msg: ClientMsg,
-}
-
-/// Stop the run now.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Abort(pub String);
-
-// ---- link actor --------------------------------------------------------
-
-/// One node connection: reads frames (as a stream), writes frames (through
-/// a writer task), notices silence.
-struct LinkActor {
-    link: LinkId,
-    manager: Addr<ManagerActor>,
-    tx: mpsc::UnboundedSender<ManagerMsg>,
-    last_heard: Instant,
-    timeout: Duration,
-    closed: bool,
-}
-
-impl Actor for LinkActor {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        let every = (self.timeout / 4).max(Duration::from_millis(10));
-        ctx.run_interval(every, |a, ctx| {
-            if a.last_heard.elapsed() > a.timeout {
-                a.close(format!(
-                    "silent for more than {:?} (heartbeat timeout)",
-                    a.timeout
-                ));
-                ctx.stop();
-            }
-        });
-    }
-}
-
-impl LinkActor {
-    fn close(&mut self, reason: String) {
-        if !self.closed {
-            self.closed = true;
-            self.manager.do_send(LinkClosed {
-                link: self.link,
-                reason,
-            });
-        }
-    }
-}
-
-impl StreamHandler<Result<NodeMsg, NetError>> for LinkActor {
-    fn handle(&mut self, item: Result<NodeMsg, NetError>, ctx: &mut Self::Context) {
-        match item {
-            Ok(msg) => {
-                self.last_heard = Instant::now();
-                self.manager.do_send(FromNode {
-                    link: self.link,
-                    msg,
-                });
-            }
-            Err(e) => {
-                self.close(e.to_string());
-                ctx.stop();
-            }
-        }
-    }
-
-    fn finished(&mut self, ctx: &mut Self::Context) {
-        self.close("the node closed the connection".into());
-        ctx.stop();
-    }
-}
-
-impl Handler<ToNode> for LinkActor {
-    type Result = ();
-    fn handle(&mut self, m: ToNode, _: &mut Self::Context) {
-        let _ = self.tx.send(m.0);
-    }
-}
-
-fn frame_stream(rx: FrameReceiver) -> impl futures_util::Stream<Item = Result<NodeMsg, NetError>> {
-    futures_util::stream::unfold(Some(rx), |state| async move {
-        let mut rx = state?;
-        match rx.recv::<NodeMsg>("node message").await {
-            Ok(Some(m)) => Some((Ok(m), Some(rx))),
-            Ok(None) => None,
-            Err(e) => Some((Err(e), None)),
-        }
-    })
-}
-
-/// Writes one link's frames in order. The dispatches queued when it runs
-/// go out as one `Dispatches` frame: a burst of admissions to one node
-/// process costs one frame, not one per part.
-async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>) {
-    let mut next = None;
-    loop {
-        let m = match next.take() {
-            Some(m) => m,
-            None => match rx.recv().await {
-                Some(m) => m,
-                None => break,
-            },
-        };
-        let m = match m {
-            ManagerMsg::Dispatch(d) => {
-                let mut batch = vec![d];
-                loop {
-                    match rx.try_recv() {
-                        Ok(ManagerMsg::Dispatch(d)) => batch.push(d),
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                ManagerMsg::Dispatches(batch)
-            }
-            m => m,
-        };
-        let last = matches!(m, ManagerMsg::Shutdown { .. } | ManagerMsg::Reject { .. });
-        if tx.send(&m).await.is_err() {
-            break;
-        }
-        if last {
-            tx.finish();
-            break;
-        }
-    }
-}
-
-// ---- manager actor -----------------------------------------------------
-
-struct LinkInfo {
-    tx: mpsc::UnboundedSender<ManagerMsg>,
-    host: String,
-    pid: u32,
-    nodes: usize,
-    alive: bool,
-}
-
-struct ManagerActor {
-    core: ManagerCore,
-    clock: Option<TraceClock>,
-    cfg: LiveConfig,
-    links: HashMap<LinkId, LinkInfo>,
-    jobs: VecDeque<WorkloadJob>,
-    total_jobs: usize,
-    submitted: usize,
-    decided: usize,
-    finished: usize,
-    started_replay: bool,
+pub(super) struct ManagerActor {
+    pub(super) core: ManagerCore,
+    pub(super) clock: Option<TraceClock>,
+    pub(super) cfg: LiveConfig,
+    pub(super) links: HashMap<LinkId, LinkInfo>,
+    pub(super) jobs: VecDeque<WorkloadJob>,
+    pub(super) total_jobs: usize,
+    pub(super) submitted: usize,
+    pub(super) decided: usize,
+    pub(super) finished: usize,
+    pub(super) started_replay: bool,
     /// Clock time of the replay start (see the module header).
-    offset: Time,
-    ending: bool,
-    hists: BTreeMap<String, Histogram<u64>>,
-    node_hists: Vec<NodeHistogram>,
+    pub(super) offset: Time,
+    pub(super) ending: bool,
+    pub(super) hists: BTreeMap<String, Histogram<u64>>,
+    pub(super) node_hists: Vec<NodeHistogram>,
     /// Where each link's last histogram interval ended (s since start).
-    hist_marks: HashMap<LinkId, f64>,
+    pub(super) hist_marks: HashMap<LinkId, f64>,
     /// When the manager started (histogram interval times count from it).
-    born: Instant,
-    hist_pending: usize,
-    warnings: Vec<String>,
+    pub(super) born: Instant,
+    pub(super) hist_pending: usize,
+    pub(super) warnings: Vec<String>,
     /// Warnings already in the journal.
-    warnings_journaled: usize,
-    done: Option<oneshot::Sender<()>>,
-    out: Vec<Output>,
-    ping_sent: HashMap<u64, Instant>,
-    nonce: u64,
-    registered_nodes: usize,
-    replay_started: Option<Instant>,
-    ended: Option<Instant>,
-    bar: Option<indicatif::ProgressBar>,
+    pub(super) warnings_journaled: usize,
+    pub(super) done: Option<oneshot::Sender<()>>,
+    pub(super) out: Vec<Output>,
+    pub(super) ping_sent: HashMap<u64, Instant>,
+    pub(super) nonce: u64,
+    pub(super) registered_nodes: usize,
+    pub(super) replay_started: Option<Instant>,
+    pub(super) ended: Option<Instant>,
+    pub(super) bar: Option<indicatif::ProgressBar>,
     /// Clients waiting for the decision on a job they submitted.
-    pending: HashMap<common::job::JobId, (mpsc::UnboundedSender<ClientReply>, u64)>,
+    pub(super) pending: HashMap<common::job::JobId, (mpsc::UnboundedSender<ClientReply>, u64)>,
     /// Ids given to client-submitted jobs (far above any trace's).
-    next_client_job: common::job::JobId,
-    recent: VecDeque<RecentDecision>,
+    pub(super) next_client_job: common::job::JobId,
+    pub(super) recent: VecDeque<RecentDecision>,
 }
 
 impl ManagerActor {
     /// Appends `job`'s record as it stands to the run journal, if any (the
     /// writer thread serializes and writes it).
-    fn journal(&self, job: JobId, entry: impl FnOnce(f64, JobRecord) -> journal::Entry) {
+    pub(super) fn journal(&self, job: JobId, entry: impl FnOnce(f64, JobRecord) -> journal::Entry) {
         if let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) {
             j.send(entry(j.t(), r.clone()));
         }
     }
 
-    fn record(&mut self, name: &str, micros: f64) {
+    pub(super) fn record(&mut self, name: &str, micros: f64) {
         if let Some(h) = self.hists.get_mut(name) {
             let _ = h.record(micros.max(0.0).round() as u64);
         }
     }
 
-    fn now(&self) -> Time {
+    pub(super) fn now(&self) -> Time {
         self.clock.map_or(0.0, |c| c.now())
     }
 
     /// Forwards the core's outputs.
-    fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         // Answer waiting clients before dispatching to nodes: both go out
         // at once, but the client's answer should not queue behind the
         // dispatches on this thread.
@@ -430,7 +142,7 @@ impl ManagerActor {
         }
     }
 
-    fn maybe_start(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn maybe_start(&mut self, ctx: &mut Context<Self>) {
         if self.started_replay || self.registered_nodes < self.cfg.expect_nodes {
             return;
         }
@@ -475,7 +187,7 @@ impl ManagerActor {
         self.schedule_next(ctx);
     }
 
-    fn schedule_next(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn schedule_next(&mut self, ctx: &mut Context<Self>) {
         let Some(clock) = self.clock else { return };
         let Some(next) = self.jobs.front() else {
             self.check_end(ctx);
@@ -486,7 +198,7 @@ impl ManagerActor {
         ctx.run_later(wait, |a, ctx| a.submit_due(ctx));
     }
 
-    fn submit_due(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn submit_due(&mut self, ctx: &mut Context<Self>) {
         let clock = self.clock.expect("clock set before replay");
         while let Some(j) = self.jobs.front() {
             let due = clock.instant_of(self.offset + j.spec.details.submit_time);
@@ -518,7 +230,7 @@ impl ManagerActor {
         self.schedule_next(ctx);
     }
 
-    fn check_end(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn check_end(&mut self, ctx: &mut Context<Self>) {
         if self.ending
             || self.cfg.serve
             || !self.started_replay
@@ -530,7 +242,7 @@ impl ManagerActor {
         self.begin_end(ctx);
     }
 
-    fn begin_end(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn begin_end(&mut self, ctx: &mut Context<Self>) {
         if self.ending {
             return;
         }
@@ -559,7 +271,7 @@ impl ManagerActor {
         }
     }
 
-    fn finish(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn finish(&mut self, ctx: &mut Context<Self>) {
         self.publish_view();
         for l in self.links.values().filter(|l| l.alive) {
             let _ = l.tx.send(ManagerMsg::Shutdown {
@@ -827,7 +539,7 @@ impl Handler<LinkClosed> for ManagerActor {
 }
 
 impl ManagerActor {
-    fn client(
+    pub(super) fn client(
         &mut self,
         reply: &mpsc::UnboundedSender<ClientReply>,
         msg: ClientMsg,
@@ -989,9 +701,9 @@ impl Handler<Abort> for ManagerActor {
 /// Results are read out of the actor at the end.
 #[derive(Message)]
 #[rtype(result = "LiveOutcomeParts")]
-struct TakeOutcome;
+pub(super) struct TakeOutcome;
 
-struct LiveOutcomeParts(LiveOutcome);
+pub(super) struct LiveOutcomeParts(pub(super) LiveOutcome);
 
 impl<A, M> actix::dev::MessageResponse<A, M> for LiveOutcomeParts
 where
@@ -1055,269 +767,14 @@ impl Handler<TakeOutcome> for ManagerActor {
     }
 }
 
-// ---- server ------------------------------------------------------------
-
-async fn serve_connection(
-    incoming: quinn::Incoming,
-    link: LinkId,
-    manager: Addr<ManagerActor>,
-    timeout: Duration,
-) -> Result<(), String> {
-    let peer = incoming.remote_address();
-    let conn = incoming
-        .await
-        .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
-    let r = admit(conn.clone(), link, manager, timeout).await;
-    if let Err(e) = &r {
-        // Close with an error the peer can read, rather than letting the
-        // dropped handles close it as if all were well.
-        let mut reason = e.clone().into_bytes();
-        reason.truncate(200);
-        conn.close(protocol::CLOSE_REFUSED.into(), &reason);
-    }
-    r
-}
-
-async fn admit(
-    conn: quinn::Connection,
-    link: LinkId,
-    manager: Addr<ManagerActor>,
-    timeout: Duration,
-) -> Result<(), String> {
-    let peer = conn.remote_address();
-    let mut s = FramedStream::accept(&conn)
-        .await
-        .map_err(|e| e.to_string())?;
-    let hello = Hello::new(
-        Role::Manager,
-        format!("libratory {}", env!("CARGO_PKG_VERSION")),
-    );
-    let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
-    if theirs.role == Role::Client {
-        serve_client(conn, s, manager).await;
-        return Ok(());
-    }
-    if theirs.role != Role::Node {
-        let _ = s
-            .send(&ManagerMsg::Reject {
-                reason: format!("expected a node, got {:?}", theirs.role),
-            })
-            .await;
-        return Err(format!("{peer}: not a node ({:?})", theirs.role));
-    }
-    let reg: Option<NodeMsg> = s.recv("node message").await.map_err(|e| e.to_string())?;
-    let Some(NodeMsg::Register { host, nodes, pid }) = reg else {
-        let _ = s
-            .send(&ManagerMsg::Reject {
-                reason: "expected Register after hello".into(),
-            })
-            .await;
-        return Err(format!("{peer}: did not register"));
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    let (sender, receiver) = s.split();
-    let manager2 = manager.clone();
-    let tx2 = tx.clone();
-    let addr = LinkActor::create(move |ctx| {
-        ctx.add_stream(frame_stream(receiver));
-        LinkActor {
-            link,
-            manager: manager2,
-            tx: tx2,
-            last_heard: Instant::now(),
-            timeout,
-            closed: false,
-        }
-    });
-    let host_label = format!("{host} ({peer})");
-    match manager
-        .send(Connected {
-            link,
-            host: host_label,
-            pid,
-            nodes,
-            tx: tx.clone(),
-        })
-        .await
-    {
-        // The manager actor queued the welcome itself.
-        Ok(Ok(_)) => {}
-        Ok(Err(reason)) => {
-            addr.do_send(ToNode(ManagerMsg::Reject {
-                reason: reason.clone(),
-            }));
-        }
-        Err(e) => return Err(e.to_string()),
-    }
-    actix::spawn(writer(sender, rx));
-    // Keep the connection alive as long as the link actor runs.
-    actix::spawn(async move {
-        let _conn = conn;
-        while addr.connected() {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
-    Ok(())
-}
-
-/// A client connection: requests in, replies out, until it closes.
-async fn serve_client(conn: quinn::Connection, s: FramedStream, manager: Addr<ManagerActor>) {
-    let (mut tx, mut rx) = s.split();
-    let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<ClientReply>();
-    let writer = actix::spawn(async move {
-        while let Some(r) = reply_rx.recv().await {
-            if tx.send(&r).await.is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        match rx.recv::<ClientMsg>("client message").await {
-            Ok(Some(ClientMsg::Echo { token })) => {
-                let _ = reply_tx.send(ClientReply::Echo { token });
-            }
-            Ok(Some(msg)) => manager.do_send(FromClient {
-                reply: reply_tx.clone(),
-                msg,
-            }),
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!("client {}: {e}", rx.peer());
-                break;
-            }
-        }
-    }
-    drop(reply_tx);
-    // Let answers in flight go out before the connection drops.
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    drop(conn);
-}
-
-/// Runs a live experiment: serves on `cfg.listen` until the workload is
-/// done or `shutdown` resolves. Call inside an actix `System`.
-pub async fn run(
-    cfg: LiveConfig,
-    jobs: Vec<WorkloadJob>,
-    shutdown: impl std::future::Future<Output = String> + 'static,
-) -> Result<LiveOutcome> {
-    let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
-    let policy = policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?;
-    if cfg.time_scale <= 0.0 {
-        bail!("time_scale must be > 0, got {}", cfg.time_scale);
-    }
-    let endpoint = net::server_endpoint(
-        cfg.listen,
-        &cfg.certs,
-        Timeouts {
-            idle: cfg.link_timeout,
-        },
-    )
-    .with_context(|| format!("starting the QUIC server on {}", cfg.listen))?;
-    if cfg.progress_lines.is_some() {
-        // Launch scripts start the node processes once they read this.
-        eprintln!(
-            "manager listening on {} (UDP); waiting for {} emulated nodes",
-            endpoint.local_addr().unwrap_or(cfg.listen),
-            cfg.expect_nodes
-        );
-    }
-    let (done_tx, done_rx) = oneshot::channel();
-    let hists = MANAGER_HISTOGRAMS
-        .iter()
-        .map(|n| (n.to_string(), new_hist()))
-        .collect();
-    let total = jobs.len();
-    let timeout = cfg.link_timeout;
-    // The admission path runs on its own thread (arbiter): the manager
-    // actor there holds the core and does nothing but decide, account and
-    // queue frames. The QUIC endpoint, the link actors (frame decoding),
-    // the writers (frame encoding), the client connections and the echo
-    // stay on this thread, so a burst of dispatches, reports or histogram
-    // hand-overs does not delay the next decision, and the other way round.
-    // LIBRATORY_ADMISSION_THREAD=0 keeps everything on one thread, as
-    // before, for benchmarks that compare the two arrangements.
-    let one_thread = std::env::var("LIBRATORY_ADMISSION_THREAD").as_deref() == Ok("0");
-    let admission = Arbiter::new();
-    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
-        core: ManagerCore::new(policy),
-        clock: None,
-        cfg,
-        links: HashMap::new(),
-        jobs: jobs.into(),
-        total_jobs: total,
-        submitted: 0,
-        decided: 0,
-        finished: 0,
-        started_replay: false,
-        offset: 0.0,
-        ending: false,
-        hists,
-        node_hists: Vec::new(),
-        hist_marks: HashMap::new(),
-        born: Instant::now(),
-        hist_pending: 0,
-        warnings: Vec::new(),
-        warnings_journaled: 0,
-        done: Some(done_tx),
-        out: Vec::new(),
-        ping_sent: HashMap::new(),
-        nonce: 0,
-        registered_nodes: 0,
-        replay_started: None,
-        ended: None,
-        bar: None,
-        pending: HashMap::new(),
-        next_client_job: 1 << 40,
-        recent: VecDeque::new(),
-    };
-    let manager = if one_thread {
-        ManagerActor::create(make)
-    } else {
-        ManagerActor::start_in_arbiter(&admission.handle(), make)
-    };
-    let accept_manager = manager.clone();
-    let ep = endpoint.clone();
-    let acceptor = actix::spawn(async move {
-        let mut link: LinkId = 0;
-        while let Some(incoming) = ep.accept().await {
-            link += 1;
-            let m = accept_manager.clone();
-            actix::spawn(async move {
-                if let Err(e) = serve_connection(incoming, link, m, timeout).await {
-                    tracing::warn!("connection refused: {e}");
-                }
-            });
-        }
-    });
-    let abort = manager.clone();
-    let stopper = actix::spawn(async move {
-        let reason = shutdown.await;
-        abort.do_send(Abort(reason));
-    });
-    let _ = done_rx.await;
-    let outcome = manager
-        .send(TakeOutcome)
-        .await
-        .context("the manager actor stopped before handing over its results")?;
-    // Let the shutdown frames go out, then close.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    stopper.abort();
-    acceptor.abort();
-    endpoint.close(0u32.into(), b"run complete");
-    admission.stop();
-    Ok(outcome.0)
-}
-
-// ---- live web view -------------------------------------------------------
-
 /// How often the manager publishes its state for the live view.
-const VIEW_EVERY: Duration = Duration::from_millis(250);
+pub(super) const VIEW_EVERY: Duration = Duration::from_millis(250);
 
 impl ManagerActor {
     /// Publishes a snapshot for the live view (`--http`): counters, the
     /// node view, recent decisions and latency percentiles. A copy of
     /// what the actor holds; the HTTP thread serialises it.
-    fn publish_view(&mut self) {
+    pub(super) fn publish_view(&mut self) {
         let Some(view) = self.cfg.view.clone() else {
             return;
         };

@@ -1,0 +1,56 @@
+//! The actix messages between the link actors, the client tasks and the
+//! manager actor.
+
+use actix::prelude::*;
+use anyhow::Result;
+use common::protocol::{ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, Welcome};
+use tokio::sync::mpsc;
+
+use common::admission::LinkId;
+
+/// A node process connected and registered; answer with its welcome.
+#[derive(Message)]
+#[rtype(result = "Result<Welcome, String>")]
+pub(super) struct Connected {
+    pub(super) link: LinkId,
+    pub(super) host: String,
+    pub(super) pid: u32,
+    pub(super) nodes: Vec<NodeInfo>,
+    /// The link's writer queue: the manager actor sends its frames there
+    /// directly (the welcome first), not through the link actor's thread.
+    pub(super) tx: mpsc::UnboundedSender<ManagerMsg>,
+}
+
+/// A message from a node, as received.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct FromNode {
+    pub(super) link: LinkId,
+    pub(super) msg: NodeMsg,
+}
+
+/// A link ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct LinkClosed {
+    pub(super) link: LinkId,
+    pub(super) reason: String,
+}
+
+/// Send this to the node.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct ToNode(pub(super) ManagerMsg);
+
+/// A request from a client connection.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct FromClient {
+    pub(super) reply: mpsc::UnboundedSender<ClientReply>,
+    pub(super) msg: ClientMsg,
+}
+
+/// Stop the run now.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Abort(pub String);

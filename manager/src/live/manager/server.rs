@@ -1,0 +1,276 @@
+//! The QUIC side of a live run: accepting node processes and clients
+//! (handshake, hello, registration) and [`run`], which starts everything
+//! and returns the outcome.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use anyhow::{bail, Context as _, Result};
+use common::policy::{self};
+use common::protocol::{self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
+use common::workload::WorkloadJob;
+use net::{self, FramedStream, Timeouts};
+use tokio::sync::{mpsc, oneshot};
+
+use common::admission::{LinkId, ManagerCore};
+
+use super::actor::*;
+use super::config::*;
+use super::link::*;
+use super::messages::*;
+
+pub(super) async fn serve_connection(
+    incoming: quinn::Incoming,
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let peer = incoming.remote_address();
+    let conn = incoming
+        .await
+        .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
+    let r = admit(conn.clone(), link, manager, timeout).await;
+    if let Err(e) = &r {
+        // Close with an error the peer can read, rather than letting the
+        // dropped handles close it as if all were well.
+        let mut reason = e.clone().into_bytes();
+        reason.truncate(200);
+        conn.close(protocol::CLOSE_REFUSED.into(), &reason);
+    }
+    r
+}
+
+pub(super) async fn admit(
+    conn: quinn::Connection,
+    link: LinkId,
+    manager: Addr<ManagerActor>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let peer = conn.remote_address();
+    let mut s = FramedStream::accept(&conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let hello = Hello::new(
+        Role::Manager,
+        format!("libratory {}", env!("CARGO_PKG_VERSION")),
+    );
+    let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
+    if theirs.role == Role::Client {
+        serve_client(conn, s, manager).await;
+        return Ok(());
+    }
+    if theirs.role != Role::Node {
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: format!("expected a node, got {:?}", theirs.role),
+            })
+            .await;
+        return Err(format!("{peer}: not a node ({:?})", theirs.role));
+    }
+    let reg: Option<NodeMsg> = s.recv("node message").await.map_err(|e| e.to_string())?;
+    let Some(NodeMsg::Register { host, nodes, pid }) = reg else {
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: "expected Register after hello".into(),
+            })
+            .await;
+        return Err(format!("{peer}: did not register"));
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (sender, receiver) = s.split();
+    let manager2 = manager.clone();
+    let tx2 = tx.clone();
+    let addr = LinkActor::create(move |ctx| {
+        ctx.add_stream(frame_stream(receiver));
+        LinkActor {
+            link,
+            manager: manager2,
+            tx: tx2,
+            last_heard: Instant::now(),
+            timeout,
+            closed: false,
+        }
+    });
+    let host_label = format!("{host} ({peer})");
+    match manager
+        .send(Connected {
+            link,
+            host: host_label,
+            pid,
+            nodes,
+            tx: tx.clone(),
+        })
+        .await
+    {
+        // The manager actor queued the welcome itself.
+        Ok(Ok(_)) => {}
+        Ok(Err(reason)) => {
+            addr.do_send(ToNode(ManagerMsg::Reject {
+                reason: reason.clone(),
+            }));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    actix::spawn(writer(sender, rx));
+    // Keep the connection alive as long as the link actor runs.
+    actix::spawn(async move {
+        let _conn = conn;
+        while addr.connected() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    Ok(())
+}
+
+/// A client connection: requests in, replies out, until it closes.
+pub(super) async fn serve_client(
+    conn: quinn::Connection,
+    s: FramedStream,
+    manager: Addr<ManagerActor>,
+) {
+    let (mut tx, mut rx) = s.split();
+    let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<ClientReply>();
+    let writer = actix::spawn(async move {
+        while let Some(r) = reply_rx.recv().await {
+            if tx.send(&r).await.is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match rx.recv::<ClientMsg>("client message").await {
+            Ok(Some(ClientMsg::Echo { token })) => {
+                let _ = reply_tx.send(ClientReply::Echo { token });
+            }
+            Ok(Some(msg)) => manager.do_send(FromClient {
+                reply: reply_tx.clone(),
+                msg,
+            }),
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!("client {}: {e}", rx.peer());
+                break;
+            }
+        }
+    }
+    drop(reply_tx);
+    // Let answers in flight go out before the connection drops.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    drop(conn);
+}
+
+/// Runs a live experiment: serves on `cfg.listen` until the workload is
+/// done or `shutdown` resolves. Call inside an actix `System`.
+pub async fn run(
+    cfg: LiveConfig,
+    jobs: Vec<WorkloadJob>,
+    shutdown: impl std::future::Future<Output = String> + 'static,
+) -> Result<LiveOutcome> {
+    let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
+    let policy = policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?;
+    if cfg.time_scale <= 0.0 {
+        bail!("time_scale must be > 0, got {}", cfg.time_scale);
+    }
+    let endpoint = net::server_endpoint(
+        cfg.listen,
+        &cfg.certs,
+        Timeouts {
+            idle: cfg.link_timeout,
+        },
+    )
+    .with_context(|| format!("starting the QUIC server on {}", cfg.listen))?;
+    if cfg.progress_lines.is_some() {
+        // Launch scripts start the node processes once they read this.
+        eprintln!(
+            "manager listening on {} (UDP); waiting for {} emulated nodes",
+            endpoint.local_addr().unwrap_or(cfg.listen),
+            cfg.expect_nodes
+        );
+    }
+    let (done_tx, done_rx) = oneshot::channel();
+    let hists = MANAGER_HISTOGRAMS
+        .iter()
+        .map(|n| (n.to_string(), new_hist()))
+        .collect();
+    let total = jobs.len();
+    let timeout = cfg.link_timeout;
+    // The admission path runs on its own thread (arbiter): the manager
+    // actor there holds the core and does nothing but decide, account and
+    // queue frames. The QUIC endpoint, the link actors (frame decoding),
+    // the writers (frame encoding), the client connections and the echo
+    // stay on this thread, so a burst of dispatches, reports or histogram
+    // hand-overs does not delay the next decision, and the other way round.
+    // LIBRATORY_ADMISSION_THREAD=0 keeps everything on one thread, as
+    // before, for benchmarks that compare the two arrangements.
+    let one_thread = std::env::var("LIBRATORY_ADMISSION_THREAD").as_deref() == Ok("0");
+    let admission = Arbiter::new();
+    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
+        core: ManagerCore::new(policy),
+        clock: None,
+        cfg,
+        links: HashMap::new(),
+        jobs: jobs.into(),
+        total_jobs: total,
+        submitted: 0,
+        decided: 0,
+        finished: 0,
+        started_replay: false,
+        offset: 0.0,
+        ending: false,
+        hists,
+        node_hists: Vec::new(),
+        hist_marks: HashMap::new(),
+        born: Instant::now(),
+        hist_pending: 0,
+        warnings: Vec::new(),
+        warnings_journaled: 0,
+        done: Some(done_tx),
+        out: Vec::new(),
+        ping_sent: HashMap::new(),
+        nonce: 0,
+        registered_nodes: 0,
+        replay_started: None,
+        ended: None,
+        bar: None,
+        pending: HashMap::new(),
+        next_client_job: 1 << 40,
+        recent: VecDeque::new(),
+    };
+    let manager = if one_thread {
+        ManagerActor::create(make)
+    } else {
+        ManagerActor::start_in_arbiter(&admission.handle(), make)
+    };
+    let accept_manager = manager.clone();
+    let ep = endpoint.clone();
+    let acceptor = actix::spawn(async move {
+        let mut link: LinkId = 0;
+        while let Some(incoming) = ep.accept().await {
+            link += 1;
+            let m = accept_manager.clone();
+            actix::spawn(async move {
+                if let Err(e) = serve_connection(incoming, link, m, timeout).await {
+                    tracing::warn!("connection refused: {e}");
+                }
+            });
+        }
+    });
+    let abort = manager.clone();
+    let stopper = actix::spawn(async move {
+        let reason = shutdown.await;
+        abort.do_send(Abort(reason));
+    });
+    let _ = done_rx.await;
+    let outcome = manager
+        .send(TakeOutcome)
+        .await
+        .context("the manager actor stopped before handing over its results")?;
+    // Let the shutdown frames go out, then close.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stopper.abort();
+    acceptor.abort();
+    endpoint.close(0u32.into(), b"run complete");
+    admission.stop();
+    Ok(outcome.0)
+}
