@@ -1,7 +1,7 @@
 //! Live runs on loopback: the real `libratory` manager and real
 //! `libratory-node` processes over QUIC with mutual TLS.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -9,39 +9,8 @@ use std::time::{Duration, Instant};
 use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
 use net::{self, Timeouts};
 
-fn libratory() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
-}
-
-fn node_bin() -> PathBuf {
-    let p = libratory().with_file_name("libratory-node");
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
-        p.display()
-    );
-    p
-}
-
-/// A free UDP port on loopback (bound and released; the race with another
-/// process taking it in between is harmless on a test machine).
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn certs(dir: &Path, nodes: &str) {
-    let o = Command::new(libratory())
-        .args(["certs", "--out"])
-        .arg(dir)
-        .args(["--nodes", nodes])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
+mod util;
+use util::{certs, free_port, libratory, node_bin};
 
 fn config(
     dir: &Path,

@@ -5,41 +5,11 @@
 //! Real binaries: the `libratory` manager and `libratory-node` processes
 //! over QUIC on loopback.
 
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn libratory() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
-}
-
-fn node_bin() -> PathBuf {
-    let p = libratory().with_file_name("libratory-node");
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
-        p.display()
-    );
-    p
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn certs(dir: &Path) {
-    let o = Command::new(libratory())
-        .args(["certs", "--out"])
-        .arg(dir)
-        .args(["--nodes", "local"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
+mod util;
+use util::{certs, free_port, libratory, node_bin};
 
 /// A cluster of `processes` x 2 nodes on loopback running `jobs` jobs of
 /// the synthetic Libra workload, arriving over `arrival` trace seconds.
@@ -176,7 +146,7 @@ fn histogram_logs_decode_with_the_python_reader() {
     let _ = node_bin();
     let python = python_with_hdrh();
     let dir = tempfile::tempdir().unwrap();
-    certs(&dir.path().join("certs"));
+    certs(&dir.path().join("certs"), "local");
     let cfg = config(dir.path(), 2, 12, 15.0, 0.01);
     let out = dir.path().join("run");
     let o = Command::new(libratory())
@@ -324,7 +294,7 @@ fn check_rebuilt(out: &Path, submitted: &[u64]) -> Vec<serde_json::Value> {
 fn a_killed_manager_run_is_recovered_from_its_journal() {
     let _ = node_bin();
     let dir = tempfile::tempdir().unwrap();
-    certs(&dir.path().join("certs"));
+    certs(&dir.path().join("certs"), "local");
     let cfg = config(dir.path(), 2, 40, 40.0, 0.05);
     let out = dir.path().join("run");
     let mut child = Command::new(libratory())

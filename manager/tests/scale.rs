@@ -3,32 +3,12 @@
 //! receive work (real CPU burning, time-scaled), every job with one record.
 
 use std::collections::BTreeSet;
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-fn libratory() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
-}
-
-fn node_bin() -> PathBuf {
-    let p = libratory().with_file_name("libratory-node");
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace binaries first (scripts/test.sh does: cargo build --workspace --bins)",
-        p.display()
-    );
-    p
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod util;
+use util::{free_port, libratory, node_bin};
 
 const PROCESSES: usize = 4;
 const NODES_PER_PROCESS: usize = 250;
