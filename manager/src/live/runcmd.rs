@@ -460,8 +460,8 @@ pub fn run(
         manifest,
         &mut log,
         format_args!(
-            "\nresults in {} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, histograms/*.hlog, logs/, manifest.json, log.txt)",
-            out.display(),
+            "\nresults in {o} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, parts-{p}.csv, histograms/*.hlog, journal.jsonl, logs/, manifest.json, log.txt; see it: libratory report {o})",
+            o = out.display(),
             p = cfg.workload.policy
         ),
     )?;
