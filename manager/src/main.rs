@@ -44,8 +44,9 @@ enum Command {
     /// Regenerate a paper's evaluation figures (000, 001, 002, 003, 004,
     /// a figure id, or all): sweeps, SVG plots and an index.md of tables.
     Figures(figures::FiguresArgs),
-    /// Compare run directories side by side: a table, a CSV with every
-    /// metric and one SVG per metric.
+    /// See runs: one self-contained report.html with the summary table,
+    /// every metric side by side, and per run and policy a Gantt chart of
+    /// the executed schedule, utilisation and queue plots (also as SVGs).
     Report(report::ReportArgs),
     /// Compare two run directories job by job: the share of identical
     /// admission decisions, every metric side by side, and the jobs that
