@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -445,6 +445,13 @@ pub enum ClientMsg {
         /// Echoed back.
         token: u64,
     },
+    /// The manager's latency histograms as they stand (since version 6):
+    /// a load test takes one before and one after a step and subtracts,
+    /// for the step's own distribution.
+    Latency {
+        /// Echoed back.
+        token: u64,
+    },
 }
 
 /// A process's resource use as it reads it itself (`getrusage`, /proc).
@@ -590,6 +597,14 @@ pub enum ClientReply {
         /// The request's token.
         token: u64,
     },
+    /// The answer to [`ClientMsg::Latency`]: every manager histogram since
+    /// the run started (microseconds), by name, HdrHistogram V2 serialised.
+    Latency {
+        /// The request's token.
+        token: u64,
+        /// Name and serialised histogram.
+        histograms: Vec<(String, Vec<u8>)>,
+    },
     /// The request could not be served.
     Error {
         /// The request's token.
@@ -687,9 +702,16 @@ pub fn decode_payload<T: DeserializeOwned>(
 
 /// Incremental frame splitter: feed it bytes as they arrive, take whole
 /// payloads out. Refuses an oversize length prefix as soon as it is seen.
+///
+/// Taken frames are skipped over by an offset, not drained: one read of a
+/// busy stream holds hundreds of small frames, and removing each from the
+/// front would move the rest every time (quadratic in the frames per
+/// read). The consumed prefix is dropped when more bytes are fed.
 #[derive(Debug, Default)]
 pub struct Decoder {
     buf: Vec<u8>,
+    /// Bytes of `buf` already returned.
+    pos: usize,
 }
 
 impl Decoder {
@@ -700,27 +722,38 @@ impl Decoder {
 
     /// Appends received bytes.
     pub fn feed(&mut self, bytes: &[u8]) {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
         self.buf.extend_from_slice(bytes);
     }
 
-    /// The next whole payload, if one has arrived.
-    pub fn next_payload(&mut self) -> Result<Option<Vec<u8>>, ProtocolError> {
-        if self.buf.len() < LEN_PREFIX {
+    /// The byte range of the next whole payload in `buf`, if one has
+    /// arrived; it is then consumed.
+    fn next_range(&mut self) -> Result<Option<std::ops::Range<usize>>, ProtocolError> {
+        let rest = &self.buf[self.pos..];
+        if rest.len() < LEN_PREFIX {
             return Ok(None);
         }
-        let len = u32::from_be_bytes(self.buf[..LEN_PREFIX].try_into().expect("4 bytes")) as usize;
+        let len = u32::from_be_bytes(rest[..LEN_PREFIX].try_into().expect("4 bytes")) as usize;
         if len > MAX_FRAME {
             return Err(ProtocolError::FrameTooLarge {
                 len,
                 max: MAX_FRAME,
             });
         }
-        if self.buf.len() < LEN_PREFIX + len {
+        if rest.len() < LEN_PREFIX + len {
             return Ok(None);
         }
-        let payload = self.buf[LEN_PREFIX..LEN_PREFIX + len].to_vec();
-        self.buf.drain(..LEN_PREFIX + len);
-        Ok(Some(payload))
+        let start = self.pos + LEN_PREFIX;
+        self.pos = start + len;
+        Ok(Some(start..start + len))
+    }
+
+    /// The next whole payload, if one has arrived.
+    pub fn next_payload(&mut self) -> Result<Option<Vec<u8>>, ProtocolError> {
+        Ok(self.next_range()?.map(|r| self.buf[r].to_vec()))
     }
 
     /// The next whole message of type `T`.
@@ -728,32 +761,33 @@ impl Decoder {
         &mut self,
         what: &'static str,
     ) -> Result<Option<T>, ProtocolError> {
-        match self.next_payload()? {
-            Some(p) => decode_payload(what, &p).map(Some),
+        match self.next_range()? {
+            Some(r) => decode_payload(what, &self.buf[r]).map(Some),
             None => Ok(None),
         }
     }
 
     /// Call at end of stream: an error if a frame was cut short.
     pub fn finish(&self) -> Result<(), ProtocolError> {
-        if self.buf.is_empty() {
+        let rest = &self.buf[self.pos..];
+        if rest.is_empty() {
             return Ok(());
         }
-        let want = if self.buf.len() >= LEN_PREFIX {
+        let want = if rest.len() >= LEN_PREFIX {
             LEN_PREFIX
-                + u32::from_be_bytes(self.buf[..LEN_PREFIX].try_into().expect("4 bytes")) as usize
+                + u32::from_be_bytes(rest[..LEN_PREFIX].try_into().expect("4 bytes")) as usize
         } else {
             LEN_PREFIX
         };
         Err(ProtocolError::Truncated {
-            have: self.buf.len(),
+            have: rest.len(),
             want,
         })
     }
 
     /// Bytes buffered and not yet returned.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.pos
     }
 }
 

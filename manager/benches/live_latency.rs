@@ -19,6 +19,15 @@
 //! in flight (resident set growth of the manager process while jobs that
 //! last longer than the test are held).
 //!
+//! Before each step the echo baseline is measured again (the ratio is
+//! against the echo of that moment), and the manager's own histograms are
+//! read over the client connection (`ClientMsg::Latency`) before and after
+//! the step, so the step's policy compute and dispatch-to-start
+//! distributions are printed too (target: dispatch-to-start p99 <= 5 ms
+//! below saturation). `LIVE_LATENCY_RATES` (default `1000,10000`) sets the
+//! steps. `LIBRATORY_MANAGER_THREADS` (split, admission, one) is passed
+//! through to the manager, to compare thread arrangements.
+//!
 //! `LIVE_LATENCY_NODES` (default 128) sets the emulated nodes, split over
 //! the two processes, with half a core in all (e.g. 10000: 5,000 nodes of
 //! 0.0001 core per process); the bench then also prints the manager's
@@ -115,6 +124,34 @@ async fn echo_baseline(addr: SocketAddr, certs: &Path, n: usize) -> Histogram<u6
     h
 }
 
+/// Submissions one at a time, each sent when the previous one's decision
+/// came back: the decision's round trip without any queueing, to set
+/// against the echo's.
+async fn sequential_submits(
+    addr: SocketAddr,
+    certs: &Path,
+    n: usize,
+    processors: u32,
+) -> Histogram<u64> {
+    let (_ep, _c, mut s) = client(addr, certs).await;
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    for k in 0..n as u64 {
+        let t = Instant::now();
+        let mut j = job(k, 0.001, 100.0);
+        j.resources.processors = processors;
+        s.send(&ClientMsg::Submit {
+            token: k,
+            job: (&j).into(),
+            actual: Some(0.001),
+        })
+        .await
+        .unwrap();
+        let _: ClientReply = s.recv("reply").await.unwrap().unwrap();
+        let _ = h.record(t.elapsed().as_micros() as u64);
+    }
+    h
+}
+
 /// Submits at `rate` per second for `secs` (0 rate: as fast as possible);
 /// returns latency (us), decisions received, and elapsed seconds.
 async fn load(
@@ -177,6 +214,38 @@ async fn load(
     (h, got, t0.elapsed().as_secs_f64())
 }
 
+/// The manager's latency histograms now (`ClientMsg::Latency`), by name.
+async fn manager_hists(
+    addr: SocketAddr,
+    certs: &Path,
+) -> std::collections::HashMap<String, Histogram<u64>> {
+    let (_ep, _c, mut s) = client(addr, certs).await;
+    s.send(&ClientMsg::Latency { token: 0 }).await.unwrap();
+    match s.recv("reply").await.unwrap() {
+        Some(ClientReply::Latency { histograms, .. }) => histograms
+            .into_iter()
+            .map(|(name, bytes)| {
+                let h = hdrhistogram::serialization::Deserializer::new()
+                    .deserialize(&mut std::io::Cursor::new(&bytes))
+                    .unwrap();
+                (name, h)
+            })
+            .collect(),
+        other => panic!("expected the manager's histograms, got {other:?}"),
+    }
+}
+
+/// `after - before` of one named histogram: a step's own distribution.
+fn step_hist(
+    before: &std::collections::HashMap<String, Histogram<u64>>,
+    after: &std::collections::HashMap<String, Histogram<u64>>,
+    name: &str,
+) -> Histogram<u64> {
+    let mut h = after[name].clone();
+    h.subtract(&before[name]).unwrap();
+    h
+}
+
 fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -231,13 +300,15 @@ fn main() {
         ),
     )
     .unwrap();
+    let manager_log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("live_latency-manager.log");
     let manager = Command::new(bin("libratory"))
         .args(["run", "--serve", "--config"])
         .arg(dir.path().join("c.toml"))
         .arg("--out")
         .arg(dir.path().join("run"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        // Kept for a post-mortem when the bench fails.
+        .stderr(std::fs::File::create(&manager_log).unwrap())
         .spawn()
         .unwrap();
     let mpid = manager.id();
@@ -281,19 +352,49 @@ fn main() {
              manager resident memory {rss1} KB ({:.2} KB per node over its {rss0} KB before they registered)\n",
             rss1.saturating_sub(rss0) as f64 / total as f64
         );
+        // The baseline is taken again right before each step: on a shared
+        // machine the load drifts, and a ratio against an echo measured
+        // minutes earlier says more about the drift than the manager.
+        let rates: Vec<f64> = std::env::var("LIVE_LATENCY_RATES")
+            .unwrap_or_else(|_| "1000,10000".into())
+            .split(',')
+            .map(|r| r.trim().parse().expect("LIVE_LATENCY_RATES: rates per second, comma-separated"))
+            .collect();
         let echo = echo_baseline(addr, &certs, 2000).await;
+        // Rejected (more processors than nodes: nothing reaches a node)
+        // and accepted (a dispatch, a start and a completion follow).
+        let rejected = sequential_submits(addr, &certs, 2000, total as u32 + 1).await;
+        let accepted = sequential_submits(addr, &certs, 2000, 1).await;
         println!(
-            "baseline QUIC echo round trip:  p50 {:>6} us  p99 {:>6} us  (n = {})",
+            "one at a time: echo p50 {} us p99 {} us; rejected submission p50 {} us p99 {} us = {:.2}x echo p99; accepted p50 {} us p99 {} us = {:.2}x",
             echo.value_at_quantile(0.5),
             echo.value_at_quantile(0.99),
-            echo.len()
+            rejected.value_at_quantile(0.5),
+            rejected.value_at_quantile(0.99),
+            rejected.value_at_quantile(0.99) as f64 / echo.value_at_quantile(0.99).max(1) as f64,
+            accepted.value_at_quantile(0.5),
+            accepted.value_at_quantile(0.99),
+            accepted.value_at_quantile(0.99) as f64 / echo.value_at_quantile(0.99).max(1) as f64
         );
-        for rate in [1000.0, 10000.0] {
+        for rate in rates {
+            let echo = echo_baseline(addr, &certs, 2000).await;
+            println!(
+                "baseline QUIC echo round trip:  p50 {:>6} us  p99 {:>6} us  (n = {})",
+                echo.value_at_quantile(0.5),
+                echo.value_at_quantile(0.99),
+                echo.len()
+            );
             // Short jobs (estimate 0.001 s at deadline 100 s): accepted and
             // gone quickly, so the cluster never fills.
+            let before = manager_hists(addr, &certs).await;
             let cpu0 = cpu_s(mpid);
             let (h, got, secs) = load(addr, &certs, rate, 2.0, 0.001, 100.0).await;
             let cores = (cpu_s(mpid) - cpu0) / secs;
+            // Let the last starts arrive before reading the step's figures.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let after = manager_hists(addr, &certs).await;
+            let d2s = step_hist(&before, &after, "dispatch_to_start_us");
+            let policy = step_hist(&before, &after, "policy_compute_us");
             let p99 = h.value_at_quantile(0.99);
             let ratio = p99 as f64 / echo.value_at_quantile(0.99).max(1) as f64;
             let target = if total > 1000 { 3.0 } else { 2.0 };
@@ -307,13 +408,30 @@ fn main() {
                 got as f64 / secs,
                 cores * 1e6 / total as f64
             );
+            println!(
+                "  same step inside the manager: policy compute p50 {} us p99 {} us; dispatch to node start p50 {} us p99 {} us (target p99 <= 5000 us below saturation: {}; n = {})",
+                policy.value_at_quantile(0.5),
+                policy.value_at_quantile(0.99),
+                d2s.value_at_quantile(0.5),
+                d2s.value_at_quantile(0.99),
+                if d2s.value_at_quantile(0.99) <= 5000 { "met" } else { "MISSED" },
+                d2s.len()
+            );
         }
+        let before = manager_hists(addr, &certs).await;
         let (h, got, secs) = load(addr, &certs, 0.0, 0.0, 0.001, 100.0).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = manager_hists(addr, &certs).await;
+        let policy = step_hist(&before, &after, "policy_compute_us");
+        let achieved = got as f64 / secs;
         println!(
-            "maximum sustained admissions: {:>7.0}/s over {got} submissions (p50 {} us, p99 {} us under saturation)",
-            got as f64 / secs,
+            "maximum sustained admissions: {:>7.0}/s over {got} submissions (target >= 100000/s: {}; p50 {} us, p99 {} us under saturation; policy compute p50 {} us p99 {} us)",
+            achieved,
+            if achieved >= 100_000.0 { "met" } else { "MISSED" },
             h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99)
+            h.value_at_quantile(0.99),
+            policy.value_at_quantile(0.5),
+            policy.value_at_quantile(0.99)
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
         // deadline 1e7 s (share 1e-4 each) stay in flight for the test.

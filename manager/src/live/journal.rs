@@ -191,6 +191,9 @@ pub enum Entry {
 
 enum Msg {
     Entry(Entry),
+    /// Entries gathered by the sender (one channel message, one wake-up
+    /// of the writer thread, for a burst of decisions).
+    Entries(Vec<Entry>),
     Close,
 }
 
@@ -217,6 +220,13 @@ impl Journal {
     /// Appends an entry (asynchronously).
     pub fn send(&self, e: Entry) {
         let _ = self.tx.send(Msg::Entry(e));
+    }
+
+    /// Appends entries in order (asynchronously), as one hand-over.
+    pub fn send_all(&self, entries: Vec<Entry>) {
+        if !entries.is_empty() {
+            let _ = self.tx.send(Msg::Entries(entries));
+        }
     }
 }
 
@@ -320,6 +330,12 @@ fn writer_loop(mut out: BufWriter<fs::File>, rx: mpsc::Receiver<Msg>) -> std::io
             match m {
                 Msg::Entry(e) => {
                     write_entry(&mut out, &e)?;
+                    unsynced = true;
+                }
+                Msg::Entries(es) => {
+                    for e in &es {
+                        write_entry(&mut out, e)?;
+                    }
                     unsynced = true;
                 }
                 Msg::Close => {

@@ -3,7 +3,9 @@
 //! workload replay, histograms, the run journal and the live view
 //! snapshot.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -35,6 +37,31 @@ pub(super) struct LinkInfo {
     pub(super) alive: bool,
 }
 
+/// Frames for node links and journal entries from a burst that answered a
+/// client, delivered just after the answer has left (see
+/// [`ManagerActor::hand_over`]).
+#[derive(Default)]
+pub(super) struct Handover {
+    sends: Vec<(mpsc::UnboundedSender<ManagerMsg>, ManagerMsg)>,
+    journal: Vec<journal::Entry>,
+    scheduled: bool,
+}
+
+impl Handover {
+    fn deliver(
+        sends: Vec<(mpsc::UnboundedSender<ManagerMsg>, ManagerMsg)>,
+        entries: Vec<journal::Entry>,
+        journal: Option<&journal::Journal>,
+    ) {
+        for (tx, msg) in sends {
+            let _ = tx.send(msg);
+        }
+        if let Some(j) = journal {
+            j.send_all(entries);
+        }
+    }
+}
+
 pub(super) struct ManagerActor {
     pub(super) core: ManagerCore,
     pub(super) clock: Option<TraceClock>,
@@ -59,6 +86,11 @@ pub(super) struct ManagerActor {
     pub(super) warnings: Vec<String>,
     /// Warnings already in the journal.
     pub(super) warnings_journaled: usize,
+    /// Journal entries of the current burst, not yet handed over.
+    pub(super) journal_buf: Vec<journal::Entry>,
+    /// Node frames and journal entries waiting for a client's answer to
+    /// leave first.
+    pub(super) handover: Rc<RefCell<Handover>>,
     pub(super) done: Option<oneshot::Sender<()>>,
     pub(super) out: Vec<Output>,
     pub(super) ping_sent: HashMap<u64, Instant>,
@@ -77,9 +109,69 @@ pub(super) struct ManagerActor {
 impl ManagerActor {
     /// Appends `job`'s record as it stands to the run journal, if any (the
     /// writer thread serializes and writes it).
-    pub(super) fn journal(&self, job: JobId, entry: impl FnOnce(f64, JobRecord) -> journal::Entry) {
+    /// The entries of one burst are handed over together by [`Self::flush`].
+    pub(super) fn journal(
+        &mut self,
+        job: JobId,
+        entry: impl FnOnce(f64, JobRecord) -> journal::Entry,
+    ) {
         if let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) {
-            j.send(entry(j.t(), r.clone()));
+            let e = entry(j.t(), r.clone());
+            self.journal_buf.push(e);
+        }
+    }
+
+    /// Journals a submission, unless the policy decided it at once: its
+    /// `Decided` entry, in `self.out` since `mark`, follows in the same
+    /// hand-over and carries the same record.
+    pub(super) fn journal_submitted(&mut self, job: JobId, mark: usize) {
+        let decided = self.out[mark..]
+            .iter()
+            .any(|o| matches!(o, Output::Decided { job: j, .. } if *j == job));
+        if !decided {
+            self.journal(job, |t, record| journal::Entry::Submitted { t, record });
+        }
+    }
+
+    /// Hands node frames to their links' writers and journal entries to
+    /// the journal's thread. Each hand-over may wake another thread, which
+    /// on a busy host can take the core from this one; when the burst
+    /// answered a client, that answer goes first: the hand-over waits for
+    /// the next turn of this thread's scheduler, after the answer's writer
+    /// and the connection driver have put it on the wire. Later bursts join
+    /// a waiting hand-over, so frames to a link keep their order.
+    fn hand_over(
+        &mut self,
+        sends: Vec<(mpsc::UnboundedSender<ManagerMsg>, ManagerMsg)>,
+        entries: Vec<journal::Entry>,
+        answered_client: bool,
+    ) {
+        if sends.is_empty() && entries.is_empty() {
+            return;
+        }
+        let mut h = self.handover.borrow_mut();
+        if !answered_client && !h.scheduled {
+            drop(h);
+            Handover::deliver(sends, entries, self.cfg.journal.as_ref());
+            return;
+        }
+        h.sends.extend(sends);
+        h.journal.extend(entries);
+        if !h.scheduled {
+            h.scheduled = true;
+            let shared = self.handover.clone();
+            let journal = self.cfg.journal.clone();
+            actix::spawn(async move {
+                // Queued behind the answer's writer task; the yield puts
+                // this behind the connection driver that writer woke.
+                tokio::task::yield_now().await;
+                let (sends, entries) = {
+                    let mut h = shared.borrow_mut();
+                    h.scheduled = false;
+                    (std::mem::take(&mut h.sends), std::mem::take(&mut h.journal))
+                };
+                Handover::deliver(sends, entries, journal.as_ref());
+            });
         }
     }
 
@@ -100,11 +192,13 @@ impl ManagerActor {
         // dispatches on this thread.
         let mut outs = std::mem::take(&mut self.out);
         outs.sort_by_key(|o| matches!(o, Output::Send { .. }));
-        for o in outs {
+        let mut sends = Vec::new();
+        let mut answered_client = false;
+        for o in outs.drain(..) {
             match o {
                 Output::Send { link, msg } => {
                     if let Some(l) = self.links.get(&link).filter(|l| l.alive) {
-                        let _ = l.tx.send(msg);
+                        sends.push((l.tx.clone(), msg));
                     }
                 }
                 Output::Decided { job, decision } => {
@@ -112,6 +206,7 @@ impl ManagerActor {
                     self.decided += 1;
                     let at = self.now();
                     if let Some((tx, token)) = self.pending.remove(&job) {
+                        answered_client = true;
                         let _ = tx.send(ClientReply::Decided {
                             token,
                             job,
@@ -130,6 +225,10 @@ impl ManagerActor {
                 }
             }
         }
+        // Keep the buffer's capacity for the next burst.
+        self.out = outs;
+        let entries = std::mem::take(&mut self.journal_buf);
+        self.hand_over(sends, entries, answered_client);
         if let Some(b) = &self.bar {
             b.set_position(self.finished as u64);
             b.set_message(format!(
@@ -210,6 +309,7 @@ impl ManagerActor {
             let id = j.spec.id;
             let t0 = Instant::now();
             let now = clock.now();
+            let mark = self.out.len();
             let submitted = self.core.submit(now, j, &mut self.out);
             let t1 = Instant::now();
             // Journaled after the timing: the policy's time is its own.
@@ -217,7 +317,7 @@ impl ManagerActor {
                 self.warnings.push(format!("job {id}: {e}"));
                 self.finished += 1;
             } else {
-                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
+                self.journal_submitted(id, mark);
             }
             self.record("policy_compute_us", (t1 - t0).as_secs_f64() * 1e6);
             self.record(
@@ -403,12 +503,26 @@ impl Handler<FromNode> for ManagerActor {
     type Result = ();
 
     fn handle(&mut self, m: FromNode, ctx: &mut Self::Context) {
-        let now = self.now();
-        let scale = self.cfg.time_scale;
         let host = self
             .links
             .get(&m.link)
             .map_or_else(String::new, |l| l.host.clone());
+        // A burst of frames read together is handled together: one flush
+        // (one hand-over of dispatches, replies and journal entries) for
+        // all of it.
+        for msg in m.msgs {
+            self.node_msg(m.link, &host, msg, ctx);
+        }
+        self.flush();
+        self.check_end(ctx);
+    }
+}
+
+impl ManagerActor {
+    fn node_msg(&mut self, link: LinkId, host: &str, msg: NodeMsg, ctx: &mut Context<Self>) {
+        let now = self.now();
+        let scale = self.cfg.time_scale;
+        let m = FromNodeOne { link, msg };
         let res = match m.msg {
             NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
             NodeMsg::Progress { at, parts } => {
@@ -463,7 +577,7 @@ impl Handler<FromNode> for ManagerActor {
                             let end = self.born.elapsed().as_secs_f64();
                             let start = self.hist_marks.get(&m.link).copied().unwrap_or(0.0);
                             self.node_hists.push(NodeHistogram {
-                                host: host.clone(),
+                                host: host.to_string(),
                                 name,
                                 hist: h,
                                 start_s: start,
@@ -501,9 +615,13 @@ impl Handler<FromNode> for ManagerActor {
             tracing::warn!("{e}");
             self.warnings.push(e.to_string());
         }
-        self.flush();
-        self.check_end(ctx);
     }
+}
+
+/// One message of a [`FromNode`] burst.
+struct FromNodeOne {
+    link: LinkId,
+    msg: NodeMsg,
 }
 
 impl Handler<LinkClosed> for ManagerActor {
@@ -539,11 +657,13 @@ impl Handler<LinkClosed> for ManagerActor {
 }
 
 impl ManagerActor {
+    /// One client request; a submission is pushed on `submitted` (job id,
+    /// token), and its answer leaves with the caller's flush.
     pub(super) fn client(
         &mut self,
         reply: &mpsc::UnboundedSender<ClientReply>,
         msg: ClientMsg,
-        ctx: &mut Context<Self>,
+        submitted: &mut Vec<(JobId, u64)>,
     ) {
         let now = self.now();
         match msg {
@@ -566,6 +686,7 @@ impl ManagerActor {
                 let actual = actual.unwrap_or(job.details.runtime_estimate);
                 self.pending.insert(id, (reply.clone(), token));
                 let t0 = Instant::now();
+                let mark = self.out.len();
                 let r = self.core.submit(
                     now,
                     WorkloadJob {
@@ -585,12 +706,8 @@ impl ManagerActor {
                     });
                     return;
                 }
-                self.journal(id, |t, record| journal::Entry::Submitted { t, record });
-                self.flush();
-                if self.core.queues() && self.pending.contains_key(&id) {
-                    let _ = reply.send(ClientReply::Queued { token, job: id });
-                }
-                self.check_end(ctx);
+                self.journal_submitted(id, mark);
+                submitted.push((id, token));
             }
             ClientMsg::Quote { token, job } => {
                 let mut job: common::job::JobSpec = job.into();
@@ -612,6 +729,23 @@ impl ManagerActor {
             }
             ClientMsg::Echo { token } => {
                 let _ = reply.send(ClientReply::Echo { token });
+            }
+            ClientMsg::Latency { token } => {
+                let mut ser = hdrhistogram::serialization::V2Serializer::new();
+                let mut histograms = Vec::new();
+                for name in MANAGER_HISTOGRAMS {
+                    let mut bytes = Vec::new();
+                    if let Some(h) = self.hists.get(*name) {
+                        if hdrhistogram::serialization::Serializer::serialize(
+                            &mut ser, h, &mut bytes,
+                        )
+                        .is_ok()
+                        {
+                            histograms.push((name.to_string(), bytes));
+                        }
+                    }
+                }
+                let _ = reply.send(ClientReply::Latency { token, histograms });
             }
             ClientMsg::Status { token } => {
                 let policy = self.core.policy_name().to_string();
@@ -678,7 +812,22 @@ impl Handler<FromClient> for ManagerActor {
     type Result = ();
 
     fn handle(&mut self, m: FromClient, ctx: &mut Self::Context) {
-        self.client(&m.reply, m.msg, ctx);
+        // A burst of requests read together is decided together, and its
+        // answers, dispatches and journal entries leave in one flush.
+        let mut submitted = Vec::new();
+        for msg in m.msgs {
+            self.client(&m.reply, msg, &mut submitted);
+        }
+        self.flush();
+        // Queue policies answer "queued" for what they did not decide yet.
+        if self.core.queues() {
+            for (id, token) in submitted {
+                if self.pending.contains_key(&id) {
+                    let _ = m.reply.send(ClientReply::Queued { token, job: id });
+                }
+            }
+        }
+        self.check_end(ctx);
     }
 }
 

@@ -55,14 +55,14 @@ impl LinkActor {
     }
 }
 
-impl StreamHandler<Result<NodeMsg, NetError>> for LinkActor {
-    fn handle(&mut self, item: Result<NodeMsg, NetError>, ctx: &mut Self::Context) {
+impl StreamHandler<Result<Vec<NodeMsg>, NetError>> for LinkActor {
+    fn handle(&mut self, item: Result<Vec<NodeMsg>, NetError>, ctx: &mut Self::Context) {
         match item {
-            Ok(msg) => {
+            Ok(msgs) => {
                 self.last_heard = Instant::now();
                 self.manager.do_send(FromNode {
                     link: self.link,
-                    msg,
+                    msgs,
                 });
             }
             Err(e) => {
@@ -85,14 +85,18 @@ impl Handler<ToNode> for LinkActor {
     }
 }
 
+/// The most node messages handed to the admission thread as one message.
+const NODE_BATCH: usize = 1024;
+
+/// A node link's frames, as bursts: every frame that came in one read.
 pub(super) fn frame_stream(
     rx: FrameReceiver,
-) -> impl futures_util::Stream<Item = Result<NodeMsg, NetError>> {
+) -> impl futures_util::Stream<Item = Result<Vec<NodeMsg>, NetError>> {
     futures_util::stream::unfold(Some(rx), |state| async move {
         let mut rx = state?;
-        match rx.recv::<NodeMsg>("node message").await {
-            Ok(Some(m)) => Some((Ok(m), Some(rx))),
-            Ok(None) => None,
+        match rx.recv_batch::<NodeMsg>("node message", NODE_BATCH).await {
+            Ok(m) if m.is_empty() => None,
+            Ok(m) => Some((Ok(m), Some(rx))),
             Err(e) => Some((Err(e), None)),
         }
     })

@@ -21,12 +21,14 @@ pub(super) struct Connected {
     pub(super) tx: mpsc::UnboundedSender<ManagerMsg>,
 }
 
-/// A message from a node, as received.
+/// Messages from a node process, in the order received: every frame that
+/// arrived in one read (one actor message, one wake-up of the admission
+/// thread, for a burst).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct FromNode {
     pub(super) link: LinkId,
-    pub(super) msg: NodeMsg,
+    pub(super) msgs: Vec<NodeMsg>,
 }
 
 /// A link ended.
@@ -42,12 +44,13 @@ pub(super) struct LinkClosed {
 #[rtype(result = "()")]
 pub(super) struct ToNode(pub(super) ManagerMsg);
 
-/// A request from a client connection.
+/// Requests from a client connection, in order: every frame that arrived
+/// in one read.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct FromClient {
     pub(super) reply: mpsc::UnboundedSender<ClientReply>,
-    pub(super) msg: ClientMsg,
+    pub(super) msgs: Vec<ClientMsg>,
 }
 
 /// Stop the run now.

@@ -24,13 +24,14 @@ pub(super) async fn serve_connection(
     incoming: quinn::Incoming,
     link: LinkId,
     manager: Addr<ManagerActor>,
+    links: ArbiterHandle,
     timeout: Duration,
 ) -> Result<(), String> {
     let peer = incoming.remote_address();
     let conn = incoming
         .await
         .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
-    let r = admit(conn.clone(), link, manager, timeout).await;
+    let r = admit(conn.clone(), link, manager, links, timeout).await;
     if let Err(e) = &r {
         // Close with an error the peer can read, rather than letting the
         // dropped handles close it as if all were well.
@@ -45,6 +46,7 @@ pub(super) async fn admit(
     conn: quinn::Connection,
     link: LinkId,
     manager: Addr<ManagerActor>,
+    links: ArbiterHandle,
     timeout: Duration,
 ) -> Result<(), String> {
     let peer = conn.remote_address();
@@ -81,7 +83,9 @@ pub(super) async fn admit(
     let (sender, receiver) = s.split();
     let manager2 = manager.clone();
     let tx2 = tx.clone();
-    let addr = LinkActor::create(move |ctx| {
+    // The link actor (frame decoding, silence watch) and its writer (frame
+    // encoding) run on the links thread, away from the admission path.
+    let addr = LinkActor::start_in_arbiter(&links, move |ctx| {
         ctx.add_stream(frame_stream(receiver));
         LinkActor {
             link,
@@ -112,7 +116,7 @@ pub(super) async fn admit(
         }
         Err(e) => return Err(e.to_string()),
     }
-    actix::spawn(writer(sender, rx));
+    links.spawn(writer(sender, rx));
     // Keep the connection alive as long as the link actor runs.
     actix::spawn(async move {
         let _conn = conn;
@@ -122,6 +126,9 @@ pub(super) async fn admit(
     });
     Ok(())
 }
+
+/// The most client requests handed to the admission thread as one message.
+const CLIENT_BATCH: usize = 1024;
 
 /// A client connection: requests in, replies out, until it closes.
 pub(super) async fn serve_client(
@@ -139,15 +146,29 @@ pub(super) async fn serve_client(
         }
     });
     loop {
-        match rx.recv::<ClientMsg>("client message").await {
-            Ok(Some(ClientMsg::Echo { token })) => {
-                let _ = reply_tx.send(ClientReply::Echo { token });
+        // Every request that came in one read goes to the admission thread
+        // as one message: a client submitting fast costs one hand-over per
+        // burst, not one per job. Echoes are answered here.
+        match rx
+            .recv_batch::<ClientMsg>("client message", CLIENT_BATCH)
+            .await
+        {
+            Ok(msgs) if msgs.is_empty() => break,
+            Ok(mut msgs) => {
+                msgs.retain(|m| match m {
+                    ClientMsg::Echo { token } => {
+                        let _ = reply_tx.send(ClientReply::Echo { token: *token });
+                        false
+                    }
+                    _ => true,
+                });
+                if !msgs.is_empty() {
+                    manager.do_send(FromClient {
+                        reply: reply_tx.clone(),
+                        msgs,
+                    });
+                }
             }
-            Ok(Some(msg)) => manager.do_send(FromClient {
-                reply: reply_tx.clone(),
-                msg,
-            }),
-            Ok(None) => break,
             Err(e) => {
                 tracing::warn!("client {}: {e}", rx.peer());
                 break;
@@ -158,6 +179,30 @@ pub(super) async fn serve_client(
     // Let answers in flight go out before the connection drops.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     drop(conn);
+}
+
+/// How the manager's work is spread over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Threads {
+    /// Admission with the endpoint and the clients; node links apart.
+    Split,
+    /// Admission apart; endpoint, clients and node links together.
+    Admission,
+    /// Everything on one thread.
+    One,
+}
+
+impl Threads {
+    fn from_env() -> Result<Threads> {
+        match std::env::var("LIBRATORY_MANAGER_THREADS").as_deref() {
+            Err(_) | Ok("split") => Ok(Threads::Split),
+            Ok("admission") => Ok(Threads::Admission),
+            Ok("one") => Ok(Threads::One),
+            Ok(other) => bail!(
+                "LIBRATORY_MANAGER_THREADS={other}: expected split (the default), admission or one"
+            ),
+        }
+    }
 }
 
 /// Runs a live experiment: serves on `cfg.listen` until the workload is
@@ -195,16 +240,20 @@ pub async fn run(
         .collect();
     let total = jobs.len();
     let timeout = cfg.link_timeout;
-    // The admission path runs on its own thread (arbiter): the manager
-    // actor there holds the core and does nothing but decide, account and
-    // queue frames. The QUIC endpoint, the link actors (frame decoding),
-    // the writers (frame encoding), the client connections and the echo
-    // stay on this thread, so a burst of dispatches, reports or histogram
-    // hand-overs does not delay the next decision, and the other way round.
-    // LIBRATORY_ADMISSION_THREAD=0 keeps everything on one thread, as
-    // before, for benchmarks that compare the two arrangements.
-    let one_thread = std::env::var("LIBRATORY_ADMISSION_THREAD").as_deref() == Ok("0");
-    let admission = Arbiter::new();
+    // Threads (see docs/manager.md, "Threads"). By default the admission
+    // actor runs on the thread of the QUIC endpoint, with the client
+    // connections: a submission is read, decided and answered on one
+    // thread, with no hand-over between threads on its way, like the echo.
+    // The node links (frame decoding and encoding, silence watch) run on a
+    // thread of their own, so a burst of reports or dispatches costs the
+    // admission thread only the handling of already decoded messages.
+    // LIBRATORY_MANAGER_THREADS=admission puts the admission actor on a
+    // thread of its own instead (links, clients and endpoint together),
+    // `one` everything on one thread: arrangements for benchmarks to
+    // compare.
+    let arrangement = Threads::from_env()?;
+    let links = (arrangement == Threads::Split).then(Arbiter::new);
+    let admission = (arrangement == Threads::Admission).then(Arbiter::new);
     let make = move |_: &mut Context<ManagerActor>| ManagerActor {
         core: ManagerCore::new(policy),
         clock: None,
@@ -225,6 +274,8 @@ pub async fn run(
         hist_pending: 0,
         warnings: Vec::new(),
         warnings_journaled: 0,
+        journal_buf: Vec::new(),
+        handover: Default::default(),
         done: Some(done_tx),
         out: Vec::new(),
         ping_sent: HashMap::new(),
@@ -237,11 +288,13 @@ pub async fn run(
         next_client_job: 1 << 40,
         recent: VecDeque::new(),
     };
-    let manager = if one_thread {
-        ManagerActor::create(make)
-    } else {
-        ManagerActor::start_in_arbiter(&admission.handle(), make)
+    let manager = match &admission {
+        Some(a) => ManagerActor::start_in_arbiter(&a.handle(), make),
+        None => ManagerActor::create(make),
     };
+    let links_handle = links
+        .as_ref()
+        .map_or_else(Arbiter::current, Arbiter::handle);
     let accept_manager = manager.clone();
     let ep = endpoint.clone();
     let acceptor = actix::spawn(async move {
@@ -249,8 +302,9 @@ pub async fn run(
         while let Some(incoming) = ep.accept().await {
             link += 1;
             let m = accept_manager.clone();
+            let l = links_handle.clone();
             actix::spawn(async move {
-                if let Err(e) = serve_connection(incoming, link, m, timeout).await {
+                if let Err(e) = serve_connection(incoming, link, m, l, timeout).await {
                     tracing::warn!("connection refused: {e}");
                 }
             });
@@ -271,6 +325,8 @@ pub async fn run(
     stopper.abort();
     acceptor.abort();
     endpoint.close(0u32.into(), b"run complete");
-    admission.stop();
+    for a in [admission, links].into_iter().flatten() {
+        a.stop();
+    }
     Ok(outcome.0)
 }
