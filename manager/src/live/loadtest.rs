@@ -19,6 +19,7 @@
 //! Not here: the manager (it must already be serving); anything but the
 //! address given (load goes to that one manager only).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,6 +117,12 @@ pub struct Step {
     pub echo_us: Percentiles,
     /// p99 latency over the echo's p99.
     pub p99_over_echo_p99: f64,
+    /// The manager's own view of the step (its histograms before and after,
+    /// `ClientMsg::Latency`): policy compute per decision (us).
+    pub policy_compute_us: Percentiles,
+    /// Dispatch of a part to its node's start, on the manager's clock
+    /// (us), for the parts started during the step.
+    pub dispatch_to_start_us: Percentiles,
     /// The manager (from its own `status` answers, wherever it runs).
     pub manager: ProcStep,
     /// Node processes on this host, and `--pids`.
@@ -196,6 +203,56 @@ async fn status(
             // A late answer of the previous step: skip it.
             _ => {}
         }
+    }
+}
+
+/// The manager's histograms as they stand (one request-reply).
+async fn manager_histograms(
+    tx: &mut net::FrameSender,
+    rx: &mut FrameReceiver,
+    token: u64,
+) -> Result<HashMap<String, Histogram<u64>>> {
+    tx.send(&ClientMsg::Latency { token }).await?;
+    loop {
+        let r = tokio::time::timeout(Duration::from_secs(30), rx.recv::<ClientReply>("reply"))
+            .await
+            .context("no latency answer within 30 s")??
+            .context("the manager closed the connection")?;
+        match r {
+            ClientReply::Latency {
+                token: t,
+                histograms,
+            } if t == token => {
+                let mut out = HashMap::new();
+                for (name, bytes) in histograms {
+                    let h = hdrhistogram::serialization::Deserializer::new()
+                        .deserialize(&mut std::io::Cursor::new(&bytes))
+                        .map_err(|e| anyhow::anyhow!("the manager's {name} histogram: {e:?}"))?;
+                    out.insert(name, h);
+                }
+                return Ok(out);
+            }
+            ClientReply::Error { message, .. } => bail!("the manager refused latency: {message}"),
+            _ => {}
+        }
+    }
+}
+
+/// `after - before` of one of the manager's histograms: the step's own.
+fn step_percentiles(
+    before: &HashMap<String, Histogram<u64>>,
+    after: &HashMap<String, Histogram<u64>>,
+    name: &str,
+) -> Percentiles {
+    match (before.get(name), after.get(name)) {
+        (Some(b), Some(a)) => {
+            let mut h = a.clone();
+            match h.subtract(b) {
+                Ok(()) => percentiles(&h),
+                Err(_) => percentiles(&Histogram::new(3).expect("valid")),
+            }
+        }
+        _ => percentiles(&Histogram::new(3).expect("valid")),
     }
 }
 
@@ -423,6 +480,8 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
         token += a.echoes as u64;
         let m0 = status(&mut tx, &mut rx, token).await?.manager;
         token += 1;
+        let h0 = manager_histograms(&mut tx, &mut rx, token).await?;
+        token += 1;
         let w0 = Instant::now();
         let before: Vec<_> = watched
             .iter()
@@ -437,6 +496,10 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
             .map(|(_, pid)| procstat::sample(*pid))
             .collect();
         let m1 = status(&mut tx, &mut rx, token).await?.manager;
+        token += 1;
+        // The starts of the step's last dispatches arrive a little later.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let h1 = manager_histograms(&mut tx, &mut rx, token).await?;
         token += 1;
         let mwall = w0.elapsed().as_secs_f64();
         let local: Vec<ProcStep> = watched
@@ -463,6 +526,8 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
             p99_over_echo_p99: lat.p99 as f64 / echo_p.p99.max(1) as f64,
             latency_us: lat,
             echo_us: echo_p,
+            policy_compute_us: step_percentiles(&h0, &h1, "policy_compute_us"),
+            dispatch_to_start_us: step_percentiles(&h0, &h1, "dispatch_to_start_us"),
             manager: ProcStep {
                 pid: m1.pid,
                 what: "manager".into(),
@@ -494,7 +559,7 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
 /// The per-step table.
 pub fn table(steps: &[Step]) -> String {
     let mut t = format!(
-        "{:>8} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>9} {:>8}\n",
+        "{:>8} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
         "offered",
         "sent",
         "answered",
@@ -505,13 +570,15 @@ pub fn table(steps: &[Step]) -> String {
         "echo p50",
         "echo p99",
         "p99/echo",
+        "d2s p50",
+        "d2s p99",
         "mgr CPU%",
         "mgr RSS MB",
         "nodes CPU%"
     );
     for s in steps {
         t.push_str(&format!(
-            "{:>8.0} {:>6} {:>8} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.2} {:>8.1} {:>9.1} {:>8}\n",
+            "{:>8.0} {:>6} {:>8} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.2} {:>8} {:>8} {:>8.1} {:>9.1} {:>8}\n",
             s.offered_rate,
             s.sent,
             s.answered,
@@ -522,6 +589,8 @@ pub fn table(steps: &[Step]) -> String {
             s.echo_us.p50,
             s.echo_us.p99,
             s.p99_over_echo_p99,
+            s.dispatch_to_start_us.p50,
+            s.dispatch_to_start_us.p99,
             s.manager.cpu_percent,
             s.manager.rss_kb as f64 / 1024.0,
             s.nodes_cpu_percent
@@ -533,12 +602,12 @@ pub fn table(steps: &[Step]) -> String {
 
 fn csv(r: &Report) -> String {
     let mut t = String::from(
-        "offered_rate,sent,answered,accepted,rejected,errors,seconds,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,echo_p50_us,echo_p99_us,p99_over_echo_p99,manager_cpu_percent,manager_rss_kb,manager_peak_rss_kb,nodes_cpu_percent\n",
+        "offered_rate,sent,answered,accepted,rejected,errors,seconds,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,echo_p50_us,echo_p99_us,p99_over_echo_p99,policy_compute_p50_us,policy_compute_p99_us,dispatch_to_start_p50_us,dispatch_to_start_p99_us,manager_cpu_percent,manager_rss_kb,manager_peak_rss_kb,nodes_cpu_percent\n",
     );
     for s in &r.steps {
         let l = &s.latency_us;
         t.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             s.offered_rate,
             s.sent,
             s.answered,
@@ -556,6 +625,10 @@ fn csv(r: &Report) -> String {
             s.echo_us.p50,
             s.echo_us.p99,
             s.p99_over_echo_p99,
+            s.policy_compute_us.p50,
+            s.policy_compute_us.p99,
+            s.dispatch_to_start_us.p50,
+            s.dispatch_to_start_us.p99,
             s.manager.cpu_percent,
             s.manager.rss_kb,
             s.manager.peak_rss_kb,
