@@ -5,9 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{
-    deadline_filter, load_if_fits, resource_filter, too_many_processors, top_k, Better,
-};
+use super::steps::{load_if_fits, resource_deadline_filter, too_many_processors, top_k, Better};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -32,7 +30,6 @@ pub struct PriceQuote {
 /// Libra+$'s admission control.
 pub struct LibraPlusDollar {
     cfg: PolicyConfig,
-    res: Vec<usize>,
     cands: Vec<(usize, f64)>,
     quotes: Vec<PriceQuote>,
 }
@@ -42,7 +39,6 @@ impl LibraPlusDollar {
     pub fn new(cfg: PolicyConfig) -> LibraPlusDollar {
         LibraPlusDollar {
             cfg,
-            res: Vec::new(),
             cands: Vec::new(),
             quotes: Vec::new(),
         }
@@ -121,11 +117,8 @@ impl AdmissionPolicy for LibraPlusDollar {
             return d;
         }
         let p = job.processors();
-        if let Some(d) = resource_filter(nodes, job, &mut self.res) {
-            return d;
-        }
-        // Deadline filter, then price each suitable node.
-        if let Some(d) = deadline_filter(now, nodes, &self.res, job, &mut self.cands) {
+        // Resource and deadline filters, then price each suitable node.
+        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands) {
             return d;
         }
         self.quotes.clear();
@@ -167,7 +160,13 @@ impl AdmissionPolicy for LibraPlusDollar {
         let mut cost: f64 = 0.0;
         let chosen: Vec<usize> = self.cands.iter().map(|c| c.0).collect();
         for &k in &chosen {
-            let q = self.quotes.iter().find(|q| q.node == k).expect("quoted");
+            // Quotes are in node order (the filters keep it): a binary
+            // search, not a scan of every quote per part.
+            let q = self
+                .quotes
+                .binary_search_by_key(&k, |q| q.node)
+                .map(|i| &self.quotes[i])
+                .expect("quoted");
             cost = cost.max(q.cost);
         }
         Decision::Accept(Accept {
