@@ -122,8 +122,25 @@ impl AdmissionPolicy for LibraPlusDollar {
             return d;
         }
         self.quotes.clear();
+        // An empty node's quote depends on its speed alone (no parts, so
+        // nothing committed): computed again only when the speed differs
+        // from the last empty node's; the very same value.
+        let mut empty: Option<(f64, Option<PriceQuote>)> = None;
         for &(k, _) in &self.cands {
-            if let Some(mut q) = LibraPlusDollar::quote(&self.cfg, now, &nodes[k], job) {
+            let n = &nodes[k];
+            let quote = if n.parts.is_empty() {
+                match empty {
+                    Some((speed, q)) if speed == n.spec.speed => q,
+                    _ => {
+                        let q = LibraPlusDollar::quote(&self.cfg, now, n, job);
+                        empty = Some((n.spec.speed, q));
+                        q
+                    }
+                }
+            } else {
+                LibraPlusDollar::quote(&self.cfg, now, n, job)
+            };
+            if let Some(mut q) = quote {
                 // Decisions name nodes by their index in the snapshot (a
                 // live snapshot leaves out dead nodes, so it may differ
                 // from the node's id).

@@ -104,12 +104,24 @@ pub fn resource_deadline_filter(
 ) -> Option<Decision> {
     out.clear();
     let mut with_res = 0;
+    // The job's share on a node, RE / speed / D, depends on the speed
+    // alone: computed once per run of equal speeds (a homogeneous cluster:
+    // once), the very same value load_if_fits computes, without two
+    // divisions per node.
+    let mut speed = f64::NAN;
+    let mut add = 0.0;
     for (k, n) in nodes.iter().enumerate() {
         if !n.has_resources(job) {
             continue;
         }
         with_res += 1;
-        if let Some(load) = load_if_fits(n, job, now) {
+        if n.spec.speed != speed {
+            speed = n.spec.speed;
+            add = n.est_cpu(job) / job.qos.deadline;
+        }
+        // As load_if_fits.
+        let load = n.required_share(now) + add;
+        if load <= 1.0 + SHARE_SUM_EPS {
             out.push((k, load));
         }
     }
@@ -243,23 +255,31 @@ fn top_k_by_groups(cands: &mut Vec<(usize, f64)>, k: usize, sign: f64) -> bool {
     // (keys within it belong to it or to a better group).
     let mut prev: Option<f64> = None;
     let mut out = Vec::with_capacity(k.min(cands.len()));
-    let mut order_checked = false;
-    for _ in 0..PEEL_GROUPS {
+    for g in 0..PEEL_GROUPS {
         let in_rest = |s: f64| prev.is_none_or(|h| h - s > KEY_TIE_EPS);
-        // The head of the next group: the best key left.
+        // The head of the next group: the best key left. The first pass
+        // also checks the candidates are in node order with finite keys,
+        // without branches (it runs over every candidate node).
         let mut head = f64::NEG_INFINITY;
-        let mut last = None;
-        for c in cands.iter() {
-            if !order_checked && (last.is_some_and(|l| l >= c.0) || !c.1.is_finite()) {
+        if g == 0 {
+            let mut ok = true;
+            let mut last = None::<usize>;
+            for c in cands.iter() {
+                ok &= c.1.is_finite() & last.is_none_or(|l| l < c.0);
+                last = Some(c.0);
+                head = head.max(sign * c.1);
+            }
+            if !ok {
                 return false;
             }
-            last = Some(c.0);
-            let s = sign * c.1;
-            if in_rest(s) && s > head {
-                head = s;
+        } else {
+            for c in cands.iter() {
+                let s = sign * c.1;
+                if in_rest(s) && s > head {
+                    head = s;
+                }
             }
         }
-        order_checked = true;
         // Its members, in node order, up to `k` taken in all.
         for c in cands.iter() {
             if out.len() == k {
@@ -271,7 +291,11 @@ fn top_k_by_groups(cands: &mut Vec<(usize, f64)>, k: usize, sign: f64) -> bool {
             }
         }
         if out.len() == k.min(cands.len()) {
-            *cands = out;
+            // Copied back rather than swapped in: `cands` keeps its
+            // capacity, so the next decision's filter does not grow a
+            // fresh vector to every node again.
+            cands.clear();
+            cands.extend_from_slice(&out);
             return true;
         }
         prev = Some(head);
