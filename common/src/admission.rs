@@ -1399,6 +1399,60 @@ mod tests {
         assert!((p.cpu_done - 20.0).abs() < 1e-9, "{}", p.cpu_done);
     }
 
+    #[test]
+    fn reports_follow_their_parts_when_parts_and_nodes_leave() {
+        let progress = |job, work_done: f64, share: f64| PartProgress {
+            part: PartId { job, index: 0 },
+            node: 0,
+            work_done,
+            share,
+        };
+        let cpu_of = |c: &mut ManagerCore, now: f64, job: JobId| {
+            let (view, _) = c.snapshot(now);
+            let p = view.iter().flat_map(|n| &n.parts).find(|p| p.job == job);
+            p.map(|p| p.cpu_done)
+        };
+        // One node, parts of jobs 1 then 2, each reported; job 1
+        // completes, so job 2's part moves to the front of the node: its
+        // own report must move with it. At 20: 3 + 0.6 x 10 = 9 (job 1's
+        // report would give 2 + 0.2 x 10 = 4).
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 20.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 30.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.progress(10, 10.0, &[progress(1, 2.0, 0.2), progress(2, 3.0, 0.6)])
+            .unwrap();
+        assert!((cpu_of(&mut c, 20.0, 1).unwrap() - 4.0).abs() < 1e-9);
+        c.completed(12.0, 10, PartId { job: 1, index: 0 }, 12.0, &mut out)
+            .unwrap();
+        assert_eq!(cpu_of(&mut c, 20.0, 1), None);
+        let got = cpu_of(&mut c, 20.0, 2).unwrap();
+        assert!((got - 9.0).abs() < 1e-9, "{got}");
+
+        // Two processes of one node each: job 1 (q 0.5) takes node 0 on
+        // link 10, job 2 (q 0.6) does not fit beside it and takes node 1
+        // on link 20. Link 10 dies: node 1 moves to the front of the
+        // snapshot, and its report with it: 6 + 0.6 x 10 = 12 at 20.
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 60.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!((holder(&c, 1), holder(&c, 2)), (0, 1));
+        c.progress(10, 10.0, &[progress(1, 1.0, 0.1)]).unwrap();
+        c.progress(20, 10.0, &[progress(2, 6.0, 0.6)]).unwrap();
+        c.link_lost(11.0, 10, "test", &mut out);
+        let (_, ids) = c.snapshot(20.0);
+        assert_eq!(ids, &[1]);
+        let got = cpu_of(&mut c, 20.0, 2).unwrap();
+        assert!((got - 12.0).abs() < 1e-9, "{got}");
+    }
+
     /// Global id of the node holding job `job`'s part 0.
     fn holder(c: &ManagerCore, job: JobId) -> usize {
         c.record(job).unwrap().nodes[0]
