@@ -118,9 +118,13 @@ struct Reported {
 /// How the core keeps its snapshot of the nodes (see the module docs).
 #[derive(Debug)]
 enum Tracking {
-    /// Live: progress reports and dead reckoning, keyed by (job, global
-    /// node): a node holds at most one part of a job.
-    Reported(HashMap<(JobId, u32), Reported>),
+    /// Live: progress reports and dead reckoning. Parallel to the view,
+    /// and within a node to its parts (same order): the last report of
+    /// each part, `None` until one came. Kept beside the parts rather than
+    /// in a map so that bringing the snapshot up to date is a walk over
+    /// contiguous memory with no hashing: it runs before every decision,
+    /// over every node.
+    Reported(Vec<Vec<Option<Reported>>>),
     /// Simulated: the exact fluid model, one execution side per node
     /// (parallel to the view; simulated nodes never die).
     Simulated {
@@ -234,7 +238,7 @@ impl ManagerCore {
     /// Space-shared policies may have been built with no nodes (node ids
     /// are given in registration order).
     pub fn new(policy: Policy) -> ManagerCore {
-        ManagerCore::with_tracking(policy, Tracking::Reported(HashMap::new()))
+        ManagerCore::with_tracking(policy, Tracking::Reported(Vec::new()))
     }
 
     /// A core for the virtual-time simulator: the nodes `specs` (ids
@@ -310,6 +314,9 @@ impl ManagerCore {
         self.view_index.push(Some(self.view.len()));
         self.view_ids.push(id);
         self.view.push(NodeState::new(spec));
+        if let Tracking::Reported(reports) = &mut self.tracking {
+            reports.push(Vec::new());
+        }
         id
     }
 
@@ -368,10 +375,15 @@ impl ManagerCore {
     /// booked here, before anything that happens at `now` (simulated).
     fn refresh(&mut self, now: Time) {
         match &mut self.tracking {
-            Tracking::Reported(reported) => {
-                for (st, &g) in self.view.iter_mut().zip(&self.view_ids) {
-                    for p in &mut st.parts {
-                        if let Some(r) = reported.get(&(p.job, g)) {
+            Tracking::Reported(reports) => {
+                // Walk the reports (small, dense) and touch only the nodes
+                // holding parts: most of a large cluster may be idle.
+                for (rs, st) in reports.iter().zip(self.view.iter_mut()) {
+                    if rs.is_empty() {
+                        continue;
+                    }
+                    for (p, r) in st.parts.iter_mut().zip(rs) {
+                        if let Some(r) = r {
                             p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
                         }
                     }
@@ -590,13 +602,14 @@ impl ManagerCore {
                     );
                 }
             }
-            Tracking::Reported(_) => {
+            Tracking::Reported(reports) => {
                 let hard = spec.qos.deadline_type == DeadlineType::Hard;
                 for (index, &g) in global.iter().enumerate() {
                     let node = &self.nodes[g as usize];
                     if let Some(v) = self.view_index[g as usize] {
                         let part = self.view[v].new_valued_part(spec, value);
                         self.view[v].parts.push(part);
+                        reports[v].push(None);
                     }
                     out.push(Output::Send {
                         link: node.link,
@@ -693,16 +706,22 @@ impl ManagerCore {
         }
         for p in parts {
             let g = self.global_of(link, p.part)?;
-            let speed = self.view_index[g as usize].map_or(1.0, |k| self.view[k].spec.speed);
-            if let Tracking::Reported(reported) = &mut self.tracking {
-                reported.insert(
-                    (p.part.job, g),
-                    Reported {
-                        cpu_done: p.work_done / speed,
-                        share: p.share,
-                        at,
-                    },
-                );
+            // A part no longer in the view (completed, or its node gone)
+            // has nothing left to dead-reckon: the report is dropped.
+            let Some(v) = self.view_index[g as usize] else {
+                continue;
+            };
+            let node = &self.view[v];
+            let Some(i) = node.parts.iter().position(|q| q.job == p.part.job) else {
+                continue;
+            };
+            let speed = node.spec.speed;
+            if let Tracking::Reported(reports) = &mut self.tracking {
+                reports[v][i] = Some(Reported {
+                    cpu_done: p.work_done / speed,
+                    share: p.share,
+                    at,
+                });
             }
         }
         Ok(())
@@ -717,19 +736,21 @@ impl ManagerCore {
     }
 
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
-        let unknown = CoreError::UnknownPart {
+        // Built only on failure: naming the host walks every node, and
+        // this runs for every part of every progress report.
+        let unknown = || CoreError::UnknownPart {
             host: self.link_host(link).to_string(),
             link,
             job: part.job,
             index: part.index,
         };
-        let &k = self.index.get(&part.job).ok_or(unknown.clone())?;
+        let &k = self.index.get(&part.job).ok_or_else(unknown)?;
         let g = *self.jobs[k]
             .part_nodes
             .get(part.index as usize)
-            .ok_or(unknown.clone())?;
+            .ok_or_else(unknown)?;
         if self.nodes[g as usize].link != link {
-            return Err(unknown);
+            return Err(unknown());
         }
         Ok(g)
     }
@@ -812,11 +833,26 @@ impl ManagerCore {
     }
 
     fn remove_part(&mut self, g: u32, part: PartId) {
-        if let Tracking::Reported(reported) = &mut self.tracking {
-            reported.remove(&(part.job, g));
-        }
-        if let Some(k) = self.view_index[g as usize] {
-            self.view[k].parts.retain(|p| p.job != part.job);
+        let Some(k) = self.view_index[g as usize] else {
+            return;
+        };
+        let parts = &mut self.view[k].parts;
+        match &mut self.tracking {
+            Tracking::Reported(reports) => {
+                // Keep the reports aligned with the parts (a node holds at
+                // most one part of a job; remove every match all the same).
+                let rs = &mut reports[k];
+                let mut i = 0;
+                while i < parts.len() {
+                    if parts[i].job == part.job {
+                        parts.remove(i);
+                        rs.remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            Tracking::Simulated { .. } => parts.retain(|p| p.job != part.job),
         }
     }
 
@@ -852,6 +888,9 @@ impl ManagerCore {
             if let Some(k) = self.view_index[g as usize].take() {
                 self.view.swap_remove(k);
                 self.view_ids.swap_remove(k);
+                if let Tracking::Reported(reports) = &mut self.tracking {
+                    reports.swap_remove(k);
+                }
                 if k < self.view.len() {
                     let moved = self.view_ids[k];
                     self.view_index[moved as usize] = Some(k);
@@ -1358,6 +1397,60 @@ mod tests {
         // 10 done at t = 10 with share 1: 20 by t = 20.
         let p = view.iter().flat_map(|n| &n.parts).next().unwrap();
         assert!((p.cpu_done - 20.0).abs() < 1e-9, "{}", p.cpu_done);
+    }
+
+    #[test]
+    fn reports_follow_their_parts_when_parts_and_nodes_leave() {
+        let progress = |job, work_done: f64, share: f64| PartProgress {
+            part: PartId { job, index: 0 },
+            node: 0,
+            work_done,
+            share,
+        };
+        let cpu_of = |c: &mut ManagerCore, now: f64, job: JobId| {
+            let (view, _) = c.snapshot(now);
+            let p = view.iter().flat_map(|n| &n.parts).find(|p| p.job == job);
+            p.map(|p| p.cpu_done)
+        };
+        // One node, parts of jobs 1 then 2, each reported; job 1
+        // completes, so job 2's part moves to the front of the node: its
+        // own report must move with it. At 20: 3 + 0.6 x 10 = 9 (job 1's
+        // report would give 2 + 0.2 x 10 = 4).
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 0.0, 20.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 30.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.progress(10, 10.0, &[progress(1, 2.0, 0.2), progress(2, 3.0, 0.6)])
+            .unwrap();
+        assert!((cpu_of(&mut c, 20.0, 1).unwrap() - 4.0).abs() < 1e-9);
+        c.completed(12.0, 10, PartId { job: 1, index: 0 }, 12.0, &mut out)
+            .unwrap();
+        assert_eq!(cpu_of(&mut c, 20.0, 1), None);
+        let got = cpu_of(&mut c, 20.0, 2).unwrap();
+        assert!((got - 9.0).abs() < 1e-9, "{got}");
+
+        // Two processes of one node each: job 1 (q 0.5) takes node 0 on
+        // link 10, job 2 (q 0.6) does not fit beside it and takes node 1
+        // on link 20. Link 10 dies: node 1 moves to the front of the
+        // snapshot, and its report with it: 6 + 0.6 x 10 = 12 at 20.
+        let mut c = libra();
+        c.register(10, "a", &[info(0)]).unwrap();
+        c.register(20, "b", &[info(0)]).unwrap();
+        c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        c.submit(0.0, job(2, 0.0, 60.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!((holder(&c, 1), holder(&c, 2)), (0, 1));
+        c.progress(10, 10.0, &[progress(1, 1.0, 0.1)]).unwrap();
+        c.progress(20, 10.0, &[progress(2, 6.0, 0.6)]).unwrap();
+        c.link_lost(11.0, 10, "test", &mut out);
+        let (_, ids) = c.snapshot(20.0);
+        assert_eq!(ids, &[1]);
+        let got = cpu_of(&mut c, 20.0, 2).unwrap();
+        assert!((got - 12.0).abs() < 1e-9, "{got}");
     }
 
     /// Global id of the node holding job `job`'s part 0.

@@ -464,8 +464,55 @@ pub fn project_finishes(
     rule: SpareRule,
     out: &mut Vec<Time>,
 ) {
+    project_finishes_with(node, new, now, rule, &mut Projection::default(), out);
+}
+
+/// Buffers a projection works in, kept by a policy between projections:
+/// LibraRisk and LibraSLA project a node per candidate node per decision,
+/// and a fresh fluid node for each cost several allocations.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    sim: FluidNode,
+    done: Vec<PartFinished>,
+    finish: Vec<Time>,
+}
+
+impl Default for Projection {
+    fn default() -> Projection {
+        let spec = NodeSpec {
+            id: 0,
+            speed: 1.0,
+            memory_kb: 0,
+            disk_mb: 0,
+        };
+        Projection {
+            sim: FluidNode::new(spec, SpareRule::default(), 0.0),
+            done: Vec::new(),
+            finish: Vec::new(),
+        }
+    }
+}
+
+/// [`project_finishes`] in the buffers of `proj` (the same result; no
+/// allocation once the buffers have grown).
+pub fn project_finishes_with(
+    node: &NodeState,
+    new: Option<&PartView>,
+    now: Time,
+    rule: SpareRule,
+    proj: &mut Projection,
+    out: &mut Vec<Time>,
+) {
     out.clear();
-    let mut sim = FluidNode::new(node.spec.clone(), rule, now);
+    // The state of a fresh FluidNode::new(node.spec, rule, now).
+    let sim = &mut proj.sim;
+    sim.state.spec.clone_from(&node.spec);
+    sim.state.parts.clear();
+    sim.extra.actual_cpu.clear();
+    sim.extra.shares.clear();
+    sim.extra.now = now;
+    sim.extra.busy = 0.0;
+    sim.rule = rule;
     for p in node.parts.iter().chain(new) {
         let k = out.len();
         out.push(now);
@@ -481,9 +528,9 @@ pub fn project_finishes(
     // the end in one call (the projection is on the hot path of every
     // LibraRisk and LibraSLA decision).
     recompute(&sim.state, &mut sim.extra, rule, &mut sim.scratch);
-    let mut done = Vec::with_capacity(out.len());
-    sim.advance_to(Time::INFINITY, &mut done);
-    for f in done {
+    proj.done.clear();
+    sim.advance_to(Time::INFINITY, &mut proj.done);
+    for f in &proj.done {
         out[f.job as usize] = f.at;
     }
 }
@@ -514,6 +561,18 @@ pub fn project_deadline_delays(
     rule: SpareRule,
     out: &mut Vec<f64>,
 ) -> Option<()> {
+    project_deadline_delays_with(node, new, now, rule, &mut Projection::default(), out)
+}
+
+/// [`project_deadline_delays`] in the buffers of `proj`.
+pub fn project_deadline_delays_with(
+    node: &NodeState,
+    new: &PartView,
+    now: Time,
+    rule: SpareRule,
+    proj: &mut Projection,
+    out: &mut Vec<f64>,
+) -> Option<()> {
     out.clear();
     if node
         .parts
@@ -523,8 +582,8 @@ pub fn project_deadline_delays(
     {
         return None;
     }
-    let mut finish = Vec::with_capacity(node.parts.len() + 1);
-    project_finishes(node, Some(new), now, rule, &mut finish);
+    let mut finish = std::mem::take(&mut proj.finish);
+    project_finishes_with(node, Some(new), now, rule, proj, &mut finish);
     out.extend(
         node.parts
             .iter()
@@ -535,6 +594,7 @@ pub fn project_deadline_delays(
                 (delay_past(f, p.deadline) + rd) / rd
             }),
     );
+    proj.finish = finish;
     Some(())
 }
 

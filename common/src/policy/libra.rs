@@ -1,9 +1,7 @@
 //! Libra (seed 003, as compared in seeds 000-002): a static cost, then the
 //! deadline-based proportional-share test on every node, then best fit.
 
-use super::steps::{
-    budget_permit, deadline_filter, resource_filter, too_many_processors, top_k, Better,
-};
+use super::steps::{budget_permit, resource_deadline_filter, too_many_processors, top_k, Better};
 use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -13,7 +11,6 @@ use crate::time::Time;
 /// Libra's admission control.
 pub struct Libra {
     cfg: PolicyConfig,
-    res: Vec<usize>,
     cands: Vec<(usize, f64)>,
 }
 
@@ -22,7 +19,6 @@ impl Libra {
     pub fn new(cfg: PolicyConfig) -> Libra {
         Libra {
             cfg,
-            res: Vec::new(),
             cands: Vec::new(),
         }
     }
@@ -45,10 +41,7 @@ impl AdmissionPolicy for Libra {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Some(d) = resource_filter(nodes, job, &mut self.res) {
-            return d;
-        }
-        if let Some(d) = deadline_filter(now, nodes, &self.res, job, &mut self.cands) {
+        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands) {
             return d;
         }
         let better = match self.cfg.placement {

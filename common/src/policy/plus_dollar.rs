@@ -5,9 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{
-    deadline_filter, load_if_fits, resource_filter, too_many_processors, top_k, Better,
-};
+use super::steps::{load_if_fits, resource_deadline_filter, too_many_processors, top_k, Better};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -32,7 +30,6 @@ pub struct PriceQuote {
 /// Libra+$'s admission control.
 pub struct LibraPlusDollar {
     cfg: PolicyConfig,
-    res: Vec<usize>,
     cands: Vec<(usize, f64)>,
     quotes: Vec<PriceQuote>,
 }
@@ -42,7 +39,6 @@ impl LibraPlusDollar {
     pub fn new(cfg: PolicyConfig) -> LibraPlusDollar {
         LibraPlusDollar {
             cfg,
-            res: Vec::new(),
             cands: Vec::new(),
             quotes: Vec::new(),
         }
@@ -121,16 +117,30 @@ impl AdmissionPolicy for LibraPlusDollar {
             return d;
         }
         let p = job.processors();
-        if let Some(d) = resource_filter(nodes, job, &mut self.res) {
-            return d;
-        }
-        // Deadline filter, then price each suitable node.
-        if let Some(d) = deadline_filter(now, nodes, &self.res, job, &mut self.cands) {
+        // Resource and deadline filters, then price each suitable node.
+        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands) {
             return d;
         }
         self.quotes.clear();
+        // An empty node's quote depends on its speed alone (no parts, so
+        // nothing committed): computed again only when the speed differs
+        // from the last empty node's; the very same value.
+        let mut empty: Option<(f64, Option<PriceQuote>)> = None;
         for &(k, _) in &self.cands {
-            if let Some(mut q) = LibraPlusDollar::quote(&self.cfg, now, &nodes[k], job) {
+            let n = &nodes[k];
+            let quote = if n.parts.is_empty() {
+                match empty {
+                    Some((speed, q)) if speed == n.spec.speed => q,
+                    _ => {
+                        let q = LibraPlusDollar::quote(&self.cfg, now, n, job);
+                        empty = Some((n.spec.speed, q));
+                        q
+                    }
+                }
+            } else {
+                LibraPlusDollar::quote(&self.cfg, now, n, job)
+            };
+            if let Some(mut q) = quote {
                 // Decisions name nodes by their index in the snapshot (a
                 // live snapshot leaves out dead nodes, so it may differ
                 // from the node's id).
@@ -167,7 +177,13 @@ impl AdmissionPolicy for LibraPlusDollar {
         let mut cost: f64 = 0.0;
         let chosen: Vec<usize> = self.cands.iter().map(|c| c.0).collect();
         for &k in &chosen {
-            let q = self.quotes.iter().find(|q| q.node == k).expect("quoted");
+            // Quotes are in node order (the filters keep it): a binary
+            // search, not a scan of every quote per part.
+            let q = self
+                .quotes
+                .binary_search_by_key(&k, |q| q.node)
+                .map(|i| &self.quotes[i])
+                .expect("quoted");
             cost = cost.max(q.cost);
         }
         Decision::Accept(Accept {

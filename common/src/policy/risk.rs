@@ -8,7 +8,7 @@ use super::steps::{
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
 use crate::job::JobSpec;
-use crate::node_model::{population_sd, project_deadline_delays, NodeState};
+use crate::node_model::{population_sd, project_deadline_delays_with, NodeState, Projection};
 use crate::share::SpareRule;
 use crate::time::{Time, TIME_EPS};
 
@@ -18,6 +18,7 @@ pub struct LibraRisk {
     res: Vec<usize>,
     cands: Vec<(usize, f64)>,
     delays: Vec<f64>,
+    proj: Projection,
 }
 
 impl LibraRisk {
@@ -29,6 +30,7 @@ impl LibraRisk {
             res: Vec::new(),
             cands: Vec::new(),
             delays: Vec::new(),
+            proj: Projection::default(),
         }
     }
 
@@ -36,7 +38,14 @@ impl LibraRisk {
     /// when a part's deadline has already passed (never zero-risk).
     pub fn risk(&mut self, now: Time, node: &NodeState, job: &JobSpec) -> Option<f64> {
         let new = node.new_part(job, 0.0);
-        project_deadline_delays(node, &new, now, self.cfg.spare_rule, &mut self.delays)?;
+        project_deadline_delays_with(
+            node,
+            &new,
+            now,
+            self.cfg.spare_rule,
+            &mut self.proj,
+            &mut self.delays,
+        )?;
         Some(population_sd(&self.delays))
     }
 

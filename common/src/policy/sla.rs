@@ -16,7 +16,9 @@
 use super::steps::{resource_filter, too_many_processors, top_k, Better, SHARE_SUM_EPS};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::job::{DeadlineType, JobSpec};
-use crate::node_model::{delay_past, project_finishes, NodeState, PartValue, PartView};
+use crate::node_model::{
+    delay_past, project_finishes_with, NodeState, PartValue, PartView, Projection,
+};
 use crate::share::SpareRule;
 use crate::time::{Time, TIME_EPS};
 
@@ -43,6 +45,7 @@ pub struct LibraSla {
     res: Vec<usize>,
     cands: Vec<(usize, f64)>,
     finish: Vec<Time>,
+    proj: Projection,
 }
 
 impl LibraSla {
@@ -55,6 +58,7 @@ impl LibraSla {
             res: Vec::new(),
             cands: Vec::new(),
             finish: Vec::new(),
+            proj: Projection::default(),
         }
     }
 
@@ -78,7 +82,14 @@ impl LibraSla {
     /// ret_penalty` with the delay projected for `node`'s parts plus `new`
     /// (if any); and the delay of `new`.
     fn projected(&mut self, now: Time, node: &NodeState, new: Option<&PartView>) -> (f64, Time) {
-        project_finishes(node, new, now, SpareRule::Sla, &mut self.finish);
+        project_finishes_with(
+            node,
+            new,
+            now,
+            SpareRule::Sla,
+            &mut self.proj,
+            &mut self.finish,
+        );
         let mut total = 0.0;
         let mut last_delay = 0.0;
         for (p, &f) in node.parts.iter().chain(new).zip(&self.finish) {

@@ -7,7 +7,7 @@
 //! | step | kind | used by |
 //! |---|---|---|
 //! | [`too_many_processors`], [`resource_filter`] ([`with_resources`]) | resources filter | Libra, LibraRisk, Libra+$, LibraSLA |
-//! | [`deadline_filter`] ([`load_if_fits`]) | deadline/share filter | Libra, Libra+$ (LibraRisk's shortcut) |
+//! | [`deadline_filter`] ([`load_if_fits`]); [`resource_deadline_filter`] (both filters in one pass) | deadline/share filter | Libra, Libra+$ (LibraRisk's shortcut) |
 //! | `LibraRisk::zero_risk` (risk.rs) | risk filter | LibraRisk |
 //! | [`budget_permit`] ([`static_cost`]) | price/budget permit | Libra, LibraRisk |
 //! | `LibraPlusDollar::quote` (plus_dollar.rs) | price/budget permit | Libra+$ |
@@ -60,18 +60,75 @@ pub fn resource_filter(
     res: &mut Vec<usize>,
 ) -> Option<Decision> {
     with_resources(nodes, job, res);
-    (res.len() < job.processors()).then(|| {
-        Decision::reject(
-            RejectReason::Resources,
-            format!(
-                "needs {} nodes with {} KB memory and {} MB disk free, {} have them",
-                job.processors(),
-                job.resources.memory_kb,
-                job.resources.disk_mb,
-                res.len()
-            ),
-        )
-    })
+    (res.len() < job.processors()).then(|| too_few_with_resources(job, res.len()))
+}
+
+fn too_few_with_resources(job: &JobSpec, have: usize) -> Decision {
+    Decision::reject(
+        RejectReason::Resources,
+        format!(
+            "needs {} nodes with {} KB memory and {} MB disk free, {} have them",
+            job.processors(),
+            job.resources.memory_kb,
+            job.resources.disk_mb,
+            have
+        ),
+    )
+}
+
+fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
+    Decision::reject(
+        RejectReason::Deadline,
+        format!(
+            "needs {} nodes that can finish RE {:.0} s within D {:.0} s, {} can",
+            job.processors(),
+            job.estimate(),
+            job.qos.deadline,
+            can
+        ),
+    )
+}
+
+/// [`resource_filter`] then [`deadline_filter`] in one pass over the
+/// nodes, with the same outcome: the nodes with the resources that can
+/// finish one part by the deadline, with their load after it, into `out`
+/// in node order; the resources rejection if fewer than `P` nodes have the
+/// resources, else the deadline rejection if fewer than `P` fit. One pass
+/// and no list of node indices in between: this runs over every node for
+/// every decision.
+pub fn resource_deadline_filter(
+    now: Time,
+    nodes: &[NodeState],
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+) -> Option<Decision> {
+    out.clear();
+    let mut with_res = 0;
+    // The job's share on a node, RE / speed / D, depends on the speed
+    // alone: computed once per run of equal speeds (a homogeneous cluster:
+    // once), the very same value load_if_fits computes, without two
+    // divisions per node.
+    let mut speed = f64::NAN;
+    let mut add = 0.0;
+    for (k, n) in nodes.iter().enumerate() {
+        if !n.has_resources(job) {
+            continue;
+        }
+        with_res += 1;
+        if n.spec.speed != speed {
+            speed = n.spec.speed;
+            add = n.est_cpu(job) / job.qos.deadline;
+        }
+        // As load_if_fits.
+        let load = n.required_share(now) + add;
+        if load <= 1.0 + SHARE_SUM_EPS {
+            out.push((k, load));
+        }
+    }
+    if with_res < job.processors() {
+        return Some(too_few_with_resources(job, with_res));
+    }
+    (out.len() < job.processors()).then(|| too_few_in_time(job, out.len()))
 }
 
 /// Deadline filter (Libra's share test over the nodes `res`): the nodes
@@ -90,18 +147,7 @@ pub fn deadline_filter(
         res.iter()
             .filter_map(|&k| load_if_fits(&nodes[k], job, now).map(|load| (k, load))),
     );
-    (out.len() < job.processors()).then(|| {
-        Decision::reject(
-            RejectReason::Deadline,
-            format!(
-                "needs {} nodes that can finish RE {:.0} s within D {:.0} s, {} can",
-                job.processors(),
-                job.estimate(),
-                job.qos.deadline,
-                out.len()
-            ),
-        )
-    })
+    (out.len() < job.processors()).then(|| too_few_in_time(job, out.len()))
 }
 
 /// Libra's static cost C = gamma RE + delta RE / D: longer jobs pay
@@ -157,6 +203,13 @@ pub fn top_k(cands: &mut Vec<(usize, f64)>, k: usize, better: Better) {
         Better::Higher => 1.0,
         Better::Lower => -1.0,
     };
+    if !top_k_by_groups(cands, k, sign) {
+        top_k_sorted(cands, k, sign);
+    }
+}
+
+/// [`top_k`] by selection and sorting, for any candidates.
+fn top_k_sorted(cands: &mut Vec<(usize, f64)>, k: usize, sign: f64) {
     // Internally: descending by s = sign * key, then by index.
     let exact = |a: &(usize, f64), b: &(usize, f64)| {
         (sign * b.1).total_cmp(&(sign * a.1)).then(a.0.cmp(&b.0))
@@ -183,6 +236,73 @@ pub fn top_k(cands: &mut Vec<(usize, f64)>, k: usize, better: Better) {
     cands.truncate(k);
 }
 
+/// Tie groups [`top_k`] may peel off one by one before sorting instead.
+const PEEL_GROUPS: usize = 4;
+
+/// [`top_k`] without sorting, for the common case: candidates in ascending
+/// node order (as the filters produce them) whose best few tie groups hold
+/// the `k` winners. The ranking is by tie groups from the top: the best key
+/// heads a group of every key within [`KEY_TIE_EPS`] of it, in node order;
+/// the best key left heads the next group, and so on. Each group is found
+/// in one pass (its head is the best key left; its members, in node order,
+/// are those within the tolerance), so a large group of equal keys (the
+/// empty nodes of a big cluster) costs two passes instead of a sort. Gives
+/// exactly what the sort does, or returns false (nothing changed) when
+/// the candidates are not in node order, a key is not finite, or the `k`
+/// winners lie beyond [`PEEL_GROUPS`] groups.
+fn top_k_by_groups(cands: &mut Vec<(usize, f64)>, k: usize, sign: f64) -> bool {
+    // The previous group's head: the rest is what lies beyond its tolerance
+    // (keys within it belong to it or to a better group).
+    let mut prev: Option<f64> = None;
+    let mut out = Vec::with_capacity(k.min(cands.len()));
+    for g in 0..PEEL_GROUPS {
+        let in_rest = |s: f64| prev.is_none_or(|h| h - s > KEY_TIE_EPS);
+        // The head of the next group: the best key left. The first pass
+        // also checks the candidates are in node order with finite keys,
+        // without branches (it runs over every candidate node).
+        let mut head = f64::NEG_INFINITY;
+        if g == 0 {
+            let mut ok = true;
+            let mut last = None::<usize>;
+            for c in cands.iter() {
+                ok &= c.1.is_finite() & last.is_none_or(|l| l < c.0);
+                last = Some(c.0);
+                head = head.max(sign * c.1);
+            }
+            if !ok {
+                return false;
+            }
+        } else {
+            for c in cands.iter() {
+                let s = sign * c.1;
+                if in_rest(s) && s > head {
+                    head = s;
+                }
+            }
+        }
+        // Its members, in node order, up to `k` taken in all.
+        for c in cands.iter() {
+            if out.len() == k {
+                break;
+            }
+            let s = sign * c.1;
+            if in_rest(s) && head - s <= KEY_TIE_EPS {
+                out.push(*c);
+            }
+        }
+        if out.len() == k.min(cands.len()) {
+            // Copied back rather than swapped in: `cands` keeps its
+            // capacity, so the next decision's filter does not grow a
+            // fresh vector to every node again.
+            cands.clear();
+            cands.extend_from_slice(&out);
+            return true;
+        }
+        prev = Some(head);
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +317,43 @@ mod tests {
         let mut c = vec![(5, 0.5 + 1e-12), (3, 0.5), (1, 0.2), (0, 0.9)];
         top_k(&mut c, 3, Better::Lower);
         assert_eq!(c.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn peeling_tie_groups_agrees_with_sorting() {
+        // Keys from a few levels, each spread below, at and beyond the tie
+        // tolerance, so groups chain and split; both ways must agree on
+        // every k, both directions. Seeded, so a failure repeats.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        let levels = [0.25, 0.5, 0.5 + 3.0 * KEY_TIE_EPS, 0.75, 1.0];
+        let nudges = [0.0, 0.0, 0.3, -0.6, 0.9, 1.0, -1.0, 1.5, -2.5];
+        let mut peeled = 0;
+        for _ in 0..3000 {
+            let n = rng.random_range(1..40);
+            let cands: Vec<(usize, f64)> = (0..n)
+                .map(|i| {
+                    let l = levels[rng.random_range(0..levels.len())];
+                    let d = nudges[rng.random_range(0..nudges.len())];
+                    (3 * i + rng.random_range(0..3), l + d * KEY_TIE_EPS)
+                })
+                .collect();
+            for sign in [1.0, -1.0] {
+                for k in 1..=n + 1 {
+                    let mut a = cands.clone();
+                    let mut b = cands.clone();
+                    top_k_sorted(&mut b, k, sign);
+                    if top_k_by_groups(&mut a, k, sign) {
+                        peeled += 1;
+                        assert_eq!(a, b, "k {k}, sign {sign}, {cands:?}");
+                    } else {
+                        assert_eq!(a, cands, "left alone when it declines");
+                    }
+                }
+            }
+        }
+        // The comparison must have run, not declined every time.
+        assert!(peeled > 10_000, "{peeled}");
     }
 
     #[test]
