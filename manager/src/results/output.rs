@@ -7,7 +7,6 @@
 //! `rundir`).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +16,8 @@ use common::job::{DeadlineType, Urgency};
 use common::metrics::{JobRecord, Summary};
 use common::Time;
 use serde::Serialize;
+
+use crate::results::num;
 
 /// Writes `value` as pretty JSON to `path` (newline-terminated).
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -78,65 +79,59 @@ pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
 
 /// The per-job CSV as bytes. Every field is formatted into one reused
 /// buffer and handed to the `csv` writer (which quotes as needed), so a
-/// row costs no allocation; numbers use `Display`, as they always have.
+/// row costs no allocation; numbers print as `Display` prints them (see
+/// `num`).
 pub fn jobs_csv(records: &[JobRecord]) -> Result<Vec<u8>> {
     let mut w = csv::WriterBuilder::new()
         .buffer_capacity(1 << 16)
         .from_writer(Vec::with_capacity(records.len() * LINE_GUESS));
     w.write_record(JOB_COLUMNS)?;
     let mut f = String::with_capacity(256);
-    // Formats one field into `f` and writes it.
-    macro_rules! field {
-        ($($arg:tt)*) => {{
+    // Formats one number into `f` and writes it.
+    macro_rules! num {
+        ($push:ident, $v:expr) => {{
             f.clear();
-            write!(f, $($arg)*).expect("formatting into a String");
+            num::$push(&mut f, $v);
             w.write_field(f.as_bytes())?;
         }};
     }
-    macro_rules! opt_field {
-        ($v:expr) => {{
-            match $v {
-                Some(x) => field!("{x}"),
-                None => w.write_field(b"")?,
-            }
-        }};
-    }
+    let flag = |b: bool| if b { "true" } else { "false" };
     for r in records {
-        field!("{}", r.id);
+        num!(push_int, r.id);
         w.write_field(r.class.map_or("", Urgency::name))?;
-        field!("{}", r.submit);
-        field!("{}", r.estimate);
-        field!("{}", r.actual);
-        field!("{}", r.processors);
-        field!("{}", r.deadline);
-        field!("{}", r.deadline_abs());
+        num!(push_f64, r.submit);
+        num!(push_f64, r.estimate);
+        num!(push_f64, r.actual);
+        num!(push_int, r.processors);
+        num!(push_f64, r.deadline);
+        num!(push_f64, r.deadline_abs());
         if r.budget.is_finite() {
-            field!("{}", r.budget);
+            num!(push_f64, r.budget);
         } else {
             w.write_field("unlimited")?;
         }
-        field!("{}", r.penalty_rate);
+        num!(push_f64, r.penalty_rate);
         w.write_field(deadline_type_name(r.deadline_type))?;
-        w.write_field(if r.accepted { "true" } else { "false" })?;
+        w.write_field(flag(r.accepted))?;
         w.write_field(r.reason.map_or("", |x| x.name()))?;
-        field!("{}", r.decided_at);
+        num!(push_f64, r.decided_at);
         f.clear();
         for (k, n) in r.nodes.iter().enumerate() {
             if k > 0 {
                 f.push(' ');
             }
-            write!(f, "{n}").expect("formatting into a String");
+            num::push_int(&mut f, *n);
         }
         w.write_field(f.as_bytes())?;
-        opt_field!(r.start);
-        opt_field!(r.finish);
-        w.write_field(if r.met() { "true" } else { "false" })?;
-        w.write_field(if r.qos_satisfied() { "true" } else { "false" })?;
-        field!("{}", r.delay());
-        field!("{}", r.cost);
-        field!("{}", r.utility());
-        opt_field!(r.slowdown());
-        w.write_field(if r.lost { "true" } else { "false" })?;
+        num!(push_opt_f64, r.start);
+        num!(push_opt_f64, r.finish);
+        w.write_field(flag(r.met()))?;
+        w.write_field(flag(r.qos_satisfied()))?;
+        num!(push_f64, r.delay());
+        num!(push_f64, r.cost);
+        num!(push_f64, r.utility());
+        num!(push_opt_f64, r.slowdown());
+        w.write_field(flag(r.lost))?;
         w.write_field(&r.detail)?;
         w.write_record(None::<&[u8]>)?;
     }
@@ -483,10 +478,10 @@ fn push_interval_set(out: &mut String, nodes: &[usize]) {
         if i > 0 {
             out.push(' ');
         }
-        if i == j {
-            write!(out, "{}", v[i]).expect("formatting into a String");
-        } else {
-            write!(out, "{}-{}", v[i], v[j]).expect("formatting into a String");
+        num::push_int(out, v[i]);
+        if i != j {
+            out.push('-');
+            num::push_int(out, v[j]);
         }
         i = j + 1;
     }
@@ -510,50 +505,75 @@ pub fn batsim_csv(workload_name: &str, records: &[JobRecord]) -> String {
     text.push('\n');
     let workload_name = workload_name.replace([',', '"', '\n'], "_");
     let mut metadata = String::with_capacity(160);
-    // `write!` into a String cannot fail.
-    macro_rules! put {
-        ($($arg:tt)*) => {
-            write!(text, $($arg)*).expect("formatting into a String")
-        };
-    }
+    let flag = |b: bool| if b { "true" } else { "false" };
     for r in records {
         let class = r.class.map_or("none", Urgency::name);
         let state = batsim_final_state(r);
-        put!(
-            "{},{workload_name},{class},{},{},{},{},{state},",
-            r.id,
-            r.submit,
-            r.processors,
-            r.estimate,
-            u8::from(state == "COMPLETED_SUCCESSFULLY"),
-        );
+        let t = &mut text;
+        num::push_int(t, r.id);
+        t.push(',');
+        t.push_str(&workload_name);
+        t.push(',');
+        t.push_str(class);
+        t.push(',');
+        num::push_f64(t, r.submit);
+        t.push(',');
+        num::push_int(t, r.processors);
+        t.push(',');
+        num::push_f64(t, r.estimate);
+        t.push_str(if state == "COMPLETED_SUCCESSFULLY" {
+            ",1,"
+        } else {
+            ",0,"
+        });
+        t.push_str(state);
+        t.push(',');
         match (r.start, r.finish) {
             (Some(start), Some(finish)) if !r.lost => {
                 let exec = finish - start;
                 let turnaround = finish - r.submit;
-                put!(
-                    "{start},{exec},{finish},{},{turnaround},{}",
+                for (k, x) in [
+                    start,
+                    exec,
+                    finish,
                     start - r.submit,
-                    turnaround / exec
-                );
+                    turnaround,
+                    turnaround / exec,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if k > 0 {
+                        t.push(',');
+                    }
+                    num::push_f64(t, x);
+                }
             }
-            (Some(start), _) => put!("{start},,,{},,", start - r.submit),
-            _ => text.push_str(",,,,,"),
+            (Some(start), _) => {
+                num::push_f64(t, start);
+                t.push_str(",,,");
+                num::push_f64(t, start - r.submit);
+                t.push_str(",,");
+            }
+            _ => t.push_str(",,,,,"),
         }
-        text.push(',');
-        push_interval_set(&mut text, &r.nodes);
-        text.push_str(if r.accepted { ",-1,\"" } else { ",,\"" });
-        metadata.clear();
-        write!(
-            metadata,
-            "class={class};deadline_abs={};met={};qos_satisfied={};cost={};reason={}",
-            r.deadline_abs(),
-            r.met(),
-            r.qos_satisfied(),
-            r.cost,
-            r.reason.map_or("", |x| x.name())
-        )
-        .expect("formatting into a String");
+        t.push(',');
+        push_interval_set(t, &r.nodes);
+        t.push_str(if r.accepted { ",-1,\"" } else { ",,\"" });
+        let m = &mut metadata;
+        m.clear();
+        m.push_str("class=");
+        m.push_str(class);
+        m.push_str(";deadline_abs=");
+        num::push_f64(m, r.deadline_abs());
+        m.push_str(";met=");
+        m.push_str(flag(r.met()));
+        m.push_str(";qos_satisfied=");
+        m.push_str(flag(r.qos_satisfied()));
+        m.push_str(";cost=");
+        num::push_f64(m, r.cost);
+        m.push_str(";reason=");
+        m.push_str(r.reason.map_or("", |x| x.name()));
         if metadata.contains('"') {
             text.push_str(&metadata.replace('"', "\"\""));
         } else {
@@ -650,14 +670,21 @@ pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
             Some(Urgency::Low) => 2,
             None => -1,
         };
-        writeln!(
-            text,
-            "{} {submit} {wait} {run_time} {alloc} {cpu} -1 {} {} -1 {status} -1 -1 -1 {queue} -1 -1 -1",
-            r.id,
-            r.processors,
-            secs(r.estimate).max(1),
-        )
-        .expect("formatting into a String");
+        let t = &mut text;
+        num::push_int(t, r.id);
+        for v in [submit, wait, run_time, alloc, cpu] {
+            t.push(' ');
+            num::push_int(t, v);
+        }
+        t.push_str(" -1 ");
+        num::push_int(t, r.processors);
+        t.push(' ');
+        num::push_int(t, secs(r.estimate).max(1));
+        t.push_str(" -1 ");
+        num::push_int(t, status);
+        t.push_str(" -1 -1 -1 ");
+        num::push_int(t, queue);
+        t.push_str(" -1 -1 -1\n");
     }
     text
 }
@@ -667,21 +694,39 @@ pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
 /// seconds on that node; mean_share = cpu / (finish - start)); an empty
 /// finish and share for a part that never finished.
 pub fn write_parts_csv(path: &Path, parts: &[common::sim::PartRecord]) -> Result<()> {
-    let mut text = String::from("job_id,node,start,finish,cpu,mean_share\n");
+    write_file(path, parts_csv(parts))
+}
+
+/// Bytes per part row to reserve up front (the rows are 20-60 bytes).
+const PART_LINE_GUESS: usize = 48;
+
+/// `parts-<policy>.csv` as text, formatted straight into one buffer.
+pub fn parts_csv(parts: &[common::sim::PartRecord]) -> String {
+    let mut t = String::with_capacity(64 + parts.len() * PART_LINE_GUESS);
+    t.push_str("job_id,node,start,finish,cpu,mean_share\n");
     for p in parts {
-        let (finish, share) = if p.finish.is_finite() {
+        num::push_int(&mut t, p.job);
+        t.push(',');
+        num::push_int(&mut t, p.node);
+        t.push(',');
+        num::push_f64(&mut t, p.start);
+        t.push(',');
+        if p.finish.is_finite() {
             let span = p.finish - p.start;
             let share = if span > 0.0 { p.cpu / span } else { 1.0 };
-            (p.finish.to_string(), share.to_string())
+            num::push_f64(&mut t, p.finish);
+            t.push(',');
+            num::push_f64(&mut t, p.cpu);
+            t.push(',');
+            num::push_f64(&mut t, share);
         } else {
-            (String::new(), String::new())
-        };
-        text.push_str(&format!(
-            "{},{},{},{finish},{},{share}\n",
-            p.job, p.node, p.start, p.cpu
-        ));
+            t.push(',');
+            num::push_f64(&mut t, p.cpu);
+            t.push(',');
+        }
+        t.push('\n');
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    t
 }
 
 fn cell(v: Option<f64>, prec: usize) -> String {
