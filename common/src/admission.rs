@@ -717,19 +717,20 @@ impl ManagerCore {
     }
 
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
-        let unknown = CoreError::UnknownPart {
+        // Built only on the error path: this runs once per part report.
+        let unknown = || CoreError::UnknownPart {
             host: self.link_host(link).to_string(),
             link,
             job: part.job,
             index: part.index,
         };
-        let &k = self.index.get(&part.job).ok_or(unknown.clone())?;
+        let &k = self.index.get(&part.job).ok_or_else(unknown)?;
         let g = *self.jobs[k]
             .part_nodes
             .get(part.index as usize)
-            .ok_or(unknown.clone())?;
+            .ok_or_else(unknown)?;
         if self.nodes[g as usize].link != link {
-            return Err(unknown);
+            return Err(unknown());
         }
         Ok(g)
     }
