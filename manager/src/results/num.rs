@@ -25,9 +25,11 @@ const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 
 /// Appends `x` exactly as `format!("{x}")` would print it.
 pub fn push_f64(out: &mut String, x: f64) {
-    if x.fract() == 0.0 {
-        // Integral (fract of inf/NaN is NaN, so they are not here). From
-        // 2^53 up, ryu adds ".0" or an exponent: leave those to `Display`.
+    // `as i64` saturates and maps NaN to 0, so the round trip holds only
+    // for integral values (one instruction, where `fract` calls libm).
+    if (x as i64) as f64 == x {
+        // From 2^53 up, ryu adds ".0" or an exponent: leave those to
+        // `Display`.
         if x.abs() < EXACT_INT {
             if x == 0.0 && x.is_sign_negative() {
                 out.push_str("-0");

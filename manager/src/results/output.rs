@@ -77,66 +77,81 @@ pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
     write_file(path, jobs_csv(records)?)
 }
 
-/// The per-job CSV as bytes. Every field is formatted into one reused
-/// buffer and handed to the `csv` writer (which quotes as needed), so a
-/// row costs no allocation; numbers print as `Display` prints them (see
-/// `num`).
+/// The per-job CSV as bytes, formatted straight into one buffer: numbers
+/// as `Display` prints them (see `num`), text quoted as the `csv` crate
+/// quotes it (see [`push_csv_field`]).
 pub fn jobs_csv(records: &[JobRecord]) -> Result<Vec<u8>> {
-    let mut w = csv::WriterBuilder::new()
-        .buffer_capacity(1 << 16)
-        .from_writer(Vec::with_capacity(records.len() * LINE_GUESS));
-    w.write_record(JOB_COLUMNS)?;
-    let mut f = String::with_capacity(256);
-    // Formats one number into `f` and writes it.
-    macro_rules! num {
-        ($push:ident, $v:expr) => {{
-            f.clear();
-            num::$push(&mut f, $v);
-            w.write_field(f.as_bytes())?;
-        }};
-    }
+    let mut t = String::with_capacity((records.len() + 1) * LINE_GUESS);
+    t.push_str(&JOB_COLUMNS.join(","));
+    t.push('\n');
     let flag = |b: bool| if b { "true" } else { "false" };
     for r in records {
-        num!(push_int, r.id);
-        w.write_field(r.class.map_or("", Urgency::name))?;
-        num!(push_f64, r.submit);
-        num!(push_f64, r.estimate);
-        num!(push_f64, r.actual);
-        num!(push_int, r.processors);
-        num!(push_f64, r.deadline);
-        num!(push_f64, r.deadline_abs());
-        if r.budget.is_finite() {
-            num!(push_f64, r.budget);
-        } else {
-            w.write_field("unlimited")?;
+        let t = &mut t;
+        // Every field is followed by a comma but the last.
+        macro_rules! f64s {
+            ($($v:expr),*) => {{ $(num::push_f64(t, $v); t.push(',');)* }};
         }
-        num!(push_f64, r.penalty_rate);
-        w.write_field(deadline_type_name(r.deadline_type))?;
-        w.write_field(flag(r.accepted))?;
-        w.write_field(r.reason.map_or("", |x| x.name()))?;
-        num!(push_f64, r.decided_at);
-        f.clear();
+        macro_rules! texts {
+            ($($v:expr),*) => {{ $(t.push_str($v); t.push(',');)* }};
+        }
+        num::push_int(t, r.id);
+        t.push(',');
+        texts!(r.class.map_or("", Urgency::name));
+        f64s!(r.submit, r.estimate, r.actual);
+        num::push_int(t, r.processors);
+        t.push(',');
+        f64s!(r.deadline, r.deadline_abs());
+        if r.budget.is_finite() {
+            f64s!(r.budget);
+        } else {
+            texts!("unlimited");
+        }
+        f64s!(r.penalty_rate);
+        texts!(
+            deadline_type_name(r.deadline_type),
+            flag(r.accepted),
+            r.reason.map_or("", |x| x.name())
+        );
+        f64s!(r.decided_at);
         for (k, n) in r.nodes.iter().enumerate() {
             if k > 0 {
-                f.push(' ');
+                t.push(' ');
             }
-            num::push_int(&mut f, *n);
+            num::push_int(t, *n);
         }
-        w.write_field(f.as_bytes())?;
-        num!(push_opt_f64, r.start);
-        num!(push_opt_f64, r.finish);
-        w.write_field(flag(r.met()))?;
-        w.write_field(flag(r.qos_satisfied()))?;
-        num!(push_f64, r.delay());
-        num!(push_f64, r.cost);
-        num!(push_f64, r.utility());
-        num!(push_opt_f64, r.slowdown());
-        w.write_field(flag(r.lost))?;
-        w.write_field(&r.detail)?;
-        w.write_record(None::<&[u8]>)?;
+        t.push(',');
+        num::push_opt_f64(t, r.start);
+        t.push(',');
+        num::push_opt_f64(t, r.finish);
+        t.push(',');
+        texts!(flag(r.met()), flag(r.qos_satisfied()));
+        f64s!(r.delay(), r.cost, r.utility());
+        num::push_opt_f64(t, r.slowdown());
+        t.push(',');
+        texts!(flag(r.lost));
+        push_csv_field(t, &r.detail);
+        t.push('\n');
     }
-    w.into_inner()
-        .map_err(|e| anyhow::anyhow!("writing the job CSV: {}", e.error()))
+    Ok(t.into_bytes())
+}
+
+/// Appends a text field as the `csv` crate's default writer does: in
+/// double quotes, inner quotes doubled, when it holds a comma, a quote,
+/// `\r` or `\n`; as it is otherwise. (The other text fields are names
+/// that never need quotes.)
+pub fn push_csv_field(out: &mut String, field: &str) {
+    if field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        for (k, part) in field.split('"').enumerate() {
+            if k > 0 {
+                out.push_str("\"\"");
+            }
+            out.push_str(part);
+        }
+        out.push('"');
+    } else {
+        out.push_str(field);
+    }
 }
 
 /// Writes one JSON object per job and line, in arrival order: every field
@@ -379,6 +394,73 @@ mod jobs_file_round_trip {
             });
         }
         out
+    }
+
+    /// The per-job CSV as the `csv` crate writes it, every number through
+    /// `format!("{}")`: what [`jobs_csv`] must give byte for byte.
+    fn jobs_csv_reference(records: &[JobRecord]) -> Vec<u8> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(JOB_COLUMNS).unwrap();
+        let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+        for r in records {
+            let nodes: Vec<String> = r.nodes.iter().map(|n| format!("{n}")).collect();
+            w.write_record([
+                format!("{}", r.id),
+                r.class.map_or("", Urgency::name).to_string(),
+                format!("{}", r.submit),
+                format!("{}", r.estimate),
+                format!("{}", r.actual),
+                format!("{}", r.processors),
+                format!("{}", r.deadline),
+                format!("{}", r.deadline_abs()),
+                if r.budget.is_finite() {
+                    format!("{}", r.budget)
+                } else {
+                    "unlimited".into()
+                },
+                format!("{}", r.penalty_rate),
+                format!("{:?}", r.deadline_type).to_lowercase(),
+                format!("{}", r.accepted),
+                r.reason.map_or("", |x| x.name()).to_string(),
+                format!("{}", r.decided_at),
+                nodes.join(" "),
+                opt(r.start),
+                opt(r.finish),
+                format!("{}", r.met()),
+                format!("{}", r.qos_satisfied()),
+                format!("{}", r.delay()),
+                format!("{}", r.cost),
+                format!("{}", r.utility()),
+                opt(r.slowdown()),
+                format!("{}", r.lost),
+                r.detail.clone(),
+            ])
+            .unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    #[test]
+    fn the_csv_is_what_the_csv_crate_and_display_write() {
+        let recs = records();
+        let ours = String::from_utf8(jobs_csv(&recs).unwrap()).unwrap();
+        let theirs = String::from_utf8(jobs_csv_reference(&recs)).unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    proptest::proptest! {
+        /// Text fields are quoted as the csv crate quotes them.
+        #[test]
+        fn text_fields_are_quoted_as_the_csv_crate_quotes_them(
+            s in "[a-z ,\"\r\n;:'#=-]{0,12}"
+        ) {
+            let mut ours = String::new();
+            super::push_csv_field(&mut ours, &s);
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([s.as_str(), "x"]).unwrap();
+            let theirs = String::from_utf8(w.into_inner().unwrap()).unwrap();
+            proptest::prop_assert_eq!(format!("{ours},x\n"), theirs);
+        }
     }
 
     #[test]
