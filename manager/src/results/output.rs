@@ -892,33 +892,101 @@ pub fn write_parts_csv(path: &Path, parts: &[common::sim::PartRecord]) -> Result
 /// Bytes per part row to reserve up front (the rows are 20-60 bytes).
 const PART_LINE_GUESS: usize = 48;
 
-/// `parts-<policy>.csv` as text, formatted straight into one buffer.
+/// `parts-<policy>.csv` as text, formatted straight into one buffer. The
+/// parts of a space-shared job (often dozens) differ only in their node:
+/// the row's text after the node is formatted once per run of equal
+/// values and copied for the others.
 pub fn parts_csv(parts: &[common::sim::PartRecord]) -> String {
     let mut t = String::with_capacity(64 + parts.len() * PART_LINE_GUESS);
     t.push_str("job_id,node,start,finish,cpu,mean_share\n");
+    let mut head = String::with_capacity(24);
+    let mut tail = String::with_capacity(80);
+    let mut last: Option<(u64, [u64; 3])> = None;
     for p in parts {
-        num::push_int(&mut t, p.job);
-        t.push(',');
-        num::push_int(&mut t, p.node);
-        t.push(',');
-        num::push_f64(&mut t, p.start);
-        t.push(',');
-        if p.finish.is_finite() {
-            let span = p.finish - p.start;
-            let share = if span > 0.0 { p.cpu / span } else { 1.0 };
-            num::push_f64(&mut t, p.finish);
-            t.push(',');
-            num::push_f64(&mut t, p.cpu);
-            t.push(',');
-            num::push_f64(&mut t, share);
-        } else {
-            t.push(',');
-            num::push_f64(&mut t, p.cpu);
-            t.push(',');
+        let key = (
+            p.job,
+            [p.start.to_bits(), p.finish.to_bits(), p.cpu.to_bits()],
+        );
+        if last != Some(key) {
+            last = Some(key);
+            head.clear();
+            num::push_int(&mut head, p.job);
+            head.push(',');
+            tail.clear();
+            tail.push(',');
+            num::push_f64(&mut tail, p.start);
+            tail.push(',');
+            if p.finish.is_finite() {
+                let span = p.finish - p.start;
+                let share = if span > 0.0 { p.cpu / span } else { 1.0 };
+                num::push_f64(&mut tail, p.finish);
+                tail.push(',');
+                num::push_f64(&mut tail, p.cpu);
+                tail.push(',');
+                num::push_f64(&mut tail, share);
+            } else {
+                tail.push(',');
+                num::push_f64(&mut tail, p.cpu);
+                tail.push(',');
+            }
+            tail.push('\n');
         }
-        t.push('\n');
+        t.push_str(&head);
+        num::push_int(&mut t, p.node);
+        t.push_str(&tail);
     }
     t
+}
+
+#[cfg(test)]
+mod parts_file {
+    use common::sim::PartRecord;
+
+    /// Rows as `format!` writes them, one by one.
+    fn reference(parts: &[PartRecord]) -> String {
+        let mut t = String::from("job_id,node,start,finish,cpu,mean_share\n");
+        for p in parts {
+            let (finish, share) = if p.finish.is_finite() {
+                let span = p.finish - p.start;
+                let share = if span > 0.0 { p.cpu / span } else { 1.0 };
+                (p.finish.to_string(), share.to_string())
+            } else {
+                (String::new(), String::new())
+            };
+            t.push_str(&format!(
+                "{},{},{},{finish},{},{share}\n",
+                p.job, p.node, p.start, p.cpu
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn rows_are_what_format_writes() {
+        let part = |job, node, start, finish, cpu| PartRecord {
+            job,
+            node,
+            start,
+            finish,
+            cpu,
+        };
+        let parts = [
+            // A space-shared job: equal values on several nodes.
+            part(7, 0, 10.0, 20.0, 10.0),
+            part(7, 1, 10.0, 20.0, 10.0),
+            part(7, 5, 10.0, 20.0, 10.0),
+            // Same job, other values (time-shared parts).
+            part(7, 6, 10.0, 31.5, 1.0 / 3.0),
+            part(7, 6, 10.0, 31.5, 1.0 / 3.0),
+            // Another job with the same values: its own id.
+            part(8, 2, 10.0, 31.5, 1.0 / 3.0),
+            // Never finished; zero span.
+            part(9, 3, 0.1 + 0.2, f64::INFINITY, 5.0),
+            part(9, 4, 0.1 + 0.2, f64::INFINITY, 5.0),
+            part(10, 0, 4.0, 4.0, 0.0),
+        ];
+        assert_eq!(super::parts_csv(&parts), reference(&parts));
+    }
 }
 
 fn cell(v: Option<f64>, prec: usize) -> String {
