@@ -12,7 +12,8 @@
 //! - core: `Experiment::run_policy` in this process on a workload built
 //!   beforehand (the simulation, and the summary metrics);
 //! - writers: each result file's formatting alone, in this process, into
-//!   memory (where the process's time beyond the core goes);
+//!   a sink that counts the bytes (where the process's time beyond the core
+//!   goes);
 //! - process, warm trace cache: the real `libratory simulate` binary, start
 //!   to exit, writing every result file into a fresh directory, with the
 //!   parsed trace window already in its cache (`LIBRATORY_CACHE_DIR` set to
@@ -100,15 +101,17 @@ fn main() {
         nodes: exp.params.nodes,
     };
     let writers: [(&str, &dyn Fn() -> usize); 5] = [
-        ("jobs csv", &|| output::jobs_csv(recs).unwrap().len()),
-        ("jobs jsonl", &|| output::jobs_jsonl(recs).unwrap().len()),
+        ("jobs csv", &|| count(|o| output::jobs_csv_to(o, recs))),
+        ("jobs jsonl", &|| count(|o| output::jobs_jsonl_to(o, recs))),
         ("out_jobs csv", &|| {
-            output::batsim_csv("libra-plus-dollar", recs).len()
+            count(|o| output::batsim_csv_to(o, "libra-plus-dollar", recs))
         }),
         ("schedule swf", &|| {
             output::schedule_swf(&swf_run, recs).len()
         }),
-        ("parts csv", &|| output::parts_csv(&outcome.parts).len()),
+        ("parts csv", &|| {
+            count(|o| output::parts_csv_to(o, &outcome.parts))
+        }),
     ];
     let writer_times: Vec<(&str, usize, Duration)> = writers
         .iter()
@@ -197,7 +200,7 @@ fn main() {
     println!("  core (run_policy, in process)          {c:8.2} ms");
     for (name, bytes, t) in &writer_times {
         println!(
-            "  writer {name:<14} (in memory)      {:8.2} ms  ({:.2} MB)",
+            "  writer {name:<14} (formatting)     {:8.2} ms  ({:.2} MB)",
             ms(*t),
             *bytes as f64 / 1e6
         );
@@ -220,6 +223,24 @@ fn main() {
         },
         ms(warm)
     );
+}
+
+/// Bytes a chunked writer writes, formatted into a sink (the formatting
+/// alone, without the copy into one buffer or a file).
+fn count(write: impl FnOnce(&mut dyn std::io::Write) -> anyhow::Result<()>) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    write(&mut c).unwrap();
+    c.0
 }
 
 /// User + system CPU time of the finished children of this process.
