@@ -43,7 +43,8 @@ PY
 }
 
 mask_log() {
-  sed -E -e 's/[0-9.]+ s to read/X s to read/' \
+  # The read time, and how the trace cache was used (manager/src/lab/trace_cache.rs).
+  sed -E -e 's/\([0-9.]+ s to read.*\), ([0-9]+ nodes,)/(X s to read), \1/' \
     -e 's/ [0-9.]+ s, [0-9]+ jobs\/s simulated/ X s, X jobs\/s simulated/' \
     -e 's#results in [^ ]+#results in DIR#' "$1"
 }

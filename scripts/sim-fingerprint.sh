@@ -69,7 +69,7 @@ for run in "${runs[@]}"; do
              .working_dir, .binary, .host)
          | if .trace then .trace |= del(.path) else . end' \
     "$out/manifest.json" >"$out/manifest.json.stable"
-  sed -E -e 's/\([0-9.]+ s to read\)/(T s to read)/' \
+  sed -E -e 's/\([0-9.]+ s to read.*\), ([0-9]+ nodes,)/(T s to read), \1/' \
     -e 's/^([a-z0-9-]+ +)[0-9.]+ s, [0-9]+ jobs\/s simulated/\1T s, R jobs\/s simulated/' \
     -e 's/^results in [^ ]+ /results in OUT /' \
     "$out/log.txt" >"$out/log.txt.stable"

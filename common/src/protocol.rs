@@ -700,6 +700,43 @@ pub fn decode_payload<T: DeserializeOwned>(
     Ok(v)
 }
 
+/// The same codec for local files that are not messages (the manager's
+/// parsed-trace cache): no frame, and a limit of [`MAX_FILE_VALUE`] instead
+/// of [`MAX_FRAME`]. Kept here so that bincode stays behind this module.
+pub const MAX_FILE_VALUE: usize = 1 << 30;
+
+/// Encodes a value for a local file (see [`MAX_FILE_VALUE`]).
+pub fn encode_file_value<T: Serialize>(
+    what: &'static str,
+    value: &T,
+) -> Result<Vec<u8>, ProtocolError> {
+    let config = bincode::config::standard().with_limit::<MAX_FILE_VALUE>();
+    bincode::serde::encode_to_vec(value, config).map_err(|e| ProtocolError::Malformed {
+        what,
+        detail: e.to_string(),
+    })
+}
+
+/// Decodes [`encode_file_value`]'s bytes, all of them.
+pub fn decode_file_value<T: DeserializeOwned>(
+    what: &'static str,
+    bytes: &[u8],
+) -> Result<T, ProtocolError> {
+    let config = bincode::config::standard().with_limit::<MAX_FILE_VALUE>();
+    let (v, used) =
+        bincode::serde::decode_from_slice(bytes, config).map_err(|e| ProtocolError::Malformed {
+            what,
+            detail: e.to_string(),
+        })?;
+    if used != bytes.len() {
+        return Err(ProtocolError::Trailing {
+            what,
+            extra: bytes.len() - used,
+        });
+    }
+    Ok(v)
+}
+
 /// Incremental frame splitter: feed it bytes as they arrive, take whole
 /// payloads out. Refuses an oversize length prefix as soon as it is seen.
 ///

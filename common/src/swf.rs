@@ -482,7 +482,12 @@ impl SwfReader {
                 Ok(0) => self.done = true,
                 Ok(_) => {
                     self.line_no += 1;
-                    let text = String::from_utf8_lossy(&self.buf);
+                    // The strict check first: it is much faster than the
+                    // lossy decoder's chunking, and traces are ASCII.
+                    let text = match std::str::from_utf8(&self.buf) {
+                        Ok(t) => std::borrow::Cow::Borrowed(t),
+                        Err(_) => String::from_utf8_lossy(&self.buf),
+                    };
                     let text = text.trim();
                     if text.is_empty() {
                         continue;

@@ -8,3 +8,4 @@ pub mod metric_table;
 pub mod report;
 pub mod simulate;
 pub mod sweep;
+pub mod trace_cache;

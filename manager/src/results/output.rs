@@ -7,7 +7,6 @@
 //! `rundir`).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +16,8 @@ use common::job::{DeadlineType, Urgency};
 use common::metrics::{JobRecord, Summary};
 use common::Time;
 use serde::Serialize;
+
+use crate::results::num;
 
 /// Writes `value` as pretty JSON to `path` (newline-terminated).
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -28,6 +29,43 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
 /// Writes `text` to `path` in one call.
 fn write_file(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Creates `path` and lets `write` fill it; errors name the file.
+fn write_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let mut f = fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    write(&mut f).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The large files are formatted into a buffer of about this size that is
+/// handed to the file whenever it is full: its pages stay mapped and in
+/// cache, where formatting a whole file first touched megabytes of fresh
+/// memory (a page fault every 4 kB, ~1,300 per run of the SDSC window).
+const CHUNK: usize = 1 << 16;
+
+/// Hands `buf` to `out` once it holds a chunk.
+fn spill(out: &mut dyn Write, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    if buf.len() >= CHUNK {
+        out.write_all(buf)?;
+        buf.clear();
+    }
+    Ok(())
+}
+
+/// [`spill`] for text.
+fn spill_text(out: &mut dyn Write, buf: &mut String) -> std::io::Result<()> {
+    if buf.len() >= CHUNK {
+        out.write_all(buf.as_bytes())?;
+        buf.clear();
+    }
+    Ok(())
+}
+
+/// Runs a chunked writer into memory.
+fn in_memory(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    write(&mut v)?;
+    Ok(v)
 }
 
 /// Bytes per job line to reserve up front (the lines are 150-450 bytes):
@@ -73,114 +111,205 @@ pub const JOB_COLUMNS: &[&str] = &[
 
 /// Writes one row per job.
 pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_file(path, jobs_csv(records)?)
+    write_with(path, |f| jobs_csv_to(f, records))
 }
 
-/// The per-job CSV as bytes. Every field is formatted into one reused
-/// buffer and handed to the `csv` writer (which quotes as needed), so a
-/// row costs no allocation; numbers use `Display`, as they always have.
+/// The per-job CSV as bytes, formatted straight into one buffer: numbers
+/// as `Display` prints them (see `num`), text quoted as the `csv` crate
+/// quotes it (see [`push_csv_field`]).
 pub fn jobs_csv(records: &[JobRecord]) -> Result<Vec<u8>> {
-    let mut w = csv::WriterBuilder::new()
-        .buffer_capacity(1 << 16)
-        .from_writer(Vec::with_capacity(records.len() * LINE_GUESS));
-    w.write_record(JOB_COLUMNS)?;
-    let mut f = String::with_capacity(256);
-    // Formats one field into `f` and writes it.
-    macro_rules! field {
-        ($($arg:tt)*) => {{
-            f.clear();
-            write!(f, $($arg)*).expect("formatting into a String");
-            w.write_field(f.as_bytes())?;
-        }};
-    }
-    macro_rules! opt_field {
-        ($v:expr) => {{
-            match $v {
-                Some(x) => field!("{x}"),
-                None => w.write_field(b"")?,
-            }
-        }};
-    }
+    in_memory(|out| jobs_csv_to(out, records))
+}
+
+/// [`jobs_csv`] into `out`, a chunk at a time.
+pub fn jobs_csv_to(out: &mut dyn Write, records: &[JobRecord]) -> Result<()> {
+    let mut t = String::with_capacity(CHUNK + 4 * LINE_GUESS);
+    t.push_str(&JOB_COLUMNS.join(","));
+    t.push('\n');
+    let flag = |b: bool| if b { "true" } else { "false" };
     for r in records {
-        field!("{}", r.id);
-        w.write_field(r.class.map_or("", Urgency::name))?;
-        field!("{}", r.submit);
-        field!("{}", r.estimate);
-        field!("{}", r.actual);
-        field!("{}", r.processors);
-        field!("{}", r.deadline);
-        field!("{}", r.deadline_abs());
-        if r.budget.is_finite() {
-            field!("{}", r.budget);
-        } else {
-            w.write_field("unlimited")?;
+        let t = &mut t;
+        // Every field is followed by a comma but the last.
+        macro_rules! f64s {
+            ($($v:expr),*) => {{ $(num::push_f64(t, $v); t.push(',');)* }};
         }
-        field!("{}", r.penalty_rate);
-        w.write_field(deadline_type_name(r.deadline_type))?;
-        w.write_field(if r.accepted { "true" } else { "false" })?;
-        w.write_field(r.reason.map_or("", |x| x.name()))?;
-        field!("{}", r.decided_at);
-        f.clear();
+        macro_rules! texts {
+            ($($v:expr),*) => {{ $(t.push_str($v); t.push(',');)* }};
+        }
+        num::push_int(t, r.id);
+        t.push(',');
+        texts!(r.class.map_or("", Urgency::name));
+        f64s!(r.submit, r.estimate, r.actual);
+        num::push_int(t, r.processors);
+        t.push(',');
+        f64s!(r.deadline, r.deadline_abs());
+        if r.budget.is_finite() {
+            f64s!(r.budget);
+        } else {
+            texts!("unlimited");
+        }
+        f64s!(r.penalty_rate);
+        texts!(
+            deadline_type_name(r.deadline_type),
+            flag(r.accepted),
+            r.reason.map_or("", |x| x.name())
+        );
+        f64s!(r.decided_at);
         for (k, n) in r.nodes.iter().enumerate() {
             if k > 0 {
-                f.push(' ');
+                t.push(' ');
             }
-            write!(f, "{n}").expect("formatting into a String");
+            num::push_int(t, *n);
         }
-        w.write_field(f.as_bytes())?;
-        opt_field!(r.start);
-        opt_field!(r.finish);
-        w.write_field(if r.met() { "true" } else { "false" })?;
-        w.write_field(if r.qos_satisfied() { "true" } else { "false" })?;
-        field!("{}", r.delay());
-        field!("{}", r.cost);
-        field!("{}", r.utility());
-        opt_field!(r.slowdown());
-        w.write_field(if r.lost { "true" } else { "false" })?;
-        w.write_field(&r.detail)?;
-        w.write_record(None::<&[u8]>)?;
+        t.push(',');
+        num::push_opt_f64(t, r.start);
+        t.push(',');
+        num::push_opt_f64(t, r.finish);
+        t.push(',');
+        texts!(flag(r.met()), flag(r.qos_satisfied()));
+        f64s!(r.delay(), r.cost, r.utility());
+        num::push_opt_f64(t, r.slowdown());
+        t.push(',');
+        texts!(flag(r.lost));
+        push_csv_field(t, &r.detail);
+        t.push('\n');
+        spill_text(out, t)?;
     }
-    w.into_inner()
-        .map_err(|e| anyhow::anyhow!("writing the job CSV: {}", e.error()))
+    out.write_all(t.as_bytes())?;
+    Ok(())
+}
+
+/// Appends a text field as the `csv` crate's default writer does: in
+/// double quotes, inner quotes doubled, when it holds a comma, a quote,
+/// `\r` or `\n`; as it is otherwise. (The other text fields are names
+/// that never need quotes.)
+pub fn push_csv_field(out: &mut String, field: &str) {
+    if field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        for (k, part) in field.split('"').enumerate() {
+            if k > 0 {
+                out.push_str("\"\"");
+            }
+            out.push_str(part);
+        }
+        out.push('"');
+    } else {
+        out.push_str(field);
+    }
 }
 
 /// Writes one JSON object per job and line, in arrival order: every field
 /// of the record plus the derived ones (deadline_abs, met, qos_satisfied,
 /// delay, utility, slowdown).
 pub fn write_jobs_jsonl(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_file(path, jobs_jsonl(records)?)
+    write_with(path, |f| jobs_jsonl_to(f, records))
 }
 
-/// The JSON lines as bytes: the record as serde writes it, its closing
-/// brace replaced by the derived fields. (Byte for byte what a
-/// `#[serde(flatten)]` wrapper gives, without serde's slow flatten path.)
+/// The JSON lines as bytes: the record's fields in declaration order, as
+/// serde writes the record, then the derived fields (byte for byte what a
+/// `#[serde(flatten)]` wrapper gives). Written field by field into one
+/// buffer; the numbers and the free text still go through `serde_json`
+/// (its float format and its string escaping), the keys and names do not
+/// (they need no escaping). A test checks it against serde's own output.
 pub fn jobs_jsonl(records: &[JobRecord]) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(records.len() * (LINE_GUESS + 128));
-    for r in records {
-        serde_json::to_writer(&mut out, r)?;
-        debug_assert_eq!(out.last(), Some(&b'}'));
-        out.pop();
-        out.extend_from_slice(b",\"deadline_abs\":");
-        serde_json::to_writer(&mut out, &r.deadline_abs())?;
-        out.extend_from_slice(if r.met() {
-            b",\"met\":true"
-        } else {
-            b",\"met\":false"
-        });
-        out.extend_from_slice(if r.qos_satisfied() {
-            b",\"qos_satisfied\":true"
-        } else {
-            b",\"qos_satisfied\":false"
-        });
-        out.extend_from_slice(b",\"delay\":");
-        serde_json::to_writer(&mut out, &r.delay())?;
-        out.extend_from_slice(b",\"utility\":");
-        serde_json::to_writer(&mut out, &r.utility())?;
-        out.extend_from_slice(b",\"slowdown\":");
-        serde_json::to_writer(&mut out, &r.slowdown())?;
-        out.extend_from_slice(b"}\n");
+    in_memory(|out| jobs_jsonl_to(out, records))
+}
+
+/// [`jobs_jsonl`] into `sink`, a chunk at a time.
+pub fn jobs_jsonl_to(sink: &mut dyn Write, records: &[JobRecord]) -> Result<()> {
+    let mut out = Vec::with_capacity(CHUNK + 4 * (LINE_GUESS + 128));
+    // `serde_json`'s number: shortest round-trip text, `.0` on integral
+    // values, `null` for NaN and infinities.
+    fn f64_(out: &mut Vec<u8>, x: f64) -> Result<()> {
+        serde_json::to_writer(out, &x).map_err(Into::into)
     }
-    Ok(out)
+    fn opt(out: &mut Vec<u8>, x: Option<f64>) -> Result<()> {
+        match x {
+            Some(x) => f64_(out, x),
+            None => {
+                out.extend_from_slice(b"null");
+                Ok(())
+            }
+        }
+    }
+    fn name(out: &mut Vec<u8>, n: Option<&str>) {
+        match n {
+            Some(n) => {
+                out.push(b'"');
+                out.extend_from_slice(n.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    let flag = |b: bool| if b { &b"true"[..] } else { &b"false"[..] };
+    let mut int = itoa::Buffer::new();
+    for r in records {
+        let o = &mut out;
+        o.extend_from_slice(b"{\"id\":");
+        o.extend_from_slice(int.format(r.id).as_bytes());
+        o.extend_from_slice(b",\"class\":");
+        name(o, r.class.map(Urgency::name));
+        o.extend_from_slice(b",\"submit\":");
+        f64_(o, r.submit)?;
+        o.extend_from_slice(b",\"estimate\":");
+        f64_(o, r.estimate)?;
+        o.extend_from_slice(b",\"actual\":");
+        f64_(o, r.actual)?;
+        o.extend_from_slice(b",\"processors\":");
+        o.extend_from_slice(int.format(r.processors).as_bytes());
+        o.extend_from_slice(b",\"deadline\":");
+        f64_(o, r.deadline)?;
+        o.extend_from_slice(b",\"budget\":");
+        if r.budget == f64::INFINITY {
+            o.extend_from_slice(b"\"unlimited\"");
+        } else {
+            f64_(o, r.budget)?;
+        }
+        o.extend_from_slice(b",\"penalty_rate\":");
+        f64_(o, r.penalty_rate)?;
+        o.extend_from_slice(b",\"deadline_type\":");
+        name(o, Some(deadline_type_name(r.deadline_type)));
+        o.extend_from_slice(b",\"accepted\":");
+        o.extend_from_slice(flag(r.accepted));
+        o.extend_from_slice(b",\"reason\":");
+        name(o, r.reason.map(|x| x.name()));
+        o.extend_from_slice(b",\"detail\":");
+        serde_json::to_writer(&mut *o, &r.detail)?;
+        o.extend_from_slice(b",\"decided_at\":");
+        f64_(o, r.decided_at)?;
+        o.extend_from_slice(b",\"nodes\":[");
+        for (k, n) in r.nodes.iter().enumerate() {
+            if k > 0 {
+                o.push(b',');
+            }
+            o.extend_from_slice(int.format(*n).as_bytes());
+        }
+        o.extend_from_slice(b"],\"start\":");
+        opt(o, r.start)?;
+        o.extend_from_slice(b",\"finish\":");
+        opt(o, r.finish)?;
+        o.extend_from_slice(b",\"cost\":");
+        f64_(o, r.cost)?;
+        o.extend_from_slice(b",\"lost\":");
+        o.extend_from_slice(flag(r.lost));
+        o.extend_from_slice(b",\"deadline_abs\":");
+        f64_(o, r.deadline_abs())?;
+        o.extend_from_slice(b",\"met\":");
+        o.extend_from_slice(flag(r.met()));
+        o.extend_from_slice(b",\"qos_satisfied\":");
+        o.extend_from_slice(flag(r.qos_satisfied()));
+        o.extend_from_slice(b",\"delay\":");
+        f64_(o, r.delay())?;
+        o.extend_from_slice(b",\"utility\":");
+        f64_(o, r.utility())?;
+        o.extend_from_slice(b",\"slowdown\":");
+        opt(o, r.slowdown())?;
+        o.extend_from_slice(b"}\n");
+        spill(sink, o)?;
+    }
+    sink.write_all(&out)?;
+    Ok(())
 }
 
 /// Reads `jobs-<policy>.jsonl` back into records (the derived fields are
@@ -386,6 +515,116 @@ mod jobs_file_round_trip {
         out
     }
 
+    /// The per-job CSV as the `csv` crate writes it, every number through
+    /// `format!("{}")`: what [`jobs_csv`] must give byte for byte.
+    fn jobs_csv_reference(records: &[JobRecord]) -> Vec<u8> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(JOB_COLUMNS).unwrap();
+        let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+        for r in records {
+            let nodes: Vec<String> = r.nodes.iter().map(|n| format!("{n}")).collect();
+            w.write_record([
+                format!("{}", r.id),
+                r.class.map_or("", Urgency::name).to_string(),
+                format!("{}", r.submit),
+                format!("{}", r.estimate),
+                format!("{}", r.actual),
+                format!("{}", r.processors),
+                format!("{}", r.deadline),
+                format!("{}", r.deadline_abs()),
+                if r.budget.is_finite() {
+                    format!("{}", r.budget)
+                } else {
+                    "unlimited".into()
+                },
+                format!("{}", r.penalty_rate),
+                format!("{:?}", r.deadline_type).to_lowercase(),
+                format!("{}", r.accepted),
+                r.reason.map_or("", |x| x.name()).to_string(),
+                format!("{}", r.decided_at),
+                nodes.join(" "),
+                opt(r.start),
+                opt(r.finish),
+                format!("{}", r.met()),
+                format!("{}", r.qos_satisfied()),
+                format!("{}", r.delay()),
+                format!("{}", r.cost),
+                format!("{}", r.utility()),
+                opt(r.slowdown()),
+                format!("{}", r.lost),
+                r.detail.clone(),
+            ])
+            .unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    /// The JSON lines as serde writes them: the record, its closing brace
+    /// replaced by the derived fields. What [`jobs_jsonl`] must give.
+    fn jobs_jsonl_reference(records: &[JobRecord]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in records {
+            let mut v = serde_json::to_value(r).unwrap();
+            let m = v.as_object_mut().unwrap();
+            m.insert("deadline_abs".into(), serde_json::json!(r.deadline_abs()));
+            m.insert("met".into(), serde_json::json!(r.met()));
+            m.insert("qos_satisfied".into(), serde_json::json!(r.qos_satisfied()));
+            m.insert("delay".into(), serde_json::json!(r.delay()));
+            m.insert("utility".into(), serde_json::json!(r.utility()));
+            m.insert("slowdown".into(), serde_json::json!(r.slowdown()));
+            let mut line = serde_json::to_string(r).unwrap();
+            line.pop();
+            for k in [
+                "deadline_abs",
+                "met",
+                "qos_satisfied",
+                "delay",
+                "utility",
+                "slowdown",
+            ] {
+                line.push_str(&format!(",{}:{}", serde_json::json!(k), m[k]));
+            }
+            line.push_str("}\n");
+            out.extend_from_slice(line.as_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn the_json_lines_are_what_serde_writes() {
+        let mut recs: Vec<JobRecord> = (0..300).flat_map(|_| records()).collect();
+        // Free text that needs escaping, and values JSON cannot hold.
+        recs[1].detail = "tab\t, quote \", backslash \\, bell \u{7}, é".into();
+        recs[2].cost = f64::NAN;
+        let ours = String::from_utf8(super::jobs_jsonl(&recs).unwrap()).unwrap();
+        let theirs = String::from_utf8(jobs_jsonl_reference(&recs)).unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn the_csv_is_what_the_csv_crate_and_display_write() {
+        // Repeated past several chunks, so the hand-overs are checked too.
+        let recs: Vec<JobRecord> = (0..500).flat_map(|_| records()).collect();
+        let ours = String::from_utf8(jobs_csv(&recs).unwrap()).unwrap();
+        let theirs = String::from_utf8(jobs_csv_reference(&recs)).unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    proptest::proptest! {
+        /// Text fields are quoted as the csv crate quotes them.
+        #[test]
+        fn text_fields_are_quoted_as_the_csv_crate_quotes_them(
+            s in "[a-z ,\"\r\n;:'#=-]{0,12}"
+        ) {
+            let mut ours = String::new();
+            super::push_csv_field(&mut ours, &s);
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record([s.as_str(), "x"]).unwrap();
+            let theirs = String::from_utf8(w.into_inner().unwrap()).unwrap();
+            proptest::prop_assert_eq!(format!("{ours},x\n"), theirs);
+        }
+    }
+
     #[test]
     fn the_csv_reads_back_the_records_it_was_written_from() {
         let recs = records();
@@ -483,10 +722,10 @@ fn push_interval_set(out: &mut String, nodes: &[usize]) {
         if i > 0 {
             out.push(' ');
         }
-        if i == j {
-            write!(out, "{}", v[i]).expect("formatting into a String");
-        } else {
-            write!(out, "{}-{}", v[i], v[j]).expect("formatting into a String");
+        num::push_int(out, v[i]);
+        if i != j {
+            out.push('-');
+            num::push_int(out, v[j]);
         }
         i = j + 1;
     }
@@ -500,68 +739,106 @@ fn push_interval_set(out: &mut String, nodes: &[usize]) {
 /// `metadata` (always quoted, as Batsim writes it) carries the QoS
 /// outcome: `class=..;deadline_abs=..;met=..;qos_satisfied=..;cost=..;reason=..`.
 pub fn write_batsim_csv(path: &Path, workload_name: &str, records: &[JobRecord]) -> Result<()> {
-    write_file(path, batsim_csv(workload_name, records))
+    write_with(path, |f| batsim_csv_to(f, workload_name, records))
 }
 
 /// `out_jobs-<policy>.csv` as text, formatted straight into one buffer.
 pub fn batsim_csv(workload_name: &str, records: &[JobRecord]) -> String {
-    let mut text = String::with_capacity((records.len() + 1) * LINE_GUESS);
+    let bytes = in_memory(|out| batsim_csv_to(out, workload_name, records))
+        .expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("the writer writes text")
+}
+
+/// [`batsim_csv`] into `out`, a chunk at a time.
+pub fn batsim_csv_to(
+    out: &mut dyn Write,
+    workload_name: &str,
+    records: &[JobRecord],
+) -> Result<()> {
+    let mut text = String::with_capacity(CHUNK + 4 * LINE_GUESS);
     text.push_str(&BATSIM_COLUMNS.join(","));
     text.push('\n');
     let workload_name = workload_name.replace([',', '"', '\n'], "_");
     let mut metadata = String::with_capacity(160);
-    // `write!` into a String cannot fail.
-    macro_rules! put {
-        ($($arg:tt)*) => {
-            write!(text, $($arg)*).expect("formatting into a String")
-        };
-    }
+    let flag = |b: bool| if b { "true" } else { "false" };
     for r in records {
         let class = r.class.map_or("none", Urgency::name);
         let state = batsim_final_state(r);
-        put!(
-            "{},{workload_name},{class},{},{},{},{},{state},",
-            r.id,
-            r.submit,
-            r.processors,
-            r.estimate,
-            u8::from(state == "COMPLETED_SUCCESSFULLY"),
-        );
+        let t = &mut text;
+        num::push_int(t, r.id);
+        t.push(',');
+        t.push_str(&workload_name);
+        t.push(',');
+        t.push_str(class);
+        t.push(',');
+        num::push_f64(t, r.submit);
+        t.push(',');
+        num::push_int(t, r.processors);
+        t.push(',');
+        num::push_f64(t, r.estimate);
+        t.push_str(if state == "COMPLETED_SUCCESSFULLY" {
+            ",1,"
+        } else {
+            ",0,"
+        });
+        t.push_str(state);
+        t.push(',');
         match (r.start, r.finish) {
             (Some(start), Some(finish)) if !r.lost => {
                 let exec = finish - start;
                 let turnaround = finish - r.submit;
-                put!(
-                    "{start},{exec},{finish},{},{turnaround},{}",
+                for (k, x) in [
+                    start,
+                    exec,
+                    finish,
                     start - r.submit,
-                    turnaround / exec
-                );
+                    turnaround,
+                    turnaround / exec,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if k > 0 {
+                        t.push(',');
+                    }
+                    num::push_f64(t, x);
+                }
             }
-            (Some(start), _) => put!("{start},,,{},,", start - r.submit),
-            _ => text.push_str(",,,,,"),
+            (Some(start), _) => {
+                num::push_f64(t, start);
+                t.push_str(",,,");
+                num::push_f64(t, start - r.submit);
+                t.push_str(",,");
+            }
+            _ => t.push_str(",,,,,"),
         }
-        text.push(',');
-        push_interval_set(&mut text, &r.nodes);
-        text.push_str(if r.accepted { ",-1,\"" } else { ",,\"" });
-        metadata.clear();
-        write!(
-            metadata,
-            "class={class};deadline_abs={};met={};qos_satisfied={};cost={};reason={}",
-            r.deadline_abs(),
-            r.met(),
-            r.qos_satisfied(),
-            r.cost,
-            r.reason.map_or("", |x| x.name())
-        )
-        .expect("formatting into a String");
+        t.push(',');
+        push_interval_set(t, &r.nodes);
+        t.push_str(if r.accepted { ",-1,\"" } else { ",,\"" });
+        let m = &mut metadata;
+        m.clear();
+        m.push_str("class=");
+        m.push_str(class);
+        m.push_str(";deadline_abs=");
+        num::push_f64(m, r.deadline_abs());
+        m.push_str(";met=");
+        m.push_str(flag(r.met()));
+        m.push_str(";qos_satisfied=");
+        m.push_str(flag(r.qos_satisfied()));
+        m.push_str(";cost=");
+        num::push_f64(m, r.cost);
+        m.push_str(";reason=");
+        m.push_str(r.reason.map_or("", |x| x.name()));
         if metadata.contains('"') {
             text.push_str(&metadata.replace('"', "\"\""));
         } else {
             text.push_str(&metadata);
         }
         text.push_str("\"\n");
+        spill_text(out, &mut text)?;
     }
-    text
+    out.write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// What the SWF header of an executed schedule says about the run.
@@ -650,14 +927,21 @@ pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
             Some(Urgency::Low) => 2,
             None => -1,
         };
-        writeln!(
-            text,
-            "{} {submit} {wait} {run_time} {alloc} {cpu} -1 {} {} -1 {status} -1 -1 -1 {queue} -1 -1 -1",
-            r.id,
-            r.processors,
-            secs(r.estimate).max(1),
-        )
-        .expect("formatting into a String");
+        let t = &mut text;
+        num::push_int(t, r.id);
+        for v in [submit, wait, run_time, alloc, cpu] {
+            t.push(' ');
+            num::push_int(t, v);
+        }
+        t.push_str(" -1 ");
+        num::push_int(t, r.processors);
+        t.push(' ');
+        num::push_int(t, secs(r.estimate).max(1));
+        t.push_str(" -1 ");
+        num::push_int(t, status);
+        t.push_str(" -1 -1 -1 ");
+        num::push_int(t, queue);
+        t.push_str(" -1 -1 -1\n");
     }
     text
 }
@@ -667,21 +951,115 @@ pub fn schedule_swf(run: &SwfRun, records: &[JobRecord]) -> String {
 /// seconds on that node; mean_share = cpu / (finish - start)); an empty
 /// finish and share for a part that never finished.
 pub fn write_parts_csv(path: &Path, parts: &[common::sim::PartRecord]) -> Result<()> {
-    let mut text = String::from("job_id,node,start,finish,cpu,mean_share\n");
+    write_with(path, |f| parts_csv_to(f, parts))
+}
+
+/// `parts-<policy>.csv` as text, formatted straight into one buffer. The
+/// parts of a space-shared job (often dozens) differ only in their node:
+/// the row's text after the node is formatted once per run of equal
+/// values and copied for the others.
+pub fn parts_csv(parts: &[common::sim::PartRecord]) -> String {
+    let bytes = in_memory(|out| parts_csv_to(out, parts)).expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("the writer writes text")
+}
+
+/// [`parts_csv`] into `out`, a chunk at a time.
+pub fn parts_csv_to(out: &mut dyn Write, parts: &[common::sim::PartRecord]) -> Result<()> {
+    let mut t = String::with_capacity(CHUNK + 1024);
+    t.push_str("job_id,node,start,finish,cpu,mean_share\n");
+    let mut head = String::with_capacity(24);
+    let mut tail = String::with_capacity(80);
+    let mut last: Option<(u64, [u64; 3])> = None;
     for p in parts {
-        let (finish, share) = if p.finish.is_finite() {
-            let span = p.finish - p.start;
-            let share = if span > 0.0 { p.cpu / span } else { 1.0 };
-            (p.finish.to_string(), share.to_string())
-        } else {
-            (String::new(), String::new())
-        };
-        text.push_str(&format!(
-            "{},{},{},{finish},{},{share}\n",
-            p.job, p.node, p.start, p.cpu
-        ));
+        let key = (
+            p.job,
+            [p.start.to_bits(), p.finish.to_bits(), p.cpu.to_bits()],
+        );
+        if last != Some(key) {
+            last = Some(key);
+            head.clear();
+            num::push_int(&mut head, p.job);
+            head.push(',');
+            tail.clear();
+            tail.push(',');
+            num::push_f64(&mut tail, p.start);
+            tail.push(',');
+            if p.finish.is_finite() {
+                let span = p.finish - p.start;
+                let share = if span > 0.0 { p.cpu / span } else { 1.0 };
+                num::push_f64(&mut tail, p.finish);
+                tail.push(',');
+                num::push_f64(&mut tail, p.cpu);
+                tail.push(',');
+                num::push_f64(&mut tail, share);
+            } else {
+                tail.push(',');
+                num::push_f64(&mut tail, p.cpu);
+                tail.push(',');
+            }
+            tail.push('\n');
+        }
+        t.push_str(&head);
+        num::push_int(&mut t, p.node);
+        t.push_str(&tail);
+        spill_text(out, &mut t)?;
     }
-    fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    out.write_all(t.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod parts_file {
+    use common::sim::PartRecord;
+
+    /// Rows as `format!` writes them, one by one.
+    fn reference(parts: &[PartRecord]) -> String {
+        let mut t = String::from("job_id,node,start,finish,cpu,mean_share\n");
+        for p in parts {
+            let (finish, share) = if p.finish.is_finite() {
+                let span = p.finish - p.start;
+                let share = if span > 0.0 { p.cpu / span } else { 1.0 };
+                (p.finish.to_string(), share.to_string())
+            } else {
+                (String::new(), String::new())
+            };
+            t.push_str(&format!(
+                "{},{},{},{finish},{},{share}\n",
+                p.job, p.node, p.start, p.cpu
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn rows_are_what_format_writes() {
+        let part = |job, node, start, finish, cpu| PartRecord {
+            job,
+            node,
+            start,
+            finish,
+            cpu,
+        };
+        let parts = [
+            // A space-shared job: equal values on several nodes.
+            part(7, 0, 10.0, 20.0, 10.0),
+            part(7, 1, 10.0, 20.0, 10.0),
+            part(7, 5, 10.0, 20.0, 10.0),
+            // Same job, other values (time-shared parts).
+            part(7, 6, 10.0, 31.5, 1.0 / 3.0),
+            part(7, 6, 10.0, 31.5, 1.0 / 3.0),
+            // Another job with the same values: its own id.
+            part(8, 2, 10.0, 31.5, 1.0 / 3.0),
+            // Never finished; zero span.
+            part(9, 3, 0.1 + 0.2, f64::INFINITY, 5.0),
+            part(9, 4, 0.1 + 0.2, f64::INFINITY, 5.0),
+            part(10, 0, 4.0, 4.0, 0.0),
+        ];
+        assert_eq!(super::parts_csv(&parts), reference(&parts));
+        // Past several chunks.
+        let many = parts.repeat(3000);
+        assert_eq!(super::parts_csv(&many), reference(&many));
+    }
 }
 
 fn cell(v: Option<f64>, prec: usize) -> String {

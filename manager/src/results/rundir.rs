@@ -532,10 +532,15 @@ pub fn write_run_files_with(
     // Each file is formatted and written by its own task; the tasks run on
     // every core (formatting is nearly all of a simulation's output time).
     let mut files = Vec::new();
-    let mut tasks: Vec<Task> = Vec::new();
+    // Each task carries a guess of the bytes it writes (measured on the
+    // SDSC runs), so that the largest files start first.
+    let mut tasks: Vec<(usize, Task)> = Vec::new();
     if want(OutputKind::Summary) {
         files.push(SUMMARY.to_string());
-        tasks.push(Box::new(|| output::write_json(&dir.join(SUMMARY), &file)));
+        tasks.push((
+            4096,
+            Box::new(|| output::write_json(&dir.join(SUMMARY), &file)),
+        ));
     }
     for p in run.policies {
         let name = &p.summary.policy;
@@ -543,45 +548,58 @@ pub fn write_run_files_with(
         if want(OutputKind::JobsCsv) {
             let f = format!("jobs-{name}.csv");
             let path = dir.join(&f);
-            tasks.push(Box::new(move || output::write_jobs_csv(&path, records)));
+            tasks.push((
+                240 * records.len(),
+                Box::new(move || output::write_jobs_csv(&path, records)),
+            ));
             files.push(f);
         }
         if want(OutputKind::JobsJsonl) {
             let f = format!("jobs-{name}.jsonl");
             let path = dir.join(&f);
-            tasks.push(Box::new(move || output::write_jobs_jsonl(&path, records)));
+            tasks.push((
+                520 * records.len(),
+                Box::new(move || output::write_jobs_jsonl(&path, records)),
+            ));
             files.push(f);
         }
         if want(OutputKind::OutJobs) {
             let f = format!("out_jobs-{name}.csv");
             let path = dir.join(&f);
             let preset = &exp.params.preset;
-            tasks.push(Box::new(move || {
-                output::write_batsim_csv(&path, preset, records)
-            }));
+            tasks.push((
+                210 * records.len(),
+                Box::new(move || output::write_batsim_csv(&path, preset, records)),
+            ));
             files.push(f);
         }
         if want(OutputKind::Swf) {
             let f = format!("schedule-{name}.swf");
             let path = dir.join(&f);
-            tasks.push(Box::new(move || {
-                output::write_schedule_swf(
-                    &path,
-                    &output::SwfRun {
-                        policy: name,
-                        preset: &exp.params.preset,
-                        seed: exp.params.seed,
-                        nodes: exp.params.nodes,
-                    },
-                    records,
-                )
-            }));
+            tasks.push((
+                66 * records.len(),
+                Box::new(move || {
+                    output::write_schedule_swf(
+                        &path,
+                        &output::SwfRun {
+                            policy: name,
+                            preset: &exp.params.preset,
+                            seed: exp.params.seed,
+                            nodes: exp.params.nodes,
+                        },
+                        records,
+                    )
+                }),
+            ));
             files.push(f);
         }
         if let (true, Some(parts)) = (want(OutputKind::Parts), p.parts) {
             let f = format!("parts-{name}.csv");
             let path = dir.join(&f);
-            tasks.push(Box::new(move || output::write_parts_csv(&path, parts)));
+            tasks.push((
+                32 * parts.len(),
+                Box::new(move || output::write_parts_csv(&path, parts)),
+            ));
             files.push(f);
         }
     }
@@ -592,18 +610,21 @@ pub fn write_run_files_with(
 /// One file to write.
 type Task<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
 
-/// Runs `tasks` on as many threads as there are cores (at most one per
-/// task), taken in the order given; the first error in that order wins.
-fn run_tasks(tasks: Vec<Task>) -> Result<()> {
+/// Runs `tasks` (each with a guess of its size) on as many threads as
+/// there are cores (at most one per task), the largest first so that the
+/// threads finish together; the first error in the order given wins.
+fn run_tasks(tasks: Vec<(usize, Task)>) -> Result<()> {
     use std::sync::Mutex;
     let n = tasks.len();
     let workers = std::thread::available_parallelism()
         .map_or(1, |c| c.get())
         .min(n);
     if workers <= 1 {
-        return tasks.into_iter().try_for_each(|t| t());
+        return tasks.into_iter().try_for_each(|(_, t)| t());
     }
-    let queue = Mutex::new(tasks.into_iter().enumerate());
+    let mut order: Vec<(usize, (usize, Task))> = tasks.into_iter().enumerate().collect();
+    order.sort_by_key(|(_, (size, _))| std::cmp::Reverse(*size));
+    let queue = Mutex::new(order.into_iter().map(|(k, (_, task))| (k, task)));
     let results: Mutex<Vec<(usize, Result<()>)>> = Mutex::new(Vec::with_capacity(n));
     std::thread::scope(|s| {
         for _ in 0..workers {
