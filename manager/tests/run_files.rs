@@ -221,8 +221,12 @@ fn submitted_in_journal(path: &Path) -> Vec<u64> {
             }
             Err(e) => panic!("{} line {}: {e}", path.display(), i + 1),
         };
-        if v["e"] == "submitted" {
-            ids.push(v["record"]["id"].as_u64().unwrap());
+        // A job decided at once is journaled once, as `decided`; any line
+        // with a record means the job was submitted.
+        if let Some(id) = v["record"]["id"].as_u64() {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
         }
     }
     ids

@@ -41,7 +41,9 @@ impl AdmissionPolicy for Libra {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands) {
+        if let Some(d) =
+            resource_deadline_filter(now, nodes, job, &mut self.cands, Some(job.processors()))
+        {
             return d;
         }
         let better = match self.cfg.placement {

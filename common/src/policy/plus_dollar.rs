@@ -118,7 +118,8 @@ impl AdmissionPolicy for LibraPlusDollar {
         }
         let p = job.processors();
         // Resource and deadline filters, then price each suitable node.
-        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands) {
+        // Every candidate: Libra+$ prices each node by its load.
+        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands, None) {
             return d;
         }
         self.quotes.clear();

@@ -101,15 +101,26 @@ pub fn resource_deadline_filter(
     nodes: &[NodeState],
     job: &JobSpec,
     out: &mut Vec<(usize, f64)>,
+    idle_keep: Option<usize>,
 ) -> Option<Decision> {
     out.clear();
     let mut with_res = 0;
+    let mut fit = 0;
     // The job's share on a node, RE / speed / D, depends on the speed
     // alone: computed once per run of equal speeds (a homogeneous cluster:
     // once), the very same value load_if_fits computes, without two
     // divisions per node.
     let mut speed = f64::NAN;
     let mut add = 0.0;
+    // `idle_keep = Some(k)`: of the nodes holding no part, only the first k
+    // of each speed become candidates (all are counted). They all have the
+    // same load after the part (0 + RE / speed / D), and equal keys rank by
+    // node index in `top_k`, so a later one can never be ranked above k
+    // earlier ones: the choice is the same as with all of them, and the
+    // candidates (and the ranking) shrink from every node to the busy ones
+    // plus k. For policies that pick by that load alone (Libra).
+    let mut idle_kept: [(f64, usize); 8] = [(f64::NAN, 0); 8];
+    let mut idle_speeds = 0;
     for (k, n) in nodes.iter().enumerate() {
         if !n.has_resources(job) {
             continue;
@@ -121,14 +132,35 @@ pub fn resource_deadline_filter(
         }
         // As load_if_fits.
         let load = n.required_share(now) + add;
-        if load <= 1.0 + SHARE_SUM_EPS {
-            out.push((k, load));
+        if load > 1.0 + SHARE_SUM_EPS {
+            continue;
         }
+        fit += 1;
+        if let (Some(keep), true) = (idle_keep, n.parts.is_empty()) {
+            let slot = match idle_kept[..idle_speeds].iter().position(|s| s.0 == speed) {
+                Some(i) => Some(i),
+                None if idle_speeds < idle_kept.len() => {
+                    idle_kept[idle_speeds] = (speed, 0);
+                    idle_speeds += 1;
+                    Some(idle_speeds - 1)
+                }
+                // More speeds than slots: keep every such node (more
+                // candidates never change the choice).
+                None => None,
+            };
+            if let Some(i) = slot {
+                if idle_kept[i].1 >= keep {
+                    continue;
+                }
+                idle_kept[i].1 += 1;
+            }
+        }
+        out.push((k, load));
     }
     if with_res < job.processors() {
         return Some(too_few_with_resources(job, with_res));
     }
-    (out.len() < job.processors()).then(|| too_few_in_time(job, out.len()))
+    (fit < job.processors()).then(|| too_few_in_time(job, fit))
 }
 
 /// Deadline filter (Libra's share test over the nodes `res`): the nodes
@@ -368,6 +400,64 @@ mod tests {
             want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             want.truncate(k);
             assert_eq!(c, want, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn keeping_k_idle_nodes_per_speed_chooses_as_keeping_all() {
+        // Seeded clusters: idle nodes of two or three speeds (some of them
+        // short of memory), busy nodes whose load after the part ties or
+        // nearly ties the idle nodes' (a part of tiny required share), and
+        // busy nodes that do not fit. With k idle nodes kept per speed, the
+        // filter's verdict and the top-k choice must equal those with every
+        // node a candidate, for best fit and least loaded.
+        use crate::policy::test_util::{busy, job};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(29);
+        for case in 0..400 {
+            let n = rng.random_range(1..60);
+            let speeds = [1.0, 2.0, 0.5];
+            let kinds = rng.random_range(1..=3);
+            let mut nodes: Vec<NodeState> = (0..n)
+                .map(|id| {
+                    NodeState::new(crate::node_model::NodeSpec {
+                        id,
+                        speed: speeds[rng.random_range(0..kinds)],
+                        memory_kb: if rng.random_range(0..10) == 0 {
+                            10
+                        } else {
+                            1 << 20
+                        },
+                        disk_mb: 1 << 10,
+                    })
+                })
+                .collect();
+            for (i, node) in nodes.iter_mut().enumerate() {
+                match rng.random_range(0..4) {
+                    0 => busy(node, i as u64, 1e-13, 100.0),
+                    1 => busy(node, i as u64, rng.random_range(1.0..90.0), 100.0),
+                    2 => busy(node, i as u64, 99.0, 100.0),
+                    _ => {}
+                }
+            }
+            let p = rng.random_range(1..=n.min(8) as u32);
+            let mut j = job(1, rng.random_range(0.5..20.0), p, 100.0, 1e9);
+            if rng.random_range(0..4) == 0 {
+                j.resources.memory_kb = 100;
+            }
+            for better in [Better::Higher, Better::Lower] {
+                let mut all = Vec::new();
+                let mut kept = Vec::new();
+                let a = resource_deadline_filter(0.0, &nodes, &j, &mut all, None);
+                let b = resource_deadline_filter(0.0, &nodes, &j, &mut kept, Some(p as usize));
+                assert_eq!(a, b, "case {case}: verdicts differ");
+                assert!(kept.len() <= all.len());
+                if a.is_none() {
+                    top_k(&mut all, p as usize, better);
+                    top_k(&mut kept, p as usize, better);
+                    assert_eq!(all, kept, "case {case} {better:?}");
+                }
+            }
         }
     }
 }
