@@ -28,6 +28,10 @@
 //! steps. `LIBRATORY_MANAGER_THREADS` (split, admission, one) is passed
 //! through to the manager, to compare thread arrangements.
 //!
+//! `LIVE_LATENCY_PIN=1` pins the manager to CPU 0 and the node processes
+//! and this client to CPU 1 (`taskset`), as if the manager had a machine
+//! of its own; the echo is measured in the same set-up.
+//!
 //! `LIVE_LATENCY_NODES` (default 128) sets the emulated nodes, split over
 //! the two processes, with half a core in all (e.g. 10000: 5,000 nodes of
 //! 0.0001 core per process); the bench then also prints the manager's
@@ -53,6 +57,27 @@ fn bin(name: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// `LIVE_LATENCY_PIN=1`: the manager alone on one CPU, the node processes
+/// and the client on the other (`taskset`), as if the manager had its own
+/// machine; the echo is measured in the same set-up.
+fn pin() -> bool {
+    std::env::var("LIVE_LATENCY_PIN").as_deref() == Ok("1")
+}
+
+const MANAGER_CPU: &str = "0";
+const OTHERS_CPU: &str = "1";
+
+/// A command for `program`, under `taskset -c cpu` when pinning.
+fn pinned(program: PathBuf, cpu: &str) -> Command {
+    if pin() {
+        let mut c = Command::new("taskset");
+        c.args(["-c", cpu]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
 }
 
 fn free_port() -> u16 {
@@ -301,7 +326,7 @@ fn main() {
     )
     .unwrap();
     let manager_log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("live_latency-manager.log");
-    let manager = Command::new(bin("libratory"))
+    let manager = pinned(bin("libratory"), MANAGER_CPU)
         .args(["run", "--serve", "--config"])
         .arg(dir.path().join("c.toml"))
         .arg("--out")
@@ -316,7 +341,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(300));
     for name in ["a", "b"] {
         kids.0.push(
-            Command::new(bin("libratory-node"))
+            pinned(bin("libratory-node"), OTHERS_CPU)
                 .args(["--manager", &addr.to_string(), "--certs"])
                 .arg(&certs)
                 .args(["--name", name, "--nodes", &per.to_string()])
@@ -326,6 +351,17 @@ fn main() {
                 .spawn()
                 .unwrap(),
         );
+    }
+    if pin() {
+        // This process (the client) joins the node processes' CPU.
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", OTHERS_CPU, &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "LIVE_LATENCY_PIN=1 needs taskset (util-linux) and 2 CPUs");
+        println!("pinned: manager on CPU {MANAGER_CPU}, node processes and this client on CPU {OTHERS_CPU}");
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
