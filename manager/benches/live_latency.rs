@@ -355,12 +355,21 @@ fn main() {
     if pin() {
         // This process (the client) joins the node processes' CPU.
         let ok = Command::new("taskset")
-            .args(["-a", "-p", "-c", OTHERS_CPU, &std::process::id().to_string()])
+            .args([
+                "-a",
+                "-p",
+                "-c",
+                OTHERS_CPU,
+                &std::process::id().to_string(),
+            ])
             .stdout(Stdio::null())
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
-        assert!(ok, "LIVE_LATENCY_PIN=1 needs taskset (util-linux) and 2 CPUs");
+        assert!(
+            ok,
+            "LIVE_LATENCY_PIN=1 needs taskset (util-linux) and 2 CPUs"
+        );
         println!("pinned: manager on CPU {MANAGER_CPU}, node processes and this client on CPU {OTHERS_CPU}");
     }
     let rt = tokio::runtime::Builder::new_current_thread()
