@@ -63,6 +63,56 @@ fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
 
+/// The other thread arrangements (benchmarks compare them) run the same
+/// workload to the end, one record per job; an unknown arrangement is a
+/// clear error naming the variable and the choices.
+#[test]
+fn every_thread_arrangement_runs_the_workload() {
+    let _ = node_bin();
+    for threads in ["one", "admission"] {
+        let dir = tempfile::tempdir().unwrap();
+        certs(&dir.path().join("certs"), "local");
+        let cfg = config(dir.path(), free_port(), 2, 2, "", "libra");
+        let out = dir.path().join("run");
+        let o = Command::new(libratory())
+            .env("LIBRATORY_MANAGER_THREADS", threads)
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            dump("libratory run", &o);
+            panic!("run failed with LIBRATORY_MANAGER_THREADS={threads}");
+        }
+        let p = &summary(&out)["policies"][0];
+        assert_eq!(p["submitted"], 16, "{threads}");
+        let accepted = p["accepted"].as_u64().unwrap();
+        assert!(accepted > 0, "{threads}");
+        assert_eq!(p["completed"].as_u64().unwrap(), accepted, "{threads}");
+        let jobs = std::fs::read_to_string(out.join("jobs-libra.csv")).unwrap();
+        assert_eq!(jobs.lines().count(), 17, "{threads}: one record per job");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    certs(&dir.path().join("certs"), "local");
+    let cfg = config(dir.path(), free_port(), 1, 1, "", "libra");
+    let o = Command::new(libratory())
+        .env("LIBRATORY_MANAGER_THREADS", "two")
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("LIBRATORY_MANAGER_THREADS=two") && err.contains("split"),
+        "{err}"
+    );
+}
+
 #[test]
 fn manager_and_two_node_processes_run_a_workload() {
     let _ = node_bin();
