@@ -770,11 +770,14 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
         );
         assert_eq!(s["echo_us"]["count"], 50);
         // The manager's own histograms, differenced over the step: one
-        // policy decision per submission of this step, exactly; a start
-        // for at most every accepted part.
-        assert_eq!(s["policy_compute_us"]["count"], n, "{s}");
+        // policy decision per submission of this step, and a start for at
+        // most every accepted part; plus, at most once, the serving
+        // manager's own one-job workload, replayed when it may fall in the
+        // first step.
+        let decisions = s["policy_compute_us"]["count"].as_u64().unwrap();
+        assert!(decisions == n || decisions == n + 1, "{s}");
         let starts = s["dispatch_to_start_us"]["count"].as_u64().unwrap();
-        assert!(starts <= s["accepted"].as_u64().unwrap(), "{s}");
+        assert!(starts <= s["accepted"].as_u64().unwrap() + 1, "{s}");
         assert!(s["echo_us"]["p50"].as_u64().unwrap() > 0);
         // The manager reported its own use; the node process was read
         // from /proc. CPU is a share of one core: within [0, cores x 100].
