@@ -10,7 +10,7 @@ use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
 use net::{self, Timeouts};
 
 mod util;
-use util::{certs, free_port, libratory, node_bin};
+use util::{certs, free_port, libratory, node_bin, run_local};
 
 fn config(
     dir: &Path,
@@ -74,12 +74,8 @@ fn every_thread_arrangement_runs_the_workload() {
         certs(&dir.path().join("certs"), "local");
         let cfg = config(dir.path(), free_port(), 2, 2, "", "libra");
         let out = dir.path().join("run");
-        let o = Command::new(libratory())
+        let o = run_local(&cfg, &out)
             .env("LIBRATORY_MANAGER_THREADS", threads)
-            .args(["run", "--spawn-local", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out)
             .output()
             .unwrap();
         if !o.status.success() {
@@ -97,12 +93,8 @@ fn every_thread_arrangement_runs_the_workload() {
     let dir = tempfile::tempdir().unwrap();
     certs(&dir.path().join("certs"), "local");
     let cfg = config(dir.path(), free_port(), 1, 1, "", "libra");
-    let o = Command::new(libratory())
+    let o = run_local(&cfg, &dir.path().join("run"))
         .env("LIBRATORY_MANAGER_THREADS", "two")
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run"))
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -121,13 +113,7 @@ fn manager_and_two_node_processes_run_a_workload() {
     let port = free_port();
     let cfg = config(dir.path(), port, 2, 2, "", "libra");
     let out = dir.path().join("run");
-    let o = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = run_local(&cfg, &out).output().unwrap();
     if !o.status.success() {
         dump("libratory run", &o);
         panic!("run failed");
@@ -662,13 +648,7 @@ fn sla_and_space_shared_policies_run_on_real_nodes() {
         let port = free_port();
         let cfg = config(dir.path(), port, 1, 2, "", policy);
         let out = dir.path().join(format!("run-{policy}"));
-        let o = Command::new(libratory())
-            .args(["run", "--spawn-local", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
+        let o = run_local(&cfg, &out).output().unwrap();
         if !o.status.success() {
             dump(policy, &o);
             panic!("{policy} failed");

@@ -13,6 +13,17 @@ pub fn libratory() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
 }
 
+/// `libratory run --spawn-local --config CFG --out OUT`, to add to (an
+/// environment variable, pipes) and run.
+pub fn run_local(cfg: &std::path::Path, out: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(libratory());
+    c.args(["run", "--spawn-local", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(out);
+    c
+}
+
 /// The `libratory-node` binary beside it (another crate's binary: built by
 /// `cargo build --workspace --bins`, which scripts/test.sh runs first).
 pub fn node_bin() -> PathBuf {
