@@ -770,10 +770,9 @@ impl Decoder {
     /// arrived; it is then consumed.
     fn next_range(&mut self) -> Result<Option<std::ops::Range<usize>>, ProtocolError> {
         let rest = &self.buf[self.pos..];
-        if rest.len() < LEN_PREFIX {
+        let Some(len) = announced_len(rest) else {
             return Ok(None);
-        }
-        let len = u32::from_be_bytes(rest[..LEN_PREFIX].try_into().expect("4 bytes")) as usize;
+        };
         if len > MAX_FRAME {
             return Err(ProtocolError::FrameTooLarge {
                 len,
@@ -810,12 +809,7 @@ impl Decoder {
         if rest.is_empty() {
             return Ok(());
         }
-        let want = if rest.len() >= LEN_PREFIX {
-            LEN_PREFIX
-                + u32::from_be_bytes(rest[..LEN_PREFIX].try_into().expect("4 bytes")) as usize
-        } else {
-            LEN_PREFIX
-        };
+        let want = LEN_PREFIX + announced_len(rest).unwrap_or(0);
         Err(ProtocolError::Truncated {
             have: rest.len(),
             want,
@@ -826,6 +820,12 @@ impl Decoder {
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.pos
     }
+}
+
+/// The payload length a frame's prefix announces, once the prefix is whole.
+fn announced_len(bytes: &[u8]) -> Option<usize> {
+    let prefix: [u8; LEN_PREFIX] = bytes.get(..LEN_PREFIX)?.try_into().ok()?;
+    Some(u32::from_be_bytes(prefix) as usize)
 }
 
 /// Decodes and checks a hello payload: the first frame of a connection.
