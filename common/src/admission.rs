@@ -41,6 +41,7 @@
 
 use std::collections::HashMap;
 
+use crate::busy_index::BusyIndex;
 use crate::job::{DeadlineType, JobId, JobSpec};
 use crate::metrics::{JobRecord, PartRecord};
 use crate::node_model::{
@@ -217,6 +218,9 @@ pub struct ManagerCore {
     view_ids: Vec<u32>,
     /// Snapshot index of each global id (`None` once dead).
     view_index: Vec<Option<usize>>,
+    /// Which view entries hold parts (live only: simulated parts end
+    /// inside the fluid model, and the simulator decides on every node).
+    busy: BusyIndex,
     /// Jobs in submission order, and where each id is.
     jobs: Vec<LiveJob>,
     /// Every part placed or started, in placement order.
@@ -276,6 +280,7 @@ impl ManagerCore {
             view: Vec::new(),
             view_ids: Vec::new(),
             view_index: Vec::new(),
+            busy: BusyIndex::default(),
             jobs: Vec::new(),
             parts: Vec::new(),
             index: HashMap::new(),
@@ -316,6 +321,8 @@ impl ManagerCore {
         self.view.push(NodeState::new(spec));
         if let Tracking::Reported(reports) = &mut self.tracking {
             reports.push(Vec::new());
+            let v = self.view.len() - 1;
+            self.busy.add(v, &self.view[v]);
         }
         id
     }
@@ -376,13 +383,11 @@ impl ManagerCore {
     fn refresh(&mut self, now: Time) {
         match &mut self.tracking {
             Tracking::Reported(reports) => {
-                // Walk the reports (small, dense) and touch only the nodes
-                // holding parts: most of a large cluster may be idle.
-                for (rs, st) in reports.iter().zip(self.view.iter_mut()) {
-                    if rs.is_empty() {
-                        continue;
-                    }
-                    for (p, r) in st.parts.iter_mut().zip(rs) {
+                // Only the nodes holding parts: most of a large cluster
+                // may be idle.
+                for v in self.busy.busy() {
+                    let st = &mut self.view[v];
+                    for (p, r) in st.parts.iter_mut().zip(&reports[v]) {
                         if let Some(r) = r {
                             p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
                         }
@@ -469,7 +474,11 @@ impl ManagerCore {
                 let Policy::Admission(p) = &mut self.policy else {
                     unreachable!()
                 };
-                let decision = p.decide(now, &self.view, &self.jobs[k].job.spec);
+                let job = &self.jobs[k].job.spec;
+                let decision = match self.tracking {
+                    Tracking::Reported(_) => p.decide_indexed(now, &self.view, &self.busy, job),
+                    Tracking::Simulated { .. } => p.decide(now, &self.view, job),
+                };
                 self.apply_admission(now, k, decision, out);
             }
             Policy::Queue(_) => {
@@ -610,6 +619,7 @@ impl ManagerCore {
                         let part = self.view[v].new_valued_part(spec, value);
                         self.view[v].parts.push(part);
                         reports[v].push(None);
+                        self.busy.update(v, &self.view[v]);
                     }
                     out.push(Output::Send {
                         link: node.link,
@@ -851,6 +861,7 @@ impl ManagerCore {
                         i += 1;
                     }
                 }
+                self.busy.update(k, &self.view[k]);
             }
             Tracking::Simulated { .. } => parts.retain(|p| p.job != part.job),
         }
@@ -900,6 +911,10 @@ impl ManagerCore {
                 q.set_node_available(g as usize, false);
             }
         }
+        // Indices moved: build the index again (a rare event).
+        if matches!(self.tracking, Tracking::Reported(_)) {
+            self.busy = BusyIndex::of(&self.view);
+        }
         self.pending = true;
         self.flush(now, out);
     }
@@ -918,7 +933,11 @@ impl ManagerCore {
                 let quotes = p.price_quotes(now, &self.view, job);
                 // Admission policies keep no state between decisions
                 // beyond scratch space: deciding is asking.
-                let decision = match p.decide(now, &self.view, job) {
+                let decision = match self.tracking {
+                    Tracking::Reported(_) => p.decide_indexed(now, &self.view, &self.busy, job),
+                    Tracking::Simulated { .. } => p.decide(now, &self.view, job),
+                };
+                let decision = match decision {
                     Decision::Accept(mut a) => {
                         for n in &mut a.nodes {
                             *n = self.view_ids[*n] as usize;
@@ -1084,7 +1103,7 @@ impl ManagerCore {
 #[cfg(test)]
 mod tests {
     use crate::job::*;
-    use crate::policy::{self, PolicyConfig};
+    use crate::policy::{self, AdmissionPolicy, Libra, PolicyConfig};
 
     use super::*;
 
@@ -1205,6 +1224,91 @@ mod tests {
         c.submit(50.0, job(2, 50.0, 90.0, 1, 100.0), &mut out)
             .unwrap();
         assert!(dispatches(&out).is_empty());
+    }
+
+    #[test]
+    fn busy_index_follows_the_view_and_decisions_match_a_walk_over_every_node() {
+        // Seeded: three node processes of mixed speeds; submissions of 1-4
+        // processors, some completions, progress reports, a lost process
+        // that comes back. After every step the core's busy index must be
+        // what the view says, and every Libra decision the core takes (on
+        // the index) must be the one a walk over every node takes on the
+        // same snapshot.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20261123);
+        let mut c = libra();
+        let sized = |local: u32, speed: f64| NodeInfo {
+            speed,
+            ..info(local)
+        };
+        let links: [(LinkId, &str, f64); 3] = [(10, "a", 1.0), (20, "b", 2.0), (30, "c", 0.5)];
+        for (link, host, speed) in links {
+            let infos: Vec<NodeInfo> = (0..6).map(|k| sized(k, speed)).collect();
+            c.register(link, host, &infos).unwrap();
+        }
+        let mut walk = Libra::new(PolicyConfig::default());
+        let mut running: Vec<(LinkId, PartId)> = Vec::new();
+        let mut now = 0.0;
+        let mut accepted = 0;
+        for id in 1..=600u64 {
+            now += rng.random_range(0.0..2.0);
+            let op = rng.random_range(0..10);
+            let mut out = Vec::new();
+            if op < 6 {
+                let p = rng.random_range(1..=4);
+                let re = rng.random_range(1.0..40.0);
+                let d = re * rng.random_range(1.0..6.0);
+                let j = job(id, now, re, p, d);
+                let want = {
+                    let (view, ids) = c.snapshot(now);
+                    match walk.decide(now, view, &j.spec) {
+                        Decision::Accept(a) => {
+                            Some(a.nodes.iter().map(|&n| ids[n] as usize).collect::<Vec<_>>())
+                        }
+                        Decision::Reject(_) => None,
+                    }
+                };
+                c.submit(now, j, &mut out).unwrap();
+                let got = out.iter().find_map(|o| match o {
+                    Output::Decided { decision, .. } => Some(match decision {
+                        Decision::Accept(a) => Some(a.nodes.clone()),
+                        Decision::Reject(_) => None,
+                    }),
+                    _ => None,
+                });
+                assert_eq!(got, Some(want), "job {id}");
+                accepted += usize::from(matches!(got, Some(Some(_))));
+                running.extend(dispatches(&out).into_iter().map(|(l, d)| (l, d.part)));
+            } else if op < 8 && !running.is_empty() {
+                let (link, part) = running.swap_remove(rng.random_range(0..running.len()));
+                c.completed(now, link, part, now, &mut out).unwrap();
+            } else if op < 9 {
+                // A report from one process on every part it holds.
+                let (link, _, _) = links[rng.random_range(0..3)];
+                let parts: Vec<PartProgress> = running
+                    .iter()
+                    .filter(|(l, _)| *l == link)
+                    .map(|&(_, part)| PartProgress {
+                        part,
+                        node: 0,
+                        work_done: rng.random_range(0.0..5.0),
+                        share: rng.random_range(0.0..1.0),
+                    })
+                    .collect();
+                c.progress(link, now, &parts).unwrap();
+            } else {
+                let (link, host, speed) = links[rng.random_range(0..3)];
+                c.link_lost(now, link, "test", &mut out);
+                running.retain(|(l, _)| *l != link);
+                let infos: Vec<NodeInfo> = (0..6).map(|k| sized(k, speed)).collect();
+                c.register(link, host, &infos).unwrap();
+            }
+            assert!(c.busy.agrees_with(&c.view), "after step {id} (op {op})");
+        }
+        assert!(
+            accepted > 100,
+            "{accepted} accepted: the test must place parts"
+        );
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Libra (seed 003, as compared in seeds 000-002): a static cost, then the
 //! deadline-based proportional-share test on every node, then best fit.
 
-use super::steps::{budget_permit, resource_deadline_filter, too_many_processors, top_k, Better};
+use super::steps::{
+    budget_permit, resource_deadline_filter, resource_deadline_filter_indexed, too_many_processors,
+    top_k, Better,
+};
 use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
+use crate::busy_index::BusyIndex;
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
@@ -34,6 +38,33 @@ impl AdmissionPolicy for Libra {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        self.decide_with(nodes, job, |cands| {
+            resource_deadline_filter(now, nodes, job, cands, Some(job.processors()))
+        })
+    }
+
+    fn decide_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        self.decide_with(nodes, job, |cands| {
+            resource_deadline_filter_indexed(now, nodes, index, job, cands, job.processors())
+        })
+    }
+}
+
+impl Libra {
+    /// Libra's steps, with `filter` (over every node, or over an index of
+    /// the busy ones: the same candidates) filling the candidates.
+    fn decide_with(
+        &mut self,
+        nodes: &[NodeState],
+        job: &JobSpec,
+        filter: impl FnOnce(&mut Vec<(usize, f64)>) -> Option<Decision>,
+    ) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
@@ -41,9 +72,7 @@ impl AdmissionPolicy for Libra {
             Ok(c) => c,
             Err(d) => return d,
         };
-        if let Some(d) =
-            resource_deadline_filter(now, nodes, job, &mut self.cands, Some(job.processors()))
-        {
+        if let Some(d) = filter(&mut self.cands) {
             return d;
         }
         let better = match self.cfg.placement {

@@ -138,6 +138,20 @@ pub trait AdmissionPolicy: Send {
     /// snapshot is not changed during the decision.
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision;
 
+    /// [`Self::decide`], given also which nodes hold parts (`index`, kept
+    /// up to date by the live core), which a policy may use to skip idle
+    /// nodes it can account for as groups. Must answer exactly as
+    /// `decide`; by default it is `decide`.
+    fn decide_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        _index: &crate::busy_index::BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        self.decide(now, nodes, job)
+    }
+
     /// The Job Control spare-capacity rule nodes should run with.
     fn spare_rule(&self) -> SpareRule;
 

@@ -17,6 +17,7 @@
 //! The steps that belong to one paper only stay beside it.
 
 use super::{Decision, PolicyConfig, RejectReason};
+use crate::busy_index::BusyIndex;
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::time::{Time, KEY_TIE_EPS};
@@ -89,6 +90,10 @@ fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
     )
 }
 
+/// Speeds whose idle nodes [`resource_deadline_filter`] trims (more
+/// speeds than this: every idle node of the others stays a candidate).
+const IDLE_SLOTS: usize = 8;
+
 /// [`resource_filter`] then [`deadline_filter`] in one pass over the
 /// nodes, with the same outcome: the nodes with the resources that can
 /// finish one part by the deadline, with their load after it, into `out`
@@ -119,7 +124,7 @@ pub fn resource_deadline_filter(
     // earlier ones: the choice is the same as with all of them, and the
     // candidates (and the ranking) shrink from every node to the busy ones
     // plus k. For policies that pick by that load alone (Libra).
-    let mut idle_kept: [(f64, usize); 8] = [(f64::NAN, 0); 8];
+    let mut idle_kept: [(f64, usize); IDLE_SLOTS] = [(f64::NAN, 0); IDLE_SLOTS];
     let mut idle_speeds = 0;
     for (k, n) in nodes.iter().enumerate() {
         if !n.has_resources(job) {
@@ -156,6 +161,69 @@ pub fn resource_deadline_filter(
             }
         }
         out.push((k, load));
+    }
+    if with_res < job.processors() {
+        return Some(too_few_with_resources(job, with_res));
+    }
+    (fit < job.processors()).then(|| too_few_in_time(job, fit))
+}
+
+/// [`resource_deadline_filter`] with `idle_keep = Some(keep)`, over the
+/// busy nodes of `index` and the first `keep` idle nodes of each speed
+/// instead of every node: the same candidates in the same (index) order,
+/// the same counts and so the same verdict, at a cost that follows the
+/// busy nodes. An idle node's load after the part is `0 + RE / speed / D`
+/// whatever its index, so one computation stands for its whole speed
+/// group. Jobs that need memory or disk (whose check differs per node),
+/// and views of more speeds than the filter keeps slots for, take the walk
+/// over every node.
+pub fn resource_deadline_filter_indexed(
+    now: Time,
+    nodes: &[NodeState],
+    index: &BusyIndex,
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+    keep: usize,
+) -> Option<Decision> {
+    if job.resources.memory_kb != 0 || job.resources.disk_mb != 0 || index.speeds() > IDLE_SLOTS {
+        return resource_deadline_filter(now, nodes, job, out, Some(keep));
+    }
+    out.clear();
+    // Every node has what a job without memory or disk needs.
+    let with_res = nodes.len();
+    let mut fit = 0;
+    let mut speed = f64::NAN;
+    let mut add = 0.0;
+    for k in index.busy() {
+        let n = &nodes[k];
+        if n.spec.speed != speed {
+            speed = n.spec.speed;
+            add = n.est_cpu(job) / job.qos.deadline;
+        }
+        let load = n.required_share(now) + add;
+        if load > 1.0 + SHARE_SUM_EPS {
+            continue;
+        }
+        fit += 1;
+        out.push((k, load));
+    }
+    let busy_end = out.len();
+    for (_, group) in index.idle_by_speed() {
+        let Some(&first) = group.first() else {
+            continue;
+        };
+        // Computed on a member, as the walk computes it on each.
+        let n = &nodes[first];
+        let load = n.required_share(now) + n.est_cpu(job) / job.qos.deadline;
+        if load > 1.0 + SHARE_SUM_EPS {
+            continue;
+        }
+        fit += group.len();
+        out.extend(group.iter().take(keep).map(|&k| (k, load)));
+    }
+    if out.len() > busy_end {
+        // The walk yields candidates by node index.
+        out.sort_unstable_by_key(|c| c.0);
     }
     if with_res < job.processors() {
         return Some(too_few_with_resources(job, with_res));
@@ -459,5 +527,67 @@ mod tests {
                 }
             }
         }
+    }
+    #[test]
+    fn the_busy_index_gives_the_candidates_of_the_walk() {
+        // Seeded clusters as above, with up to ten speeds (more than the
+        // filter keeps slots for), nodes short of memory, jobs with and
+        // without memory: the filter over the busy index must give the
+        // walk's verdict and exactly its candidates, in its order.
+        use crate::busy_index::BusyIndex;
+        use crate::policy::test_util::{busy, job};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+        let speeds = [1.0, 2.0, 0.5, 1.5, 3.0, 0.25, 4.0, 0.75, 1.25, 5.0];
+        let mut idle_groups_used = 0;
+        for case in 0..600 {
+            let n = rng.random_range(1..80);
+            let kinds = if rng.random_range(0..5) == 0 {
+                10
+            } else {
+                rng.random_range(1..=3)
+            };
+            let mut nodes: Vec<NodeState> = (0..n)
+                .map(|id| {
+                    NodeState::new(crate::node_model::NodeSpec {
+                        id,
+                        speed: speeds[rng.random_range(0..kinds)],
+                        memory_kb: if rng.random_range(0..10) == 0 {
+                            10
+                        } else {
+                            1 << 20
+                        },
+                        disk_mb: 1 << 10,
+                    })
+                })
+                .collect();
+            for (i, node) in nodes.iter_mut().enumerate() {
+                match rng.random_range(0..5) {
+                    0 => busy(node, i as u64, 1e-13, 100.0),
+                    1 => busy(node, i as u64, rng.random_range(1.0..90.0), 100.0),
+                    2 => busy(node, i as u64, 99.0, 100.0),
+                    _ => {}
+                }
+            }
+            let index = BusyIndex::of(&nodes);
+            let p = rng.random_range(1..=n.min(8) as u32);
+            let mut j = job(1, rng.random_range(0.5..60.0), p, 100.0, 1e9);
+            if rng.random_range(0..4) == 0 {
+                j.resources.memory_kb = 100;
+            }
+            let mut walk = Vec::new();
+            let mut indexed = Vec::new();
+            let now = rng.random_range(0.0..50.0);
+            let a = resource_deadline_filter(now, &nodes, &j, &mut walk, Some(p as usize));
+            let b =
+                resource_deadline_filter_indexed(now, &nodes, &index, &j, &mut indexed, p as usize);
+            assert_eq!(a, b, "case {case}: verdicts differ");
+            assert_eq!(walk, indexed, "case {case}: candidates differ");
+            idle_groups_used += usize::from(index.speeds() <= 8 && j.resources.memory_kb == 0);
+        }
+        assert!(
+            idle_groups_used > 300,
+            "the indexed path itself must be exercised"
+        );
     }
 }
