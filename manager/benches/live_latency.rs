@@ -185,6 +185,9 @@ enum Send {
     /// Echoes: the network's own round trip at the step's rate, through
     /// the same client, connection, pacing and reader as the submissions.
     Echo,
+    /// Jobs of more processors than the cluster has: decided (rejected)
+    /// and answered, nothing reaches a node.
+    Oversized { processors: u32 },
 }
 
 /// Sends at `rate` per second for `secs` (0 rate: 20,000 as fast as
@@ -244,6 +247,15 @@ async fn load(
                 actual: Some(estimate),
             },
             Send::Echo => ClientMsg::Echo { token: k },
+            Send::Oversized { processors } => {
+                let mut j = job(k, 1.0, 100.0);
+                j.resources.processors = processors;
+                ClientMsg::Submit {
+                    token: k,
+                    job: (&j).into(),
+                    actual: Some(1.0),
+                }
+            }
         };
         tx.send(&msg).await.unwrap();
     }
@@ -521,6 +533,26 @@ fn main() {
             h.value_at_quantile(0.99),
             policy.value_at_quantile(0.5),
             policy.value_at_quantile(0.99)
+        );
+        // What bounds it: the same 20,000 as fast as possible when nothing
+        // follows the decision (rejected: no dispatch, no node work, no
+        // completion), and echoes alone (the connection's own ceiling).
+        let (_h, got_r, secs_r) = load(
+            addr,
+            &certs,
+            0.0,
+            0.0,
+            Send::Oversized {
+                processors: total as u32 + 1,
+            },
+        )
+        .await;
+        let (_h, got_e, secs_e) = load(addr, &certs, 0.0, 0.0, Send::Echo).await;
+        let (rejections, echoes) = (got_r as f64 / secs_r, got_e as f64 / secs_e);
+        println!(
+            "as fast as possible, same connection: echoes {echoes:>7.0}/s; rejected submissions {rejections:>7.0}/s = {:.2}x the echoes; admissions (above) {:.2}x the echoes",
+            rejections / echoes,
+            achieved / echoes
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
         // deadline 1e7 s (share 1e-4 each) stay in flight for the test.
