@@ -83,8 +83,8 @@ pub(super) async fn admit(
     let (sender, receiver) = s.split();
     let manager2 = manager.clone();
     let tx2 = tx.clone();
-    // The link actor (frame decoding, silence watch) and its writer (frame
-    // encoding) run on the links thread, away from the admission path.
+    // The link actor (frame decoding, silence watch) runs on the links
+    // thread, away from the admission path.
     let addr = LinkActor::start_in_arbiter(&links, move |ctx| {
         ctx.add_stream(frame_stream(receiver));
         LinkActor {
@@ -116,7 +116,11 @@ pub(super) async fn admit(
         }
         Err(e) => return Err(e.to_string()),
     }
-    links.spawn(writer(sender, rx));
+    // The writer (frame encoding) runs on this thread, the endpoint's,
+    // where the connection's driver runs: a dispatch goes from the
+    // admission actor (on this thread too, by default) to the wire with no
+    // hand-over between threads.
+    actix::spawn(writer(sender, rx));
     // Keep the connection alive as long as the link actor runs.
     actix::spawn(async move {
         let _conn = conn;
