@@ -524,15 +524,18 @@ fn main() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let after = manager_hists(addr, &certs).await;
         let policy = step_hist(&before, &after, "policy_compute_us");
+        let d2s = step_hist(&before, &after, "dispatch_to_start_us");
         let achieved = got as f64 / secs;
         println!(
-            "maximum sustained admissions: {:>7.0}/s over {got} submissions (target >= 100000/s: {}; p50 {} us, p99 {} us under saturation; policy compute p50 {} us p99 {} us)",
+            "maximum sustained admissions: {:>7.0}/s over {got} submissions (target >= 100000/s: {}; p50 {} us, p99 {} us under saturation; policy compute p50 {} us p99 {} us; dispatch to start p50 {} us p99 {} us)",
             achieved,
             if achieved >= 100_000.0 { "met" } else { "MISSED" },
             h.value_at_quantile(0.5),
             h.value_at_quantile(0.99),
             policy.value_at_quantile(0.5),
-            policy.value_at_quantile(0.99)
+            policy.value_at_quantile(0.99),
+            d2s.value_at_quantile(0.5),
+            d2s.value_at_quantile(0.99)
         );
         // What bounds it: the same 20,000 as fast as possible when nothing
         // follows the decision (rejected: no dispatch, no node work, no

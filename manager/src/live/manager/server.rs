@@ -168,11 +168,27 @@ pub(super) async fn serve_client(
                     }
                     _ => true,
                 });
-                if !msgs.is_empty() {
-                    manager.do_send(FromClient {
-                        reply: reply_tx.clone(),
-                        msgs,
-                    });
+                // The next burst is read only once the admission actor has
+                // handled this one. Posted without waiting, a flood of
+                // bursts would fill its mailbox, and an actor handles up to
+                // 256 queued messages before its thread runs anything else:
+                // the answers' and the dispatches' writers would wait for
+                // the whole flood, parts would not start, their
+                // completions would not come back, and every decision would
+                // walk the parts piling up in the view. Waiting leaves the
+                // flood in the connection (QUIC flow control pushes back on
+                // the client) and lets each burst's frames leave before the
+                // next is decided.
+                if !msgs.is_empty()
+                    && manager
+                        .send(FromClient {
+                            reply: reply_tx.clone(),
+                            msgs,
+                        })
+                        .await
+                        .is_err()
+                {
+                    break;
                 }
             }
             Err(e) => {
