@@ -671,13 +671,21 @@ fn config() -> impl bincode::config::Config {
 
 /// Encodes one message as a whole frame (length prefix included).
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
-    let mut out = vec![0u8; LEN_PREFIX];
-    bincode::serde::encode_into_std_write(msg, &mut out, config())
-        .expect("writing to a Vec cannot fail and every message is bounded");
-    let len = out.len() - LEN_PREFIX;
-    assert!(len <= MAX_FRAME, "message of {len} bytes exceeds MAX_FRAME");
-    out[..LEN_PREFIX].copy_from_slice(&(len as u32).to_be_bytes());
+    let mut out = Vec::new();
+    encode_append(&mut out, msg);
     out
+}
+
+/// Appends `msg`'s frame (length prefix and payload) to `out`: several
+/// frames in one buffer go out in one write.
+pub fn encode_append<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; LEN_PREFIX]);
+    bincode::serde::encode_into_std_write(msg, out, config())
+        .expect("writing to a Vec cannot fail and every message is bounded");
+    let len = out.len() - start - LEN_PREFIX;
+    assert!(len <= MAX_FRAME, "message of {len} bytes exceeds MAX_FRAME");
+    out[start..start + LEN_PREFIX].copy_from_slice(&(len as u32).to_be_bytes());
 }
 
 /// Decodes one payload (without its length prefix).

@@ -132,11 +132,22 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     let (mut tx, mut rx) = s.split();
     let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
     // Writer: everything to the manager goes through one task, in order.
+    // Messages queued together (the starts of one burst of dispatches,
+    // completions of one tick) go out in one write.
     let writer = actix::spawn(async move {
+        let mut batch = Vec::new();
         while let Some(m) = out_rx.recv().await {
-            if tx.send(&m).await.is_err() {
+            batch.push(m);
+            while batch.len() < 1024 {
+                match out_rx.try_recv() {
+                    Ok(m) => batch.push(m),
+                    Err(_) => break,
+                }
+            }
+            if tx.send_all(&batch).await.is_err() {
                 break;
             }
+            batch.clear();
         }
         tx.finish();
     });

@@ -102,40 +102,39 @@ pub(super) fn frame_stream(
     })
 }
 
-/// Writes one link's frames in order. The dispatches queued when it runs
-/// go out as one `Dispatches` frame: a burst of admissions to one node
-/// process costs one frame, not one per part.
+/// At most this many dispatches in one `Dispatches` frame (~60 bytes
+/// each: far below the frame limit).
+const DISPATCHES_PER_FRAME: usize = 4096;
+
+/// Writes one link's frames in order, everything queued when it runs in
+/// one write; the dispatches among them go out as `Dispatches` frames (a
+/// burst of admissions to one node process costs one frame, not one per
+/// part). A shutdown or reject is the last frame.
 pub(super) async fn writer(mut tx: FrameSender, mut rx: mpsc::UnboundedReceiver<ManagerMsg>) {
-    let mut next = None;
-    loop {
-        let m = match next.take() {
-            Some(m) => m,
-            None => match rx.recv().await {
-                Some(m) => m,
-                None => break,
-            },
-        };
-        let m = match m {
-            ManagerMsg::Dispatch(d) => {
-                let mut batch = vec![d];
-                loop {
-                    match rx.try_recv() {
-                        Ok(ManagerMsg::Dispatch(d)) => batch.push(d),
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
+    let mut batch: Vec<ManagerMsg> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut last = false;
+        let mut next = Some(first);
+        while let Some(m) = next.take() {
+            last = matches!(m, ManagerMsg::Shutdown { .. } | ManagerMsg::Reject { .. });
+            match (m, batch.last_mut()) {
+                (ManagerMsg::Dispatch(d), Some(ManagerMsg::Dispatches(ds)))
+                    if ds.len() < DISPATCHES_PER_FRAME =>
+                {
+                    ds.push(d)
                 }
-                ManagerMsg::Dispatches(batch)
+                (ManagerMsg::Dispatch(d), _) => batch.push(ManagerMsg::Dispatches(vec![d])),
+                (m, _) => batch.push(m),
             }
-            m => m,
-        };
-        let last = matches!(m, ManagerMsg::Shutdown { .. } | ManagerMsg::Reject { .. });
-        if tx.send(&m).await.is_err() {
+            if last || batch.len() >= 256 {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        if tx.send_all(&batch).await.is_err() {
             break;
         }
+        batch.clear();
         if last {
             tx.finish();
             break;

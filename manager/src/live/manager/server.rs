@@ -144,11 +144,21 @@ pub(super) async fn serve_client(
 ) {
     let (mut tx, mut rx) = s.split();
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<ClientReply>();
+    // Answers queued together (a burst's) go out in one write.
     let writer = actix::spawn(async move {
+        let mut batch = Vec::new();
         while let Some(r) = reply_rx.recv().await {
-            if tx.send(&r).await.is_err() {
+            batch.push(r);
+            while batch.len() < CLIENT_BATCH {
+                match reply_rx.try_recv() {
+                    Ok(r) => batch.push(r),
+                    Err(_) => break,
+                }
+            }
+            if tx.send_all(&batch).await.is_err() {
                 break;
             }
+            batch.clear();
         }
     });
     loop {
