@@ -696,6 +696,8 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
             "1",
             "--echoes",
             "50",
+            "--echo-seconds",
+            "0.5",
             "--estimate",
             "0.01",
             "--deadline",
@@ -749,6 +751,14 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
             "{l}"
         );
         assert_eq!(s["echo_us"]["count"], 50);
+        // Echoes at the step's rate for 0.5 s, every one answered (none of
+        // them reaches the policy: the decision count below is exact).
+        let at_rate = &s["echo_at_rate_us"];
+        assert_eq!(at_rate["count"], n / 2, "{s}");
+        let e99 = at_rate["p99"].as_u64().unwrap();
+        assert!(e99 > 0, "{s}");
+        let ratio = s["p99_over_echo_at_rate_p99"].as_f64().unwrap();
+        assert!((ratio - p99 as f64 / e99 as f64).abs() < 1e-9, "{s}");
         // The manager's own histograms, differenced over the step: one
         // policy decision per submission of this step, and a start for at
         // most every accepted part; plus, at most once, the serving

@@ -61,9 +61,14 @@ pub struct LoadtestArgs {
     /// Relative deadline D of every job (trace seconds).
     #[arg(long, default_value_t = 100.0)]
     deadline: f64,
-    /// Echo round trips measured before each step (the baseline).
+    /// Echo round trips measured one at a time before each step.
     #[arg(long, default_value_t = 200)]
     echoes: usize,
+    /// Seconds of echoes sent at each step's rate before it (the baseline
+    /// its p99 is compared with: paced, sent and read as the submissions
+    /// are); 0 skips them.
+    #[arg(long, default_value_t = 1.0)]
+    echo_seconds: f64,
     /// More processes of this host to read CPU and memory of (comma-
     /// separated pids), e.g. node processes the manager cannot tell are
     /// local.
@@ -113,10 +118,17 @@ pub struct Step {
     pub achieved_rate: f64,
     /// Submit-to-decision latency at the client (us).
     pub latency_us: Percentiles,
-    /// Echo round trip on the same connection just before the step (us).
+    /// Echo round trip on the same connection just before the step, one
+    /// at a time (us).
     pub echo_us: Percentiles,
-    /// p99 latency over the echo's p99.
+    /// p99 latency over that echo's p99.
     pub p99_over_echo_p99: f64,
+    /// Echo round trip at the step's rate (echoes paced, sent and read as
+    /// the submissions are, `--echo-seconds` long, just before the step;
+    /// us). Empty with `--echo-seconds 0`.
+    pub echo_at_rate_us: Percentiles,
+    /// p99 latency over the echo-at-rate p99 (0 without it).
+    pub p99_over_echo_at_rate_p99: f64,
     /// The manager's own view of the step (its histograms before and after,
     /// `ClientMsg::Latency`): policy compute per decision (us).
     pub policy_compute_us: Percentiles,
@@ -297,8 +309,10 @@ async fn load(
     a: &LoadtestArgs,
     rate: f64,
     token0: u64,
+    echo: bool,
 ) -> Result<(FrameReceiver, LoadResult, u64, Instant)> {
-    let total = (rate * a.seconds).round().max(1.0) as u64;
+    let secs = if echo { a.echo_seconds } else { a.seconds };
+    let total = (rate * secs).round().max(1.0) as u64;
     let sent_at: Arc<Mutex<Vec<Option<Instant>>>> =
         Arc::new(Mutex::new(vec![None; total as usize]));
     let sent2 = sent_at.clone();
@@ -321,6 +335,7 @@ async fn load(
                     token, decision, ..
                 } => (token, Some(matches!(decision, Decision::Accept(_)))),
                 ClientReply::Queued { token, .. } => (token, Some(true)),
+                ClientReply::Echo { token } => (token, Some(false)),
                 ClientReply::Error { token, .. } => (token, None),
                 _ => continue,
             };
@@ -356,13 +371,16 @@ async fn load(
             tokio::time::sleep(due - now).await;
         }
         sent_at.lock().expect("not poisoned")[k as usize] = Some(Instant::now());
-        tx.send(&ClientMsg::Submit {
-            token: token0 + k,
-            job: wire.clone(),
-            actual: Some(a.estimate),
-        })
-        .await
-        .context("sending a submission")?;
+        let msg = if echo {
+            ClientMsg::Echo { token: token0 + k }
+        } else {
+            ClientMsg::Submit {
+                token: token0 + k,
+                job: wire.clone(),
+                actual: Some(a.estimate),
+            }
+        };
+        tx.send(&msg).await.context("sending a submission")?;
     }
     let (rx, r) = reader.await.context("the answer reader failed")?;
     Ok((rx, r, total, t0))
@@ -393,6 +411,7 @@ pub fn run(a: LoadtestArgs) -> Result<ExitCode> {
     if !a.seconds.is_finite() || a.seconds <= 0.0 {
         bail!("--seconds must be > 0, got {}", a.seconds);
     }
+    crate::live::runcmd::seconds("--echo-seconds", a.echo_seconds)?;
     crate::live::runcmd::seconds("--answer-timeout", a.answer_timeout)?;
     job(a.processors, a.estimate, a.deadline).validate()?;
     let inv = Invocation::capture();
@@ -478,6 +497,14 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
     for &rate in &a.rates {
         let echo = echoes(&mut tx, &mut rx, a.echoes, token).await?;
         token += a.echoes as u64;
+        let echo_at_rate = if a.echo_seconds > 0.0 {
+            let (back, r, total, _) = load(&mut tx, rx, a, rate, token, true).await?;
+            token += total;
+            rx = back;
+            r.hist
+        } else {
+            Histogram::new(3).expect("valid")
+        };
         let m0 = status(&mut tx, &mut rx, token).await?.manager;
         token += 1;
         let h0 = manager_histograms(&mut tx, &mut rx, token).await?;
@@ -487,7 +514,7 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
             .iter()
             .map(|(_, pid)| procstat::sample(*pid))
             .collect();
-        let (back, r, total, t0) = load(&mut tx, rx, a, rate, token).await?;
+        let (back, r, total, t0) = load(&mut tx, rx, a, rate, token, false).await?;
         token += total;
         rx = back;
         let wall = w0.elapsed().as_secs_f64();
@@ -514,6 +541,12 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
             .as_secs_f64();
         let lat = percentiles(&r.hist);
         let echo_p = percentiles(&echo);
+        let echo_rate_p = percentiles(&echo_at_rate);
+        let over_echo_at_rate = if echo_rate_p.count > 0 {
+            lat.p99 as f64 / echo_rate_p.p99.max(1) as f64
+        } else {
+            0.0
+        };
         let step = Step {
             offered_rate: rate,
             sent: total,
@@ -526,6 +559,8 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
             p99_over_echo_p99: lat.p99 as f64 / echo_p.p99.max(1) as f64,
             latency_us: lat,
             echo_us: echo_p,
+            p99_over_echo_at_rate_p99: over_echo_at_rate,
+            echo_at_rate_us: echo_rate_p,
             policy_compute_us: step_percentiles(&h0, &h1, "policy_compute_us"),
             dispatch_to_start_us: step_percentiles(&h0, &h1, "dispatch_to_start_us"),
             manager: ProcStep {
@@ -559,7 +594,7 @@ async fn drive(a: &LoadtestArgs, log: &mut Log) -> Result<Report> {
 /// The per-step table.
 pub fn table(steps: &[Step]) -> String {
     let mut t = format!(
-        "{:>8} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
+        "{:>8} {:>6} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}\n",
         "offered",
         "sent",
         "answered",
@@ -570,6 +605,8 @@ pub fn table(steps: &[Step]) -> String {
         "echo p50",
         "echo p99",
         "p99/echo",
+        "echo@r99",
+        "p99/e@r",
         "d2s p50",
         "d2s p99",
         "mgr CPU%",
@@ -578,7 +615,7 @@ pub fn table(steps: &[Step]) -> String {
     );
     for s in steps {
         t.push_str(&format!(
-            "{:>8.0} {:>6} {:>8} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.2} {:>8} {:>8} {:>8.1} {:>9.1} {:>8}\n",
+            "{:>8.0} {:>6} {:>8} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7.2} {:>8} {:>8.2} {:>8} {:>8} {:>8.1} {:>9.1} {:>8}\n",
             s.offered_rate,
             s.sent,
             s.answered,
@@ -589,6 +626,8 @@ pub fn table(steps: &[Step]) -> String {
             s.echo_us.p50,
             s.echo_us.p99,
             s.p99_over_echo_p99,
+            s.echo_at_rate_us.p99,
+            s.p99_over_echo_at_rate_p99,
             s.dispatch_to_start_us.p50,
             s.dispatch_to_start_us.p99,
             s.manager.cpu_percent,
@@ -602,12 +641,12 @@ pub fn table(steps: &[Step]) -> String {
 
 fn csv(r: &Report) -> String {
     let mut t = String::from(
-        "offered_rate,sent,answered,accepted,rejected,errors,seconds,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,echo_p50_us,echo_p99_us,p99_over_echo_p99,policy_compute_p50_us,policy_compute_p99_us,dispatch_to_start_p50_us,dispatch_to_start_p99_us,manager_cpu_percent,manager_rss_kb,manager_peak_rss_kb,nodes_cpu_percent\n",
+        "offered_rate,sent,answered,accepted,rejected,errors,seconds,achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,echo_p50_us,echo_p99_us,p99_over_echo_p99,policy_compute_p50_us,policy_compute_p99_us,dispatch_to_start_p50_us,dispatch_to_start_p99_us,manager_cpu_percent,manager_rss_kb,manager_peak_rss_kb,nodes_cpu_percent,echo_at_rate_p50_us,echo_at_rate_p99_us,p99_over_echo_at_rate_p99\n",
     );
     for s in &r.steps {
         let l = &s.latency_us;
         t.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             s.offered_rate,
             s.sent,
             s.answered,
@@ -632,7 +671,10 @@ fn csv(r: &Report) -> String {
             s.manager.cpu_percent,
             s.manager.rss_kb,
             s.manager.peak_rss_kb,
-            s.nodes_cpu_percent.map_or(String::new(), |c| c.to_string())
+            s.nodes_cpu_percent.map_or(String::new(), |c| c.to_string()),
+            s.echo_at_rate_us.p50,
+            s.echo_at_rate_us.p99,
+            s.p99_over_echo_at_rate_p99
         ));
     }
     t
@@ -687,7 +729,8 @@ fn latency_chart(r: &Report) -> Chart {
         lines: vec![
             line("p50", r, |s| s.latency_us.p50 as f64),
             line("p99", r, |s| s.latency_us.p99 as f64),
-            line("echo p99", r, |s| s.echo_us.p99 as f64),
+            line("echo p99, one at a time", r, |s| s.echo_us.p99 as f64),
+            line("echo p99 at the rate", r, |s| s.echo_at_rate_us.p99 as f64),
         ],
     }
 }
