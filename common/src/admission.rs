@@ -95,14 +95,14 @@ struct LiveNode {
 #[derive(Debug, Clone)]
 struct LiveJob {
     job: WorkloadJob,
-    record: JobRecord,
-    /// Global ids of the nodes of each part (index = part index).
-    part_nodes: Vec<u32>,
-    /// Whether each part has completed (a second completion is ignored).
-    part_done: Vec<bool>,
     /// Where its parts' records start in the core's part records (a job's
-    /// parts are placed together, so they are consecutive).
+    /// parts are placed together, so they are consecutive: part `i` is
+    /// record `first_part + i`, which names its node). Kept there rather
+    /// than in small vectors of each job's own, which cost an allocation
+    /// and a free per job.
     first_part: usize,
+    /// How many parts it has (0 until placed).
+    n_parts: usize,
     parts_left: usize,
     done: bool,
 }
@@ -219,8 +219,14 @@ pub struct ManagerCore {
     view_index: Vec<Option<usize>>,
     /// Jobs in submission order, and where each id is.
     jobs: Vec<LiveJob>,
+    /// The record of each job (parallel to `jobs`): kept apart so that the
+    /// books come out of the core without a copy.
+    records: Vec<JobRecord>,
     /// Every part placed or started, in placement order.
     parts: Vec<PartRecord>,
+    /// Whether each part has completed (parallel to `parts`; a second
+    /// completion is ignored).
+    part_done: Vec<bool>,
     index: HashMap<JobId, usize>,
     /// Jobs not yet over.
     open: usize,
@@ -277,7 +283,9 @@ impl ManagerCore {
             view_ids: Vec::new(),
             view_index: Vec::new(),
             jobs: Vec::new(),
+            records: Vec::new(),
             parts: Vec::new(),
+            part_done: Vec::new(),
             index: HashMap::new(),
             open: 0,
             queued: 0,
@@ -285,6 +293,23 @@ impl ManagerCore {
             actions: Vec::new(),
             duplicate_completions: 0,
         }
+    }
+
+    /// Room for `jobs` more jobs and `parts` more part records, so that
+    /// the books do not grow by reallocation (copying everything so far)
+    /// in the middle of a simulation, which knows both in advance.
+    pub fn reserve(&mut self, jobs: usize, parts: usize) {
+        self.jobs.reserve(jobs);
+        self.records.reserve(jobs);
+        self.index.reserve(jobs);
+        self.parts.reserve(parts);
+        self.part_done.reserve(parts);
+    }
+
+    /// Where job `job` is in submission order (the simulator submits its
+    /// workload in order, so this is its index there).
+    pub fn job_position(&self, job: JobId) -> Option<usize> {
+        self.index.get(&job).copied()
     }
 
     /// The policy's name.
@@ -401,8 +426,7 @@ impl ManagerCore {
                 let mut done = std::mem::take(finished);
                 for f in done.drain(..) {
                     let k = self.index[&f.job];
-                    let j = &self.jobs[k];
-                    let index = j.part_nodes.iter().position(|&g| g as usize == f.node);
+                    let index = self.job_parts(k).iter().position(|p| p.node == f.node);
                     let index = index.expect("a simulated part runs on one of its job's nodes");
                     self.book_part_finished(now, k, index, f.at);
                 }
@@ -453,12 +477,11 @@ impl ManagerCore {
         }
         let k = self.jobs.len();
         self.index.insert(id, k);
+        self.records.push(JobRecord::new(&job));
         self.jobs.push(LiveJob {
-            record: JobRecord::new(&job),
             job,
-            part_nodes: Vec::new(),
-            part_done: Vec::new(),
             first_part: 0,
+            n_parts: 0,
             parts_left: 0,
             done: false,
         });
@@ -502,12 +525,13 @@ impl ManagerCore {
     fn apply_admission(&mut self, now: Time, k: usize, decision: Decision, out: &mut Vec<Output>) {
         match decision {
             Decision::Accept(a) => {
-                let global: Vec<u32> = a.nodes.iter().map(|&n| self.view_ids[n]).collect();
+                let global: Vec<usize> =
+                    a.nodes.iter().map(|&n| self.view_ids[n] as usize).collect();
                 self.start(now, k, &global, a.cost, false, out);
                 out.push(Output::Decided {
                     job: self.jobs[k].job.spec.id,
                     decision: Decision::Accept(Accept {
-                        nodes: global.iter().map(|&g| g as usize).collect(),
+                        nodes: global,
                         cost: a.cost,
                     }),
                 });
@@ -525,7 +549,7 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) {
         let j = &mut self.jobs[k];
-        j.record.reject(now, reason, detail.clone());
+        self.records[k].reject(now, reason, detail.clone());
         j.done = true;
         self.open -= 1;
         let id = j.job.spec.id;
@@ -542,20 +566,20 @@ impl ManagerCore {
         &mut self,
         now: Time,
         k: usize,
-        global: &[u32],
+        global: &[usize],
         cost: f64,
         exclusive: bool,
         out: &mut Vec<Output>,
     ) {
         let j = &mut self.jobs[k];
-        j.record
-            .accept(now, global.iter().map(|&g| g as usize).collect(), cost);
-        j.part_nodes = global.to_vec();
-        j.part_done = vec![false; global.len()];
+        self.records[k].accept(now, global.to_vec(), cost);
+        j.n_parts = global.len();
         j.parts_left = global.len();
         j.first_part = self.parts.len();
+        self.part_done
+            .resize(self.parts.len() + global.len(), false);
         let actual = j.job.actual_runtime;
-        let speed = |g: u32| self.view_index[g as usize].map_or(1.0, |v| self.view[v].spec.speed);
+        let speed = |g: usize| self.view_index[g].map_or(1.0, |v| self.view[v].spec.speed);
         // An exclusive (space-shared) job runs at its slowest node's pace
         // and holds every node of it for that long.
         let slowest = global
@@ -564,7 +588,7 @@ impl ManagerCore {
             .fold(f64::INFINITY, f64::min);
         self.parts.extend(global.iter().map(|&g| PartRecord {
             job: j.job.spec.id,
-            node: g as usize,
+            node: g,
             start: now,
             finish: Time::INFINITY,
             cpu: actual / if exclusive { slowest } else { speed(g) },
@@ -589,7 +613,6 @@ impl ManagerCore {
                     return;
                 }
                 for &g in global {
-                    let g = g as usize;
                     let part = self.view[g].new_valued_part(spec, value);
                     let actual_cpu = actual / self.view[g].spec.speed;
                     fluid_place(
@@ -605,8 +628,8 @@ impl ManagerCore {
             Tracking::Reported(reports) => {
                 let hard = spec.qos.deadline_type == DeadlineType::Hard;
                 for (index, &g) in global.iter().enumerate() {
-                    let node = &self.nodes[g as usize];
-                    if let Some(v) = self.view_index[g as usize] {
+                    let node = &self.nodes[g];
+                    if let Some(v) = self.view_index[g] {
                         let part = self.view[v].new_valued_part(spec, value);
                         self.view[v].parts.push(part);
                         reports[v].push(None);
@@ -649,29 +672,26 @@ impl ManagerCore {
         };
         self.actions.clear();
         q.schedule(now, &mut self.actions);
-        let actions = std::mem::take(&mut self.actions);
-        for a in &actions {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
             match a {
                 QueueAction::Start { job, nodes, cost } => {
                     self.queued -= 1;
-                    let k = self.index[job];
-                    let global: Vec<u32> = nodes.iter().map(|&n| n as u32).collect();
-                    self.start(now, k, &global, *cost, true, out);
+                    let k = self.index[&job];
+                    self.start(now, k, &nodes, cost, true, out);
                     out.push(Output::Decided {
-                        job: *job,
-                        decision: Decision::Accept(Accept {
-                            nodes: nodes.clone(),
-                            cost: *cost,
-                        }),
+                        job,
+                        decision: Decision::Accept(Accept { nodes, cost }),
                     });
                 }
                 QueueAction::Drop { job, reject } => {
                     self.queued -= 1;
-                    let k = self.index[job];
-                    self.reject(now, k, reject.reason, reject.detail.clone(), out);
+                    let k = self.index[&job];
+                    self.reject(now, k, reject.reason, reject.detail, out);
                 }
             }
         }
+        // Kept for its capacity.
         self.actions = actions;
     }
 
@@ -735,6 +755,18 @@ impl ManagerCore {
             .map_or("(unregistered)", |n| n.host.as_str())
     }
 
+    /// The part records of job `k` (empty until it is placed).
+    fn job_parts(&self, k: usize) -> &[PartRecord] {
+        let j = &self.jobs[k];
+        &self.parts[j.first_part..j.first_part + j.n_parts]
+    }
+
+    /// The global node of part `index` of job `k`, if it has that part.
+    fn part_node(&self, k: usize, index: usize) -> Option<u32> {
+        let j = &self.jobs[k];
+        (index < j.n_parts).then(|| self.parts[j.first_part + index].node as u32)
+    }
+
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
         // Built only on failure: naming the host walks every node, and
         // this runs for every part of every progress report.
@@ -745,10 +777,7 @@ impl ManagerCore {
             index: part.index,
         };
         let &k = self.index.get(&part.job).ok_or_else(unknown)?;
-        let g = *self.jobs[k]
-            .part_nodes
-            .get(part.index as usize)
-            .ok_or_else(unknown)?;
+        let g = self.part_node(k, part.index as usize).ok_or_else(unknown)?;
         if self.nodes[g as usize].link != link {
             return Err(unknown());
         }
@@ -767,6 +796,63 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
+        let k = self.index[&part.job];
+        self.complete_part(now, link, k, g, part, at, out)
+    }
+
+    /// Every part of `job` finished its actual work at node time `at`
+    /// (reported at `now`): the same as [`Self::part_completed`] for each
+    /// part in index order, with one lookup of the job instead of two per
+    /// part. The simulator completes a space-shared job's parts together
+    /// (they all end with the slowest of them), and SDSC jobs have dozens.
+    pub fn job_completed(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        job: JobId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let Some(&k) = self.index.get(&job) else {
+            return Err(CoreError::UnknownPart {
+                host: self.link_host(link).to_string(),
+                link,
+                job,
+                index: 0,
+            });
+        };
+        for index in 0..self.jobs[k].n_parts {
+            let g = self.part_node(k, index).expect("index < n_parts");
+            let part = PartId {
+                job,
+                index: index as u32,
+            };
+            if self.nodes[g as usize].link != link {
+                return Err(CoreError::UnknownPart {
+                    host: self.link_host(link).to_string(),
+                    link,
+                    job,
+                    index: part.index,
+                });
+            }
+            self.complete_part(now, link, k, g, part, at, out)?;
+        }
+        Ok(())
+    }
+
+    /// Books the completion of `part` (job `k`, on global node `g`, both
+    /// checked to be on `link`) at node time `at`.
+    #[allow(clippy::too_many_arguments)]
+    fn complete_part(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        k: usize,
+        g: u32,
+        part: PartId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
         if !at.is_finite() {
             return Err(CoreError::BadReport {
                 host: self.link_host(link).to_string(),
@@ -777,8 +863,8 @@ impl ManagerCore {
                 value: at,
             });
         }
-        let k = self.index[&part.job];
-        if self.jobs[k].part_done[part.index as usize] {
+        let done = self.jobs[k].first_part + part.index as usize;
+        if self.part_done[done] {
             self.duplicate_completions += 1;
             return Err(CoreError::DuplicateCompletion {
                 host: self.link_host(link).to_string(),
@@ -787,7 +873,7 @@ impl ManagerCore {
                 index: part.index,
             });
         }
-        self.jobs[k].part_done[part.index as usize] = true;
+        self.part_done[done] = true;
         self.remove_part(g, part);
         if self.book_part_finished(now, k, part.index as usize, at) {
             out.push(Output::Finished { job: part.job });
@@ -819,7 +905,7 @@ impl ManagerCore {
             return false;
         }
         j.parts_left -= 1;
-        j.record.part_finished(at);
+        self.records[k].part_finished(at);
         if j.parts_left > 0 {
             return false;
         }
@@ -870,7 +956,13 @@ impl ManagerCore {
             .jobs
             .iter()
             .enumerate()
-            .filter(|(_, j)| !j.done && j.part_nodes.iter().any(|g| dead.contains(g)))
+            .filter(|&(k, j)| {
+                !j.done
+                    && self
+                        .job_parts(k)
+                        .iter()
+                        .any(|p| dead.contains(&(p.node as u32)))
+            })
             .map(|(k, _)| k)
             .collect();
         lost_jobs.sort_unstable_by_key(|&k| self.jobs[k].job.spec.id);
@@ -956,18 +1048,18 @@ impl ManagerCore {
     ) {
         let j = &mut self.jobs[k];
         let id = j.job.spec.id;
-        j.record.lose(detail);
+        self.records[k].lose(detail);
         j.done = true;
         self.open -= 1;
-        let part_nodes = j.part_nodes.clone();
-        let part_done = j.part_done.clone();
-        for (index, &g) in part_nodes.iter().enumerate() {
+        let (first, n_parts) = (j.first_part, j.n_parts);
+        for index in 0..n_parts {
+            let g = self.parts[first + index].node as u32;
             let part = PartId {
                 job: id,
                 index: index as u32,
             };
             let n = &self.nodes[g as usize];
-            if n.alive && !part_done[index] && skip != Some(part.index) {
+            if n.alive && !self.part_done[first + index] && skip != Some(part.index) {
                 out.push(Output::Send {
                     link: n.link,
                     msg: ManagerMsg::Cancel { part },
@@ -1040,12 +1132,12 @@ impl ManagerCore {
 
     /// The record of one job.
     pub fn record(&self, job: JobId) -> Option<&JobRecord> {
-        self.index.get(&job).map(|&k| &self.jobs[k].record)
+        self.index.get(&job).map(|&k| &self.records[k])
     }
 
     /// Every record, in submission order.
     pub fn records(&self) -> impl ExactSizeIterator<Item = &JobRecord> {
-        self.jobs.iter().map(|j| &j.record)
+        self.records.iter()
     }
 
     /// Every part placed or started, in placement order.
@@ -1056,10 +1148,7 @@ impl ManagerCore {
     /// The books taken out of the core: every job record in submission
     /// order and every part record in placement order.
     pub fn into_books(self) -> (Vec<JobRecord>, Vec<PartRecord>) {
-        (
-            self.jobs.into_iter().map(|j| j.record).collect(),
-            self.parts,
-        )
+        (self.records, self.parts)
     }
 
     /// The snapshot policies would decide on at `now` (dead-reckoned), and

@@ -25,6 +25,9 @@ struct Waiting {
     deadline: Time,
     submit: Time,
     seq: u64,
+    /// Started in the current scheduling pass, to be taken out of the
+    /// queue at its end (see [`SpaceState::launch`]).
+    started: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +124,12 @@ struct SpaceState {
     pool: NodePool,
     running: Vec<Running>,
     queue: Vec<Waiting>,
+    /// No job was queued since the queue was last sorted: its order keys
+    /// never change and starting or dropping jobs keeps the order, so the
+    /// sort can be skipped (it ran at every event of a simulation).
+    sorted: bool,
+    /// Scratch for [`SpaceState::shadow`], kept for its capacity.
+    ends: Vec<(Time, usize)>,
     seq: u64,
     slowest: f64,
     pbase: f64,
@@ -132,6 +141,8 @@ impl SpaceState {
             pool: NodePool::new(nodes.len()),
             running: Vec::new(),
             queue: Vec::new(),
+            sorted: true,
+            ends: Vec::new(),
             seq: 0,
             slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
             pbase: cfg.pbase,
@@ -172,7 +183,9 @@ impl SpaceState {
             deadline: job.deadline_abs(),
             submit: job.details.submit_time,
             seq: self.seq,
+            started: false,
         });
+        self.sorted = false;
         None
     }
 
@@ -185,7 +198,18 @@ impl SpaceState {
 
     /// Starts queue entry `k` now on the lowest-index free nodes.
     fn start(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
-        let w = self.queue.remove(k);
+        self.launch(k, now, out);
+        self.queue.remove(k);
+    }
+
+    /// Starts queue entry `k` now on the lowest-index free nodes but
+    /// leaves it in the queue, marked started: a pass that starts many
+    /// jobs takes them all out at its end with [`Self::remove_started`]
+    /// (removing each at once shifted the whole queue every time).
+    fn launch(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
+        let w = &mut self.queue[k];
+        w.started = true;
+        let w = w.clone();
         let nodes = self.pool.take_lowest(w.procs);
         self.running.push(Running {
             id: w.id,
@@ -197,6 +221,11 @@ impl SpaceState {
             nodes,
             cost: w.estimate * self.pbase,
         });
+    }
+
+    /// Takes the jobs [`Self::launch`] started out of the queue.
+    fn remove_started(&mut self) {
+        self.queue.retain(|w| !w.started);
     }
 
     fn drop_job(
@@ -237,13 +266,17 @@ impl SpaceState {
     /// before it. Jobs tied with the one that frees the last needed node
     /// free theirs at the same instant, so they count too, whatever their
     /// order in the running list.
-    fn shadow(&self, now: Time, procs: usize) -> (Time, usize) {
-        let mut ends: Vec<(Time, usize)> = self
-            .running
-            .iter()
-            .map(|r| (r.est_end.max(now), r.nodes.len()))
-            .collect();
-        ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    fn shadow(&mut self, now: Time, procs: usize) -> (Time, usize) {
+        let ends = &mut self.ends;
+        ends.clear();
+        ends.extend(
+            self.running
+                .iter()
+                .map(|r| (r.est_end.max(now), r.nodes.len())),
+        );
+        // Unstable is enough: entries with equal times are summed together
+        // below, whatever their order.
+        ends.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut avail = self.pool.n_free();
         let mut k = 0;
         while k < ends.len() {
@@ -290,6 +323,10 @@ impl Backfill {
     }
 
     fn sort_queue(&mut self) {
+        if self.st.sorted {
+            return;
+        }
+        self.st.sorted = true;
         let key = |w: &Waiting| match self.order {
             BackfillOrder::Fcfs => w.submit,
             BackfillOrder::Sjf => w.estimate,
@@ -329,33 +366,40 @@ impl QueuePolicy for Backfill {
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
         self.sort_queue();
+        let st = &mut self.st;
+        // Started jobs stay in the queue, marked, until the end of the
+        // pass (`launch`), so the walk goes by index past them.
+        let mut any = false;
         // Start jobs from the head while they fit.
-        while let Some(head) = self.st.queue.first() {
-            if head.procs > self.st.pool.n_free() {
-                break;
-            }
-            self.st.start(0, now, out);
+        let mut head = 0;
+        while head < st.queue.len() && st.queue[head].procs <= st.pool.n_free() {
+            st.launch(head, now, out);
+            any = true;
+            head += 1;
         }
-        let Some(head) = self.st.queue.first() else {
-            return;
-        };
-        // The head waits: reserve its start at the shadow time; backfill
-        // later jobs that end before it, or that fit in the extra nodes.
-        let (shadow, mut extra) = self.st.shadow(now, head.procs);
-        let mut k = 1;
-        while k < self.st.queue.len() && self.st.pool.n_free() > 0 {
-            let w = &self.st.queue[k];
-            if w.procs <= self.st.pool.n_free() {
-                let ends_before = now + w.est <= shadow + TIME_EPS;
-                if ends_before || w.procs <= extra {
-                    if !ends_before {
-                        extra -= w.procs;
+        if head < st.queue.len() {
+            // The head waits: reserve its start at the shadow time;
+            // backfill later jobs that end before it, or that fit in the
+            // extra nodes.
+            let (shadow, mut extra) = st.shadow(now, st.queue[head].procs);
+            let mut k = head + 1;
+            while k < st.queue.len() && st.pool.n_free() > 0 {
+                let w = &st.queue[k];
+                if w.procs <= st.pool.n_free() {
+                    let ends_before = now + w.est <= shadow + TIME_EPS;
+                    if ends_before || w.procs <= extra {
+                        if !ends_before {
+                            extra -= w.procs;
+                        }
+                        st.launch(k, now, out);
+                        any = true;
                     }
-                    self.st.start(k, now, out);
-                    continue;
                 }
+                k += 1;
             }
-            k += 1;
+        }
+        if any {
+            st.remove_started();
         }
     }
 }
