@@ -42,18 +42,36 @@ struct Running {
 /// by the queue policies here and the QoPS family.
 #[derive(Debug, Clone)]
 pub(crate) struct NodePool {
-    free: Vec<bool>,
+    /// Free nodes, one bit each (node `n` is bit `n % 64` of word
+    /// `n / 64`): the lowest free nodes are found a word at a time.
+    free: Vec<u64>,
     usable: Vec<bool>,
     n_free: usize,
+    n_usable: usize,
 }
 
 impl NodePool {
     /// `n` free, usable nodes.
     pub(crate) fn new(n: usize) -> NodePool {
+        let mut free = vec![u64::MAX; n / 64];
+        let rest = n % 64;
+        if rest > 0 {
+            free.push((1u64 << rest) - 1);
+        }
         NodePool {
-            free: vec![true; n],
+            free,
             usable: vec![true; n],
             n_free: n,
+            n_usable: n,
+        }
+    }
+
+    fn set_free(&mut self, node: usize, free: bool) {
+        let (w, bit) = (node / 64, 1u64 << (node % 64));
+        if free {
+            self.free[w] |= bit;
+        } else {
+            self.free[w] &= !bit;
         }
     }
 
@@ -64,23 +82,30 @@ impl NodePool {
 
     /// Nodes that may be used at all.
     pub(crate) fn usable_count(&self) -> usize {
-        self.usable.iter().filter(|u| **u).count()
+        self.n_usable
     }
 
     /// Marks `node` (un)usable; `node == len` appends one. A busy node
     /// stays busy until its job reports; a free one changes the pool at
     /// once.
     pub(crate) fn set_available(&mut self, node: usize, available: bool, busy: bool) {
-        if node == self.free.len() {
-            self.free.push(false);
+        if node == self.usable.len() {
             self.usable.push(false);
+            if node / 64 == self.free.len() {
+                self.free.push(0);
+            }
         }
-        if node >= self.free.len() || self.usable[node] == available {
+        if node >= self.usable.len() || self.usable[node] == available {
             return;
         }
         self.usable[node] = available;
+        if available {
+            self.n_usable += 1;
+        } else {
+            self.n_usable -= 1;
+        }
         if !busy {
-            self.free[node] = available;
+            self.set_free(node, available);
             if available {
                 self.n_free += 1;
             } else {
@@ -93,13 +118,14 @@ impl NodePool {
     /// there are that many).
     pub(crate) fn take_lowest(&mut self, procs: usize) -> Vec<usize> {
         let mut nodes = Vec::with_capacity(procs);
-        for (n, f) in self.free.iter_mut().enumerate() {
+        for (w, word) in self.free.iter_mut().enumerate() {
+            while *word != 0 && nodes.len() < procs {
+                nodes.push(w * 64 + word.trailing_zeros() as usize);
+                // Clears the lowest set bit.
+                *word &= *word - 1;
+            }
             if nodes.len() == procs {
                 break;
-            }
-            if *f {
-                *f = false;
-                nodes.push(n);
             }
         }
         self.n_free -= nodes.len();
@@ -110,7 +136,7 @@ impl NodePool {
     pub(crate) fn release(&mut self, nodes: &[usize]) {
         for &n in nodes {
             if self.usable[n] {
-                self.free[n] = true;
+                self.set_free(n, true);
                 self.n_free += 1;
             }
         }
@@ -130,6 +156,9 @@ struct SpaceState {
     sorted: bool,
     /// Scratch for [`SpaceState::shadow`], kept for its capacity.
     ends: Vec<(Time, usize)>,
+    /// At most the earliest deadline in the queue: while `now` is not
+    /// past it, no waiting job has lapsed and the queue is not walked.
+    earliest_deadline: Time,
     seq: u64,
     slowest: f64,
     pbase: f64,
@@ -143,6 +172,7 @@ impl SpaceState {
             queue: Vec::new(),
             sorted: true,
             ends: Vec::new(),
+            earliest_deadline: Time::INFINITY,
             seq: 0,
             slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
             pbase: cfg.pbase,
@@ -186,6 +216,7 @@ impl SpaceState {
             started: false,
         });
         self.sorted = false;
+        self.earliest_deadline = self.earliest_deadline.min(job.deadline_abs());
         None
     }
 
@@ -244,6 +275,11 @@ impl SpaceState {
 
     /// Drops every waiting job whose deadline has passed.
     fn drop_lapsed(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        // Every deadline is >= the earliest, so none has lapsed either.
+        if now <= self.earliest_deadline + TIME_EPS {
+            return;
+        }
+        self.earliest_deadline = Time::INFINITY;
         let mut k = 0;
         while k < self.queue.len() {
             if now > self.queue[k].deadline + TIME_EPS {
@@ -253,6 +289,7 @@ impl SpaceState {
                 );
                 self.drop_job(k, RejectReason::Expired, detail, out);
             } else {
+                self.earliest_deadline = self.earliest_deadline.min(self.queue[k].deadline);
                 k += 1;
             }
         }
@@ -533,6 +570,116 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The pool as plain flags, the way it was kept before it became a
+    /// bit set.
+    struct FlagPool {
+        free: Vec<bool>,
+        usable: Vec<bool>,
+        n_free: usize,
+    }
+
+    impl FlagPool {
+        fn set_available(&mut self, node: usize, available: bool, busy: bool) {
+            if node == self.free.len() {
+                self.free.push(false);
+                self.usable.push(false);
+            }
+            if node >= self.free.len() || self.usable[node] == available {
+                return;
+            }
+            self.usable[node] = available;
+            if !busy {
+                self.free[node] = available;
+                if available {
+                    self.n_free += 1;
+                } else {
+                    self.n_free -= 1;
+                }
+            }
+        }
+
+        fn take_lowest(&mut self, procs: usize) -> Vec<usize> {
+            let mut nodes = Vec::new();
+            for (n, f) in self.free.iter_mut().enumerate() {
+                if nodes.len() == procs {
+                    break;
+                }
+                if *f {
+                    *f = false;
+                    nodes.push(n);
+                }
+            }
+            self.n_free -= nodes.len();
+            nodes
+        }
+
+        fn release(&mut self, nodes: &[usize]) {
+            for &n in nodes {
+                if self.usable[n] {
+                    self.free[n] = true;
+                    self.n_free += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_bit_set_pool_takes_and_gives_back_the_nodes_a_flag_pool_does() {
+        use rand::{Rng, SeedableRng};
+        for (n, seed) in [
+            (0, 1),
+            (1, 2),
+            (63, 3),
+            (64, 4),
+            (65, 5),
+            (130, 6),
+            (200, 7),
+        ] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut pool = NodePool::new(n);
+            let mut flags = FlagPool {
+                free: vec![true; n],
+                usable: vec![true; n],
+                n_free: n,
+            };
+            let mut held: Vec<Vec<usize>> = Vec::new();
+            for step in 0..2000 {
+                let what = format!("{n} nodes, seed {seed}, step {step}");
+                match rng.random_range(0..10) {
+                    0..=3 if pool.n_free() > 0 => {
+                        let procs = rng.random_range(1..=pool.n_free());
+                        let got = pool.take_lowest(procs);
+                        assert_eq!(got, flags.take_lowest(procs), "{what}");
+                        held.push(got);
+                    }
+                    4..=6 if !held.is_empty() => {
+                        let nodes = held.swap_remove(rng.random_range(0..held.len()));
+                        pool.release(&nodes);
+                        flags.release(&nodes);
+                    }
+                    7 => {
+                        // A node registering (appended) or coming back.
+                        let node = rng.random_range(0..=flags.usable.len());
+                        let busy = held.iter().any(|h| h.contains(&node));
+                        pool.set_available(node, true, busy);
+                        flags.set_available(node, true, busy);
+                    }
+                    8 if !flags.usable.is_empty() => {
+                        // A node dying.
+                        let node = rng.random_range(0..flags.usable.len());
+                        let busy = held.iter().any(|h| h.contains(&node));
+                        pool.set_available(node, false, busy);
+                        flags.set_available(node, false, busy);
+                    }
+                    _ => {}
+                }
+                assert_eq!(pool.n_free(), flags.n_free, "{what}");
+                let usable = flags.usable.iter().filter(|u| **u).count();
+                assert_eq!(pool.usable_count(), usable, "{what}");
+            }
+        }
     }
 
     #[test]
