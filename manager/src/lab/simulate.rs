@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use common::experiment::Experiment;
+use common::metrics::JobRecord;
 use common::workload::Source;
 
 use crate::lab::trace_cache::{self, CacheDir};
@@ -168,15 +169,32 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         .policies
         .split_first()
         .expect("experiment() checked there are policies");
-    let results: Vec<Result<(PolicyRun, f64)>> = std::thread::scope(|s| {
+    // Meanwhile the job rows' leading fields, which the workload fixes for
+    // every policy, are formatted on another core (writing the files
+    // after the runs is most of what is left of a short simulation).
+    let kinds = a.outputs.as_deref().unwrap_or(&rundir::OutputKind::ALL);
+    let need_heads = kinds.iter().any(|k| {
+        matches!(
+            k,
+            rundir::OutputKind::JobsCsv | rundir::OutputKind::JobsJsonl
+        )
+    });
+    let (results, heads) = std::thread::scope(|s| {
+        let heads = need_heads.then(|| {
+            s.spawn(|| {
+                let records: Vec<JobRecord> = wl.jobs.iter().map(JobRecord::new).collect();
+                output::JobHeads::of(records.iter())
+            })
+        });
         let handles: Vec<_> = rest.iter().map(|name| s.spawn(|| run_one(name))).collect();
-        let mut results = vec![run_one(first)];
+        let mut results: Vec<Result<(PolicyRun, f64)>> = vec![run_one(first)];
         results.extend(
             handles
                 .into_iter()
                 .map(|h| h.join().expect("simulation thread panicked")),
         );
-        results
+        let heads = heads.map(|h| h.join().expect("formatting thread panicked"));
+        (results, heads)
     });
     let mut runs = Vec::new();
     let mut secs = Vec::new();
@@ -205,7 +223,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     }
 
     let out = rundir::out_dir(a.out, || format!("runs/{}-seed{seed}", exp.params.preset));
-    let files = rundir::write_chosen_run_files(
+    let files = rundir::write_chosen_run_files_with_heads(
         &out,
         &Run {
             experiment: &exp,
@@ -214,7 +232,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             policies: &runs.iter().map(PolicyRun::result).collect::<Vec<_>>(),
             live: None,
         },
-        a.outputs.as_deref().unwrap_or(&rundir::OutputKind::ALL),
+        kinds,
+        heads.as_ref(),
     )?;
     let files = rundir::with_manifest_and_log(files);
     let manifest = Manifest::new("simulate", &inv, seed, &exp, trace_facts.as_ref(), &files);

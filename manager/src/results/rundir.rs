@@ -496,6 +496,17 @@ impl OutputKind {
 /// [`write_run_files`] for the kinds in `kinds` only (in the usual order
 /// whatever the order of `kinds`).
 pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Result<Vec<String>> {
+    write_chosen_run_files_with_heads(dir, run, kinds, None)
+}
+
+/// [`write_chosen_run_files`] with the leading fields of the job rows
+/// formatted beforehand (`heads`: see [`output::JobHeads`]).
+pub fn write_chosen_run_files_with_heads(
+    dir: &Path,
+    run: &Run,
+    kinds: &[OutputKind],
+    heads: Option<&output::JobHeads>,
+) -> Result<Vec<String>> {
     let wl = run.workload;
     let facts = WorkloadFacts {
         jobs: wl.jobs.len(),
@@ -504,7 +515,7 @@ pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Re
         last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
         odd_records: &wl.odd,
     };
-    write_run_files_with(dir, run, facts, kinds)
+    write_files(dir, run, facts, kinds, heads)
 }
 
 /// [`write_chosen_run_files`] with the workload's facts given (a run
@@ -514,6 +525,16 @@ pub fn write_run_files_with(
     run: &Run,
     facts: WorkloadFacts,
     kinds: &[OutputKind],
+) -> Result<Vec<String>> {
+    write_files(dir, run, facts, kinds, None)
+}
+
+fn write_files(
+    dir: &Path,
+    run: &Run,
+    facts: WorkloadFacts,
+    kinds: &[OutputKind],
+    heads: Option<&output::JobHeads>,
 ) -> Result<Vec<String>> {
     let want = |k: OutputKind| kinds.contains(&k);
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -550,7 +571,7 @@ pub fn write_run_files_with(
             let path = dir.join(&f);
             tasks.push((
                 240 * records.len(),
-                Box::new(move || output::write_jobs_csv(&path, records)),
+                Box::new(move || output::write_jobs_csv_with(&path, records, heads)),
             ));
             files.push(f);
         }
@@ -559,7 +580,7 @@ pub fn write_run_files_with(
             let path = dir.join(&f);
             tasks.push((
                 520 * records.len(),
-                Box::new(move || output::write_jobs_jsonl(&path, records)),
+                Box::new(move || output::write_jobs_jsonl_with(&path, records, heads)),
             ));
             files.push(f);
         }
