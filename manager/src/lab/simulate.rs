@@ -179,12 +179,15 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             rundir::OutputKind::JobsCsv | rundir::OutputKind::JobsJsonl
         )
     });
-    let (results, heads) = std::thread::scope(|s| {
-        let heads = need_heads.then(|| {
-            s.spawn(|| {
+    // So are the host's facts for the manifest (and the core count the
+    // writers ask for).
+    let (results, (heads, host)) = std::thread::scope(|s| {
+        let aside = s.spawn(|| {
+            let heads = need_heads.then(|| {
                 let records: Vec<JobRecord> = wl.jobs.iter().map(JobRecord::new).collect();
                 output::JobHeads::of(records.iter())
-            })
+            });
+            (heads, rundir::host_facts())
         });
         let handles: Vec<_> = rest.iter().map(|name| s.spawn(|| run_one(name))).collect();
         let mut results: Vec<Result<(PolicyRun, f64)>> = vec![run_one(first)];
@@ -193,8 +196,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 .into_iter()
                 .map(|h| h.join().expect("simulation thread panicked")),
         );
-        let heads = heads.map(|h| h.join().expect("formatting thread panicked"));
-        (results, heads)
+        (results, aside.join().expect("formatting thread panicked"))
     });
     let mut runs = Vec::new();
     let mut secs = Vec::new();
@@ -236,7 +238,15 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         heads.as_ref(),
     )?;
     let files = rundir::with_manifest_and_log(files);
-    let manifest = Manifest::new("simulate", &inv, seed, &exp, trace_facts.as_ref(), &files);
+    let manifest = Manifest::with_host(
+        "simulate",
+        &inv,
+        seed,
+        &exp,
+        trace_facts.as_ref(),
+        &files,
+        host,
+    );
     let listed = if a.outputs.is_some() {
         files.join(", ")
     } else {

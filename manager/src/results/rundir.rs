@@ -108,6 +108,14 @@ fn read_trimmed(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The cores this process may use, asked once: the standard library reads
+/// the cgroup's CPU quota from several files each time, and the writers
+/// ask just when the results are ready.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Reads the facts of this host.
 pub fn host_facts() -> HostFacts {
     let os_release = fs::read_to_string("/etc/os-release").ok().and_then(|t| {
@@ -134,7 +142,7 @@ pub fn host_facts() -> HostFacts {
         os_release,
         kernel: read_trimmed("/proc/sys/kernel/osrelease"),
         arch: std::env::consts::ARCH,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: cores(),
         cpu_model,
         memory_bytes,
     }
@@ -334,6 +342,20 @@ impl<'a, C: Serialize> Manifest<'a, C> {
         trace: Option<&'a TraceFacts>,
         files: &'a [String],
     ) -> Manifest<'a, C> {
+        Manifest::with_host(kind, inv, seed, config, trace, files, host_facts())
+    }
+
+    /// [`Self::new`] with the host's facts read beforehand (e.g. on another
+    /// thread while the run went on).
+    pub fn with_host(
+        kind: &'static str,
+        inv: &'a Invocation,
+        seed: u64,
+        config: &'a C,
+        trace: Option<&'a TraceFacts>,
+        files: &'a [String],
+        host: HostFacts,
+    ) -> Manifest<'a, C> {
         Manifest {
             format: "libratory-run/1",
             kind,
@@ -347,7 +369,7 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             config,
             trace,
             binary: binary_facts(),
-            host: host_facts(),
+            host,
             files,
             node_processes: None,
             recovered: None,
@@ -637,9 +659,7 @@ type Task<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
 fn run_tasks(tasks: Vec<(usize, Task)>) -> Result<()> {
     use std::sync::Mutex;
     let n = tasks.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |c| c.get())
-        .min(n);
+    let workers = cores().min(n);
     if workers <= 1 {
         return tasks.into_iter().try_for_each(|(_, t)| t());
     }
