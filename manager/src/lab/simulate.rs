@@ -263,5 +263,6 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     // short run, and the exit reclaims it anyway.
     std::mem::forget(runs);
     std::mem::forget(wl);
+    std::mem::forget(heads);
     Ok(ExitCode::SUCCESS)
 }
