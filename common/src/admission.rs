@@ -96,14 +96,14 @@ struct LiveNode {
 #[derive(Debug, Clone)]
 struct LiveJob {
     job: WorkloadJob,
-    record: JobRecord,
-    /// Global ids of the nodes of each part (index = part index).
-    part_nodes: Vec<u32>,
-    /// Whether each part has completed (a second completion is ignored).
-    part_done: Vec<bool>,
     /// Where its parts' records start in the core's part records (a job's
-    /// parts are placed together, so they are consecutive).
+    /// parts are placed together, so they are consecutive: part `i` is
+    /// record `first_part + i`, which names its node). Kept there rather
+    /// than in small vectors of each job's own, which cost an allocation
+    /// and a free per job.
     first_part: usize,
+    /// How many parts it has (0 until placed).
+    n_parts: usize,
     parts_left: usize,
     done: bool,
 }
@@ -223,8 +223,14 @@ pub struct ManagerCore {
     busy: BusyIndex,
     /// Jobs in submission order, and where each id is.
     jobs: Vec<LiveJob>,
+    /// The record of each job (parallel to `jobs`): kept apart so that the
+    /// books come out of the core without a copy.
+    records: Vec<JobRecord>,
     /// Every part placed or started, in placement order.
     parts: Vec<PartRecord>,
+    /// Whether each part has completed (parallel to `parts`; a second
+    /// completion is ignored).
+    part_done: Vec<bool>,
     index: HashMap<JobId, usize>,
     /// Jobs not yet over.
     open: usize,
@@ -282,7 +288,9 @@ impl ManagerCore {
             view_index: Vec::new(),
             busy: BusyIndex::default(),
             jobs: Vec::new(),
+            records: Vec::new(),
             parts: Vec::new(),
+            part_done: Vec::new(),
             index: HashMap::new(),
             open: 0,
             queued: 0,
@@ -290,6 +298,23 @@ impl ManagerCore {
             actions: Vec::new(),
             duplicate_completions: 0,
         }
+    }
+
+    /// Room for `jobs` more jobs and `parts` more part records, so that
+    /// the books do not grow by reallocation (copying everything so far)
+    /// in the middle of a simulation, which knows both in advance.
+    pub fn reserve(&mut self, jobs: usize, parts: usize) {
+        self.jobs.reserve(jobs);
+        self.records.reserve(jobs);
+        self.index.reserve(jobs);
+        self.parts.reserve(parts);
+        self.part_done.reserve(parts);
+    }
+
+    /// Where job `job` is in submission order (the simulator submits its
+    /// workload in order, so this is its index there).
+    pub fn job_position(&self, job: JobId) -> Option<usize> {
+        self.index.get(&job).copied()
     }
 
     /// The policy's name.
@@ -406,8 +431,7 @@ impl ManagerCore {
                 let mut done = std::mem::take(finished);
                 for f in done.drain(..) {
                     let k = self.index[&f.job];
-                    let j = &self.jobs[k];
-                    let index = j.part_nodes.iter().position(|&g| g as usize == f.node);
+                    let index = self.job_parts(k).iter().position(|p| p.node == f.node);
                     let index = index.expect("a simulated part runs on one of its job's nodes");
                     self.book_part_finished(now, k, index, f.at);
                 }
@@ -458,12 +482,11 @@ impl ManagerCore {
         }
         let k = self.jobs.len();
         self.index.insert(id, k);
+        self.records.push(JobRecord::new(&job));
         self.jobs.push(LiveJob {
-            record: JobRecord::new(&job),
             job,
-            part_nodes: Vec::new(),
-            part_done: Vec::new(),
             first_part: 0,
+            n_parts: 0,
             parts_left: 0,
             done: false,
         });
@@ -511,12 +534,13 @@ impl ManagerCore {
     fn apply_admission(&mut self, now: Time, k: usize, decision: Decision, out: &mut Vec<Output>) {
         match decision {
             Decision::Accept(a) => {
-                let global: Vec<u32> = a.nodes.iter().map(|&n| self.view_ids[n]).collect();
+                let global: Vec<usize> =
+                    a.nodes.iter().map(|&n| self.view_ids[n] as usize).collect();
                 self.start(now, k, &global, a.cost, false, out);
                 out.push(Output::Decided {
                     job: self.jobs[k].job.spec.id,
                     decision: Decision::Accept(Accept {
-                        nodes: global.iter().map(|&g| g as usize).collect(),
+                        nodes: global,
                         cost: a.cost,
                     }),
                 });
@@ -534,7 +558,7 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) {
         let j = &mut self.jobs[k];
-        j.record.reject(now, reason, detail.clone());
+        self.records[k].reject(now, reason, detail.clone());
         j.done = true;
         self.open -= 1;
         let id = j.job.spec.id;
@@ -551,20 +575,20 @@ impl ManagerCore {
         &mut self,
         now: Time,
         k: usize,
-        global: &[u32],
+        global: &[usize],
         cost: f64,
         exclusive: bool,
         out: &mut Vec<Output>,
     ) {
         let j = &mut self.jobs[k];
-        j.record
-            .accept(now, global.iter().map(|&g| g as usize).collect(), cost);
-        j.part_nodes = global.to_vec();
-        j.part_done = vec![false; global.len()];
+        self.records[k].accept(now, global.to_vec(), cost);
+        j.n_parts = global.len();
         j.parts_left = global.len();
         j.first_part = self.parts.len();
+        self.part_done
+            .resize(self.parts.len() + global.len(), false);
         let actual = j.job.actual_runtime;
-        let speed = |g: u32| self.view_index[g as usize].map_or(1.0, |v| self.view[v].spec.speed);
+        let speed = |g: usize| self.view_index[g].map_or(1.0, |v| self.view[v].spec.speed);
         // An exclusive (space-shared) job runs at its slowest node's pace
         // and holds every node of it for that long.
         let slowest = global
@@ -573,7 +597,7 @@ impl ManagerCore {
             .fold(f64::INFINITY, f64::min);
         self.parts.extend(global.iter().map(|&g| PartRecord {
             job: j.job.spec.id,
-            node: g as usize,
+            node: g,
             start: now,
             finish: Time::INFINITY,
             cpu: actual / if exclusive { slowest } else { speed(g) },
@@ -598,7 +622,6 @@ impl ManagerCore {
                     return;
                 }
                 for &g in global {
-                    let g = g as usize;
                     let part = self.view[g].new_valued_part(spec, value);
                     let actual_cpu = actual / self.view[g].spec.speed;
                     fluid_place(
@@ -614,8 +637,8 @@ impl ManagerCore {
             Tracking::Reported(reports) => {
                 let hard = spec.qos.deadline_type == DeadlineType::Hard;
                 for (index, &g) in global.iter().enumerate() {
-                    let node = &self.nodes[g as usize];
-                    if let Some(v) = self.view_index[g as usize] {
+                    let node = &self.nodes[g];
+                    if let Some(v) = self.view_index[g] {
                         let part = self.view[v].new_valued_part(spec, value);
                         self.view[v].parts.push(part);
                         reports[v].push(None);
@@ -659,29 +682,26 @@ impl ManagerCore {
         };
         self.actions.clear();
         q.schedule(now, &mut self.actions);
-        let actions = std::mem::take(&mut self.actions);
-        for a in &actions {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
             match a {
                 QueueAction::Start { job, nodes, cost } => {
                     self.queued -= 1;
-                    let k = self.index[job];
-                    let global: Vec<u32> = nodes.iter().map(|&n| n as u32).collect();
-                    self.start(now, k, &global, *cost, true, out);
+                    let k = self.index[&job];
+                    self.start(now, k, &nodes, cost, true, out);
                     out.push(Output::Decided {
-                        job: *job,
-                        decision: Decision::Accept(Accept {
-                            nodes: nodes.clone(),
-                            cost: *cost,
-                        }),
+                        job,
+                        decision: Decision::Accept(Accept { nodes, cost }),
                     });
                 }
                 QueueAction::Drop { job, reject } => {
                     self.queued -= 1;
-                    let k = self.index[job];
-                    self.reject(now, k, reject.reason, reject.detail.clone(), out);
+                    let k = self.index[&job];
+                    self.reject(now, k, reject.reason, reject.detail, out);
                 }
             }
         }
+        // Kept for its capacity.
         self.actions = actions;
     }
 
@@ -745,6 +765,18 @@ impl ManagerCore {
             .map_or("(unregistered)", |n| n.host.as_str())
     }
 
+    /// The part records of job `k` (empty until it is placed).
+    fn job_parts(&self, k: usize) -> &[PartRecord] {
+        let j = &self.jobs[k];
+        &self.parts[j.first_part..j.first_part + j.n_parts]
+    }
+
+    /// The global node of part `index` of job `k`, if it has that part.
+    fn part_node(&self, k: usize, index: usize) -> Option<u32> {
+        let j = &self.jobs[k];
+        (index < j.n_parts).then(|| self.parts[j.first_part + index].node as u32)
+    }
+
     fn global_of(&self, link: LinkId, part: PartId) -> Result<u32, CoreError> {
         // Built only on failure: naming the host walks every node, and
         // this runs for every part of every progress report.
@@ -755,10 +787,7 @@ impl ManagerCore {
             index: part.index,
         };
         let &k = self.index.get(&part.job).ok_or_else(unknown)?;
-        let g = *self.jobs[k]
-            .part_nodes
-            .get(part.index as usize)
-            .ok_or_else(unknown)?;
+        let g = self.part_node(k, part.index as usize).ok_or_else(unknown)?;
         if self.nodes[g as usize].link != link {
             return Err(unknown());
         }
@@ -777,6 +806,63 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
+        let k = self.index[&part.job];
+        self.complete_part(now, link, k, g, part, at, out)
+    }
+
+    /// Every part of `job` finished its actual work at node time `at`
+    /// (reported at `now`): the same as [`Self::part_completed`] for each
+    /// part in index order, with one lookup of the job instead of two per
+    /// part. The simulator completes a space-shared job's parts together
+    /// (they all end with the slowest of them), and SDSC jobs have dozens.
+    pub fn job_completed(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        job: JobId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let Some(&k) = self.index.get(&job) else {
+            return Err(CoreError::UnknownPart {
+                host: self.link_host(link).to_string(),
+                link,
+                job,
+                index: 0,
+            });
+        };
+        for index in 0..self.jobs[k].n_parts {
+            let g = self.part_node(k, index).expect("index < n_parts");
+            let part = PartId {
+                job,
+                index: index as u32,
+            };
+            if self.nodes[g as usize].link != link {
+                return Err(CoreError::UnknownPart {
+                    host: self.link_host(link).to_string(),
+                    link,
+                    job,
+                    index: part.index,
+                });
+            }
+            self.complete_part(now, link, k, g, part, at, out)?;
+        }
+        Ok(())
+    }
+
+    /// Books the completion of `part` (job `k`, on global node `g`, both
+    /// checked to be on `link`) at node time `at`.
+    #[allow(clippy::too_many_arguments)]
+    fn complete_part(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        k: usize,
+        g: u32,
+        part: PartId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
         if !at.is_finite() {
             return Err(CoreError::BadReport {
                 host: self.link_host(link).to_string(),
@@ -787,8 +873,8 @@ impl ManagerCore {
                 value: at,
             });
         }
-        let k = self.index[&part.job];
-        if self.jobs[k].part_done[part.index as usize] {
+        let done = self.jobs[k].first_part + part.index as usize;
+        if self.part_done[done] {
             self.duplicate_completions += 1;
             return Err(CoreError::DuplicateCompletion {
                 host: self.link_host(link).to_string(),
@@ -797,7 +883,7 @@ impl ManagerCore {
                 index: part.index,
             });
         }
-        self.jobs[k].part_done[part.index as usize] = true;
+        self.part_done[done] = true;
         self.remove_part(g, part);
         if self.book_part_finished(now, k, part.index as usize, at) {
             out.push(Output::Finished { job: part.job });
@@ -829,7 +915,7 @@ impl ManagerCore {
             return false;
         }
         j.parts_left -= 1;
-        j.record.part_finished(at);
+        self.records[k].part_finished(at);
         if j.parts_left > 0 {
             return false;
         }
@@ -881,7 +967,13 @@ impl ManagerCore {
             .jobs
             .iter()
             .enumerate()
-            .filter(|(_, j)| !j.done && j.part_nodes.iter().any(|g| dead.contains(g)))
+            .filter(|&(k, j)| {
+                !j.done
+                    && self
+                        .job_parts(k)
+                        .iter()
+                        .any(|p| dead.contains(&(p.node as u32)))
+            })
             .map(|(k, _)| k)
             .collect();
         lost_jobs.sort_unstable_by_key(|&k| self.jobs[k].job.spec.id);
@@ -975,18 +1067,18 @@ impl ManagerCore {
     ) {
         let j = &mut self.jobs[k];
         let id = j.job.spec.id;
-        j.record.lose(detail);
+        self.records[k].lose(detail);
         j.done = true;
         self.open -= 1;
-        let part_nodes = j.part_nodes.clone();
-        let part_done = j.part_done.clone();
-        for (index, &g) in part_nodes.iter().enumerate() {
+        let (first, n_parts) = (j.first_part, j.n_parts);
+        for index in 0..n_parts {
+            let g = self.parts[first + index].node as u32;
             let part = PartId {
                 job: id,
                 index: index as u32,
             };
             let n = &self.nodes[g as usize];
-            if n.alive && !part_done[index] && skip != Some(part.index) {
+            if n.alive && !self.part_done[first + index] && skip != Some(part.index) {
                 out.push(Output::Send {
                     link: n.link,
                     msg: ManagerMsg::Cancel { part },
@@ -1059,12 +1151,12 @@ impl ManagerCore {
 
     /// The record of one job.
     pub fn record(&self, job: JobId) -> Option<&JobRecord> {
-        self.index.get(&job).map(|&k| &self.jobs[k].record)
+        self.index.get(&job).map(|&k| &self.records[k])
     }
 
     /// Every record, in submission order.
     pub fn records(&self) -> impl ExactSizeIterator<Item = &JobRecord> {
-        self.jobs.iter().map(|j| &j.record)
+        self.records.iter()
     }
 
     /// Every part placed or started, in placement order.
@@ -1075,10 +1167,7 @@ impl ManagerCore {
     /// The books taken out of the core: every job record in submission
     /// order and every part record in placement order.
     pub fn into_books(self) -> (Vec<JobRecord>, Vec<PartRecord>) {
-        (
-            self.jobs.into_iter().map(|j| j.record).collect(),
-            self.parts,
-        )
+        (self.records, self.parts)
     }
 
     /// The snapshot policies would decide on at `now` (dead-reckoned), and

@@ -13,7 +13,10 @@
 //!   beforehand (the simulation, and the summary metrics);
 //! - writers: each result file's formatting alone, in this process, into
 //!   a sink that counts the bytes (where the process's time beyond the core
-//!   goes);
+//!   goes); `row heads` is the formatting of the job rows' leading fields
+//!   (`output::JobHeads`), which `simulate` does on another core while the
+//!   policies run, and `+hd` the job files written with them, as the
+//!   process writes them after the runs;
 //! - process, warm trace cache: the real `libratory simulate` binary, start
 //!   to exit, writing every result file into a fresh directory, with the
 //!   parsed trace window already in its cache (`LIBRATORY_CACHE_DIR` set to
@@ -33,6 +36,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::experiment::Experiment;
+use common::metrics::JobRecord;
 use common::workload;
 use libratory_manager::results::output;
 
@@ -100,9 +104,22 @@ fn main() {
         seed: exp.params.seed,
         nodes: exp.params.nodes,
     };
-    let writers: [(&str, &dyn Fn() -> usize); 5] = [
+    let before: Vec<JobRecord> = wl.jobs.iter().map(JobRecord::new).collect();
+    let heads = output::JobHeads::of(before.iter());
+    let writers: [(&str, &dyn Fn() -> usize); 8] = [
         ("jobs csv", &|| count(|o| output::jobs_csv_to(o, recs))),
         ("jobs jsonl", &|| count(|o| output::jobs_jsonl_to(o, recs))),
+        ("row heads", &|| {
+            let h = output::JobHeads::of(before.iter());
+            std::hint::black_box(&h);
+            wl.jobs.len()
+        }),
+        ("jobs csv+hd", &|| {
+            count(|o| output::jobs_csv_with(o, recs, Some(&heads)))
+        }),
+        ("jobs jsonl+hd", &|| {
+            count(|o| output::jobs_jsonl_with(o, recs, Some(&heads)))
+        }),
         ("out_jobs csv", &|| {
             count(|o| output::batsim_csv_to(o, "libra-plus-dollar", recs))
         }),
@@ -199,6 +216,13 @@ fn main() {
     println!("simulate_output: 4531-job EASY run (fcfs-bf), median of {runs}");
     println!("  core (run_policy, in process)          {c:8.2} ms");
     for (name, bytes, t) in &writer_times {
+        if *name == "row heads" {
+            println!(
+                "  writer {name:<14} (formatting)     {:8.2} ms  ({bytes} jobs; during the simulation)",
+                ms(*t),
+            );
+            continue;
+        }
         println!(
             "  writer {name:<14} (formatting)     {:8.2} ms  ({:.2} MB)",
             ms(*t),

@@ -25,6 +25,9 @@ struct Waiting {
     deadline: Time,
     submit: Time,
     seq: u64,
+    /// Started in the current scheduling pass, to be taken out of the
+    /// queue at its end (see [`SpaceState::launch`]).
+    started: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -39,18 +42,36 @@ struct Running {
 /// by the queue policies here and the QoPS family.
 #[derive(Debug, Clone)]
 pub(crate) struct NodePool {
-    free: Vec<bool>,
+    /// Free nodes, one bit each (node `n` is bit `n % 64` of word
+    /// `n / 64`): the lowest free nodes are found a word at a time.
+    free: Vec<u64>,
     usable: Vec<bool>,
     n_free: usize,
+    n_usable: usize,
 }
 
 impl NodePool {
     /// `n` free, usable nodes.
     pub(crate) fn new(n: usize) -> NodePool {
+        let mut free = vec![u64::MAX; n / 64];
+        let rest = n % 64;
+        if rest > 0 {
+            free.push((1u64 << rest) - 1);
+        }
         NodePool {
-            free: vec![true; n],
+            free,
             usable: vec![true; n],
             n_free: n,
+            n_usable: n,
+        }
+    }
+
+    fn set_free(&mut self, node: usize, free: bool) {
+        let (w, bit) = (node / 64, 1u64 << (node % 64));
+        if free {
+            self.free[w] |= bit;
+        } else {
+            self.free[w] &= !bit;
         }
     }
 
@@ -61,23 +82,30 @@ impl NodePool {
 
     /// Nodes that may be used at all.
     pub(crate) fn usable_count(&self) -> usize {
-        self.usable.iter().filter(|u| **u).count()
+        self.n_usable
     }
 
     /// Marks `node` (un)usable; `node == len` appends one. A busy node
     /// stays busy until its job reports; a free one changes the pool at
     /// once.
     pub(crate) fn set_available(&mut self, node: usize, available: bool, busy: bool) {
-        if node == self.free.len() {
-            self.free.push(false);
+        if node == self.usable.len() {
             self.usable.push(false);
+            if node / 64 == self.free.len() {
+                self.free.push(0);
+            }
         }
-        if node >= self.free.len() || self.usable[node] == available {
+        if node >= self.usable.len() || self.usable[node] == available {
             return;
         }
         self.usable[node] = available;
+        if available {
+            self.n_usable += 1;
+        } else {
+            self.n_usable -= 1;
+        }
         if !busy {
-            self.free[node] = available;
+            self.set_free(node, available);
             if available {
                 self.n_free += 1;
             } else {
@@ -90,13 +118,14 @@ impl NodePool {
     /// there are that many).
     pub(crate) fn take_lowest(&mut self, procs: usize) -> Vec<usize> {
         let mut nodes = Vec::with_capacity(procs);
-        for (n, f) in self.free.iter_mut().enumerate() {
+        for (w, word) in self.free.iter_mut().enumerate() {
+            while *word != 0 && nodes.len() < procs {
+                nodes.push(w * 64 + word.trailing_zeros() as usize);
+                // Clears the lowest set bit.
+                *word &= *word - 1;
+            }
             if nodes.len() == procs {
                 break;
-            }
-            if *f {
-                *f = false;
-                nodes.push(n);
             }
         }
         self.n_free -= nodes.len();
@@ -107,7 +136,7 @@ impl NodePool {
     pub(crate) fn release(&mut self, nodes: &[usize]) {
         for &n in nodes {
             if self.usable[n] {
-                self.free[n] = true;
+                self.set_free(n, true);
                 self.n_free += 1;
             }
         }
@@ -121,6 +150,15 @@ struct SpaceState {
     pool: NodePool,
     running: Vec<Running>,
     queue: Vec<Waiting>,
+    /// No job was queued since the queue was last sorted: its order keys
+    /// never change and starting or dropping jobs keeps the order, so the
+    /// sort can be skipped (it ran at every event of a simulation).
+    sorted: bool,
+    /// Scratch for [`SpaceState::shadow`], kept for its capacity.
+    ends: Vec<(Time, usize)>,
+    /// At most the earliest deadline in the queue: while `now` is not
+    /// past it, no waiting job has lapsed and the queue is not walked.
+    earliest_deadline: Time,
     seq: u64,
     slowest: f64,
     pbase: f64,
@@ -132,6 +170,9 @@ impl SpaceState {
             pool: NodePool::new(nodes.len()),
             running: Vec::new(),
             queue: Vec::new(),
+            sorted: true,
+            ends: Vec::new(),
+            earliest_deadline: Time::INFINITY,
             seq: 0,
             slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
             pbase: cfg.pbase,
@@ -172,7 +213,10 @@ impl SpaceState {
             deadline: job.deadline_abs(),
             submit: job.details.submit_time,
             seq: self.seq,
+            started: false,
         });
+        self.sorted = false;
+        self.earliest_deadline = self.earliest_deadline.min(job.deadline_abs());
         None
     }
 
@@ -185,7 +229,18 @@ impl SpaceState {
 
     /// Starts queue entry `k` now on the lowest-index free nodes.
     fn start(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
-        let w = self.queue.remove(k);
+        self.launch(k, now, out);
+        self.queue.remove(k);
+    }
+
+    /// Starts queue entry `k` now on the lowest-index free nodes but
+    /// leaves it in the queue, marked started: a pass that starts many
+    /// jobs takes them all out at its end with [`Self::remove_started`]
+    /// (removing each at once shifted the whole queue every time).
+    fn launch(&mut self, k: usize, now: Time, out: &mut Vec<QueueAction>) {
+        let w = &mut self.queue[k];
+        w.started = true;
+        let w = w.clone();
         let nodes = self.pool.take_lowest(w.procs);
         self.running.push(Running {
             id: w.id,
@@ -197,6 +252,11 @@ impl SpaceState {
             nodes,
             cost: w.estimate * self.pbase,
         });
+    }
+
+    /// Takes the jobs [`Self::launch`] started out of the queue.
+    fn remove_started(&mut self) {
+        self.queue.retain(|w| !w.started);
     }
 
     fn drop_job(
@@ -215,6 +275,11 @@ impl SpaceState {
 
     /// Drops every waiting job whose deadline has passed.
     fn drop_lapsed(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        // Every deadline is >= the earliest, so none has lapsed either.
+        if now <= self.earliest_deadline + TIME_EPS {
+            return;
+        }
+        self.earliest_deadline = Time::INFINITY;
         let mut k = 0;
         while k < self.queue.len() {
             if now > self.queue[k].deadline + TIME_EPS {
@@ -224,6 +289,7 @@ impl SpaceState {
                 );
                 self.drop_job(k, RejectReason::Expired, detail, out);
             } else {
+                self.earliest_deadline = self.earliest_deadline.min(self.queue[k].deadline);
                 k += 1;
             }
         }
@@ -237,13 +303,17 @@ impl SpaceState {
     /// before it. Jobs tied with the one that frees the last needed node
     /// free theirs at the same instant, so they count too, whatever their
     /// order in the running list.
-    fn shadow(&self, now: Time, procs: usize) -> (Time, usize) {
-        let mut ends: Vec<(Time, usize)> = self
-            .running
-            .iter()
-            .map(|r| (r.est_end.max(now), r.nodes.len()))
-            .collect();
-        ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    fn shadow(&mut self, now: Time, procs: usize) -> (Time, usize) {
+        let ends = &mut self.ends;
+        ends.clear();
+        ends.extend(
+            self.running
+                .iter()
+                .map(|r| (r.est_end.max(now), r.nodes.len())),
+        );
+        // Unstable is enough: entries with equal times are summed together
+        // below, whatever their order.
+        ends.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut avail = self.pool.n_free();
         let mut k = 0;
         while k < ends.len() {
@@ -290,6 +360,10 @@ impl Backfill {
     }
 
     fn sort_queue(&mut self) {
+        if self.st.sorted {
+            return;
+        }
+        self.st.sorted = true;
         let key = |w: &Waiting| match self.order {
             BackfillOrder::Fcfs => w.submit,
             BackfillOrder::Sjf => w.estimate,
@@ -329,33 +403,40 @@ impl QueuePolicy for Backfill {
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
         self.sort_queue();
+        let st = &mut self.st;
+        // Started jobs stay in the queue, marked, until the end of the
+        // pass (`launch`), so the walk goes by index past them.
+        let mut any = false;
         // Start jobs from the head while they fit.
-        while let Some(head) = self.st.queue.first() {
-            if head.procs > self.st.pool.n_free() {
-                break;
-            }
-            self.st.start(0, now, out);
+        let mut head = 0;
+        while head < st.queue.len() && st.queue[head].procs <= st.pool.n_free() {
+            st.launch(head, now, out);
+            any = true;
+            head += 1;
         }
-        let Some(head) = self.st.queue.first() else {
-            return;
-        };
-        // The head waits: reserve its start at the shadow time; backfill
-        // later jobs that end before it, or that fit in the extra nodes.
-        let (shadow, mut extra) = self.st.shadow(now, head.procs);
-        let mut k = 1;
-        while k < self.st.queue.len() && self.st.pool.n_free() > 0 {
-            let w = &self.st.queue[k];
-            if w.procs <= self.st.pool.n_free() {
-                let ends_before = now + w.est <= shadow + TIME_EPS;
-                if ends_before || w.procs <= extra {
-                    if !ends_before {
-                        extra -= w.procs;
+        if head < st.queue.len() {
+            // The head waits: reserve its start at the shadow time;
+            // backfill later jobs that end before it, or that fit in the
+            // extra nodes.
+            let (shadow, mut extra) = st.shadow(now, st.queue[head].procs);
+            let mut k = head + 1;
+            while k < st.queue.len() && st.pool.n_free() > 0 {
+                let w = &st.queue[k];
+                if w.procs <= st.pool.n_free() {
+                    let ends_before = now + w.est <= shadow + TIME_EPS;
+                    if ends_before || w.procs <= extra {
+                        if !ends_before {
+                            extra -= w.procs;
+                        }
+                        st.launch(k, now, out);
+                        any = true;
                     }
-                    self.st.start(k, now, out);
-                    continue;
                 }
+                k += 1;
             }
-            k += 1;
+        }
+        if any {
+            st.remove_started();
         }
     }
 }
@@ -489,6 +570,116 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The pool as plain flags, the way it was kept before it became a
+    /// bit set.
+    struct FlagPool {
+        free: Vec<bool>,
+        usable: Vec<bool>,
+        n_free: usize,
+    }
+
+    impl FlagPool {
+        fn set_available(&mut self, node: usize, available: bool, busy: bool) {
+            if node == self.free.len() {
+                self.free.push(false);
+                self.usable.push(false);
+            }
+            if node >= self.free.len() || self.usable[node] == available {
+                return;
+            }
+            self.usable[node] = available;
+            if !busy {
+                self.free[node] = available;
+                if available {
+                    self.n_free += 1;
+                } else {
+                    self.n_free -= 1;
+                }
+            }
+        }
+
+        fn take_lowest(&mut self, procs: usize) -> Vec<usize> {
+            let mut nodes = Vec::new();
+            for (n, f) in self.free.iter_mut().enumerate() {
+                if nodes.len() == procs {
+                    break;
+                }
+                if *f {
+                    *f = false;
+                    nodes.push(n);
+                }
+            }
+            self.n_free -= nodes.len();
+            nodes
+        }
+
+        fn release(&mut self, nodes: &[usize]) {
+            for &n in nodes {
+                if self.usable[n] {
+                    self.free[n] = true;
+                    self.n_free += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_bit_set_pool_takes_and_gives_back_the_nodes_a_flag_pool_does() {
+        use rand::{Rng, SeedableRng};
+        for (n, seed) in [
+            (0, 1),
+            (1, 2),
+            (63, 3),
+            (64, 4),
+            (65, 5),
+            (130, 6),
+            (200, 7),
+        ] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut pool = NodePool::new(n);
+            let mut flags = FlagPool {
+                free: vec![true; n],
+                usable: vec![true; n],
+                n_free: n,
+            };
+            let mut held: Vec<Vec<usize>> = Vec::new();
+            for step in 0..2000 {
+                let what = format!("{n} nodes, seed {seed}, step {step}");
+                match rng.random_range(0..10) {
+                    0..=3 if pool.n_free() > 0 => {
+                        let procs = rng.random_range(1..=pool.n_free());
+                        let got = pool.take_lowest(procs);
+                        assert_eq!(got, flags.take_lowest(procs), "{what}");
+                        held.push(got);
+                    }
+                    4..=6 if !held.is_empty() => {
+                        let nodes = held.swap_remove(rng.random_range(0..held.len()));
+                        pool.release(&nodes);
+                        flags.release(&nodes);
+                    }
+                    7 => {
+                        // A node registering (appended) or coming back.
+                        let node = rng.random_range(0..=flags.usable.len());
+                        let busy = held.iter().any(|h| h.contains(&node));
+                        pool.set_available(node, true, busy);
+                        flags.set_available(node, true, busy);
+                    }
+                    8 if !flags.usable.is_empty() => {
+                        // A node dying.
+                        let node = rng.random_range(0..flags.usable.len());
+                        let busy = held.iter().any(|h| h.contains(&node));
+                        pool.set_available(node, false, busy);
+                        flags.set_available(node, false, busy);
+                    }
+                    _ => {}
+                }
+                assert_eq!(pool.n_free(), flags.n_free, "{what}");
+                let usable = flags.usable.iter().filter(|u| **u).count();
+                assert_eq!(pool.usable_count(), usable, "{what}");
+            }
+        }
     }
 
     #[test]

@@ -88,6 +88,25 @@ fn halfway(x: f64, digits: usize) -> bool {
     n.ilog10() as usize + 1 == digits + 1
 }
 
+/// Below this magnitude an integral `f64` is printed by `serde_json` in
+/// fixed notation (its formatter switches to an exponent from 10^16 on);
+/// one power of ten of margin.
+const JSON_FIXED_INT: f64 = 1e15;
+
+/// Appends `x` exactly as `serde_json` writes an `f64` (shortest
+/// round-trip text, `.0` on integral values, `null` for NaN and the
+/// infinities). Integral values below 10^15 (most times in the files) are
+/// printed by `itoa` plus `.0`; the rest go through `serde_json` itself.
+/// Tests check the identity.
+pub fn push_json_f64(out: &mut Vec<u8>, x: f64) {
+    if (x as i64) as f64 == x && x.abs() < JSON_FIXED_INT && !(x == 0.0 && x.is_sign_negative()) {
+        out.extend_from_slice(itoa::Buffer::new().format(x as i64).as_bytes());
+        out.extend_from_slice(b".0");
+        return;
+    }
+    serde_json::to_writer(out, &x).expect("writing to memory cannot fail");
+}
+
 /// Appends an integer as `format!("{n}")` would print it.
 pub fn push_int(out: &mut String, n: impl itoa::Integer) {
     out.push_str(itoa::Buffer::new().format(n));
@@ -160,6 +179,49 @@ mod tests {
         assert_eq!(ours(2.5), "2.5");
     }
 
+    fn json(x: f64) -> String {
+        let mut v = Vec::new();
+        push_json_f64(&mut v, x);
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn json_numbers_are_serde_jsons() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            86_400.0,
+            1e15 - 1.0,
+            1e15,
+            -(1e15 - 1.0),
+            1e16,
+            EXACT_INT,
+            0.5,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for k in -30..=30 {
+            values.push(10f64.powi(k));
+            values.push(-3.0 * 10f64.powi(k));
+        }
+        for n in -100_000..100_000 {
+            values.push(n as f64);
+        }
+        for x in values {
+            assert_eq!(
+                json(x),
+                serde_json::to_string(&x).unwrap(),
+                "bits {:#x}",
+                x.to_bits()
+            );
+        }
+        assert_eq!(json(3600.0), "3600.0");
+        assert_eq!(json(-0.0), "-0.0");
+        assert_eq!(json(f64::NAN), "null");
+    }
+
     #[test]
     fn integers_print_as_display_prints_them() {
         for n in [0i64, -1, 7, i64::MIN, i64::MAX] {
@@ -180,6 +242,16 @@ mod tests {
         fn any_bit_pattern(bits in any::<u64>()) {
             let x = f64::from_bits(bits);
             prop_assert_eq!(ours(x), format!("{x}"));
+            prop_assert_eq!(json(x), serde_json::to_string(&x).unwrap());
+        }
+
+        /// Integral values of every magnitude up to 2^53, where the fast
+        /// path and its edge are.
+        #[test]
+        fn integral_json_numbers(n in -(1i64 << 53)..(1i64 << 53), shift in 0u32..53) {
+            for x in [n as f64, (n >> shift) as f64] {
+                prop_assert_eq!(json(x), serde_json::to_string(&x).unwrap());
+            }
         }
 
         /// Values shaped like the files': trace seconds (whole, or with a

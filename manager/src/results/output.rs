@@ -111,7 +111,102 @@ pub const JOB_COLUMNS: &[&str] = &[
 
 /// Writes one row per job.
 pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_with(path, |f| jobs_csv_to(f, records))
+    write_jobs_csv_with(path, records, None)
+}
+
+/// [`write_jobs_csv`] with the rows' leading fields from `heads`.
+pub fn write_jobs_csv_with(
+    path: &Path,
+    records: &[JobRecord],
+    heads: Option<&JobHeads>,
+) -> Result<()> {
+    write_with(path, |f| jobs_csv_with(f, records, heads))
+}
+
+/// What a record's leading fields are formatted from: the job as the
+/// workload gave it (id to deadline type), bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeadKey {
+    id: u64,
+    class: Option<Urgency>,
+    times: [u64; 6],
+    processors: u32,
+    deadline_type: DeadlineType,
+}
+
+impl HeadKey {
+    fn of(r: &JobRecord) -> HeadKey {
+        HeadKey {
+            id: r.id,
+            class: r.class,
+            times: [
+                r.submit.to_bits(),
+                r.estimate.to_bits(),
+                r.actual.to_bits(),
+                r.deadline.to_bits(),
+                r.budget.to_bits(),
+                r.penalty_rate.to_bits(),
+            ],
+            processors: r.processors,
+            deadline_type: r.deadline_type,
+        }
+    }
+}
+
+/// The leading fields of every job's row in `jobs-<policy>.csv` and line
+/// in `jobs-<policy>.jsonl` (`job_id` to `deadline_type`): what the
+/// workload fixes, the same for every policy, so they can be formatted
+/// while the simulation runs rather than after it. Each is used only for
+/// a record whose fields are bit for bit those it was formatted from; any
+/// other record's are formatted on the spot, so the files never depend on
+/// whether heads were given.
+#[derive(Debug, Default)]
+pub struct JobHeads {
+    keys: Vec<HeadKey>,
+    csv: String,
+    csv_ends: Vec<usize>,
+    jsonl: Vec<u8>,
+    jsonl_ends: Vec<usize>,
+}
+
+impl JobHeads {
+    /// The heads of `records` (e.g. each workload job's record before it
+    /// ran, [`JobRecord::new`]), in order: head `k` serves row `k`.
+    pub fn of<'a>(records: impl ExactSizeIterator<Item = &'a JobRecord>) -> JobHeads {
+        let n = records.len();
+        let mut h = JobHeads {
+            keys: Vec::with_capacity(n),
+            csv: String::with_capacity(n * 64),
+            csv_ends: Vec::with_capacity(n),
+            jsonl: Vec::with_capacity(n * 192),
+            jsonl_ends: Vec::with_capacity(n),
+        };
+        for r in records {
+            h.keys.push(HeadKey::of(r));
+            jobs_csv_head(&mut h.csv, r);
+            h.csv_ends.push(h.csv.len());
+            jobs_jsonl_head(&mut h.jsonl, r);
+            h.jsonl_ends.push(h.jsonl.len());
+        }
+        h
+    }
+
+    /// Whether head `k` was formatted from fields equal to `r`'s.
+    fn serves(&self, k: usize, r: &JobRecord) -> bool {
+        self.keys.get(k) == Some(&HeadKey::of(r))
+    }
+
+    fn csv(&self, k: usize, r: &JobRecord) -> Option<&str> {
+        let start = if k == 0 { 0 } else { self.csv_ends[k - 1] };
+        self.serves(k, r)
+            .then(|| &self.csv[start..self.csv_ends[k]])
+    }
+
+    fn jsonl(&self, k: usize, r: &JobRecord) -> Option<&[u8]> {
+        let start = if k == 0 { 0 } else { self.jsonl_ends[k - 1] };
+        self.serves(k, r)
+            .then(|| &self.jsonl[start..self.jsonl_ends[k]])
+    }
 }
 
 /// The per-job CSV as bytes, formatted straight into one buffer: numbers
@@ -123,11 +218,46 @@ pub fn jobs_csv(records: &[JobRecord]) -> Result<Vec<u8>> {
 
 /// [`jobs_csv`] into `out`, a chunk at a time.
 pub fn jobs_csv_to(out: &mut dyn Write, records: &[JobRecord]) -> Result<()> {
+    jobs_csv_with(out, records, None)
+}
+
+/// The fields of a row of `jobs-<policy>.csv` that the workload fixes
+/// (`job_id` to `deadline_type`), each followed by its comma.
+fn jobs_csv_head(t: &mut String, r: &JobRecord) {
+    macro_rules! f64s {
+        ($($v:expr),*) => {{ $(num::push_f64(t, $v); t.push(',');)* }};
+    }
+    macro_rules! texts {
+        ($($v:expr),*) => {{ $(t.push_str($v); t.push(',');)* }};
+    }
+    num::push_int(t, r.id);
+    t.push(',');
+    texts!(r.class.map_or("", Urgency::name));
+    f64s!(r.submit, r.estimate, r.actual);
+    num::push_int(t, r.processors);
+    t.push(',');
+    f64s!(r.deadline, r.deadline_abs());
+    if r.budget.is_finite() {
+        f64s!(r.budget);
+    } else {
+        texts!("unlimited");
+    }
+    f64s!(r.penalty_rate);
+    texts!(deadline_type_name(r.deadline_type));
+}
+
+/// [`jobs_csv_to`] with the rows' leading fields taken from `heads` where
+/// it has them for the record.
+pub fn jobs_csv_with(
+    out: &mut dyn Write,
+    records: &[JobRecord],
+    heads: Option<&JobHeads>,
+) -> Result<()> {
     let mut t = String::with_capacity(CHUNK + 4 * LINE_GUESS);
     t.push_str(&JOB_COLUMNS.join(","));
     t.push('\n');
     let flag = |b: bool| if b { "true" } else { "false" };
-    for r in records {
+    for (k, r) in records.iter().enumerate() {
         let t = &mut t;
         // Every field is followed by a comma but the last.
         macro_rules! f64s {
@@ -136,24 +266,11 @@ pub fn jobs_csv_to(out: &mut dyn Write, records: &[JobRecord]) -> Result<()> {
         macro_rules! texts {
             ($($v:expr),*) => {{ $(t.push_str($v); t.push(',');)* }};
         }
-        num::push_int(t, r.id);
-        t.push(',');
-        texts!(r.class.map_or("", Urgency::name));
-        f64s!(r.submit, r.estimate, r.actual);
-        num::push_int(t, r.processors);
-        t.push(',');
-        f64s!(r.deadline, r.deadline_abs());
-        if r.budget.is_finite() {
-            f64s!(r.budget);
-        } else {
-            texts!("unlimited");
+        match heads.and_then(|h| h.csv(k, r)) {
+            Some(head) => t.push_str(head),
+            None => jobs_csv_head(t, r),
         }
-        f64s!(r.penalty_rate);
-        texts!(
-            deadline_type_name(r.deadline_type),
-            flag(r.accepted),
-            r.reason.map_or("", |x| x.name())
-        );
+        texts!(flag(r.accepted), r.reason.map_or("", |x| x.name()));
         f64s!(r.decided_at);
         for (k, n) in r.nodes.iter().enumerate() {
             if k > 0 {
@@ -202,7 +319,16 @@ pub fn push_csv_field(out: &mut String, field: &str) {
 /// of the record plus the derived ones (deadline_abs, met, qos_satisfied,
 /// delay, utility, slowdown).
 pub fn write_jobs_jsonl(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_with(path, |f| jobs_jsonl_to(f, records))
+    write_jobs_jsonl_with(path, records, None)
+}
+
+/// [`write_jobs_jsonl`] with the lines' leading fields from `heads`.
+pub fn write_jobs_jsonl_with(
+    path: &Path,
+    records: &[JobRecord],
+    heads: Option<&JobHeads>,
+) -> Result<()> {
+    write_with(path, |f| jobs_jsonl_with(f, records, heads))
 }
 
 /// The JSON lines as bytes: the record's fields in declaration order, as
@@ -217,11 +343,64 @@ pub fn jobs_jsonl(records: &[JobRecord]) -> Result<Vec<u8>> {
 
 /// [`jobs_jsonl`] into `sink`, a chunk at a time.
 pub fn jobs_jsonl_to(sink: &mut dyn Write, records: &[JobRecord]) -> Result<()> {
+    jobs_jsonl_with(sink, records, None)
+}
+
+/// `serde_json`'s text of a name (`None`: `null`); names need no escaping.
+fn json_name(out: &mut Vec<u8>, n: Option<&str>) {
+    match n {
+        Some(n) => {
+            out.push(b'"');
+            out.extend_from_slice(n.as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// The fields of a line of `jobs-<policy>.jsonl` that the workload fixes
+/// (from the opening brace to `deadline_type`).
+fn jobs_jsonl_head(o: &mut Vec<u8>, r: &JobRecord) {
+    let mut int = itoa::Buffer::new();
+    o.extend_from_slice(b"{\"id\":");
+    o.extend_from_slice(int.format(r.id).as_bytes());
+    o.extend_from_slice(b",\"class\":");
+    json_name(o, r.class.map(Urgency::name));
+    o.extend_from_slice(b",\"submit\":");
+    num::push_json_f64(o, r.submit);
+    o.extend_from_slice(b",\"estimate\":");
+    num::push_json_f64(o, r.estimate);
+    o.extend_from_slice(b",\"actual\":");
+    num::push_json_f64(o, r.actual);
+    o.extend_from_slice(b",\"processors\":");
+    o.extend_from_slice(int.format(r.processors).as_bytes());
+    o.extend_from_slice(b",\"deadline\":");
+    num::push_json_f64(o, r.deadline);
+    o.extend_from_slice(b",\"budget\":");
+    if r.budget == f64::INFINITY {
+        o.extend_from_slice(b"\"unlimited\"");
+    } else {
+        num::push_json_f64(o, r.budget);
+    }
+    o.extend_from_slice(b",\"penalty_rate\":");
+    num::push_json_f64(o, r.penalty_rate);
+    o.extend_from_slice(b",\"deadline_type\":");
+    json_name(o, Some(deadline_type_name(r.deadline_type)));
+}
+
+/// [`jobs_jsonl_to`] with the lines' leading fields taken from `heads`
+/// where it has them for the record.
+pub fn jobs_jsonl_with(
+    sink: &mut dyn Write,
+    records: &[JobRecord],
+    heads: Option<&JobHeads>,
+) -> Result<()> {
     let mut out = Vec::with_capacity(CHUNK + 4 * (LINE_GUESS + 128));
     // `serde_json`'s number: shortest round-trip text, `.0` on integral
     // values, `null` for NaN and infinities.
     fn f64_(out: &mut Vec<u8>, x: f64) -> Result<()> {
-        serde_json::to_writer(out, &x).map_err(Into::into)
+        num::push_json_f64(out, x);
+        Ok(())
     }
     fn opt(out: &mut Vec<u8>, x: Option<f64>) -> Result<()> {
         match x {
@@ -232,44 +411,15 @@ pub fn jobs_jsonl_to(sink: &mut dyn Write, records: &[JobRecord]) -> Result<()> 
             }
         }
     }
-    fn name(out: &mut Vec<u8>, n: Option<&str>) {
-        match n {
-            Some(n) => {
-                out.push(b'"');
-                out.extend_from_slice(n.as_bytes());
-                out.push(b'"');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
-    }
+    let name = json_name;
     let flag = |b: bool| if b { &b"true"[..] } else { &b"false"[..] };
     let mut int = itoa::Buffer::new();
-    for r in records {
+    for (k, r) in records.iter().enumerate() {
         let o = &mut out;
-        o.extend_from_slice(b"{\"id\":");
-        o.extend_from_slice(int.format(r.id).as_bytes());
-        o.extend_from_slice(b",\"class\":");
-        name(o, r.class.map(Urgency::name));
-        o.extend_from_slice(b",\"submit\":");
-        f64_(o, r.submit)?;
-        o.extend_from_slice(b",\"estimate\":");
-        f64_(o, r.estimate)?;
-        o.extend_from_slice(b",\"actual\":");
-        f64_(o, r.actual)?;
-        o.extend_from_slice(b",\"processors\":");
-        o.extend_from_slice(int.format(r.processors).as_bytes());
-        o.extend_from_slice(b",\"deadline\":");
-        f64_(o, r.deadline)?;
-        o.extend_from_slice(b",\"budget\":");
-        if r.budget == f64::INFINITY {
-            o.extend_from_slice(b"\"unlimited\"");
-        } else {
-            f64_(o, r.budget)?;
+        match heads.and_then(|h| h.jsonl(k, r)) {
+            Some(head) => o.extend_from_slice(head),
+            None => jobs_jsonl_head(o, r),
         }
-        o.extend_from_slice(b",\"penalty_rate\":");
-        f64_(o, r.penalty_rate)?;
-        o.extend_from_slice(b",\"deadline_type\":");
-        name(o, Some(deadline_type_name(r.deadline_type)));
         o.extend_from_slice(b",\"accepted\":");
         o.extend_from_slice(flag(r.accepted));
         o.extend_from_slice(b",\"reason\":");
@@ -1098,6 +1248,60 @@ pub fn print_table(out: &mut impl Write, summaries: &[Summary]) -> std::io::Resu
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod job_heads {
+    use common::experiment::Experiment;
+    use common::metrics::JobRecord;
+    use common::workload;
+
+    use super::{jobs_csv_to, jobs_csv_with, jobs_jsonl_to, jobs_jsonl_with, JobHeads};
+
+    fn files(records: &[JobRecord], heads: Option<&JobHeads>) -> (Vec<u8>, Vec<u8>) {
+        let (mut csv, mut jsonl) = (Vec::new(), Vec::new());
+        match heads {
+            Some(h) => {
+                jobs_csv_with(&mut csv, records, Some(h)).unwrap();
+                jobs_jsonl_with(&mut jsonl, records, Some(h)).unwrap();
+            }
+            None => {
+                jobs_csv_to(&mut csv, records).unwrap();
+                jobs_jsonl_to(&mut jsonl, records).unwrap();
+            }
+        }
+        (csv, jsonl)
+    }
+
+    #[test]
+    fn rows_with_heads_formatted_ahead_are_the_rows_without() {
+        // A simulated run (accepted, rejected, classes, budgets) and heads
+        // from its workload's records before it ran, as `simulate` makes
+        // them.
+        let exp = Experiment::preset("libra").unwrap();
+        let wl = workload::build(&exp.params, None).unwrap();
+        let (outcome, _) = exp.run_policy("libra", &wl).unwrap();
+        let records = &outcome.records;
+        assert!(records.iter().any(|r| r.accepted) && records.iter().any(|r| !r.accepted));
+        let before: Vec<JobRecord> = wl.jobs.iter().map(JobRecord::new).collect();
+        let heads = JobHeads::of(before.iter());
+        for (k, r) in records.iter().enumerate() {
+            assert!(heads.serves(k, r), "head {k} is of job {}", r.id);
+        }
+        assert_eq!(files(records, Some(&heads)), files(records, None));
+
+        // Heads of other jobs (one estimate changed, one job missing at the
+        // front so every later head is one row off): not used, same files.
+        let mut other = before.clone();
+        other[3].estimate += 1.0;
+        let changed = JobHeads::of(other.iter());
+        assert!(!changed.serves(3, &records[3]) && changed.serves(4, &records[4]));
+        assert_eq!(files(records, Some(&changed)), files(records, None));
+        let shifted = JobHeads::of(before[1..].iter());
+        assert!(!shifted.serves(0, &records[0]));
+        assert!(!shifted.serves(records.len() - 1, &records[records.len() - 1]));
+        assert_eq!(files(records, Some(&shifted)), files(records, None));
+    }
 }
 
 #[cfg(test)]

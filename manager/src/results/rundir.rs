@@ -108,6 +108,14 @@ fn read_trimmed(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The cores this process may use, asked once: the standard library reads
+/// the cgroup's CPU quota from several files each time, and the writers
+/// ask just when the results are ready.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Reads the facts of this host.
 pub fn host_facts() -> HostFacts {
     let os_release = fs::read_to_string("/etc/os-release").ok().and_then(|t| {
@@ -134,7 +142,7 @@ pub fn host_facts() -> HostFacts {
         os_release,
         kernel: read_trimmed("/proc/sys/kernel/osrelease"),
         arch: std::env::consts::ARCH,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: cores(),
         cpu_model,
         memory_bytes,
     }
@@ -334,6 +342,20 @@ impl<'a, C: Serialize> Manifest<'a, C> {
         trace: Option<&'a TraceFacts>,
         files: &'a [String],
     ) -> Manifest<'a, C> {
+        Manifest::with_host(kind, inv, seed, config, trace, files, host_facts())
+    }
+
+    /// [`Self::new`] with the host's facts read beforehand (e.g. on another
+    /// thread while the run went on).
+    pub fn with_host(
+        kind: &'static str,
+        inv: &'a Invocation,
+        seed: u64,
+        config: &'a C,
+        trace: Option<&'a TraceFacts>,
+        files: &'a [String],
+        host: HostFacts,
+    ) -> Manifest<'a, C> {
         Manifest {
             format: "libratory-run/1",
             kind,
@@ -347,7 +369,7 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             config,
             trace,
             binary: binary_facts(),
-            host: host_facts(),
+            host,
             files,
             node_processes: None,
             recovered: None,
@@ -496,6 +518,17 @@ impl OutputKind {
 /// [`write_run_files`] for the kinds in `kinds` only (in the usual order
 /// whatever the order of `kinds`).
 pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Result<Vec<String>> {
+    write_chosen_run_files_with_heads(dir, run, kinds, None)
+}
+
+/// [`write_chosen_run_files`] with the leading fields of the job rows
+/// formatted beforehand (`heads`: see [`output::JobHeads`]).
+pub fn write_chosen_run_files_with_heads(
+    dir: &Path,
+    run: &Run,
+    kinds: &[OutputKind],
+    heads: Option<&output::JobHeads>,
+) -> Result<Vec<String>> {
     let wl = run.workload;
     let facts = WorkloadFacts {
         jobs: wl.jobs.len(),
@@ -504,7 +537,7 @@ pub fn write_chosen_run_files(dir: &Path, run: &Run, kinds: &[OutputKind]) -> Re
         last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
         odd_records: &wl.odd,
     };
-    write_run_files_with(dir, run, facts, kinds)
+    write_files(dir, run, facts, kinds, heads)
 }
 
 /// [`write_chosen_run_files`] with the workload's facts given (a run
@@ -514,6 +547,16 @@ pub fn write_run_files_with(
     run: &Run,
     facts: WorkloadFacts,
     kinds: &[OutputKind],
+) -> Result<Vec<String>> {
+    write_files(dir, run, facts, kinds, None)
+}
+
+fn write_files(
+    dir: &Path,
+    run: &Run,
+    facts: WorkloadFacts,
+    kinds: &[OutputKind],
+    heads: Option<&output::JobHeads>,
 ) -> Result<Vec<String>> {
     let want = |k: OutputKind| kinds.contains(&k);
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -550,7 +593,7 @@ pub fn write_run_files_with(
             let path = dir.join(&f);
             tasks.push((
                 240 * records.len(),
-                Box::new(move || output::write_jobs_csv(&path, records)),
+                Box::new(move || output::write_jobs_csv_with(&path, records, heads)),
             ));
             files.push(f);
         }
@@ -559,7 +602,7 @@ pub fn write_run_files_with(
             let path = dir.join(&f);
             tasks.push((
                 520 * records.len(),
-                Box::new(move || output::write_jobs_jsonl(&path, records)),
+                Box::new(move || output::write_jobs_jsonl_with(&path, records, heads)),
             ));
             files.push(f);
         }
@@ -616,9 +659,7 @@ type Task<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
 fn run_tasks(tasks: Vec<(usize, Task)>) -> Result<()> {
     use std::sync::Mutex;
     let n = tasks.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |c| c.get())
-        .min(n);
+    let workers = cores().min(n);
     if workers <= 1 {
         return tasks.into_iter().try_for_each(|(_, t)| t());
     }
