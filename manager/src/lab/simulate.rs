@@ -112,7 +112,9 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         exp.params.preset,
         if a.seed.is_none() { " (default)" } else { "" }
     ));
-    // The trace's hash is both the manifest's and the cache key.
+    // The trace's SHA-256 goes into the manifest and checks the cache
+    // entry; it is computed beside the entry's read when a hint names the
+    // entry (see trace_cache).
     let t0 = Instant::now();
     let (wl, trace_facts, cache_use) =
         trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env())?;
