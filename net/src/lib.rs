@@ -829,21 +829,43 @@ mod tests {
         });
     }
 
+    /// A manager endpoint and a node connected to it over real QUIC, past
+    /// the hello: (the manager's end, the node's end, keep-alives). Certs
+    /// go in `dir`.
+    async fn node_link(
+        dir: &Path,
+    ) -> (
+        FramedStream,
+        FramedStream,
+        (quinn::Endpoint, quinn::Connection, quinn::Connection),
+    ) {
+        make_cluster_certs(dir, &[], &["a".into()]).unwrap();
+        let server = server_endpoint(local(), dir, Timeouts::default()).unwrap();
+        let addr = server.local_addr().unwrap();
+        let srv = tokio::spawn(async move {
+            let conn = server.accept().await.unwrap().await.unwrap();
+            let mut s = FramedStream::accept(&conn).await.unwrap();
+            s.handshake(&Hello::new(Role::Manager, "m")).await.unwrap();
+            (s, conn)
+        });
+        let ep = client_endpoint(local(), dir, "node-a", Timeouts::default()).unwrap();
+        let conn = connect(&ep, addr).await.unwrap();
+        let mut s = FramedStream::open(&conn).await.unwrap();
+        s.handshake(&Hello::new(Role::Node, "n")).await.unwrap();
+        let (m, mconn) = srv.await.unwrap();
+        (m, s, (ep, conn, mconn))
+    }
+
     #[test]
     fn batches_deliver_the_good_frames_before_a_bad_one() {
         // Heartbeats 1-5, a frame that does not decode, heartbeat 6: the
         // reader gets 1-5 in order (in however many bursts), then the
         // error; nothing before the bad frame is lost to it.
         let dir = tempfile::tempdir().unwrap();
-        make_cluster_certs(dir.path(), &[], &["a".into()]).unwrap();
         rt().block_on(async {
-            let server = server_endpoint(local(), dir.path(), Timeouts::default()).unwrap();
-            let addr = server.local_addr().unwrap();
+            let (m, mut s, _keep) = node_link(dir.path()).await;
             let srv = tokio::spawn(async move {
-                let conn = server.accept().await.unwrap().await.unwrap();
-                let mut s = FramedStream::accept(&conn).await.unwrap();
-                s.handshake(&Hello::new(Role::Manager, "m")).await.unwrap();
-                let (_tx, mut rx) = s.split();
+                let (_tx, mut rx) = m.split();
                 let mut got = Vec::new();
                 loop {
                     match rx.recv_batch::<NodeMsg>("node message", 64).await {
@@ -853,10 +875,6 @@ mod tests {
                     }
                 }
             });
-            let ep = client_endpoint(local(), dir.path(), "node-a", Timeouts::default()).unwrap();
-            let conn = connect(&ep, addr).await.unwrap();
-            let mut s = FramedStream::open(&conn).await.unwrap();
-            s.handshake(&Hello::new(Role::Node, "n")).await.unwrap();
             let mut bytes = Vec::new();
             for seq in 1..=5 {
                 bytes.extend(protocol::encode(&NodeMsg::Heartbeat { seq }));
@@ -884,29 +902,20 @@ mod tests {
 
     #[test]
     fn send_all_delivers_every_frame_in_order() {
-        // 300 heartbeats and a Dispatches frame in one write through the
-        // sending half, then a finish: the reader gets exactly those, in
-        // order, and then the clean end.
+        // 300 heartbeats and a goodbye in one write through the sending
+        // half, then a finish: the reader gets exactly those, in order,
+        // and then the clean end.
         let dir = tempfile::tempdir().unwrap();
-        make_cluster_certs(dir.path(), &[], &["a".into()]).unwrap();
         rt().block_on(async {
-            let server = server_endpoint(local(), dir.path(), Timeouts::default()).unwrap();
-            let addr = server.local_addr().unwrap();
+            let (m, s, _keep) = node_link(dir.path()).await;
             let srv = tokio::spawn(async move {
-                let conn = server.accept().await.unwrap().await.unwrap();
-                let mut s = FramedStream::accept(&conn).await.unwrap();
-                s.handshake(&Hello::new(Role::Manager, "m")).await.unwrap();
-                let (_tx, mut rx) = s.split();
+                let (_tx, mut rx) = m.split();
                 let mut got = Vec::new();
                 while let Some(m) = rx.recv::<NodeMsg>("node message").await.unwrap() {
                     got.push(m);
                 }
                 got
             });
-            let ep = client_endpoint(local(), dir.path(), "node-a", Timeouts::default()).unwrap();
-            let conn = connect(&ep, addr).await.unwrap();
-            let mut s = FramedStream::open(&conn).await.unwrap();
-            s.handshake(&Hello::new(Role::Node, "n")).await.unwrap();
             let (mut tx, _rx) = s.split();
             let mut sent: Vec<NodeMsg> = (1..=300).map(|seq| NodeMsg::Heartbeat { seq }).collect();
             sent.push(NodeMsg::Goodbye {

@@ -471,6 +471,43 @@ mod tests {
         }
     }
 
+    /// `n` seeded nodes of `speeds` (one in ten short of memory); of every
+    /// `busy_in` nodes about three are busy: a part of tiny required share
+    /// (tying the empty nodes within the tie tolerance), one of random
+    /// load, one of near-full load.
+    fn random_cluster(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        n: usize,
+        speeds: &[f64],
+        busy_in: u32,
+    ) -> Vec<NodeState> {
+        use crate::policy::test_util::busy;
+        use rand::Rng;
+        let mut nodes: Vec<NodeState> = (0..n)
+            .map(|id| {
+                NodeState::new(crate::node_model::NodeSpec {
+                    id,
+                    speed: speeds[rng.random_range(0..speeds.len())],
+                    memory_kb: if rng.random_range(0..10) == 0 {
+                        10
+                    } else {
+                        1 << 20
+                    },
+                    disk_mb: 1 << 10,
+                })
+            })
+            .collect();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            match rng.random_range(0..busy_in) {
+                0 => busy(node, i as u64, 1e-13, 100.0),
+                1 => busy(node, i as u64, rng.random_range(1.0..90.0), 100.0),
+                2 => busy(node, i as u64, 99.0, 100.0),
+                _ => {}
+            }
+        }
+        nodes
+    }
+
     #[test]
     fn keeping_k_idle_nodes_per_speed_chooses_as_keeping_all() {
         // Seeded clusters: idle nodes of two or three speeds (some of them
@@ -479,35 +516,13 @@ mod tests {
         // busy nodes that do not fit. With k idle nodes kept per speed, the
         // filter's verdict and the top-k choice must equal those with every
         // node a candidate, for best fit and least loaded.
-        use crate::policy::test_util::{busy, job};
+        use crate::policy::test_util::job;
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(29);
         for case in 0..400 {
             let n = rng.random_range(1..60);
-            let speeds = [1.0, 2.0, 0.5];
             let kinds = rng.random_range(1..=3);
-            let mut nodes: Vec<NodeState> = (0..n)
-                .map(|id| {
-                    NodeState::new(crate::node_model::NodeSpec {
-                        id,
-                        speed: speeds[rng.random_range(0..kinds)],
-                        memory_kb: if rng.random_range(0..10) == 0 {
-                            10
-                        } else {
-                            1 << 20
-                        },
-                        disk_mb: 1 << 10,
-                    })
-                })
-                .collect();
-            for (i, node) in nodes.iter_mut().enumerate() {
-                match rng.random_range(0..4) {
-                    0 => busy(node, i as u64, 1e-13, 100.0),
-                    1 => busy(node, i as u64, rng.random_range(1.0..90.0), 100.0),
-                    2 => busy(node, i as u64, 99.0, 100.0),
-                    _ => {}
-                }
-            }
+            let nodes = random_cluster(&mut rng, n, &[1.0, 2.0, 0.5][..kinds], 4);
             let p = rng.random_range(1..=n.min(8) as u32);
             let mut j = job(1, rng.random_range(0.5..20.0), p, 100.0, 1e9);
             if rng.random_range(0..4) == 0 {
@@ -535,7 +550,7 @@ mod tests {
         // without memory: the filter over the busy index must give the
         // walk's verdict and exactly its candidates, in its order.
         use crate::busy_index::BusyIndex;
-        use crate::policy::test_util::{busy, job};
+        use crate::policy::test_util::job;
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
         let speeds = [1.0, 2.0, 0.5, 1.5, 3.0, 0.25, 4.0, 0.75, 1.25, 5.0];
@@ -547,28 +562,7 @@ mod tests {
             } else {
                 rng.random_range(1..=3)
             };
-            let mut nodes: Vec<NodeState> = (0..n)
-                .map(|id| {
-                    NodeState::new(crate::node_model::NodeSpec {
-                        id,
-                        speed: speeds[rng.random_range(0..kinds)],
-                        memory_kb: if rng.random_range(0..10) == 0 {
-                            10
-                        } else {
-                            1 << 20
-                        },
-                        disk_mb: 1 << 10,
-                    })
-                })
-                .collect();
-            for (i, node) in nodes.iter_mut().enumerate() {
-                match rng.random_range(0..5) {
-                    0 => busy(node, i as u64, 1e-13, 100.0),
-                    1 => busy(node, i as u64, rng.random_range(1.0..90.0), 100.0),
-                    2 => busy(node, i as u64, 99.0, 100.0),
-                    _ => {}
-                }
-            }
+            let nodes = random_cluster(&mut rng, n, &speeds[..kinds], 5);
             let index = BusyIndex::of(&nodes);
             let p = rng.random_range(1..=n.min(8) as u32);
             let mut j = job(1, rng.random_range(0.5..60.0), p, 100.0, 1e9);
