@@ -90,6 +90,40 @@ fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
     )
 }
 
+/// A node's load after one part of `job`, if the part fits by its
+/// deadline, as [`load_if_fits`] computes it. The job's share on a node,
+/// RE / speed / D, depends on the speed alone: it is computed once per run
+/// of equal speeds (a homogeneous cluster: once), the very same value,
+/// without two divisions per node.
+struct LoadAfter<'a> {
+    job: &'a JobSpec,
+    speed: f64,
+    add: f64,
+}
+
+impl<'a> LoadAfter<'a> {
+    fn new(job: &'a JobSpec) -> Self {
+        LoadAfter {
+            job,
+            speed: f64::NAN,
+            add: 0.0,
+        }
+    }
+
+    fn load_if_fits(&mut self, n: &NodeState, now: Time) -> Option<f64> {
+        if n.spec.speed != self.speed {
+            self.speed = n.spec.speed;
+            self.add = n.est_cpu(self.job) / self.job.qos.deadline;
+        }
+        let load = n.required_share(now) + self.add;
+        if load > 1.0 + SHARE_SUM_EPS {
+            None
+        } else {
+            Some(load)
+        }
+    }
+}
+
 /// Speeds whose idle nodes [`resource_deadline_filter`] trims (more
 /// speeds than this: every idle node of the others stays a candidate).
 const IDLE_SLOTS: usize = 8;
@@ -111,12 +145,7 @@ pub fn resource_deadline_filter(
     out.clear();
     let mut with_res = 0;
     let mut fit = 0;
-    // The job's share on a node, RE / speed / D, depends on the speed
-    // alone: computed once per run of equal speeds (a homogeneous cluster:
-    // once), the very same value load_if_fits computes, without two
-    // divisions per node.
-    let mut speed = f64::NAN;
-    let mut add = 0.0;
+    let mut after = LoadAfter::new(job);
     // `idle_keep = Some(k)`: of the nodes holding no part, only the first k
     // of each speed become candidates (all are counted). They all have the
     // same load after the part (0 + RE / speed / D), and equal keys rank by
@@ -131,15 +160,10 @@ pub fn resource_deadline_filter(
             continue;
         }
         with_res += 1;
-        if n.spec.speed != speed {
-            speed = n.spec.speed;
-            add = n.est_cpu(job) / job.qos.deadline;
-        }
-        // As load_if_fits.
-        let load = n.required_share(now) + add;
-        if load > 1.0 + SHARE_SUM_EPS {
+        let Some(load) = after.load_if_fits(n, now) else {
             continue;
-        }
+        };
+        let speed = n.spec.speed;
         fit += 1;
         if let (Some(keep), true) = (idle_keep, n.parts.is_empty()) {
             let slot = match idle_kept[..idle_speeds].iter().position(|s| s.0 == speed) {
@@ -192,18 +216,11 @@ pub fn resource_deadline_filter_indexed(
     // Every node has what a job without memory or disk needs.
     let with_res = nodes.len();
     let mut fit = 0;
-    let mut speed = f64::NAN;
-    let mut add = 0.0;
+    let mut after = LoadAfter::new(job);
     for k in index.busy() {
-        let n = &nodes[k];
-        if n.spec.speed != speed {
-            speed = n.spec.speed;
-            add = n.est_cpu(job) / job.qos.deadline;
-        }
-        let load = n.required_share(now) + add;
-        if load > 1.0 + SHARE_SUM_EPS {
+        let Some(load) = after.load_if_fits(&nodes[k], now) else {
             continue;
-        }
+        };
         fit += 1;
         out.push((k, load));
     }
@@ -213,11 +230,9 @@ pub fn resource_deadline_filter_indexed(
             continue;
         };
         // Computed on a member, as the walk computes it on each.
-        let n = &nodes[first];
-        let load = n.required_share(now) + n.est_cpu(job) / job.qos.deadline;
-        if load > 1.0 + SHARE_SUM_EPS {
+        let Some(load) = LoadAfter::new(job).load_if_fits(&nodes[first], now) else {
             continue;
-        }
+        };
         fit += group.len();
         out.extend(group.iter().take(keep).map(|&k| (k, load)));
     }
