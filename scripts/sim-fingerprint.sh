@@ -16,8 +16,9 @@
 #   (version, git commit, build profile), host (machine facts), trace.path
 #   (the trace's bytes and sha256 stay);
 # - log.txt: the seconds spent reading the trace, the per-policy simulation
-#   time and jobs/s rate (event counts and everything else stay), and the
-#   output directory of the closing "results in" line.
+#   time and jobs/s rate (event counts and everything else stay), the
+#   output directory of the closing "results in" line, and the "heap:" line
+#   (how the allocator was set up on this machine).
 #
 # Usage: scripts/sim-fingerprint.sh [path/to/libratory]
 # (default: builds and uses target/debug/libratory of this checkout, honouring
@@ -72,6 +73,7 @@ for run in "${runs[@]}"; do
   sed -E -e 's/\([0-9.]+ s to read.*\), ([0-9]+ nodes,)/(T s to read), \1/' \
     -e 's/^([a-z0-9-]+ +)[0-9.]+ s, [0-9]+ jobs\/s simulated/\1T s, R jobs\/s simulated/' \
     -e 's/^results in [^ ]+ /results in OUT /' \
+    -e '/^heap: /d' \
     "$out/log.txt" >"$out/log.txt.stable"
   rm "$out/manifest.json" "$out/log.txt"
   (cd "$work" && find "$name" -type f | LC_ALL=C sort | xargs sha256sum)

@@ -25,8 +25,9 @@
 //!   each time (the trace is inflated and parsed, and the entry written);
 //! - for reference, the warm process with `--outputs summary` and
 //!   `--outputs summary,jobs-csv` (fewer files chosen), and with glibc's
-//!   allocator tuned for a short batch process (`GLIBC_TUNABLES`, see
-//!   `BATCH_TUNABLES`), writing every file and the summary alone.
+//!   allocator left at its defaults (`LIBRATORY_BATCH_HEAP=0`: no huge
+//!   pages for the heap, see `lab::batch_heap`), writing every file and the
+//!   summary alone.
 //!
 //! Printed: everything in ms, the process's CPU time (user + system, which
 //! a loaded machine inflates less than the wall time), and the ratios of
@@ -52,12 +53,6 @@ const SETS: &[&str] = &[
     "deadline_basis=estimate",
     "deadline_estimate_factor=1e9",
 ];
-
-/// glibc's allocator for a short batch process: transparent huge pages
-/// for the heap, grown by a generous pad, large blocks from the heap (see
-/// docs/cli.md, "Simulator output").
-const BATCH_TUNABLES: &str =
-    "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=268435456";
 
 fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
     match std::env::var(key) {
@@ -223,12 +218,13 @@ fn main() {
     let (warm, warm_cpu) = process(true, &[], &[]);
     let files = std::fs::read_dir(&out).unwrap().count();
     // For reference: what choosing fewer files (`--outputs`) gives, and
-    // glibc's allocator set for a short batch process (docs/cli.md).
+    // glibc's allocator at its defaults (what `simulate` does without
+    // lab::batch_heap).
     let (summary, summary_cpu) = process(true, &["--outputs", "summary"], &[]);
     let (jobs_csv, jobs_csv_cpu) = process(true, &["--outputs", "summary,jobs-csv"], &[]);
-    let tunables = [("GLIBC_TUNABLES", BATCH_TUNABLES)];
-    let (tuned, tuned_cpu) = process(true, &[], &tunables);
-    let (tuned_summary, tuned_summary_cpu) = process(true, &["--outputs", "summary"], &tunables);
+    let defaults = [("LIBRATORY_BATCH_HEAP", "0")];
+    let (plain, plain_cpu) = process(true, &[], &defaults);
+    let (plain_summary, plain_summary_cpu) = process(true, &["--outputs", "summary"], &defaults);
     let _ = std::fs::remove_dir_all(&scratch);
 
     let c = ms(median(core));
@@ -260,15 +256,15 @@ fn main() {
     for (label, wall, cpu) in [
         ("--outputs summary", summary, summary_cpu),
         ("--outputs summary,jobs-csv", jobs_csv, jobs_csv_cpu),
-        ("every file, batch tunables", tuned, tuned_cpu),
+        ("every file, allocator defaults", plain, plain_cpu),
         (
-            "--outputs summary, batch tunables",
-            tuned_summary,
-            tuned_summary_cpu,
+            "--outputs summary, allocator defaults",
+            plain_summary,
+            plain_summary_cpu,
         ),
     ] {
         println!(
-            "  process, warm, {label:<34}: wall {:8.2} ms ({:.2}x core), CPU {:8.2} ms ({:.2}x core)",
+            "  process, warm, {label:<37}: wall {:8.2} ms ({:.2}x core), CPU {:8.2} ms ({:.2}x core)",
             ms(wall),
             ms(wall) / c,
             ms(cpu),

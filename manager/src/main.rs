@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use libratory_manager::cluster::{self, launch};
-use libratory_manager::lab::{compare, figures, info, report, simulate, sweep};
+use libratory_manager::lab::{batch_heap, compare, figures, info, report, simulate, sweep};
 use libratory_manager::live::{calibrate, client, commands, liveview, loadtest, runcmd};
 
 /// `--http ADDR`: a port alone binds loopback.
@@ -237,7 +237,12 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that return an exit code of their own, then the rest.
     match cli.command {
-        Command::Simulate(a) => return simulate::run(a),
+        Command::Simulate(a) => {
+            // A short batch process: set the allocator up for it first,
+            // before anything big is allocated (see lab::batch_heap).
+            batch_heap::prepare();
+            return simulate::run(a);
+        }
         Command::Sweep(a) => return sweep::run(a),
         Command::Figures(a) => return figures::run(a),
         Command::Report(a) => return report::run(a),

@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload::Source;
 
+use crate::lab::batch_heap;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
@@ -112,6 +113,9 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         exp.params.preset,
         if a.seed.is_none() { " (default)" } else { "" }
     ));
+    if let Some(heap) = batch_heap::prepared() {
+        log.say(format_args!("{heap}"));
+    }
     // The trace's SHA-256 goes into the manifest and checks the cache
     // entry; it is computed beside the entry's read when a hint names the
     // entry (see trace_cache).
