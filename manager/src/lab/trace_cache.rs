@@ -50,9 +50,10 @@ use crate::results::rundir::{self, TraceFacts};
 
 /// First bytes of every cache file.
 const MAGIC: &[u8; 16] = b"libratory-swfc\n\0";
-/// Bumped whenever the entry's layout (or `SwfRecord`'s) changes: files of
-/// another version are ignored and rewritten.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped whenever the entry's layout (or `SwfRecord`'s, or the file
+/// codec's) changes: files of another version are ignored and rewritten.
+/// 2: fixed-width integers (`protocol::encode_file_value`).
+pub const FORMAT_VERSION: u32 = 2;
 /// Magic, version (u32 LE), SHA-256 of the payload.
 const PREFIX: usize = MAGIC.len() + 4 + 32;
 
@@ -193,6 +194,18 @@ pub fn entry_path(dir: &Path, sha256: &str, last: usize) -> PathBuf {
 /// The entry at `path` if it is sound and is the window asked for; else
 /// why not.
 fn load(path: &Path, sha256: &str, last: usize) -> std::result::Result<Entry, String> {
+    let bytes = read_entry(path)?;
+    if !checksum_ok(&bytes) {
+        return Err(CORRUPT.into());
+    }
+    decode_entry(&bytes, sha256, last)
+}
+
+const CORRUPT: &str = "entry corrupt (checksum)";
+
+/// The bytes of the cache file at `path`, if it is one of this version
+/// (its checksum not yet checked: [`checksum_ok`]).
+fn read_entry(path: &Path) -> std::result::Result<Vec<u8>, String> {
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("no entry yet".into()),
@@ -205,11 +218,17 @@ fn load(path: &Path, sha256: &str, last: usize) -> std::result::Result<Entry, St
     if version != FORMAT_VERSION {
         return Err(format!("entry of format version {version}"));
     }
-    let payload = &bytes[PREFIX..];
-    if Sha256::digest(payload).as_slice() != &bytes[20..PREFIX] {
-        return Err("entry corrupt (checksum)".into());
-    }
-    let entry: Entry = protocol::decode_file_value("trace cache entry", payload)
+    Ok(bytes)
+}
+
+/// Whether a cache file's payload matches the SHA-256 in its prefix.
+fn checksum_ok(bytes: &[u8]) -> bool {
+    Sha256::digest(&bytes[PREFIX..]).as_slice() == &bytes[20..PREFIX]
+}
+
+/// The entry in a cache file's bytes, if it is the window asked for.
+fn decode_entry(bytes: &[u8], sha256: &str, last: usize) -> std::result::Result<Entry, String> {
+    let entry: Entry = protocol::decode_file_value("trace cache entry", &bytes[PREFIX..])
         .map_err(|e| format!("entry undecodable: {e}"))?;
     if entry.trace_sha256 != sha256 || entry.last != last as u64 {
         return Err("entry is of another trace or window".into());
@@ -269,14 +288,27 @@ pub fn build_workload(
     let facts = match guess {
         Some(sha) => {
             // The trace is hashed beside the reading of the entry its hint
-            // names, and the entry counts only if the hashes agree.
+            // names, and the entry counts only if the hashes agree. The
+            // entry's own checksum is checked on that side thread too,
+            // first, while this one decodes; the records are used only
+            // once it has passed.
             let file = entry_path(dir, &sha, params.jobs);
+            let bytes = read_entry(&file);
             let (facts, built) = std::thread::scope(|s| {
-                let hashing = s.spawn(|| rundir::trace_facts(path));
-                let built = load(&file, &sha, params.jobs)
+                let (sound_tx, sound_rx) = std::sync::mpsc::sync_channel(1);
+                let bytes = &bytes;
+                let side = s.spawn(move || {
+                    let sound = bytes.as_ref().is_ok_and(|b| checksum_ok(b));
+                    let _ = sound_tx.send(sound);
+                    rundir::trace_facts(path)
+                });
+                let built = bytes
+                    .as_ref()
                     .ok()
+                    .and_then(|b| decode_entry(b, &sha, params.jobs).ok())
+                    .filter(|_| sound_rx.recv() == Ok(true))
                     .map(|entry| workload::from_records(params, path, &entry.records));
-                (hashing.join().expect("hashing thread panicked"), built)
+                (side.join().expect("hashing thread panicked"), built)
             });
             let facts = facts?;
             if let (true, Some(wl)) = (facts.sha256 == sha, built) {
@@ -413,10 +445,11 @@ mod tests {
         *flipped.last_mut().unwrap() ^= 1;
         let mut version = good.clone();
         version[16] += 1;
+        let next_version = format!("entry of format version {}", FORMAT_VERSION + 1);
         let cases: [(&[u8], &str); 5] = [
             (&good[..good.len() - 3], "entry corrupt (checksum)"),
             (&flipped, "entry corrupt (checksum)"),
-            (&version, "entry of format version 2"),
+            (&version, &next_version),
             (&good[..10], "entry is not a cache file"),
             (b"", "entry is not a cache file"),
         ];
