@@ -32,9 +32,12 @@
 //! Printed: everything in ms, the process's CPU time (user + system, which
 //! a loaded machine inflates less than the wall time), and the ratios of
 //! the process's wall and CPU times to the core. Target (the issue):
-//! process <= 13 ms wall (`OUTPUT_BENCH_TARGET_MS` changes it), judged on
-//! the warm run writing every file; printed as met or missed, never a failure (a shared
-//! machine's load decides the wall time as much as the code does).
+//! process <= 13 ms wall (`OUTPUT_BENCH_TARGET_MS` changes it), "e.g.
+//! faster formatting, writers in parallel, or `--outputs` to choose
+//! files": judged on the warm run writing every file and on the warm run
+//! with `--outputs summary`, each printed as met or missed, never a
+//! failure (a shared machine's load decides the wall time as much as the
+//! code does).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -271,14 +274,21 @@ fn main() {
             ms(cpu) / c,
         );
     }
-    println!(
-        "  target: process <= {target_ms} ms wall (warm cache, every file): {} ({:.2} ms)",
-        if ms(warm) <= target_ms {
+    // The issue's target names its means: faster formatting, writers in
+    // parallel, or `--outputs` to choose files. Both runs are judged.
+    let verdict = |t: Duration| {
+        if ms(t) <= target_ms {
             "met"
         } else {
             "missed"
-        },
-        ms(warm)
+        }
+    };
+    println!(
+        "  target: process <= {target_ms} ms wall, warm cache: every file {} ({:.2} ms); `--outputs summary` {} ({:.2} ms)",
+        verdict(warm),
+        ms(warm),
+        verdict(summary),
+        ms(summary),
     );
 }
 
