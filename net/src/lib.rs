@@ -327,12 +327,28 @@ impl Default for Timeouts {
     }
 }
 
+/// Initial congestion window of every connection (bytes): a burst of
+/// dispatches goes out at once.
+pub const INITIAL_WINDOW: u64 = 1 << 20;
+
 fn transport(t: Timeouts) -> Arc<quinn::TransportConfig> {
     let mut tc = quinn::TransportConfig::default();
     tc.max_idle_timeout(Some(
         quinn::IdleTimeout::try_from(t.idle).expect("idle timeout within QUIC's range"),
     ));
     tc.keep_alive_interval(Some(t.idle / 4));
+    // Congestion control for a cluster's own network (loopback, a lab
+    // LAN), where a connection idles, then bursts: a flood of submissions
+    // turns into dispatch frames of hundreds of parts at once. Cubic's
+    // default initial window (~14 KB) holds such a burst for several round
+    // trips, and only grows with acknowledgements, which a manager busy
+    // deciding reads late: under a flood on loopback the dispatches waited
+    // ~400 ms before a node saw them (with this window ~80 ms;
+    // docs/manager.md, "Overhead, measured"). Loss still shrinks it as
+    // Cubic does.
+    let mut cc = quinn::congestion::CubicConfig::default();
+    cc.initial_window(INITIAL_WINDOW);
+    tc.congestion_controller_factory(Arc::new(cc));
     Arc::new(tc)
 }
 
