@@ -220,6 +220,15 @@ impl ManagerActor {
                     self.recent.push_back(RecentDecision { job, at, decision });
                 }
                 Output::Finished { job } => {
+                    // A job rejected at its decision is over at once: its
+                    // `finished` line carries the decision too, so the
+                    // `decided` line just before it in this hand-over is
+                    // dropped (one line per rejection, not two).
+                    if matches!(self.journal_buf.last(),
+                        Some(journal::Entry::Decided { record, .. }) if record.id == job)
+                    {
+                        self.journal_buf.pop();
+                    }
                     self.journal(job, |t, record| journal::Entry::Finished { t, record });
                     self.finished += 1;
                 }
