@@ -45,9 +45,21 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::job::JobSpec;
+use common::policy::Decision;
 use common::protocol::{ClientMsg, ClientReply, Hello, Role};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
+
+/// Submissions in each as-fast-as-possible step: `LIVE_LATENCY_FLOOD`,
+/// default 20,000 (more gives a profiler a longer window).
+fn flood() -> u64 {
+    std::env::var("LIVE_LATENCY_FLOOD")
+        .map(|v| {
+            v.parse()
+                .expect("LIVE_LATENCY_FLOOD: a number of submissions")
+        })
+        .unwrap_or(20_000)
+}
 
 fn bin(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_BIN_EXE_libratory")).with_file_name(name);
@@ -199,12 +211,24 @@ async fn load(
     secs: f64,
     what: Send,
 ) -> (Histogram<u64>, u64, f64) {
+    let (h, got, secs, _) = load_counted(addr, certs, rate, secs, what).await;
+    (h, got, secs)
+}
+
+/// [`load`], also counting the accepted decisions among the answers.
+async fn load_counted(
+    addr: SocketAddr,
+    certs: &Path,
+    rate: f64,
+    secs: f64,
+    what: Send,
+) -> (Histogram<u64>, u64, f64, u64) {
     let (_ep, _c, s) = client(addr, certs).await;
     let (mut tx, mut rx) = s.split();
     let total = if rate > 0.0 {
         (rate * secs) as u64
     } else {
-        20_000
+        flood()
     };
     let sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
         std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
@@ -212,12 +236,21 @@ async fn load(
     let reader = tokio::spawn(async move {
         let mut h = Histogram::<u64>::new(3).unwrap();
         let mut got = 0u64;
+        let mut accepted = 0u64;
         while got < total {
             match tokio::time::timeout(Duration::from_secs(20), rx.recv::<ClientReply>("reply"))
                 .await
             {
-                Ok(Ok(Some(ClientReply::Decided { token, .. })))
-                | Ok(Ok(Some(ClientReply::Queued { token, .. })))
+                Ok(Ok(Some(ClientReply::Decided {
+                    token, decision, ..
+                }))) => {
+                    accepted += u64::from(matches!(decision, Decision::Accept(_)));
+                    if let Some(t) = sent2.lock().unwrap()[token as usize] {
+                        let _ = h.record(t.elapsed().as_micros() as u64);
+                    }
+                    got += 1;
+                }
+                Ok(Ok(Some(ClientReply::Queued { token, .. })))
                 | Ok(Ok(Some(ClientReply::Echo { token }))) => {
                     if let Some(t) = sent2.lock().unwrap()[token as usize] {
                         let _ = h.record(t.elapsed().as_micros() as u64);
@@ -228,7 +261,7 @@ async fn load(
                 _ => break,
             }
         }
-        (h, got)
+        (h, got, accepted)
     });
     let t0 = Instant::now();
     for k in 0..total {
@@ -259,8 +292,41 @@ async fn load(
         };
         tx.send(&msg).await.unwrap();
     }
-    let (h, got) = reader.await.unwrap();
-    (h, got, t0.elapsed().as_secs_f64())
+    let (h, got, accepted) = reader.await.unwrap();
+    (h, got, t0.elapsed().as_secs_f64(), accepted)
+}
+
+/// Parts in the manager's view now (dispatched, not yet reported done).
+async fn parts_in_flight(addr: SocketAddr, certs: &Path) -> usize {
+    let (_ep, _c, mut s) = client(addr, certs).await;
+    s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
+    match s.recv("reply").await.unwrap() {
+        Some(ClientReply::Status { nodes, .. }) => nodes.iter().map(|n| n.parts.len()).sum(),
+        other => panic!("expected the manager's status, got {other:?}"),
+    }
+}
+
+/// Waits until the manager's view holds no part (at most `limit`), printing
+/// how the parts in flight drained: a flood's aftermath, and a clean start
+/// for the next step.
+async fn drain(addr: SocketAddr, certs: &Path, what: &str, limit: Duration) {
+    let t0 = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let n = parts_in_flight(addr, certs).await;
+        if seen.len() < 12 {
+            seen.push(format!("{:.1} s: {n}", t0.elapsed().as_secs_f64()));
+        }
+        if n == 0 || t0.elapsed() > limit {
+            println!(
+                "  after {what}: parts in the manager's view {} (drained in {:.1} s)",
+                seen.join(", "),
+                t0.elapsed().as_secs_f64()
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// The manager's latency histograms now (`ClientMsg::Latency`), by name.
@@ -537,6 +603,7 @@ fn main() {
             d2s.value_at_quantile(0.5),
             d2s.value_at_quantile(0.99)
         );
+        drain(addr, &certs, "the flood", Duration::from_secs(60)).await;
         // What bounds it: the same 20,000 as fast as possible when nothing
         // follows the decision (rejected: no dispatch, no node work, no
         // completion), and echoes alone (the connection's own ceiling).
@@ -556,6 +623,42 @@ fn main() {
             "as fast as possible, same connection: echoes {echoes:>7.0}/s; rejected submissions {rejections:>7.0}/s = {:.2}x the echoes; admissions (above) {:.2}x the echoes",
             rejections / echoes,
             achieved / echoes
+        );
+        // An admission controller's own overload: the cluster full and
+        // running, and submissions arriving faster than it frees. Jobs of
+        // 50 ms estimate at a 100 ms deadline take half a node each, so
+        // every node holds two, which run and complete (time_scale 1) while
+        // the flood is decided: a few percent are accepted (as the running
+        // ones end), the rest rejected by the share test, and every
+        // decision is made against a full view of running parts.
+        let before = manager_hists(addr, &certs).await;
+        let (h, got_o, secs_o, accepted_o) = load_counted(
+            addr,
+            &certs,
+            0.0,
+            0.0,
+            Send::Submit {
+                estimate: 0.05,
+                deadline: 0.1,
+            },
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after = manager_hists(addr, &certs).await;
+        let policy = step_hist(&before, &after, "policy_compute_us");
+        let d2s = step_hist(&before, &after, "dispatch_to_start_us");
+        let decisions = got_o as f64 / secs_o;
+        println!(
+            "admission decisions with the cluster full: {decisions:>7.0}/s over {got_o} submissions ({accepted_o} accepted and run = {:.0}/s, {} rejected; target >= 100000/s: {}; p50 {} us, p99 {} us; policy compute p50 {} us p99 {} us; dispatch to start p50 {} us p99 {} us)",
+            accepted_o as f64 / secs_o,
+            got_o - accepted_o,
+            if decisions >= 100_000.0 { "met" } else { "MISSED" },
+            h.value_at_quantile(0.5),
+            h.value_at_quantile(0.99),
+            policy.value_at_quantile(0.5),
+            policy.value_at_quantile(0.99),
+            d2s.value_at_quantile(0.5),
+            d2s.value_at_quantile(0.99)
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
         // deadline 1e7 s (share 1e-4 each) stay in flight for the test.
