@@ -685,9 +685,10 @@ impl NodeEngine {
             for p in &mut self.parts {
                 let assigned = p.win_assigned_ns / window;
                 let delivered = p.win_burned_ns as f64 / window;
-                record(&mut p.tel.assigned_ppm, assigned * PPM);
-                record(&mut p.tel.delivered_ppm, delivered * PPM);
-                record(&mut p.tel.error_ppm, (delivered - assigned).abs() * PPM);
+                record(&mut self.tel.assigned_ppm, assigned * PPM);
+                record(&mut self.tel.delivered_ppm, delivered * PPM);
+                record(&mut self.tel.error_ppm, (delivered - assigned).abs() * PPM);
+                p.tel.windows += 1;
                 p.win_assigned_ns = 0.0;
                 p.win_burned_ns = 0;
             }

@@ -399,8 +399,10 @@ async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)>
         if let Ok(t) = n.send(GetTelemetry { reset: true }).await {
             merge(&mut overrun, &t.slice_overrun_ns);
             merge(&mut jitter, &t.tick_jitter_ns);
-            for p in &t.parts {
-                merge(&mut error, &p.error_ppm);
+            // As before the histogram moved to the node: an interval in
+            // which a node held parts sends one, maybe empty.
+            if !t.parts.is_empty() || !t.error_ppm.is_empty() {
+                merge(&mut error, &t.error_ppm);
             }
         }
     }

@@ -1,6 +1,7 @@
-//! What a node records about how well it kept its promises: per part the
-//! assigned versus delivered share per control tick, and per node the slice
-//! overrun and the control tick's jitter, in HDR histograms.
+//! What a node records about how well it kept its promises: the assigned
+//! versus delivered share of each part per control tick, the slice overrun
+//! and the control tick's jitter, in HDR histograms per node, and each
+//! part's lifetime processor time assigned and burned.
 //!
 //! The node hands a [`NodeTelemetry`] out on request (the actor's
 //! `GetTelemetry` message); the manager link ships it over QUIC. Shares
@@ -18,8 +19,7 @@ pub const PPM: f64 = 1e6;
 /// Significant decimal digits the histograms keep: 2 means values are
 /// recorded within 1% of themselves (a share of 0.5 as 0.5 +- 0.005, an
 /// error of 0.01 as 0.01 +- 0.0001). 3 digits would cost ~8x the memory,
-/// ~100 KB per histogram once it spans a million, and a node holds three
-/// per part.
+/// ~100 KB per histogram once it spans a million.
 pub const SIGNIFICANT_DIGITS: u8 = 2;
 
 pub(crate) fn new_hist() -> Histogram<u64> {
@@ -45,13 +45,9 @@ pub struct PartTelemetry {
     pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
-    /// Time-averaged assigned share in each control-tick window (ppm).
-    pub assigned_ppm: Histogram<u64>,
-    /// Delivered share (processor time burned / (capacity x window)) in each
-    /// window (ppm). Lumpy per window: a slice is counted when it ends.
-    pub delivered_ppm: Histogram<u64>,
-    /// |delivered - assigned| in each window (ppm).
-    pub error_ppm: Histogram<u64>,
+    /// Control-tick windows it was on the node for (recorded in the node's
+    /// share histograms).
+    pub windows: u64,
     /// Processor time assigned over the part's life: the integral of
     /// share x capacity over real time (ns).
     pub assigned_ns: f64,
@@ -66,9 +62,7 @@ impl PartTelemetry {
         PartTelemetry {
             part_id,
             job_id,
-            assigned_ppm: new_hist(),
-            delivered_ppm: new_hist(),
-            error_ppm: new_hist(),
+            windows: 0,
             assigned_ns: 0.0,
             burned_ns: 0,
             finished: false,
@@ -84,6 +78,18 @@ pub struct NodeTelemetry {
     pub node_id: NodeId,
     /// One entry per part placed since the last reset, in placement order.
     pub parts: Vec<PartTelemetry>,
+    /// Time-averaged assigned share of each part in each control-tick
+    /// window (ppm).
+    pub assigned_ppm: Histogram<u64>,
+    /// Delivered share of each part (processor time burned / (capacity x
+    /// window)) in each window (ppm). Lumpy per window: a slice is counted
+    /// when it ends.
+    pub delivered_ppm: Histogram<u64>,
+    /// |delivered - assigned| of each part in each window (ppm). Kept per
+    /// node, not per part: three histograms per part cost ~40 KB of
+    /// allocation and zeroing each, which was a third of a node process's
+    /// time with tens of thousands of short parts a second.
+    pub error_ppm: Histogram<u64>,
     /// Processor time burned beyond the slice asked for (ns), per slice.
     pub slice_overrun_ns: Histogram<u64>,
     /// How late the control tick ran after its scheduled instant (real ns).
@@ -102,6 +108,9 @@ impl NodeTelemetry {
         NodeTelemetry {
             node_id,
             parts: Vec::new(),
+            assigned_ppm: new_hist(),
+            delivered_ppm: new_hist(),
+            error_ppm: new_hist(),
             slice_overrun_ns: new_hist(),
             tick_jitter_ns: new_hist(),
             forgiven_ns: 0.0,

@@ -99,12 +99,14 @@ fn three_parts_get_their_shares_of_processor_time() {
         // Telemetry is there to hand over.
         assert!(b.tick_jitter_ns.len() >= 5);
         assert!(b.slice_overrun_ns.len() > 50);
-        assert!(b
-            .parts
-            .iter()
-            .all(|p| p.delivered_ppm.len() >= 5 && p.assigned_ppm.len() >= 5));
-        let assigned = b.parts[0].assigned_ppm.mean();
-        assert!((assigned - 500_000.0).abs() < 5_000.0, "{assigned}");
+        assert!(b.parts.iter().all(|p| p.windows >= 5));
+        let windows: u64 = b.parts.iter().map(|p| p.windows).sum();
+        assert_eq!(b.assigned_ppm.len(), windows);
+        assert_eq!(b.delivered_ppm.len(), windows);
+        assert_eq!(b.error_ppm.len(), windows);
+        // Shares 0.5, 0.3 and 0.2 over the same windows: 1/3 on average.
+        let assigned = b.assigned_ppm.mean();
+        assert!((assigned - 333_333.0).abs() < 5_000.0, "{assigned}");
         // Status and progress reports tell the same story.
         let status = n.send(GetStatus).await.unwrap();
         let shares: Vec<f64> = status.parts.iter().map(|p| p.share).collect();
