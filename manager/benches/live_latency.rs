@@ -442,6 +442,7 @@ fn main() {
                 .unwrap(),
         );
     }
+    let node_pids: Vec<u32> = kids.0[1..].iter().map(|c| c.id()).collect();
     if pin() {
         // This process (the client) joins the node processes' CPU.
         let ok = Command::new("taskset")
@@ -576,6 +577,12 @@ fn main() {
             );
         }
         let before = manager_hists(addr, &certs).await;
+        // CPU of every process on this host over the flood and its drain:
+        // what one accepted job costs each, and so the most the host could
+        // accept and run with everything on its cores.
+        let procs = [("manager", vec![mpid]), ("node processes", node_pids.clone()), ("this client", vec![std::process::id()])];
+        let cpu = |pids: &[u32]| pids.iter().map(|&p| cpu_s(p)).sum::<f64>();
+        let cpu0: Vec<f64> = procs.iter().map(|(_, p)| cpu(p)).collect();
         let (h, got, secs) = load(
             addr,
             &certs,
@@ -604,6 +611,23 @@ fn main() {
             d2s.value_at_quantile(0.99)
         );
         drain(addr, &certs, "the flood", Duration::from_secs(60)).await;
+        let per_job: Vec<f64> = procs
+            .iter()
+            .zip(&cpu0)
+            .map(|((_, p), c0)| (cpu(p) - c0) * 1e6 / got.max(1) as f64)
+            .collect();
+        let total_us: f64 = per_job.iter().sum();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "  CPU per accepted job over the flood and its drain: {} = {total_us:.0} us in all; with every process on this host's {cpus} CPUs, at most {:.0} jobs/s could be accepted and run",
+            procs
+                .iter()
+                .zip(&per_job)
+                .map(|((name, _), us)| format!("{name} {us:.1} us"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            cpus as f64 * 1e6 / total_us.max(1e-9)
+        );
         // What bounds it: the same 20,000 as fast as possible when nothing
         // follows the decision (rejected: no dispatch, no node work, no
         // completion), and echoes alone (the connection's own ceiling).
