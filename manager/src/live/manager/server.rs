@@ -189,14 +189,17 @@ pub(super) async fn serve_client(
                 // flood in the connection (QUIC flow control pushes back on
                 // the client) and lets each burst's frames leave before the
                 // next is decided.
-                if !msgs.is_empty()
-                    && manager
-                        .send(FromClient {
-                            reply: reply_tx.clone(),
-                            msgs,
-                        })
-                        .await
-                        .is_err()
+                if msgs.is_empty() {
+                    // Echoes only: answered here, nothing decided.
+                    continue;
+                }
+                if manager
+                    .send(FromClient {
+                        reply: reply_tx.clone(),
+                        msgs,
+                    })
+                    .await
+                    .is_err()
                 {
                     break;
                 }
