@@ -354,6 +354,35 @@ async fn manager_hists(
     }
 }
 
+/// The end of an as-fast-as-possible step: a pause for its last frames,
+/// then the step's own policy compute and dispatch-to-start distributions
+/// from the manager's histograms.
+async fn step_end(
+    addr: SocketAddr,
+    certs: &Path,
+    before: &std::collections::HashMap<String, Histogram<u64>>,
+) -> (Histogram<u64>, Histogram<u64>) {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = manager_hists(addr, certs).await;
+    (
+        step_hist(before, &after, "policy_compute_us"),
+        step_hist(before, &after, "dispatch_to_start_us"),
+    )
+}
+
+/// A flood step's latencies, as printed.
+fn flood_latencies(h: &Histogram<u64>, policy: &Histogram<u64>, d2s: &Histogram<u64>) -> String {
+    format!(
+        "p50 {} us, p99 {} us; policy compute p50 {} us p99 {} us; dispatch to start p50 {} us p99 {} us",
+        h.value_at_quantile(0.5),
+        h.value_at_quantile(0.99),
+        policy.value_at_quantile(0.5),
+        policy.value_at_quantile(0.99),
+        d2s.value_at_quantile(0.5),
+        d2s.value_at_quantile(0.99)
+    )
+}
+
 /// `after - before` of one named histogram: a step's own distribution.
 fn step_hist(
     before: &std::collections::HashMap<String, Histogram<u64>>,
@@ -598,21 +627,12 @@ fn main() {
             },
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let after = manager_hists(addr, &certs).await;
-        let policy = step_hist(&before, &after, "policy_compute_us");
-        let d2s = step_hist(&before, &after, "dispatch_to_start_us");
+        let (policy, d2s) = step_end(addr, &certs, &before).await;
         let achieved = got as f64 / secs;
         println!(
-            "maximum sustained admissions: {:>7.0}/s over {got} submissions (target >= 100000/s: {}; p50 {} us, p99 {} us under saturation; policy compute p50 {} us p99 {} us; dispatch to start p50 {} us p99 {} us)",
-            achieved,
+            "maximum sustained admissions: {achieved:>7.0}/s over {got} submissions (target >= 100000/s: {}; under saturation {})",
             if achieved >= 100_000.0 { "met" } else { "MISSED" },
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            policy.value_at_quantile(0.5),
-            policy.value_at_quantile(0.99),
-            d2s.value_at_quantile(0.5),
-            d2s.value_at_quantile(0.99)
+            flood_latencies(&h, &policy, &d2s)
         );
         drain(addr, &certs, "the flood", Duration::from_secs(60)).await;
         let per_job: Vec<f64> = procs
@@ -676,22 +696,14 @@ fn main() {
             // of nodes the cluster takes the whole flood.
             println!("  (the cluster never filled: every submission of the next line was accepted)");
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let after = manager_hists(addr, &certs).await;
-        let policy = step_hist(&before, &after, "policy_compute_us");
-        let d2s = step_hist(&before, &after, "dispatch_to_start_us");
+        let (policy, d2s) = step_end(addr, &certs, &before).await;
         let decisions = got_o as f64 / secs_o;
         println!(
-            "admission decisions with the cluster full: {decisions:>7.0}/s over {got_o} submissions ({accepted_o} accepted and run = {:.0}/s, {} rejected; target >= 100000/s: {}; p50 {} us, p99 {} us; policy compute p50 {} us p99 {} us; dispatch to start p50 {} us p99 {} us)",
+            "admission decisions with the cluster full: {decisions:>7.0}/s over {got_o} submissions ({accepted_o} accepted and run = {:.0}/s, {} rejected; target >= 100000/s: {}; {})",
             accepted_o as f64 / secs_o,
             got_o - accepted_o,
             if decisions >= 100_000.0 { "met" } else { "MISSED" },
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            policy.value_at_quantile(0.5),
-            policy.value_at_quantile(0.99),
-            d2s.value_at_quantile(0.5),
-            d2s.value_at_quantile(0.99)
+            flood_latencies(&h, &policy, &d2s)
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
         // deadline 1e7 s (share 1e-4 each) stay in flight for the test.
