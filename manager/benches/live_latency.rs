@@ -476,6 +476,8 @@ fn main() {
         );
     }
     let node_pids: Vec<u32> = kids.0[1..].iter().map(|c| c.id()).collect();
+    // The host's CPUs, counted before this process is pinned to one.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if pin() {
         // This process (the client) joins the node processes' CPU.
         let ok = Command::new("taskset")
@@ -641,7 +643,6 @@ fn main() {
             .map(|((_, p), c0)| (cpu(p) - c0) * 1e6 / got.max(1) as f64)
             .collect();
         let total_us: f64 = per_job.iter().sum();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         println!(
             "  CPU per accepted job over the flood and its drain: {} = {total_us:.0} us in all; with every process on this host's {cpus} CPUs, at most {:.0} jobs/s could be accepted and run",
             procs
