@@ -717,10 +717,9 @@ fn main() {
         let (policy, d2s) = step_end(addr, &certs, &before).await;
         let decisions = got_o as f64 / secs_o;
         println!(
-            "admission decisions with the cluster full: {decisions:>7.0}/s over {got_o} submissions ({accepted_o} accepted and run = {:.0}/s, {} rejected; target >= 100000/s: {}; {})",
+            "admission decisions with the cluster full: {decisions:>7.0}/s over {got_o} submissions ({accepted_o} accepted and run = {:.0}/s, {} rejected; beside the target, which counts jobs accepted and run; {})",
             accepted_o as f64 / secs_o,
             got_o - accepted_o,
-            if decisions >= 100_000.0 { "met" } else { "MISSED" },
             flood_latencies(&h, &policy, &d2s)
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
