@@ -3,7 +3,7 @@
 //! core an event, then `NodeActor::drive` hands due slices to executors,
 //! forwards the core's events, and re-arms the one timer the core asks for.
 //!
-//! Messages in: [`PlacePart`], [`GetTelemetry`], [`GetStatus`],
+//! Messages in: [`PlacePart`] (or [`PlaceReported`]), [`GetTelemetry`], [`GetStatus`],
 //! [`SetReportSink`] (from whoever feeds parts: the standalone runner today,
 //! the manager link actor later), and [`SliceDone`] (from executors). Out:
 //! [`NodeReport`] to the report sink (completions, share changes,
@@ -26,6 +26,15 @@ use net::TraceClock;
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<(), PlaceError>")]
 pub struct PlacePart(pub PartSpec);
+
+/// Place a part on the node now, answering through the report sink (a
+/// [`NodeEvent::Placed`] or [`NodeEvent::Refused`] report, in order with
+/// the part's later events) rather than to the sender. Send it with
+/// `do_send`: a link that feeds a node tens of thousands of parts a second
+/// then needs no task and no reply channel per part.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct PlaceReported(pub PartSpec);
 
 /// Withdraw a part before its end (its job was cancelled). Answers the CPU
 /// ns it had burned, or `None` if it is not on the node (it completed).
@@ -180,6 +189,28 @@ impl Handler<PlacePart> for NodeActor {
         let r = self.core.place(msg.0, self.clock.now());
         self.drive(ctx);
         r
+    }
+}
+
+impl Handler<PlaceReported> for NodeActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PlaceReported, ctx: &mut Self::Context) {
+        let part_id = msg.0.part_id;
+        let now = self.clock.now();
+        let event = match self.core.place(msg.0, now) {
+            Ok(()) => NodeEvent::Placed { part_id, at: now },
+            Err(error) => NodeEvent::Refused { part_id, error },
+        };
+        // Before drive(): the placement is reported ahead of whatever the
+        // part does next (a completion, for a tiny part).
+        if let Some(r) = &self.reports {
+            r.do_send(NodeReport {
+                node_id: self.core.spec().id,
+                event,
+            });
+        }
+        self.drive(ctx);
     }
 }
 

@@ -141,6 +141,22 @@ pub enum NodeEvent {
         /// One entry per part, in placement order.
         parts: Vec<PartProgress>,
     },
+    /// A part sent with [`crate::PlaceReported`] is on the node (reported
+    /// by the node actor, before any other event of that part).
+    Placed {
+        /// The part.
+        part_id: NodePartId,
+        /// When (trace s).
+        at: Time,
+    },
+    /// A part sent with [`crate::PlaceReported`] was refused; the node is
+    /// unchanged.
+    Refused {
+        /// The part.
+        part_id: NodePartId,
+        /// Why.
+        error: PlaceError,
+    },
 }
 
 /// A part could not be placed. A normal refusal, with what was lacking.
@@ -439,12 +455,14 @@ impl NodeEngine {
             p.on_track = i.on_track();
         }
         self.tel.recomputes += 1;
-        self.events.push_back(NodeEvent::SharesChanged {
-            at: now,
-            reason,
-            shares: self.shares(),
-            inputs: inputs.clone(),
-        });
+        if self.cfg.share_events {
+            self.events.push_back(NodeEvent::SharesChanged {
+                at: now,
+                reason,
+                shares: self.shares(),
+                inputs: inputs.clone(),
+            });
+        }
         self.inputs = inputs;
     }
 

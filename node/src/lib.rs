@@ -29,7 +29,7 @@ pub mod telemetry;
 
 pub use crate::actor::{
     report_channel, GetStatus, GetTelemetry, NodeActor, NodeReport, NodeStatus, PlacePart,
-    SetReportSink, WithdrawPart,
+    PlaceReported, SetReportSink, WithdrawPart,
 };
 pub use crate::core::{
     NodeEngine, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,

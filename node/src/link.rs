@@ -4,13 +4,15 @@
 //! starts, progress and completions back, with heartbeats, round-trip
 //! pongs and the histogram hand-over.
 //!
-//! It holds no policy: a dispatch becomes a [`PlacePart`], a node event
+//! It holds no policy: a dispatch becomes a [`PlaceReported`], a node event
 //! becomes a message. The nodes' trace clock is set from the welcome
 //! (`trace_now` and `time_scale`), so host clocks never need to agree.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -20,7 +22,9 @@ use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
 
-use crate::actor::{report_channel, GetTelemetry, NodeActor, PlacePart, WithdrawPart};
+use crate::actor::{
+    GetTelemetry, NodeActor, NodeReport, PlaceReported, SetReportSink, WithdrawPart,
+};
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
@@ -119,15 +123,16 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     slice.spare_rule = welcome.spare_rule;
     let tick_ms = slice.tick.as_secs_f64() * 1000.0;
     slice.progress_ticks = ((f64::from(welcome.report_ms) / tick_ms).round() as u32).max(1);
+    // The manager keeps its own view of shares: it never reads these.
+    slice.share_events = false;
     let mut host = NodeHost::new(cfg.executors, slice, clock)?;
-    let (sink, mut reports) = report_channel();
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for k in 0..cfg.nodes {
         let spec = EmulatedNodeSpec {
             id: k as u32,
             ..cfg.node
         };
-        nodes.push(host.spawn_node(spec, Some(sink.clone()))?);
+        nodes.push(host.spawn_node(spec, None)?);
     }
     let (mut tx, mut rx) = s.split();
     let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
@@ -186,87 +191,41 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         }
     });
     // Node events to the manager, with node-local part ids mapped back
-    // (local id -> wire id and the node holding it).
-    // Progress reports are gathered (each node's latest) and sent as one
-    // `Reports` frame per report period for the whole process: with
-    // hundreds of nodes per process, one frame per node per period was
-    // most of the manager's incoming traffic. A completion first flushes
-    // what is gathered, so the manager never hears of a part's progress
-    // after its end.
-    let parts: std::rc::Rc<std::cell::RefCell<HashMap<u64, (WirePart, u32)>>> = Default::default();
-    let ev_parts = parts.clone();
-    let ev_tx = out_tx.clone();
-    let report_every = Duration::from_millis(u64::from(welcome.report_ms).max(1));
-    let events = actix::spawn(async move {
-        let mut gathered: HashMap<u32, protocol::NodeProgress> = HashMap::new();
-        let flush = |g: &mut HashMap<u32, protocol::NodeProgress>| {
-            if !g.is_empty() {
-                let mut reports: Vec<protocol::NodeProgress> = g.drain().map(|(_, r)| r).collect();
-                reports.sort_by(|a, b| a.at.total_cmp(&b.at));
-                let _ = ev_tx.send(NodeMsg::Reports { reports });
-            }
-        };
-        let mut period = tokio::time::interval(report_every);
-        period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let r = tokio::select! {
-                r = reports.recv() => match r {
-                    Some(r) => r,
-                    None => break,
-                },
-                _ = period.tick() => {
-                    flush(&mut gathered);
-                    continue;
-                }
-            };
-            match r.event {
-                NodeEvent::Completed(c) => {
-                    let wire = ev_parts.borrow_mut().remove(&c.part_id);
-                    if let Some((part, _)) = wire {
-                        flush(&mut gathered);
-                        let _ = ev_tx.send(NodeMsg::Completed {
-                            part,
-                            at: c.finished_at,
-                            cpu_seconds: c.burned_ns as f64 * 1e-9,
-                        });
-                    }
-                }
-                NodeEvent::Progress { at, parts } => {
-                    let map = ev_parts.borrow();
-                    let wire: Vec<protocol::PartProgress> = parts
-                        .iter()
-                        .filter_map(|p| {
-                            map.get(&p.part_id).map(|w| protocol::PartProgress {
-                                part: w.0,
-                                node: r.node_id,
-                                work_done: p.done,
-                                share: p.share,
-                            })
-                        })
-                        .collect();
-                    if !wire.is_empty() {
-                        gathered.insert(r.node_id, protocol::NodeProgress { at, parts: wire });
-                    }
-                }
-                NodeEvent::SharesChanged { .. } => {}
-            }
-        }
-    });
-    // A dispatch is placed without waiting for the node actor's answer
-    // here: the reading loop goes on with the next frame, and each
-    // placement reports `Started` (or `Refused`) when its node has it.
+    // (local id -> wire id and the node holding it), by one relay actor
+    // that every node reports to directly.
+    let parts: Rc<RefCell<HashMap<u64, (WirePart, u32)>>> = Default::default();
+    let relay = Relay {
+        parts: parts.clone(),
+        out: out_tx.clone(),
+        gathered: HashMap::new(),
+        every: Duration::from_millis(u64::from(welcome.report_ms).max(1)),
+    }
+    .start();
+    for n in &nodes {
+        n.do_send(SetReportSink(Some(relay.clone().recipient())));
+    }
+    // A dispatch is placed without waiting for the node actor: the reading
+    // loop goes on with the next frame, and each node reports `Placed` (or
+    // `Refused`) through the relay, ahead of the part's completion.
     let mut next_part: u64 = 0;
     let mut place = |d: protocol::Dispatch| {
-        let Some(node) = nodes.get(d.node as usize).cloned() else {
+        let node = nodes.get(d.node as usize).filter(|n| n.connected());
+        let Some(node) = node else {
+            let reason = if (d.node as usize) < nodes.len() {
+                format!("node {} stopped", d.node)
+            } else {
+                format!("no node {} in this process ({} nodes)", d.node, nodes.len())
+            };
             let _ = out_tx.send(NodeMsg::Refused {
                 part: d.part,
-                reason: format!("no node {} in this process ({} nodes)", d.node, nodes.len()),
+                reason,
             });
             return;
         };
         next_part += 1;
         let local = next_part;
-        let spec = PartSpec {
+        parts.borrow_mut().insert(local, (d.part, d.node));
+        node.do_send(PlaceReported(PartSpec {
             part_id: local,
             job_id: d.part.job,
             estimate: d.estimate,
@@ -276,33 +235,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             disk_mb: 0,
             ret: d.ret,
             hard: d.hard,
-        };
-        parts.borrow_mut().insert(local, (d.part, d.node));
-        let parts = parts.clone();
-        let tx = out_tx.clone();
-        actix::spawn(async move {
-            let msg = match node.send(PlacePart(spec)).await {
-                Ok(Ok(())) => NodeMsg::Started {
-                    part: d.part,
-                    at: clock.now(),
-                },
-                Ok(Err(e)) => {
-                    parts.borrow_mut().remove(&local);
-                    NodeMsg::Refused {
-                        part: d.part,
-                        reason: e.to_string(),
-                    }
-                }
-                Err(e) => {
-                    parts.borrow_mut().remove(&local);
-                    NodeMsg::Refused {
-                        part: d.part,
-                        reason: format!("node {} stopped: {e}", d.node),
-                    }
-                }
-            };
-            let _ = tx.send(msg);
-        });
+        }));
     };
     let result: Result<()> = loop {
         let msg = match rx.recv::<ManagerMsg>("manager message").await {
@@ -374,12 +307,98 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     };
     heartbeat.abort();
     histograms.abort();
-    events.abort();
     drop(out_tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     conn.close(0u32.into(), b"bye");
     ep.wait_idle().await;
     result
+}
+
+/// Turns node reports into messages to the manager (every node of the
+/// process reports here). Progress reports are gathered (each node's
+/// latest) and sent as one `Reports` frame per report period for the whole
+/// process: with hundreds of nodes per process, one frame per node per
+/// period was most of the manager's incoming traffic. A completion first
+/// flushes what is gathered, so the manager never hears of a part's
+/// progress after its end.
+struct Relay {
+    /// Node-local part id -> wire id and the node holding it.
+    parts: Rc<RefCell<HashMap<u64, (WirePart, u32)>>>,
+    out: tokio::sync::mpsc::UnboundedSender<NodeMsg>,
+    gathered: HashMap<u32, protocol::NodeProgress>,
+    every: Duration,
+}
+
+impl Relay {
+    fn flush(&mut self) {
+        if !self.gathered.is_empty() {
+            let mut reports: Vec<protocol::NodeProgress> =
+                self.gathered.drain().map(|(_, r)| r).collect();
+            reports.sort_by(|a, b| a.at.total_cmp(&b.at));
+            let _ = self.out.send(NodeMsg::Reports { reports });
+        }
+    }
+}
+
+impl Actor for Relay {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(self.every, |a, _| a.flush());
+    }
+}
+
+impl Handler<NodeReport> for Relay {
+    type Result = ();
+
+    fn handle(&mut self, r: NodeReport, _: &mut Self::Context) {
+        match r.event {
+            NodeEvent::Placed { part_id, at } => {
+                if let Some((part, _)) = self.parts.borrow().get(&part_id) {
+                    let _ = self.out.send(NodeMsg::Started { part: *part, at });
+                }
+            }
+            NodeEvent::Refused { part_id, error } => {
+                if let Some((part, _)) = self.parts.borrow_mut().remove(&part_id) {
+                    let _ = self.out.send(NodeMsg::Refused {
+                        part,
+                        reason: error.to_string(),
+                    });
+                }
+            }
+            NodeEvent::Completed(c) => {
+                let wire = self.parts.borrow_mut().remove(&c.part_id);
+                if let Some((part, _)) = wire {
+                    self.flush();
+                    let _ = self.out.send(NodeMsg::Completed {
+                        part,
+                        at: c.finished_at,
+                        cpu_seconds: c.burned_ns as f64 * 1e-9,
+                    });
+                }
+            }
+            NodeEvent::Progress { at, parts } => {
+                let map = self.parts.borrow();
+                let wire: Vec<protocol::PartProgress> = parts
+                    .iter()
+                    .filter_map(|p| {
+                        map.get(&p.part_id).map(|w| protocol::PartProgress {
+                            part: w.0,
+                            node: r.node_id,
+                            work_done: p.done,
+                            share: p.share,
+                        })
+                    })
+                    .collect();
+                drop(map);
+                if !wire.is_empty() {
+                    self.gathered
+                        .insert(r.node_id, protocol::NodeProgress { at, parts: wire });
+                }
+            }
+            NodeEvent::SharesChanged { .. } => {}
+        }
+    }
 }
 
 /// The process's histograms, merged over its nodes and parts, V2-encoded.

@@ -138,6 +138,11 @@ pub struct SliceConfig {
     pub backlog_periods: f64,
     /// Emit a progress report every this many ticks (0: never).
     pub progress_ticks: u32,
+    /// Emit a [`crate::NodeEvent::SharesChanged`] at every recompute. Each
+    /// one copies the node's shares and share inputs; a node fed tens of
+    /// thousands of parts a second by a manager that never reads them
+    /// turns this off.
+    pub share_events: bool,
 }
 
 impl Default for SliceConfig {
@@ -151,6 +156,7 @@ impl Default for SliceConfig {
             max_slice: Duration::from_millis(10),
             backlog_periods: 2.0,
             progress_ticks: 10,
+            share_events: true,
         }
     }
 }
