@@ -289,6 +289,11 @@ impl NodeEngine {
         self.max_running
     }
 
+    /// Slices issued and not yet reported (orphans included).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
     /// Whether no part is on the node.
     pub fn is_idle(&self) -> bool {
         self.parts.is_empty()

@@ -255,6 +255,12 @@ impl ExecutorPool {
         }
     }
 
+    /// Counts CPU burned for a slice outside the executors (a short slice
+    /// burned on the node actor's thread) as job work.
+    pub fn note_burned(&self, ns: u64) {
+        self.shared.burned_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
     /// Thread CPU time burned by all executors so far (ns): the "job work"
     /// against which the process's overhead is measured.
     pub fn burned_ns(&self) -> u64 {

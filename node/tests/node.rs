@@ -13,7 +13,7 @@ use node::kernel::{detect, run_baseline, BaselineRun};
 use node::standalone::{run_standalone, PartEntry, StandaloneConfig};
 use node::{
     report_channel, EmulatedNodeSpec, GetStatus, GetTelemetry, NodeEvent, NodeHost, PartCompletion,
-    PartSpec, PlacePart, SliceConfig,
+    PartSpec, PlacePart, PlaceReported, SliceConfig,
 };
 
 /// CPU-heavy tests run one at a time so they do not measure each other.
@@ -458,5 +458,57 @@ fn bad_durations_are_errors_not_panics() {
             stderr.contains(option) && !stderr.contains("panicked"),
             "{args:?}: {stderr}"
         );
+    }
+}
+
+/// Parts placed with `PlaceReported` are answered through the report sink,
+/// `Placed` before anything else of theirs; tiny parts (5 us of CPU, under
+/// `inline_slice`) burn on the node's own thread and are counted as job
+/// work all the same, and a refusal comes back as `Refused`.
+#[test]
+fn reported_placements_come_first_and_tiny_parts_burn_inline() {
+    let _g = serial();
+    for inline_us in [20u64, 0] {
+        actix::System::new().block_on(async move {
+            let cfg = SliceConfig {
+                inline_slice: Duration::from_micros(inline_us),
+                ..slice(SpareRule::Proportional)
+            };
+            let mut host = NodeHost::new(1, cfg, TraceClock::new(0.0, TS)).unwrap();
+            let (sink, mut rx) = report_channel();
+            let n = host.spawn_node(node(0, 1.0), Some(sink)).unwrap();
+            let burned0 = host.pool().burned_ns();
+            // 0.005 trace s at time scale 1e-3 and capacity 1: 5 us of CPU.
+            for id in 1..=50 {
+                n.do_send(PlaceReported(part(id, 0.005, 0.005, 1000.0)));
+            }
+            let mut big = part(99, 0.005, 0.005, 1000.0);
+            big.memory_kb = 2 * 1024 * 1024;
+            n.do_send(PlaceReported(big));
+            let mut placed = std::collections::HashSet::new();
+            let (mut done, mut refused, mut burned) = (0, 0, 0u64);
+            while done < 50 || refused < 1 {
+                let r = actix_rt::time::timeout(Duration::from_secs(20), rx.recv())
+                    .await
+                    .expect("events within 20 s")
+                    .unwrap();
+                match r.event {
+                    NodeEvent::Placed { part_id, .. } => assert!(placed.insert(part_id)),
+                    NodeEvent::Completed(c) => {
+                        assert!(placed.contains(&c.part_id), "completed before placed");
+                        assert!(c.burned_ns >= 5_000, "{}", c.burned_ns);
+                        burned += c.burned_ns;
+                        done += 1;
+                    }
+                    NodeEvent::Refused { part_id, error } => {
+                        assert_eq!(part_id, 99);
+                        assert!(error.to_string().contains("part 99 needs"), "{error}");
+                        refused += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(host.pool().burned_ns() - burned0, burned);
+        });
     }
 }

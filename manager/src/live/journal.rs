@@ -160,14 +160,21 @@ pub enum Entry {
         /// Its record with the decision.
         record: JobRecord,
     },
-    /// A part of a job started on its node.
+    /// A part of a job started on its node. Written with the job's id
+    /// only: the record is its `decided` one (a start changes nothing in
+    /// it), and leaving it out is a third of the journal's bytes. Journals
+    /// written before carry the `record` instead; both are read.
     Started {
         /// When.
         t: f64,
         /// Which part.
         part: u32,
-        /// Its record.
-        record: JobRecord,
+        /// The job.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<JobId>,
+        /// Its record (journals written before the `id` form).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<Box<JobRecord>>,
     },
     /// A job is over (completed, rejected, lost): its record is final.
     Finished {
@@ -250,7 +257,8 @@ impl JournalWriter {
             source,
         };
         let file = fs::File::create(path).map_err(io)?;
-        let mut out = BufWriter::new(file);
+        // Large enough that a busy batch is a few writes, not hundreds.
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
         write_entry(&mut out, &mut Vec::new(), &Entry::Header(Box::new(header))).map_err(io)?;
         out.flush().map_err(io)?;
         out.get_ref().sync_all().map_err(io)?;
@@ -319,9 +327,23 @@ fn write_entry(out: &mut impl Write, line: &mut Vec<u8>, e: &Entry) -> std::io::
 /// 10,000 jobs/s, beside the manager's own threads on the same cores.
 fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
     let (tag, t, part, record) = match e {
-        Entry::Submitted { t, record } => ("submitted", *t, None, record),
+        Entry::Submitted { t, record } => ("submitted", *t, None::<u32>, record),
         Entry::Decided { t, record } => ("decided", *t, None, record),
-        Entry::Started { t, part, record } => ("started", *t, Some(*part), record),
+        Entry::Started {
+            t,
+            part,
+            id: Some(id),
+            record: None,
+        } => {
+            line.extend_from_slice(b"{\"e\":\"started\",\"t\":");
+            crate::results::num::push_json_f64(line, *t);
+            line.extend_from_slice(b",\"part\":");
+            line.extend_from_slice(itoa::Buffer::new().format(*part).as_bytes());
+            line.extend_from_slice(b",\"id\":");
+            line.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
+            line.push(b'}');
+            return Ok(());
+        }
         Entry::Finished { t, record } => ("finished", *t, None, record),
         other => return serde_json::to_writer(&mut *line, other).map_err(std::io::Error::other),
     };
@@ -544,7 +566,23 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
             }
             Entry::Submitted { t, record } => (*t, Some(Stage::Submitted), Some(record)),
             Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
-            Entry::Started { t, record, .. } => (*t, Some(Stage::Started), Some(record)),
+            Entry::Started {
+                t,
+                record: Some(record),
+                ..
+            } => (*t, Some(Stage::Started), Some(&**record)),
+            Entry::Started {
+                t, id: Some(id), ..
+            } => {
+                // The job's record stands; only its stage moves on (never
+                // back from `finished`: a start can be reported after the
+                // part's end).
+                if let Some(slot) = jobs.get_mut(id) {
+                    slot.0 = slot.0.max(Stage::Started);
+                }
+                (*t, None, None)
+            }
+            Entry::Started { t, .. } => (*t, None, None),
             Entry::Finished { t, record } => (*t, Some(Stage::Finished), Some(record)),
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
@@ -672,7 +710,8 @@ mod tests {
                 Entry::Started {
                     t,
                     part: k as u32 * 1000,
-                    record: r.clone(),
+                    id: Some(r.id),
+                    record: None,
                 },
                 Entry::Finished {
                     t,
@@ -756,7 +795,8 @@ mod tests {
         j.send(Entry::Started {
             t: 0.4,
             part: 0,
-            record: r1.clone(),
+            id: Some(r1.id),
+            record: None,
         });
         r1.finish = Some(15.0);
         j.send(Entry::Finished {
@@ -810,6 +850,35 @@ mod tests {
 
     /// Entries reach the file while the writer is still open: a process
     /// killed now would leave them behind.
+    /// Journals written before `started` lines lost their record still
+    /// read and rebuild the same; a start reported after the part's end
+    /// does not reopen the job.
+    #[test]
+    fn started_lines_of_either_shape_rebuild_alike() {
+        let (_d, path) = sample();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let new_line = text.lines().find(|l| l.contains("\"started\"")).unwrap();
+        assert_eq!(new_line, r#"{"e":"started","t":0.4,"part":0,"id":1}"#);
+        let decided = text
+            .lines()
+            .find(|l| l.contains("\"decided\"") && l.contains("\"id\":1,"))
+            .unwrap();
+        let record = &decided[decided.find("\"record\":").unwrap()..];
+        let old_line = format!("{{\"e\":\"started\",\"t\":0.4,\"part\":0,{record}");
+        let old = text.replacen(new_line, &old_line, 1);
+        let ours = rebuild(&read(&path).unwrap());
+        let theirs = rebuild(&parse(&path, old.as_bytes()).unwrap());
+        assert_eq!(
+            serde_json::to_string(&ours.records).unwrap(),
+            serde_json::to_string(&theirs.records).unwrap()
+        );
+        // Job 1's start arriving after its end (a node can report both in
+        // one batch, the start second).
+        let late = format!("{text}{new_line}\n");
+        let r = rebuild(&parse(&path, late.as_bytes()).unwrap());
+        assert!(r.records[0].completed() && !r.unfinished.contains(&1));
+    }
+
     #[test]
     fn entries_are_in_the_file_before_the_journal_closes() {
         let dir = tempfile::tempdir().unwrap();

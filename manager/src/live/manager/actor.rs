@@ -543,11 +543,14 @@ impl ManagerActor {
                 self.core.progress(m.link, r.at, &r.parts)
             }),
             NodeMsg::Started { part, at: _ } => {
-                self.journal(part.job, |t, record| journal::Entry::Started {
-                    t,
-                    part: part.index,
-                    record,
-                });
+                if let Some(j) = &self.cfg.journal {
+                    self.journal_buf.push(journal::Entry::Started {
+                        t: j.t(),
+                        part: part.index,
+                        id: Some(part.job),
+                        record: None,
+                    });
+                }
                 // Measured on the manager's clock, from sending the
                 // dispatch to receiving the node's start: the node's own
                 // clock is mapped from the welcome and off by the one-way
