@@ -39,7 +39,7 @@
 //! leave the view (space-shared policies take them out of their pool).
 //! A node process may register again; its nodes join as new nodes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::busy_index::BusyIndex;
 use crate::job::{DeadlineType, JobId, JobSpec};
@@ -231,7 +231,9 @@ pub struct ManagerCore {
     /// Whether each part has completed (parallel to `parts`; a second
     /// completion is ignored).
     part_done: Vec<bool>,
-    index: HashMap<JobId, usize>,
+    /// Job id -> position in `records` (looked up several times per job
+    /// event: Fx, not SipHash; ids come from our own workloads).
+    index: FxHashMap<JobId, usize>,
     /// Jobs not yet over.
     open: usize,
     /// Jobs waiting in a queue policy (space-shared).
@@ -291,7 +293,7 @@ impl ManagerCore {
             records: Vec::new(),
             parts: Vec::new(),
             part_done: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             open: 0,
             queued: 0,
             pending: false,

@@ -5,6 +5,8 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -66,7 +68,7 @@ pub(super) struct ManagerActor {
     pub(super) core: ManagerCore,
     pub(super) clock: Option<TraceClock>,
     pub(super) cfg: LiveConfig,
-    pub(super) links: HashMap<LinkId, LinkInfo>,
+    pub(super) links: FxHashMap<LinkId, LinkInfo>,
     pub(super) jobs: VecDeque<WorkloadJob>,
     pub(super) total_jobs: usize,
     pub(super) submitted: usize,
@@ -100,7 +102,7 @@ pub(super) struct ManagerActor {
     pub(super) ended: Option<Instant>,
     pub(super) bar: Option<indicatif::ProgressBar>,
     /// Clients waiting for the decision on a job they submitted.
-    pub(super) pending: HashMap<common::job::JobId, (mpsc::UnboundedSender<ClientReply>, u64)>,
+    pub(super) pending: FxHashMap<common::job::JobId, (mpsc::UnboundedSender<ClientReply>, u64)>,
     /// Ids given to client-submitted jobs (far above any trace's).
     pub(super) next_client_job: common::job::JobId,
     pub(super) recent: VecDeque<RecentDecision>,

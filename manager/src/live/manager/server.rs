@@ -3,6 +3,8 @@
 //! and returns the outcome.
 
 use std::collections::{HashMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -302,7 +304,7 @@ pub async fn run(
         core: ManagerCore::new(policy),
         clock: None,
         cfg,
-        links: HashMap::new(),
+        links: FxHashMap::default(),
         jobs: jobs.into(),
         total_jobs: total,
         submitted: 0,
@@ -328,7 +330,7 @@ pub async fn run(
         replay_started: None,
         ended: None,
         bar: None,
-        pending: HashMap::new(),
+        pending: FxHashMap::default(),
         next_client_job: 1 << 40,
         recent: VecDeque::new(),
     };
