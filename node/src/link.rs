@@ -113,8 +113,11 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     };
     // Admitted only now.
     eprintln!(
-        "libratory-node {}: admitted by {} as nodes {:?} (time scale {})",
-        cfg.label, cfg.manager, welcome.node_ids, welcome.time_scale
+        "libratory-node {}: admitted by {} as {} (time scale {})",
+        cfg.label,
+        cfg.manager,
+        id_ranges(&welcome.node_ids),
+        welcome.time_scale
     );
     crate::host::batch_dispatch_or_warn();
     let clock = TraceClock::new(welcome.trace_now, welcome.time_scale);
@@ -314,6 +317,30 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     result
 }
 
+/// Node ids for a log line: runs of consecutive ids as ranges ("nodes
+/// 0-2499", not 2,500 numbers).
+fn id_ranges(ids: &[u32]) -> String {
+    if ids.is_empty() {
+        return "no nodes".into();
+    }
+    let mut runs: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < ids.len() {
+        let mut j = k;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        runs.push(if j > k {
+            format!("{}-{}", ids[k], ids[j])
+        } else {
+            ids[k].to_string()
+        });
+        k = j + 1;
+    }
+    let noun = if ids.len() == 1 { "node" } else { "nodes" };
+    format!("{noun} {}", runs.join(", "))
+}
+
 /// Turns node reports into messages to the manager (every node of the
 /// process reports here). Progress reports are gathered (each node's
 /// latest) and sent as one `Reports` frame per report period for the whole
@@ -460,4 +487,17 @@ pub fn run(cfg: LinkConfig) -> Result<()> {
     actix::System::new()
         .block_on(serve(cfg.clone()))
         .with_context(|| format!("libratory-node {} (manager {})", cfg.label, cfg.manager))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_ranges;
+
+    #[test]
+    fn node_ids_print_as_ranges() {
+        assert_eq!(id_ranges(&[0, 1, 2, 3]), "nodes 0-3");
+        assert_eq!(id_ranges(&[7]), "node 7");
+        assert_eq!(id_ranges(&[0, 1, 5, 8, 9]), "nodes 0-1, 5, 8-9");
+        assert_eq!(id_ranges(&[]), "no nodes");
+    }
 }
