@@ -434,16 +434,27 @@ fn client(args: &[&str], port: u16, certs: &Path) -> Output {
         .unwrap()
 }
 
-fn wait_for_status(port: u16, certs: &Path) {
+/// Waits until the manager answers status with `nodes` emulated nodes
+/// registered (a serving manager answers before every process has
+/// registered; a submission then would see a smaller cluster).
+fn wait_for_status(port: u16, certs: &Path, nodes: usize) {
     let end = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
     while Instant::now() < end {
-        let o = client(&["status"], port, certs);
-        if o.status.success() && String::from_utf8_lossy(&o.stdout).contains("nodes") {
-            return;
+        let o = client(&["status", "--json"], port, certs);
+        if o.status.success() {
+            last = String::from_utf8_lossy(&o.stdout).to_string();
+            let s: Option<serde_json::Value> = serde_json::from_slice(&o.stdout).ok();
+            let n = s
+                .as_ref()
+                .and_then(|s| s["Status"]["nodes"].as_array().map(Vec::len));
+            if n == Some(nodes) {
+                return;
+            }
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    panic!("the manager never answered status");
+    panic!("the manager never answered status with {nodes} nodes; last answer: {last}");
 }
 
 #[test]
@@ -466,7 +477,7 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_status(port, &certs_dir);
+    wait_for_status(port, &certs_dir, 2);
     let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
     let o = client(
         &[
@@ -592,7 +603,7 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_status(port, &certs_dir);
+    wait_for_status(port, &certs_dir, 1);
     let o = client(
         &["submit", "--estimate", "1000", "--deadline", "1100"],
         port,
@@ -679,7 +690,7 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_status(port, &certs_dir);
+    wait_for_status(port, &certs_dir, 2);
     let out = dir.path().join("lt");
     let o = Command::new(libratory())
         .args([
@@ -946,7 +957,7 @@ capacity = 0.5
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_status(port, &certs_dir);
+    wait_for_status(port, &certs_dir, 2);
     let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
     // 100,000 trace s = 1,000 real s of work per part: it runs all test.
     let o = client(
