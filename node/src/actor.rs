@@ -3,9 +3,10 @@
 //! core an event, then `NodeActor::drive` hands due slices to executors,
 //! forwards the core's events, and re-arms the one timer the core asks for.
 //!
-//! Messages in: [`PlacePart`] (or [`PlaceReported`]), [`GetTelemetry`], [`GetStatus`],
-//! [`SetReportSink`] (from whoever feeds parts: the standalone runner today,
-//! the manager link actor later), and [`SliceDone`] (from executors). Out:
+//! Messages in: [`PlacePart`] (or [`PlaceReported`]), [`GetTelemetry`],
+//! [`GetStatus`], [`SetReportSink`] (from whoever feeds parts: the
+//! standalone runner, the manager link), and [`SliceDone`] (from
+//! executors). Out:
 //! [`NodeReport`] to the report sink (completions, share changes,
 //! progress). A node with no parts has no timer and no slices in flight.
 

@@ -310,6 +310,9 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     };
     heartbeat.abort();
     histograms.abort();
+    // The relay holds a sender to the writer: stop it so that the writer
+    // sees the channel end once the last messages (the goodbye) are out.
+    let _ = relay.send(StopRelay).await;
     drop(out_tx);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     conn.close(0u32.into(), b"bye");
@@ -372,6 +375,19 @@ impl Actor for Relay {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(self.every, |a, _| a.flush());
+    }
+}
+
+/// Stops the [`Relay`] (at the link's end), dropping its sender.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct StopRelay;
+
+impl Handler<StopRelay> for Relay {
+    type Result = ();
+
+    fn handle(&mut self, _: StopRelay, ctx: &mut Self::Context) {
+        ctx.stop();
     }
 }
 
