@@ -822,6 +822,9 @@ impl NodeEngine {
 mod tests {
     use super::*;
     use common::share::SpareRule;
+    use rand::seq::IndexedRandom;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
     use std::time::Duration;
 
     const TS: f64 = 1e-3;
@@ -1167,28 +1170,6 @@ mod tests {
         assert!(core.poll_slice(11.0).is_some());
     }
 
-    /// A small deterministic generator for the randomized test below.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            // xorshift64*
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn range(&mut self, lo: f64, hi: f64) -> f64 {
-            lo + (hi - lo) * self.unit()
-        }
-        fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-            v[(self.next() % v.len() as u64) as usize]
-        }
-    }
-
     /// Liveness under a shared, late, preempted executor: every part placed
     /// on a node completes, whatever the capacity, time scale, slice
     /// overshoot, queueing delay in the pool, timer lateness and the
@@ -1201,22 +1182,25 @@ mod tests {
     #[test]
     fn every_part_completes_under_a_shared_late_executor() {
         for seed in 1..=500u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let capacity = rng.pick(&[0.0002, 0.003, 0.25, 1.0, 1.7]);
-            let ts = rng.pick(&[0.1, 0.01, 1e-3]);
-            let mut c = cfg(rng.pick(&[SpareRule::Proportional, SpareRule::Idle]));
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let capacity = *[0.0002, 0.003, 0.25, 1.0, 1.7].choose(&mut rng).unwrap();
+            let ts = *[0.1, 0.01, 1e-3].choose(&mut rng).unwrap();
+            let mut c = cfg(*[SpareRule::Proportional, SpareRule::Idle]
+                .choose(&mut rng)
+                .unwrap());
             c.time_scale = ts;
-            c.progress_ticks = rng.pick(&[0, 3]);
+            c.progress_ticks = *[0, 3].choose(&mut rng).unwrap();
             let mut core = NodeEngine::new(node(capacity), c).unwrap();
             let real = |dt_ns: f64| dt_ns / (ts * 1e9);
-            // (time, kind): 0 = place part k, 1 = slice report, 2 = timer.
+            // Parts to place, by arrival time.
             let mut arrivals: Vec<(f64, PartSpec)> = Vec::new();
             let mut t = 0.0;
-            for id in 1..=rng.pick(&[1u64, 3, 12]) {
-                t += rng.range(0.0, 30.0);
-                let est = rng.pick(&[1e-6, 3e-5, 0.5, 20.0, 100.5]) * rng.range(0.5, 1.5);
-                let actual = est * rng.pick(&[1.0, 1.0, 0.3, 1.4, 1e-4]);
-                let deadline = t + est * rng.range(0.9, 5.0);
+            for id in 1..=*[1u64, 3, 12].choose(&mut rng).unwrap() {
+                t += rng.random_range(0.0..30.0);
+                let est = *[1e-6, 3e-5, 0.5, 20.0, 100.5].choose(&mut rng).unwrap()
+                    * rng.random_range(0.5..1.5);
+                let actual = est * *[1.0, 1.0, 0.3, 1.4, 1e-4].choose(&mut rng).unwrap();
+                let deadline = t + est * rng.random_range(0.9..5.0);
                 arrivals.push((t, part(id, est, actual, deadline)));
             }
             let n = arrivals.len();
@@ -1255,11 +1239,11 @@ mod tests {
                 // (Otherwise the timer fired.) The actor's drive().
                 core.handle_timeout(now);
                 while let Some(s) = core.poll_slice(now) {
-                    let burned = s.ns + rng.next() % 20_000;
-                    let start = free_at.max(now) + real(rng.range(0.0, 5e6));
-                    let end = start + real(burned as f64 * rng.range(1.0, 3.0));
+                    let burned = s.ns + rng.random_range(0..20_000u64);
+                    let start = free_at.max(now) + real(rng.random_range(0.0..5e6));
+                    let end = start + real(burned as f64 * rng.random_range(1.0..3.0));
                     free_at = end;
-                    reports.push((end + real(rng.range(0.0, 1e6)), s, burned));
+                    reports.push((end + real(rng.random_range(0.0..1e6)), s, burned));
                 }
                 while let Some(e) = core.poll_event() {
                     if matches!(e, NodeEvent::Completed(_)) {
@@ -1268,7 +1252,7 @@ mod tests {
                 }
                 timer = core
                     .poll_timeout()
-                    .map(|t| t.max(now) + real(rng.range(0.0, 2e6)));
+                    .map(|t| t.max(now) + real(rng.random_range(0.0..2e6)));
             }
             assert!(core.is_idle(), "seed {seed}");
         }
