@@ -9,20 +9,39 @@
 //! decision as a walk over every node, at a cost that follows the busy
 //! nodes, not the cluster's size (10,000 emulated nodes per host).
 //!
+//! The index also remembers each busy node's load (Libra's required
+//! share) at the instant the live core last brought the node up to date:
+//! the decisions of one burst of submissions, taken at one instant, then
+//! add up the parts of a node only when it changed since the previous
+//! decision (the node the previous job went to), not every part of every
+//! busy node for every decision. A remembered load is the very value
+//! [`NodeState::required_share`] gives at that instant (the same sum in
+//! the same order); any change to the node forgets it.
+//!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
 use std::collections::BTreeSet;
 
 use crate::node_model::NodeState;
+use crate::time::Time;
 
 /// The busy nodes of a view and its idle nodes by speed, both by index.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct BusyIndex {
     /// Nodes holding at least one part, ascending.
     busy: BTreeSet<usize>,
     /// Idle nodes, grouped by speed (groups in the order their speed was
     /// first seen), each group ascending.
     idle: Vec<(f64, BTreeSet<usize>)>,
+    /// Per node: the instant its load was last computed and that load
+    /// (NaN instant: not known). Not part of the index's identity.
+    loads: Vec<(Time, f64)>,
+}
+
+impl PartialEq for BusyIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.busy == other.busy && self.idle == other.idle
+    }
 }
 
 impl BusyIndex {
@@ -51,15 +70,56 @@ impl BusyIndex {
         }
     }
 
-    /// Node `k` may have gained or lost its last part: files it by what it
-    /// holds now.
+    /// Node `k` changed (gained or lost a part, possibly its last): files
+    /// it by what it holds now and forgets its load.
     pub fn update(&mut self, k: usize, node: &NodeState) {
+        self.forget_load(k);
         if node.parts.is_empty() {
             if self.busy.remove(&k) {
                 self.idle_group(node.spec.speed).insert(k);
             }
         } else if self.busy.insert(k) {
             self.idle_group(node.spec.speed).remove(&k);
+        }
+    }
+
+    /// Node `k`'s parts changed in place (a progress report): its load
+    /// must be computed again.
+    pub fn forget_load(&mut self, k: usize) {
+        if let Some(l) = self.loads.get_mut(k) {
+            l.0 = Time::NAN;
+        }
+    }
+
+    /// Calls `renew` for every busy node whose load is not known at `now`;
+    /// `renew` brings the node up to `now` and returns its
+    /// [`NodeState::required_share`] there, which is remembered.
+    pub fn renew_loads(&mut self, now: Time, mut renew: impl FnMut(usize) -> f64) {
+        for &k in &self.busy {
+            if k >= self.loads.len() {
+                self.loads.resize(k + 1, (Time::NAN, 0.0));
+            }
+            let l = &mut self.loads[k];
+            // NaN never equals: an unknown load is always renewed.
+            if l.0 != now {
+                *l = (now, renew(k));
+            }
+        }
+    }
+
+    /// Node `k`'s load at `now`: remembered if known at `now`, else added
+    /// up.
+    pub fn load(&self, k: usize, node: &NodeState, now: Time) -> f64 {
+        match self.loads.get(k) {
+            Some(&(at, load)) if at == now => {
+                debug_assert_eq!(
+                    load.to_bits(),
+                    node.required_share(now).to_bits(),
+                    "node {k}: a remembered load was not forgotten when the node changed"
+                );
+                load
+            }
+            _ => node.required_share(now),
         }
     }
 

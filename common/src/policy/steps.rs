@@ -111,11 +111,17 @@ impl<'a> LoadAfter<'a> {
     }
 
     fn load_if_fits(&mut self, n: &NodeState, now: Time) -> Option<f64> {
+        self.fits(n, n.required_share(now))
+    }
+
+    /// [`Self::load_if_fits`] with the node's load `required` (its
+    /// [`NodeState::required_share`] at the instant) already known.
+    fn fits(&mut self, n: &NodeState, required: f64) -> Option<f64> {
         if n.spec.speed != self.speed {
             self.speed = n.spec.speed;
             self.add = n.est_cpu(self.job) / self.job.qos.deadline;
         }
-        let load = n.required_share(now) + self.add;
+        let load = required + self.add;
         if load > 1.0 + SHARE_SUM_EPS {
             None
         } else {
@@ -218,7 +224,7 @@ pub fn resource_deadline_filter_indexed(
     let mut fit = 0;
     let mut after = LoadAfter::new(job);
     for k in index.busy() {
-        let Some(load) = after.load_if_fits(&nodes[k], now) else {
+        let Some(load) = after.fits(&nodes[k], index.load(k, &nodes[k], now)) else {
             continue;
         };
         fit += 1;

@@ -677,9 +677,9 @@ impl ManagerActor {
         &mut self,
         reply: &mpsc::UnboundedSender<ClientReply>,
         msg: ClientMsg,
+        now: Time,
         submitted: &mut Vec<(JobId, u64)>,
     ) {
-        let now = self.now();
         match msg {
             ClientMsg::Submit { token, job, actual } => {
                 let mut job: common::job::JobSpec = job.into();
@@ -826,11 +826,15 @@ impl Handler<FromClient> for ManagerActor {
     type Result = ();
 
     fn handle(&mut self, m: FromClient, ctx: &mut Self::Context) {
-        // A burst of requests read together is decided together, and its
-        // answers, dispatches and journal entries leave in one flush.
+        // A burst of requests read together is decided together, at the
+        // instant it was taken up (every job of it has that submit time),
+        // and its answers, dispatches and journal entries leave in one
+        // flush. One instant lets the core reuse the busy nodes' loads
+        // from one decision to the next (see common::busy_index).
+        let now = self.now();
         let mut submitted = Vec::new();
         for msg in m.msgs {
-            self.client(&m.reply, msg, &mut submitted);
+            self.client(&m.reply, msg, now, &mut submitted);
         }
         self.flush();
         // Queue policies answer "queued" for what they did not decide yet.
