@@ -29,7 +29,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -225,6 +225,9 @@ pub enum NodeMsg {
         part: PartId,
         /// Node-side trace time.
         at: Time,
+        /// The dispatch's `dispatched_at`, echoed: the manager measures
+        /// dispatch to start on its own clock without looking the job up.
+        dispatched_at: Time,
     },
     /// A part finished its actual work.
     Completed {
@@ -886,7 +889,11 @@ mod tests {
                     share: 0.5,
                 }],
             },
-            NodeMsg::Started { part, at: 1.0 },
+            NodeMsg::Started {
+                part,
+                at: 1.0,
+                dispatched_at: 0.5,
+            },
             NodeMsg::Completed {
                 part,
                 at: 2.0,

@@ -196,7 +196,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // Node events to the manager, with node-local part ids mapped back
     // (local id -> wire id and the node holding it), by one relay actor
     // that every node reports to directly.
-    let parts: Rc<RefCell<HashMap<u64, (WirePart, u32)>>> = Default::default();
+    let parts: Rc<RefCell<HashMap<u64, Wired>>> = Default::default();
     let relay = Relay {
         parts: parts.clone(),
         out: out_tx.clone(),
@@ -227,7 +227,14 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         };
         next_part += 1;
         let local = next_part;
-        parts.borrow_mut().insert(local, (d.part, d.node));
+        parts.borrow_mut().insert(
+            local,
+            Wired {
+                part: d.part,
+                node: d.node,
+                dispatched_at: d.dispatched_at,
+            },
+        );
         node.do_send(PlaceReported(PartSpec {
             part_id: local,
             job_id: d.part.job,
@@ -258,8 +265,8 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 let held = parts
                     .borrow()
                     .iter()
-                    .find(|(_, w)| w.0 == part)
-                    .map(|(&local, w)| (local, w.1));
+                    .find(|(_, w)| w.part == part)
+                    .map(|(&local, w)| (local, w.node));
                 // Not held: it completed (its completion is on its way) or
                 // was refused; nothing burns.
                 let Some((local, node)) = held else { continue };
@@ -351,9 +358,18 @@ fn id_ranges(ids: &[u32]) -> String {
 /// period was most of the manager's incoming traffic. A completion first
 /// flushes what is gathered, so the manager never hears of a part's
 /// progress after its end.
+/// A placed part as the manager knows it.
+struct Wired {
+    part: WirePart,
+    /// The node holding it (in this process).
+    node: u32,
+    /// The manager's dispatch time, echoed in `Started`.
+    dispatched_at: common::time::Time,
+}
+
 struct Relay {
-    /// Node-local part id -> wire id and the node holding it.
-    parts: Rc<RefCell<HashMap<u64, (WirePart, u32)>>>,
+    /// Node-local part id -> what the manager calls it.
+    parts: Rc<RefCell<HashMap<u64, Wired>>>,
     out: tokio::sync::mpsc::UnboundedSender<NodeMsg>,
     gathered: HashMap<u32, protocol::NodeProgress>,
     every: Duration,
@@ -397,12 +413,16 @@ impl Handler<NodeReport> for Relay {
     fn handle(&mut self, r: NodeReport, _: &mut Self::Context) {
         match r.event {
             NodeEvent::Placed { part_id, at } => {
-                if let Some((part, _)) = self.parts.borrow().get(&part_id) {
-                    let _ = self.out.send(NodeMsg::Started { part: *part, at });
+                if let Some(w) = self.parts.borrow().get(&part_id) {
+                    let _ = self.out.send(NodeMsg::Started {
+                        part: w.part,
+                        at,
+                        dispatched_at: w.dispatched_at,
+                    });
                 }
             }
             NodeEvent::Refused { part_id, error } => {
-                if let Some((part, _)) = self.parts.borrow_mut().remove(&part_id) {
+                if let Some(Wired { part, .. }) = self.parts.borrow_mut().remove(&part_id) {
                     let _ = self.out.send(NodeMsg::Refused {
                         part,
                         reason: error.to_string(),
@@ -411,7 +431,7 @@ impl Handler<NodeReport> for Relay {
             }
             NodeEvent::Completed(c) => {
                 let wire = self.parts.borrow_mut().remove(&c.part_id);
-                if let Some((part, _)) = wire {
+                if let Some(Wired { part, .. }) = wire {
                     self.flush();
                     let _ = self.out.send(NodeMsg::Completed {
                         part,
@@ -426,7 +446,7 @@ impl Handler<NodeReport> for Relay {
                     .iter()
                     .filter_map(|p| {
                         map.get(&p.part_id).map(|w| protocol::PartProgress {
-                            part: w.0,
+                            part: w.part,
                             node: r.node_id,
                             work_done: p.done,
                             share: p.share,

@@ -521,8 +521,9 @@ impl Handler<FromNode> for ManagerActor {
         // A burst of frames read together is handled together: one flush
         // (one hand-over of dispatches, replies and journal entries) for
         // all of it.
+        let now = self.now();
         for msg in m.msgs {
-            self.node_msg(m.link, &host, msg, ctx);
+            self.node_msg(m.link, &host, msg, now, ctx);
         }
         self.flush();
         self.check_end(ctx);
@@ -530,8 +531,14 @@ impl Handler<FromNode> for ManagerActor {
 }
 
 impl ManagerActor {
-    fn node_msg(&mut self, link: LinkId, host: &str, msg: NodeMsg, ctx: &mut Context<Self>) {
-        let now = self.now();
+    fn node_msg(
+        &mut self,
+        link: LinkId,
+        host: &str,
+        msg: NodeMsg,
+        now: Time,
+        ctx: &mut Context<Self>,
+    ) {
         let scale = self.cfg.time_scale;
         let m = FromNodeOne { link, msg };
         let res = match m.msg {
@@ -544,7 +551,11 @@ impl ManagerActor {
                 self.record("report_latency_us", (now - r.at) * scale * 1e6);
                 self.core.progress(m.link, r.at, &r.parts)
             }),
-            NodeMsg::Started { part, at: _ } => {
+            NodeMsg::Started {
+                part,
+                at: _,
+                dispatched_at,
+            } => {
                 if let Some(j) = &self.cfg.journal {
                     self.journal_buf.push(journal::Entry::Started {
                         t: j.t(),
@@ -557,9 +568,7 @@ impl ManagerActor {
                 // dispatch to receiving the node's start: the node's own
                 // clock is mapped from the welcome and off by the one-way
                 // latency, which is the very thing to measure here.
-                if let Some(dispatched) = self.core.record(part.job).and_then(|r| r.start) {
-                    self.record("dispatch_to_start_us", (now - dispatched) * scale * 1e6);
-                }
+                self.record("dispatch_to_start_us", (now - dispatched_at) * scale * 1e6);
                 Ok(())
             }
             NodeMsg::Completed { part, at, .. } => {
