@@ -670,6 +670,16 @@ fn main() {
                 .join(", "),
             cpus as f64 * 1e6 / total_us.max(1e-9)
         );
+        // The other bound: each node runs the 1 ms jobs one after another
+        // at most (time_scale 1), so the emulated cluster completes at most
+        // nodes / 1 ms of them a second. Decided faster than that, accepted
+        // jobs queue on the nodes (their deadlines are loose), the parts in
+        // the manager's view grow, and so does the cost of each decision.
+        println!(
+            "  the emulated cluster runs at most {:.0} such jobs/s ({total} nodes / 1 ms each); the flood was decided at {:.2}x that",
+            total as f64 / 0.001,
+            achieved / (total as f64 / 0.001)
+        );
         // What bounds it: the same 20,000 as fast as possible when nothing
         // follows the decision (rejected: no dispatch, no node work, no
         // completion), and echoes alone (the connection's own ceiling).
