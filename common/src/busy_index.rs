@@ -56,6 +56,8 @@ impl BusyIndex {
 
     /// Takes node `k` (new, or after [`Self::remove`]) into the index.
     pub fn add(&mut self, k: usize, node: &NodeState) {
+        // The index may have held another node at `k` before.
+        self.forget_load(k);
         if node.parts.is_empty() {
             self.idle_group(node.spec.speed).insert(k);
         } else {
