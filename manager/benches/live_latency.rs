@@ -56,6 +56,9 @@ use net::{self, FramedStream, Timeouts};
 /// Requests per write in an as-fast-as-possible step.
 const FLOOD_BATCH: usize = 64;
 
+/// Length (trace s, = real s at time_scale 1) of the flood's accepted jobs.
+const FLOOD_JOB_S: f64 = 0.001;
+
 /// Submissions in each as-fast-as-possible step: `LIVE_LATENCY_FLOOD`,
 /// default 20,000 (more gives a profiler a longer window).
 fn flood() -> u64 {
@@ -641,7 +644,7 @@ fn main() {
             0.0,
             0.0,
             Send::Submit {
-                estimate: 0.001,
+                estimate: FLOOD_JOB_S,
                 deadline: 100.0,
             },
         )
@@ -670,15 +673,16 @@ fn main() {
                 .join(", "),
             cpus as f64 * 1e6 / total_us.max(1e-9)
         );
-        // The other bound: each node runs the 1 ms jobs one after another
+        // The other bound: each node runs the flood's jobs one after another
         // at most (time_scale 1), so the emulated cluster completes at most
         // nodes / 1 ms of them a second. Decided faster than that, accepted
         // jobs queue on the nodes (their deadlines are loose), the parts in
         // the manager's view grow, and so does the cost of each decision.
         println!(
-            "  the emulated cluster runs at most {:.0} such jobs/s ({total} nodes / 1 ms each); the flood was decided at {:.2}x that",
-            total as f64 / 0.001,
-            achieved / (total as f64 / 0.001)
+            "  the emulated cluster runs at most {:.0} such jobs/s ({total} nodes / {} ms each); the flood was decided at {:.2}x that",
+            total as f64 / FLOOD_JOB_S,
+            FLOOD_JOB_S * 1e3,
+            achieved / (total as f64 / FLOOD_JOB_S)
         );
         // What bounds it: the same 20,000 as fast as possible when nothing
         // follows the decision (rejected: no dispatch, no node work, no

@@ -351,13 +351,6 @@ fn id_ranges(ids: &[u32]) -> String {
     format!("{noun} {}", runs.join(", "))
 }
 
-/// Turns node reports into messages to the manager (every node of the
-/// process reports here). Progress reports are gathered (each node's
-/// latest) and sent as one `Reports` frame per report period for the whole
-/// process: with hundreds of nodes per process, one frame per node per
-/// period was most of the manager's incoming traffic. A completion first
-/// flushes what is gathered, so the manager never hears of a part's
-/// progress after its end.
 /// A placed part as the manager knows it.
 struct Wired {
     part: WirePart,
@@ -367,6 +360,13 @@ struct Wired {
     dispatched_at: common::time::Time,
 }
 
+/// Turns node reports into messages to the manager (every node of the
+/// process reports here). Progress reports are gathered (each node's
+/// latest) and sent as one `Reports` frame per report period for the whole
+/// process: with hundreds of nodes per process, one frame per node per
+/// period was most of the manager's incoming traffic. A completion first
+/// flushes what is gathered, so the manager never hears of a part's
+/// progress after its end.
 struct Relay {
     /// Node-local part id -> what the manager calls it.
     parts: Rc<RefCell<HashMap<u64, Wired>>>,
