@@ -177,21 +177,54 @@ for i in "${reachable[@]}"; do
 done
 
 # ---- UDP: a probe server on the manager's address, each host probes it
-if [[ ${#probe_hosts[@]} -gt 0 ]]; then
-  plog="$lbr_state/probe-server.log"
+# start_probe_server: starts it in the background (pid in $server) and
+# waits until it listens. Returns 1, with why in $server_why, when it ends
+# first or does not listen within 10 s; its exit status is part of why (a
+# server that dies without a word, e.g. killed by a signal, says nothing
+# in its log).
+start_probe_server() {
   "$lbr_bin_dir/libratory" probe-server --config "$LBR_CONFIG" \
     --for-s "$(awk -v t="$LBR_PROBE_TIMEOUT_S" -v n="${#probe_hosts[@]}" 'BEGIN { print t * n + 10 }')" \
     --expect "${#probe_hosts[@]}" >"$plog" 2>&1 &
   server=$!
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$plog" 2>/dev/null && break
+  local rc=0
+  for _ in $(seq 200); do
+    grep -q 'listening on' "$plog" 2>/dev/null && return 0
     kill -0 "$server" 2>/dev/null || break
     sleep 0.05
   done
-  if ! grep -q 'listening on' "$plog"; then
+  grep -q 'listening on' "$plog" && return 0
+  if kill -0 "$server" 2>/dev/null; then
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
-    bad "this machine: cannot listen on $LBR_LISTEN (UDP): $(tail -n 1 "$plog"); is a manager already running (scripts/status.sh $config)?"
+    server_why="not listening after 10 s"
+  else
+    wait "$server" 2>/dev/null || rc=$?
+    if ((rc > 128)); then
+      server_why="the probe server was killed by signal $((rc - 128))"
+    else
+      server_why="the probe server exited with status $rc"
+    fi
+  fi
+  [[ -s $plog ]] && server_why+=": $(tail -n 1 "$plog")"
+  return 1
+}
+if [[ ${#probe_hosts[@]} -gt 0 ]]; then
+  plog="$lbr_state/probe-server.log"
+  server_why=
+  listening=1
+  if ! start_probe_server; then
+    # Once more if it died without saying why: a real cause (the port
+    # taken, certificates unreadable) repeats and is reported below.
+    if [[ ! -s $plog ]]; then
+      echo "  note  this machine: $server_why, saying nothing; starting it once more"
+      start_probe_server || listening=0
+    else
+      listening=0
+    fi
+  fi
+  if ((listening == 0)); then
+    bad "this machine: cannot listen on $LBR_LISTEN (UDP): $server_why; is a manager already running (scripts/status.sh $config)?"
   else
     # Every host probes at once; the answers are read in host order.
     probers=()
