@@ -7,6 +7,7 @@
 //! parts or shares: the node decides what to burn, the pool only burns. Idle
 //! executors sleep on a condition variable, so an idle process costs nothing.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,23 +60,64 @@ pub(crate) fn spin(mut x: u64, n: u64) -> u64 {
 }
 
 /// Burns `ns` of the calling thread's CPU time; returns what it really
-/// burned (>= `ns`, overshooting by at most one clock-check interval).
+/// burned (>= `ns`; over it by about a fifth of a clock read when the
+/// calibration holds).
+///
+/// The clock reads are part of what is burned (they are the thread's own
+/// CPU time), but each read is paid on both sides of its timestamp: half of
+/// the first read before `start`, half of the last after the end. So a burn
+/// costs what it returns plus about one read, and whatever it returns above
+/// `ns` on a part's last slice is CPU that no later slice pays back. A read
+/// costs ~110 ns on a quiet host and 650-900 ns on a busy virtual one (the
+/// syscall itself slows), so each chunk is aimed to end so that the read
+/// after it lands just past `ns`: `read` ahead, less a fifth of it (the
+/// spread of one read's cost), since landing short of `ns` costs a whole
+/// further read. The cost of a read is measured on every burn, by two
+/// reads back to back (the thread clock does not run while the thread
+/// waits, so preemption does not distort it).
 pub fn burn(ns: u64) -> u64 {
-    let rate = iters_per_ns();
+    // Before the clock starts: the first use on a thread calibrates.
+    let mut rate = RATE.get();
     let start = thread_cpu_ns();
+    let mut done = thread_cpu_ns() - start;
+    let read = done as f64;
+    let ahead = read * (1.0 - READ_SPREAD);
     let mut x = start | 1;
-    loop {
-        let done = thread_cpu_ns() - start;
-        if done >= ns {
-            black_box(x);
-            return done;
-        }
-        // The last chunk is cut to what is left, so short slices stay short.
-        let left = (ns - done) as f64;
+    while done < ns {
+        // The last chunk is cut to what is left, so short slices stay
+        // short; one that would end within a read of `ns` is one step.
+        let left = (ns - done) as f64 - ahead;
         let iters = (left.min(CHECK_EVERY_NS) * rate).ceil().max(1.0) as u64;
         x = spin(x, iters);
+        let before = done;
+        done = thread_cpu_ns() - start;
+        // The chunk's own speed (less the read after it) corrects the
+        // rate: short chunks need not run at the calibration's pace.
+        // A read stretched by an interrupt or a fault would make one
+        // observation absurd: those more than 2x off are not taken.
+        let seen = iters as f64 / ((done - before) as f64 - read);
+        if iters >= MIN_RATE_ITERS && seen > rate * 0.5 && seen < rate * 2.0 {
+            rate += (seen - rate) / 8.0;
+        }
     }
+    RATE.set(rate);
+    black_box(x);
+    done
 }
+
+thread_local! {
+    /// Iterations per ns as this thread's recent chunks ran: starts at the
+    /// calibration, follows what the burns see.
+    static RATE: Cell<f64> = Cell::new(iters_per_ns());
+}
+
+/// Chunks shorter than this do not correct the rate: a read's spread
+/// would swamp their own time.
+const MIN_RATE_ITERS: u64 = 256;
+
+/// How far one clock read's cost strays from another's, as a fraction of
+/// it: 650-900 ns per read on a busy host, 100-130 ns on a quiet one.
+const READ_SPREAD: f64 = 0.2;
 
 /// What an executor did with a [`BurnJob`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -349,6 +391,43 @@ mod tests {
         for ns in [50_000u64, 1_000_000, 3_000_000] {
             let got = burn(ns);
             assert!(got >= ns && got < ns + 200_000, "{ns} -> {got}");
+        }
+    }
+
+    fn median(mut v: Vec<u64>) -> u64 {
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+
+    #[test]
+    fn short_burns_overshoot_by_well_under_a_clock_read() {
+        // What a short part's last slice burns beyond its work is lost CPU
+        // (nothing pays it back), and a read of the thread clock is the
+        // unit it comes in: aiming each chunk at the next read's landing
+        // keeps the overshoot to a fraction of one (reading again when
+        // short, as a plain check-then-spin loop does, costs most of one).
+        let read = median(
+            (0..2_000)
+                .map(|_| {
+                    let a = thread_cpu_ns();
+                    thread_cpu_ns() - a
+                })
+                .collect(),
+        );
+        for ns in [2_000u64, 4_000, 9_000] {
+            let over = median(
+                (0..2_000)
+                    .map(|_| {
+                        let got = burn(ns);
+                        assert!(got >= ns, "{ns} -> {got}");
+                        got - ns
+                    })
+                    .collect(),
+            );
+            assert!(
+                over * 10 < read * 6,
+                "burn({ns}): median overshoot {over} ns, a clock read {read} ns"
+            );
         }
     }
 
