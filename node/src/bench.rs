@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use common::share::SpareRule;
 use net::TraceClock;
+use node::clock::thread_cpu_ns;
 use node::host::batch_dispatch_or_warn;
 use node::kernel::{detect, run_baseline, BaselineRun, ThreadCgroup};
 use node::{EmulatedNodeSpec, GetTelemetry, NodeHost, PartSpec, PlacePart, SliceConfig};
@@ -24,6 +25,9 @@ pub enum Which {
     Overhead,
     /// 1,000 idle nodes: CPU and memory per node.
     Scale,
+    /// What one burn costs beyond its target (short slices), against a
+    /// plain check-then-spin loop in the same run.
+    Burn,
     /// All of the above.
     All,
 }
@@ -470,6 +474,72 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     if all || a.which.contains(&Which::Overhead) {
         overhead(a, out)?;
+    }
+    if all || a.which.contains(&Which::Burn) {
+        burn_cost(out)?;
+    }
+    Ok(())
+}
+
+/// The baseline for [`burn_cost`]: read the clock, spin what is left (at
+/// most 4 us), read again, until the target is reached; the loop the node
+/// used before each chunk was aimed at the read after it.
+fn burn_plain(ns: u64) -> u64 {
+    let rate = node::exec::iters_per_ns();
+    let start = thread_cpu_ns();
+    let mut x = start | 1;
+    loop {
+        let done = thread_cpu_ns() - start;
+        if done >= ns {
+            std::hint::black_box(x);
+            return done;
+        }
+        let left = ((ns - done) as f64).min(4_000.0);
+        x = node::exec::spin(x, (left * rate).ceil().max(1.0) as u64);
+    }
+}
+
+/// Short burns (a short part's last slice) as the node burns them and as
+/// the plain loop does, 20,000 each, on this thread: what each returned
+/// above its target (CPU that nothing pays back on a part's last slice)
+/// and what each cost in all above the target (the clock reads included).
+fn burn_cost(out: &mut dyn Write) -> anyhow::Result<()> {
+    fn median(mut v: Vec<u64>) -> u64 {
+        v.sort_unstable();
+        v[v.len() / 2]
+    }
+    let read = median(
+        (0..2_000)
+            .map(|_| {
+                let a = thread_cpu_ns();
+                thread_cpu_ns() - a
+            })
+            .collect(),
+    );
+    writeln!(
+        out,
+        "burn: a thread-CPU-clock read costs {read} ns (median)"
+    )?;
+    let n = 20_000u64;
+    for ns in [2_000u64, 4_000, 20_000] {
+        let mut figures = Vec::new();
+        for f in [node::exec::burn as fn(u64) -> u64, burn_plain] {
+            f(ns);
+            let t0 = thread_cpu_ns();
+            let over: u64 = (0..n).map(|_| f(ns) - ns).sum();
+            let cost = (thread_cpu_ns() - t0) as f64 / n as f64 - ns as f64;
+            figures.push((over as f64 / n as f64, cost));
+        }
+        let [(over, cost), (over0, cost0)] = figures[..] else {
+            unreachable!()
+        };
+        writeln!(
+            out,
+            "burn of {ns} ns: returns {over:.0} ns above (plain loop {over0:.0} ns: {:.2}x), \
+             costs {cost:.0} ns above in all (plain loop {cost0:.0} ns: {:.2}x)",
+            over / over0.max(1.0),
+            cost / cost0.max(1.0)
+        )?;
     }
     Ok(())
 }

@@ -17,12 +17,13 @@ use std::thread::JoinHandle;
 use crate::clock::thread_cpu_ns;
 
 /// How often (thread CPU time) the burn loop reads the thread clock: a
-/// read costs ~110 ns, so every ~4 us keeps the clock's own cost under 3%
-/// while a slice overshoots by at most a few microseconds.
+/// read costs 110-200 ns on a quiet host, so every ~4 us keeps the clock's
+/// own cost under 5% there (the reads are counted as burned: they are the
+/// thread's CPU time) while a long slice ends within a read of its target.
 const CHECK_EVERY_NS: f64 = 4_000.0;
 
 /// Iterations of [`mix`] per ns of CPU on this host, measured once.
-pub(crate) fn iters_per_ns() -> f64 {
+pub fn iters_per_ns() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
     *RATE.get_or_init(|| {
         let mut best = 0.0f64;
@@ -52,7 +53,7 @@ fn mix(x: u64) -> u64 {
 /// Runs `n` steps of the synthetic work (allocation-free, so it is safe to
 /// call in a forked child).
 #[inline(never)]
-pub(crate) fn spin(mut x: u64, n: u64) -> u64 {
+pub fn spin(mut x: u64, n: u64) -> u64 {
     for _ in 0..n {
         x = mix(x);
     }
