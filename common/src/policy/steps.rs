@@ -118,8 +118,7 @@ impl<'a> LoadAfter<'a> {
     /// [`NodeState::required_share`] at the instant) already known.
     fn fits(&mut self, n: &NodeState, required: f64) -> Option<f64> {
         if n.spec.speed != self.speed {
-            self.speed = n.spec.speed;
-            self.add = n.est_cpu(self.job) / self.job.qos.deadline;
+            self.new_speed(n);
         }
         let load = required + self.add;
         if load > 1.0 + SHARE_SUM_EPS {
@@ -127,6 +126,18 @@ impl<'a> LoadAfter<'a> {
         } else {
             Some(load)
         }
+    }
+
+    /// Out of line and cold on purpose: inlined into the walk, the
+    /// compiler computed both divisions for every node and selected the
+    /// result without a branch, which is the very cost this type exists to
+    /// avoid (two dependent divisions per node: ~40% of the indexed walk's
+    /// samples under a flood).
+    #[cold]
+    #[inline(never)]
+    fn new_speed(&mut self, n: &NodeState) {
+        self.speed = n.spec.speed;
+        self.add = n.est_cpu(self.job) / self.job.qos.deadline;
     }
 }
 
