@@ -20,6 +20,14 @@
 //! - decisions per second on one core (1 / mean), the figure the issue's
 //!   ">= 100,000 admissions/s with 128 nodes" is about.
 //!
+//! `DECIDE_BURST=B` (default 1) submits the jobs in bursts of B at one
+//! instant, as the live manager decides the requests it read together
+//! from a client (a flood: bursts of ~115); the busy nodes' loads are then
+//! known after the burst's first decision and only the node the previous
+//! job went to is added up again, so what is left is Libra's walk itself.
+//! `DECIDE_PARTS_PER_NODE` (default 0.6) sets the load (a flood of short
+//! jobs: every node busy, 8 or more parts each).
+//!
 //! `DECIDE_SUBMITS` (default 3000) sets the timed submissions per case,
 //! `DECIDE_NODES` (default `128,1000,10000`) the cluster sizes,
 //! `DECIDE_POLICIES` (default libra, libra-plus-dollar, libra-risk,
@@ -42,8 +50,6 @@ use rand_chacha::ChaCha8Rng;
 const REPORT_PERIOD: f64 = 10.0;
 /// Nodes per emulated node process.
 const NODES_PER_PROCESS: usize = 500;
-/// Running parts per node the arrival rate aims at.
-const PARTS_PER_NODE: f64 = 0.6;
 
 struct Running {
     link: LinkId,
@@ -73,7 +79,14 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[i]
 }
 
-fn run_case(policy_name: &str, n: usize, timed: usize, seed: u64) -> Case {
+fn run_case(
+    policy_name: &str,
+    n: usize,
+    timed: usize,
+    seed: u64,
+    burst: usize,
+    per_node: f64,
+) -> Case {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let p = policy::build(policy_name, &PolicyConfig::default(), &[]).expect("known policy");
     let mut core = ManagerCore::new(p);
@@ -101,7 +114,7 @@ fn run_case(policy_name: &str, n: usize, timed: usize, seed: u64) -> Case {
     // 1,100 s: ~1,650 s; mean processors 2.5.
     let mean_parts_per_job = 2.5;
     let mean_life = 1650.0;
-    let gap = mean_life * mean_parts_per_job / (PARTS_PER_NODE * n as f64);
+    let gap = mean_life * mean_parts_per_job / (per_node * n as f64);
     let warmup = ((3.0 * mean_life / gap) as usize).max(1000);
 
     let mut now = 0.0;
@@ -113,7 +126,24 @@ fn run_case(policy_name: &str, n: usize, timed: usize, seed: u64) -> Case {
     let mut id = 0u64;
     let procs = [1u32, 1, 1, 1, 2, 2, 4, 8];
     for step in 0..warmup + timed {
-        now += gap;
+        if step % burst != 0 {
+            // The rest of a burst: same instant, nothing completes or
+            // reports in between.
+            submit_one(
+                &mut core,
+                &mut rng,
+                &mut id,
+                now,
+                step >= warmup,
+                &mut out,
+                &mut times,
+                &mut running,
+                &mut accepted,
+                procs,
+            );
+            continue;
+        }
+        now += gap * burst as f64;
         // Completions due by now (untimed), oldest first.
         let mut k = 0;
         while k < running.len() {
@@ -146,43 +176,18 @@ fn run_case(policy_name: &str, n: usize, timed: usize, seed: u64) -> Case {
             }
             next_report += REPORT_PERIOD;
         }
-        id += 1;
-        let re: f64 = rng.random_range(200.0..2000.0);
-        let d = re * rng.random_range(2.0..5.0);
-        let p = procs[rng.random_range(0..procs.len())];
-        let actual = re * rng.random_range(0.5..1.0);
-        let spec = JobSpec::new(id, now, re, p, d, 1e6)
-            .with_deadline_type(DeadlineType::Hard, rng.random_range(0.0..2.0));
-        let job = WorkloadJob {
-            spec,
-            actual_runtime: actual,
-        };
-        out.clear();
-        let t = Instant::now();
-        core.submit(now, job, &mut out).expect("valid job");
-        let dt = t.elapsed().as_nanos() as f64;
-        if step >= warmup {
-            times.push(dt);
-        }
-        for o in &out {
-            match o {
-                Output::Send {
-                    link,
-                    msg: ManagerMsg::Dispatch(d),
-                } => running.push_back(Running {
-                    link: *link,
-                    part: d.part,
-                    node: d.node,
-                    start: now,
-                    end: now + 2.0 * d.actual,
-                }),
-                Output::Decided {
-                    decision: Decision::Accept(_),
-                    ..
-                } if step >= warmup => accepted += 1,
-                _ => {}
-            }
-        }
+        submit_one(
+            &mut core,
+            &mut rng,
+            &mut id,
+            now,
+            step >= warmup,
+            &mut out,
+            &mut times,
+            &mut running,
+            &mut accepted,
+            procs,
+        );
     }
 
     // The floor: one pass over the same nodes reading one f64 each.
@@ -213,6 +218,60 @@ fn run_case(policy_name: &str, n: usize, timed: usize, seed: u64) -> Case {
     }
 }
 
+/// Submits one random job at `now`, timing the submission when `timed`,
+/// and books what it dispatched as running.
+#[allow(clippy::too_many_arguments)]
+fn submit_one(
+    core: &mut ManagerCore,
+    rng: &mut ChaCha8Rng,
+    id: &mut u64,
+    now: f64,
+    timed: bool,
+    out: &mut Vec<Output>,
+    times: &mut Vec<f64>,
+    running: &mut VecDeque<Running>,
+    accepted: &mut usize,
+    procs: [u32; 8],
+) {
+    *id += 1;
+    let re: f64 = rng.random_range(200.0..2000.0);
+    let d = re * rng.random_range(2.0..5.0);
+    let p = procs[rng.random_range(0..procs.len())];
+    let actual = re * rng.random_range(0.5..1.0);
+    let spec = JobSpec::new(*id, now, re, p, d, 1e6)
+        .with_deadline_type(DeadlineType::Hard, rng.random_range(0.0..2.0));
+    let job = WorkloadJob {
+        spec,
+        actual_runtime: actual,
+    };
+    out.clear();
+    let t = Instant::now();
+    core.submit(now, job, out).expect("valid job");
+    let dt = t.elapsed().as_nanos() as f64;
+    if timed {
+        times.push(dt);
+    }
+    for o in out.iter() {
+        match o {
+            Output::Send {
+                link,
+                msg: ManagerMsg::Dispatch(d),
+            } => running.push_back(Running {
+                link: *link,
+                part: d.part,
+                node: d.node,
+                start: now,
+                end: now + 2.0 * d.actual,
+            }),
+            Output::Decided {
+                decision: Decision::Accept(_),
+                ..
+            } if timed => *accepted += 1,
+            _ => {}
+        }
+    }
+}
+
 fn main() {
     let seed: u64 = env_or("DECIDE_SEED", "13")
         .parse()
@@ -224,13 +283,24 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("DECIDE_NODES: counts"))
         .collect();
+    let burst: usize = env_or("DECIDE_BURST", "1")
+        .parse()
+        .ok()
+        .filter(|&b| b > 0)
+        .expect("DECIDE_BURST: a count > 0");
+    let per_node: f64 = env_or("DECIDE_PARTS_PER_NODE", "0.6")
+        .parse()
+        .ok()
+        .filter(|&x: &f64| x > 0.0)
+        .expect("DECIDE_PARTS_PER_NODE: a number > 0");
     let policies = env_or(
         "DECIDE_POLICIES",
         "libra,libra-plus-dollar,libra-risk,libra-sla",
     );
     println!(
         "decision cost of ManagerCore::submit (live core, reported tracking); seed {seed}, \
-         {timed} timed submissions per case"
+         {timed} timed submissions per case, bursts of {burst} at one instant, \
+         {per_node} running parts per node aimed at"
     );
     println!(
         "baseline (same run): one pass over the nodes reading one f64 each; ratio = decision p50 / pass p50"
@@ -250,7 +320,7 @@ fn main() {
     );
     for &n in &sizes {
         for name in policies.split(',') {
-            let c = run_case(name.trim(), n, timed, seed);
+            let c = run_case(name.trim(), n, timed, seed, burst, per_node);
             println!(
                 "{:>6} {:<18} {:>6} {:>6} {:>5.1} {:>9.2} {:>9.2} {:>9.3} {:>7.1} {:>12.0}",
                 n,
