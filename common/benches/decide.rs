@@ -126,55 +126,42 @@ fn run_case(
     let mut id = 0u64;
     let procs = [1u32, 1, 1, 1, 2, 2, 4, 8];
     for step in 0..warmup + timed {
-        if step % burst != 0 {
-            // The rest of a burst: same instant, nothing completes or
-            // reports in between.
-            submit_one(
-                &mut core,
-                &mut rng,
-                &mut id,
-                now,
-                step >= warmup,
-                &mut out,
-                &mut times,
-                &mut running,
-                &mut accepted,
-                procs,
-            );
-            continue;
-        }
-        now += gap * burst as f64;
-        // Completions due by now (untimed), oldest first.
-        let mut k = 0;
-        while k < running.len() {
-            if running[k].end <= now {
-                let r = running.remove(k).unwrap();
-                out.clear();
-                core.completed(now, r.link, r.part, r.end, &mut out)
-                    .expect("known part");
-            } else {
-                k += 1;
-            }
-        }
-        // Progress reports (untimed): every process, every running part.
-        while next_report <= now {
-            let at = next_report;
-            for l in 0..links {
-                let batch: Vec<PartProgress> = running
-                    .iter()
-                    .filter(|r| r.link == l && r.start <= at)
-                    .map(|r| PartProgress {
-                        part: r.part,
-                        node: r.node,
-                        work_done: 0.5 * (at - r.start),
-                        share: 0.5,
-                    })
-                    .collect();
-                if !batch.is_empty() {
-                    core.progress(l, at, &batch).expect("valid report");
+        // A burst's first job advances the clock; the rest share its
+        // instant, with nothing completing or reporting in between.
+        if step % burst == 0 {
+            now += gap * burst as f64;
+            // Completions due by now (untimed), oldest first.
+            let mut k = 0;
+            while k < running.len() {
+                if running[k].end <= now {
+                    let r = running.remove(k).unwrap();
+                    out.clear();
+                    core.completed(now, r.link, r.part, r.end, &mut out)
+                        .expect("known part");
+                } else {
+                    k += 1;
                 }
             }
-            next_report += REPORT_PERIOD;
+            // Progress reports (untimed): every process, every running part.
+            while next_report <= now {
+                let at = next_report;
+                for l in 0..links {
+                    let batch: Vec<PartProgress> = running
+                        .iter()
+                        .filter(|r| r.link == l && r.start <= at)
+                        .map(|r| PartProgress {
+                            part: r.part,
+                            node: r.node,
+                            work_done: 0.5 * (at - r.start),
+                            share: 0.5,
+                        })
+                        .collect();
+                    if !batch.is_empty() {
+                        core.progress(l, at, &batch).expect("valid report");
+                    }
+                }
+                next_report += REPORT_PERIOD;
+            }
         }
         submit_one(
             &mut core,

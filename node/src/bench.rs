@@ -504,18 +504,7 @@ fn burn_plain(ns: u64) -> u64 {
 /// above its target (CPU that nothing pays back on a part's last slice)
 /// and what each cost in all above the target (the clock reads included).
 fn burn_cost(out: &mut dyn Write) -> anyhow::Result<()> {
-    fn median(mut v: Vec<u64>) -> u64 {
-        v.sort_unstable();
-        v[v.len() / 2]
-    }
-    let read = median(
-        (0..2_000)
-            .map(|_| {
-                let a = thread_cpu_ns();
-                thread_cpu_ns() - a
-            })
-            .collect(),
-    );
+    let read = node::clock::thread_clock_read_ns();
     writeln!(
         out,
         "burn: a thread-CPU-clock read costs {read} ns (median)"

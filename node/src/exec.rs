@@ -69,7 +69,7 @@ pub fn spin(mut x: u64, n: u64) -> u64 {
 /// the first read before `start`, half of the last after the end. So a burn
 /// costs what it returns plus about one read, and whatever it returns above
 /// `ns` on a part's last slice is CPU that no later slice pays back. A read
-/// costs ~110 ns on a quiet host and 650-900 ns on a busy virtual one (the
+/// costs 110-200 ns on a quiet host and 650-900 ns on a busy virtual one (the
 /// syscall itself slows), so each chunk is aimed to end so that the read
 /// after it lands just past `ns`: `read` ahead, less a fifth of it (the
 /// spread of one read's cost), since landing short of `ns` costs a whole
@@ -407,14 +407,7 @@ mod tests {
         // unit it comes in: aiming each chunk at the next read's landing
         // keeps the overshoot to a fraction of one (reading again when
         // short, as a plain check-then-spin loop does, costs most of one).
-        let read = median(
-            (0..2_000)
-                .map(|_| {
-                    let a = thread_cpu_ns();
-                    thread_cpu_ns() - a
-                })
-                .collect(),
-        );
+        let read = crate::clock::thread_clock_read_ns();
         for ns in [2_000u64, 4_000, 9_000] {
             let over = median(
                 (0..2_000)
