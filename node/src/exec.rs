@@ -406,7 +406,8 @@ mod tests {
         // (nothing pays it back), and a read of the thread clock is the
         // unit it comes in: aiming each chunk at the next read's landing
         // keeps the overshoot to a fraction of one (reading again when
-        // short, as a plain check-then-spin loop does, costs most of one).
+        // short, as a plain check-then-spin loop does, costs most of one:
+        // it fails this on a busy host, at 0.9-1.0 of a read).
         let read = crate::clock::thread_clock_read_ns();
         for ns in [2_000u64, 4_000, 9_000] {
             let over = median(
@@ -418,8 +419,10 @@ mod tests {
                     })
                     .collect(),
             );
+            // 50 ns of slack for the spin's own jitter, which matters only
+            // when reads are cheap (a quiet host: ~150 ns).
             assert!(
-                over * 10 < read * 6,
+                over * 10 < read * 6 + 500,
                 "burn({ns}): median overshoot {over} ns, a clock read {read} ns"
             );
         }
