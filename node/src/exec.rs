@@ -22,7 +22,8 @@ use crate::clock::thread_cpu_ns;
 /// thread's CPU time) while a long slice ends within a read of its target.
 const CHECK_EVERY_NS: f64 = 4_000.0;
 
-/// Iterations of [`mix`] per ns of CPU on this host, measured once.
+/// Iterations of [`mix`] per ns of CPU on this host, measured once (each
+/// thread's burns start from it and follow their own pace).
 pub fn iters_per_ns() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
     *RATE.get_or_init(|| {
@@ -117,7 +118,7 @@ thread_local! {
 const MIN_RATE_ITERS: u64 = 256;
 
 /// How far one clock read's cost strays from another's, as a fraction of
-/// it: 650-900 ns per read on a busy host, 100-130 ns on a quiet one.
+/// it (a read costs 650-900 ns on a busy host, 110-200 ns on a quiet one).
 const READ_SPREAD: f64 = 0.2;
 
 /// What an executor did with a [`BurnJob`].
