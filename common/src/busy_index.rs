@@ -26,7 +26,7 @@ use crate::node_model::NodeState;
 use crate::time::Time;
 
 /// The busy nodes of a view and its idle nodes by speed, both by index.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BusyIndex {
     /// Nodes holding at least one part, ascending.
     busy: BTreeSet<usize>,
@@ -36,6 +36,25 @@ pub struct BusyIndex {
     /// Per node: the instant its load was last computed and that load
     /// (NaN instant: not known). Not part of the index's identity.
     loads: Vec<(Time, f64)>,
+    /// The instant [`Self::renew_loads`] last brought every busy node up
+    /// to (NaN: none since a change it could not follow).
+    renewed_at: Time,
+    /// Nodes whose load was forgotten since then: at that same instant
+    /// again, only these need renewing (a burst's decisions change one
+    /// node each), not a walk over every busy node.
+    stale: Vec<usize>,
+}
+
+impl Default for BusyIndex {
+    fn default() -> Self {
+        BusyIndex {
+            busy: BTreeSet::new(),
+            idle: Vec::new(),
+            loads: Vec::new(),
+            renewed_at: Time::NAN,
+            stale: Vec::new(),
+        }
+    }
 }
 
 impl PartialEq for BusyIndex {
@@ -91,18 +110,45 @@ impl BusyIndex {
         if let Some(l) = self.loads.get_mut(k) {
             l.0 = Time::NAN;
         }
+        if self.stale.len() < self.busy.len() {
+            self.stale.push(k);
+        } else {
+            // More changes than busy nodes (or loads never renewed, as in
+            // the simulator): the next renewal walks them all anyway.
+            self.renewed_at = Time::NAN;
+            self.stale.clear();
+        }
     }
 
     /// Calls `renew` for every busy node whose load is not known at `now`;
     /// `renew` brings the node up to `now` and returns its
     /// [`NodeState::required_share`] there, which is remembered.
     pub fn renew_loads(&mut self, now: Time, mut renew: impl FnMut(usize) -> f64) {
+        // NaN never equals: an unknown load is always renewed.
+        if now == self.renewed_at {
+            // Every busy node was known at `now`; since then only these
+            // changed (busy ones among them: an idle node's load is not
+            // remembered).
+            for k in self.stale.drain(..) {
+                if !self.busy.contains(&k) {
+                    continue;
+                }
+                if k >= self.loads.len() {
+                    self.loads.resize(k + 1, (Time::NAN, 0.0));
+                }
+                if self.loads[k].0 != now {
+                    self.loads[k] = (now, renew(k));
+                }
+            }
+            return;
+        }
+        self.stale.clear();
+        self.renewed_at = now;
         for &k in &self.busy {
             if k >= self.loads.len() {
                 self.loads.resize(k + 1, (Time::NAN, 0.0));
             }
             let l = &mut self.loads[k];
-            // NaN never equals: an unknown load is always renewed.
             if l.0 != now {
                 *l = (now, renew(k));
             }
@@ -173,5 +219,68 @@ impl BusyIndex {
             g
         };
         self.busy == fresh.busy && groups(self) == groups(&fresh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::test_util::{busy, nodes};
+
+    /// Renews at `now`, returning the nodes renewed, in order.
+    fn renewed(ix: &mut BusyIndex, view: &[NodeState], now: Time) -> Vec<usize> {
+        let mut seen = Vec::new();
+        ix.renew_loads(now, |k| {
+            seen.push(k);
+            view[k].required_share(now)
+        });
+        seen
+    }
+
+    #[test]
+    fn at_one_instant_only_changed_busy_nodes_are_renewed() {
+        // Nodes 1, 2 and 4 busy (required shares 0.5, 0.25, 0.1 at 0).
+        let mut view = nodes(5);
+        busy(&mut view[1], 10, 50.0, 100.0);
+        busy(&mut view[2], 11, 25.0, 100.0);
+        busy(&mut view[4], 12, 10.0, 100.0);
+        let mut ix = BusyIndex::of(&view);
+        assert_eq!(renewed(&mut ix, &view, 0.0), [1, 2, 4]);
+        assert_eq!(renewed(&mut ix, &view, 0.0), [] as [usize; 0]);
+        assert_eq!(ix.load(2, &view[2], 0.0), 0.25);
+        // Node 2 gains a part (0.25 + 30/100), idle node 3 becomes busy:
+        // at the same instant only these two are added up again.
+        busy(&mut view[2], 13, 30.0, 100.0);
+        ix.update(2, &view[2]);
+        busy(&mut view[3], 14, 20.0, 100.0);
+        ix.update(3, &view[3]);
+        assert_eq!(renewed(&mut ix, &view, 0.0), [2, 3]);
+        assert_eq!(ix.load(2, &view[2], 0.0), 0.25 + 0.3);
+        assert_eq!(ix.load(3, &view[3], 0.0), 0.2);
+        // Node 1 empties: it leaves the busy nodes and is not renewed.
+        view[1].parts.clear();
+        ix.update(1, &view[1]);
+        assert_eq!(renewed(&mut ix, &view, 0.0), [] as [usize; 0]);
+        // A new instant renews every busy node.
+        assert_eq!(renewed(&mut ix, &view, 10.0), [2, 3, 4]);
+        // A progress report on node 4 at that instant.
+        ix.forget_load(4);
+        assert_eq!(renewed(&mut ix, &view, 10.0), [4]);
+    }
+
+    #[test]
+    fn more_changes_than_busy_nodes_fall_back_to_the_walk() {
+        let mut view = nodes(3);
+        busy(&mut view[0], 10, 50.0, 100.0);
+        busy(&mut view[2], 11, 25.0, 100.0);
+        let mut ix = BusyIndex::of(&view);
+        assert_eq!(renewed(&mut ix, &view, 0.0), [0, 2]);
+        for _ in 0..3 {
+            ix.forget_load(0);
+        }
+        // The third change overflowed the list: node 2's load is still
+        // known at 0, node 0's is not, so the walk renews node 0 alone.
+        assert_eq!(renewed(&mut ix, &view, 0.0), [0]);
+        assert_eq!(ix.load(0, &view[0], 0.0), 0.5);
     }
 }
