@@ -39,10 +39,9 @@
 //! leave the view (space-shared policies take them out of their pool).
 //! A node process may register again; its nodes join as new nodes.
 
-use rustc_hash::FxHashMap;
-
 use crate::busy_index::BusyIndex;
 use crate::job::{DeadlineType, JobId, JobSpec};
+use crate::job_index::JobIndex;
 use crate::metrics::{JobRecord, PartRecord};
 use crate::node_model::{
     fluid_advance, fluid_place, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
@@ -231,9 +230,8 @@ pub struct ManagerCore {
     /// Whether each part has completed (parallel to `parts`; a second
     /// completion is ignored).
     part_done: Vec<bool>,
-    /// Job id -> position in `records` (looked up several times per job
-    /// event: Fx, not SipHash; ids come from our own workloads).
-    index: FxHashMap<JobId, usize>,
+    /// Job id -> position in `records` (looked up on every job event).
+    index: JobIndex,
     /// Jobs not yet over.
     open: usize,
     /// Jobs waiting in a queue policy (space-shared).
@@ -293,7 +291,7 @@ impl ManagerCore {
             records: Vec::new(),
             parts: Vec::new(),
             part_done: Vec::new(),
-            index: FxHashMap::default(),
+            index: JobIndex::default(),
             open: 0,
             queued: 0,
             pending: false,
@@ -316,7 +314,7 @@ impl ManagerCore {
     /// Where job `job` is in submission order (the simulator submits its
     /// workload in order, so this is its index there).
     pub fn job_position(&self, job: JobId) -> Option<usize> {
-        self.index.get(&job).copied()
+        self.index.get(job)
     }
 
     /// The policy's name.
@@ -437,7 +435,7 @@ impl ManagerCore {
                 }
                 let mut done = std::mem::take(finished);
                 for f in done.drain(..) {
-                    let k = self.index[&f.job];
+                    let k = self.index.at(f.job);
                     let index = self.job_parts(k).iter().position(|p| p.node == f.node);
                     let index = index.expect("a simulated part runs on one of its job's nodes");
                     self.book_part_finished(now, k, index, f.at);
@@ -475,7 +473,7 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let id = job.spec.id;
-        if self.index.contains_key(&id) {
+        if self.index.contains(id) {
             return Err(CoreError::Duplicate(id));
         }
         job.spec
@@ -694,7 +692,7 @@ impl ManagerCore {
             match a {
                 QueueAction::Start { job, nodes, cost } => {
                     self.queued -= 1;
-                    let k = self.index[&job];
+                    let k = self.index.at(job);
                     self.start(now, k, &nodes, cost, true, out);
                     out.push(Output::Decided {
                         job,
@@ -703,7 +701,7 @@ impl ManagerCore {
                 }
                 QueueAction::Drop { job, reject } => {
                     self.queued -= 1;
-                    let k = self.index[&job];
+                    let k = self.index.at(job);
                     self.reject(now, k, reject.reason, reject.detail, out);
                 }
             }
@@ -794,7 +792,7 @@ impl ManagerCore {
             job: part.job,
             index: part.index,
         };
-        let &k = self.index.get(&part.job).ok_or_else(unknown)?;
+        let k = self.index.get(part.job).ok_or_else(unknown)?;
         let g = self.part_node(k, part.index as usize).ok_or_else(unknown)?;
         if self.nodes[g as usize].link != link {
             return Err(unknown());
@@ -814,7 +812,7 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         let g = self.global_of(link, part)?;
-        let k = self.index[&part.job];
+        let k = self.index.at(part.job);
         self.complete_part(now, link, k, g, part, at, out)
     }
 
@@ -831,7 +829,7 @@ impl ManagerCore {
         at: Time,
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
-        let Some(&k) = self.index.get(&job) else {
+        let Some(k) = self.index.get(job) else {
             return Err(CoreError::UnknownPart {
                 host: self.link_host(link).to_string(),
                 link,
@@ -1113,7 +1111,7 @@ impl ManagerCore {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         self.global_of(link, part)?;
-        let k = self.index[&part.job];
+        let k = self.index.at(part.job);
         if self.jobs[k].done {
             return Ok(());
         }
@@ -1159,7 +1157,7 @@ impl ManagerCore {
 
     /// The record of one job.
     pub fn record(&self, job: JobId) -> Option<&JobRecord> {
-        self.index.get(&job).map(|&k| &self.records[k])
+        self.index.get(job).map(|k| &self.records[k])
     }
 
     /// Every record, in submission order.

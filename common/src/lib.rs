@@ -11,6 +11,7 @@ pub mod admission;
 pub mod busy_index;
 pub mod experiment;
 pub mod job;
+pub(crate) mod job_index;
 pub mod metrics;
 pub mod node_model;
 pub mod policy;
