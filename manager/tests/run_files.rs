@@ -233,14 +233,18 @@ fn submitted_in_journal(path: &Path) -> Vec<u64> {
 }
 
 /// Jobs the journal records as completed (a `finished` entry with a
-/// finish time; rejections are `finished` too).
+/// finish time, of its own or in its record; rejections are `finished`
+/// too).
 fn completed_in_journal(path: &Path) -> usize {
     std::fs::read_to_string(path)
         .map(|t| {
             t.lines()
                 .filter(|l| l.starts_with("{\"e\":\"finished\""))
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .filter(|v| v["record"]["finish"].is_number() && v["record"]["lost"] == false)
+                .filter(|v| {
+                    v["finish"].is_number()
+                        || (v["record"]["finish"].is_number() && v["record"]["lost"] == false)
+                })
                 .count()
         })
         .unwrap_or(0)

@@ -8,9 +8,12 @@
 //! then one line per event: a node process registered, the replay started,
 //! a job was submitted, decided, a part started, a job is over (completed,
 //! rejected or lost), and `end` once the run's own result files are
-//! written. Each event carries the job's whole record as it stands, so
-//! rebuilding is "the last record of each job wins"; jobs whose last event
-//! is not final get an honest status (see [`rebuild`]).
+//! written. A submission, decision or rejection or loss carries the job's
+//! whole record as it stands; a start carries the job's id only, and a
+//! completion its id and finish (neither changes anything else in the
+//! record). Rebuilding is "the last record of each job wins", with a
+//! completion's finish put in; jobs whose last event is not final get an
+//! honest status (see [`rebuild`]).
 //!
 //! Writing is off the actor's thread: events go down a channel to a
 //! dedicated writer thread that writes whole lines, hands them to the OS
@@ -177,11 +180,23 @@ pub enum Entry {
         record: Option<Box<JobRecord>>,
     },
     /// A job is over (completed, rejected, lost): its record is final.
+    /// A job that completed after its `decided` entry is written with its
+    /// id and finish only: its final record is the decided one with that
+    /// finish (nothing else changes in between), and leaving the record
+    /// out is a third of the journal's bytes under a flood. Rejected and
+    /// lost jobs, and journals written before, carry the `record`.
     Finished {
         /// When.
         t: f64,
-        /// The final record.
-        record: JobRecord,
+        /// The job (the id form).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<JobId>,
+        /// Its finish, on the record's axis (the id form).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish: Option<Time>,
+        /// The final record (the record form).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<Box<JobRecord>>,
     },
     /// Something the user should know (a lost node process, a late
     /// start, a refused part), journaled within a heartbeat.
@@ -344,7 +359,27 @@ fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
             line.push(b'}');
             return Ok(());
         }
-        Entry::Finished { t, record } => ("finished", *t, None, record),
+        Entry::Finished {
+            t,
+            id: Some(id),
+            finish: Some(finish),
+            record: None,
+        } => {
+            line.extend_from_slice(b"{\"e\":\"finished\",\"t\":");
+            crate::results::num::push_json_f64(line, *t);
+            line.extend_from_slice(b",\"id\":");
+            line.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
+            line.extend_from_slice(b",\"finish\":");
+            crate::results::num::push_json_f64(line, *finish);
+            line.push(b'}');
+            return Ok(());
+        }
+        Entry::Finished {
+            t,
+            id: None,
+            finish: None,
+            record: Some(record),
+        } => ("finished", *t, None, &**record),
         other => return serde_json::to_writer(&mut *line, other).map_err(std::io::Error::other),
     };
     line.extend_from_slice(b"{\"e\":\"");
@@ -488,6 +523,21 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
             }
             (1, _) => return Err(corrupt(1, "the first line is not the header".into())),
             (_, Entry::Header(_)) => return Err(corrupt(no, "a second header".into())),
+            (
+                _,
+                Entry::Finished {
+                    id, finish, record, ..
+                },
+            ) if !matches!(
+                (id.is_some(), finish.is_some(), record.is_some()),
+                (true, true, false) | (false, false, true)
+            ) =>
+            {
+                return Err(corrupt(
+                    no,
+                    "a `finished` entry needs either `record`, or `id` and `finish`".into(),
+                ))
+            }
             (_, e) => entries.push(e),
         }
     }
@@ -583,7 +633,31 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 (*t, None, None)
             }
             Entry::Started { t, .. } => (*t, None, None),
-            Entry::Finished { t, record } => (*t, Some(Stage::Finished), Some(record)),
+            Entry::Finished {
+                t,
+                record: Some(record),
+                ..
+            } => (*t, Some(Stage::Finished), Some(&**record)),
+            Entry::Finished {
+                t,
+                id: Some(id),
+                finish,
+                ..
+            } => {
+                // The decided record, finished. The writer uses this form
+                // only after the job's `decided` entry.
+                match jobs.get_mut(id) {
+                    Some(slot) => {
+                        slot.0 = Stage::Finished;
+                        slot.1.finish = *finish;
+                    }
+                    None => warnings.push(format!(
+                        "journal: job {id} finished with no record journaled before: left out"
+                    )),
+                }
+                (*t, None, None)
+            }
+            Entry::Finished { t, .. } => (*t, None, None),
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
                 (*t, None, None)
@@ -715,7 +789,15 @@ mod tests {
                 },
                 Entry::Finished {
                     t,
-                    record: r.clone(),
+                    id: None,
+                    finish: None,
+                    record: Some(Box::new(r.clone())),
+                },
+                Entry::Finished {
+                    t,
+                    id: Some(r.id),
+                    finish: Some([3.25, 1e-7, 86_400.125][k % 3]),
+                    record: None,
                 },
                 Entry::Warning {
                     t,
@@ -798,10 +880,11 @@ mod tests {
             id: Some(r1.id),
             record: None,
         });
-        r1.finish = Some(15.0);
         j.send(Entry::Finished {
             t: 0.5,
-            record: r1.clone(),
+            id: Some(r1.id),
+            finish: Some(15.0),
+            record: None,
         });
         let mut r2 = record(2);
         r2.reason = Some(common::policy::RejectReason::ALL[0]);
@@ -877,6 +960,56 @@ mod tests {
         let late = format!("{text}{new_line}\n");
         let r = rebuild(&parse(&path, late.as_bytes()).unwrap());
         assert!(r.records[0].completed() && !r.unfinished.contains(&1));
+    }
+
+    /// A completion journaled with its id and finish rebuilds as the
+    /// decided record with that finish: what a whole final record would
+    /// give (journals written before carry it).
+    #[test]
+    fn finished_lines_of_either_shape_rebuild_alike() {
+        let (_d, path) = sample();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let new_line = text.lines().find(|l| l.contains("\"finished\"")).unwrap();
+        assert_eq!(new_line, r#"{"e":"finished","t":0.5,"id":1,"finish":15.0}"#);
+        let decided = text
+            .lines()
+            .find(|l| l.contains("\"decided\"") && l.contains("\"id\":1,"))
+            .unwrap();
+        let record = &decided[decided.find("\"record\":").unwrap()..];
+        let old_line = format!("{{\"e\":\"finished\",\"t\":0.5,{record}")
+            .replace("\"finish\":null", "\"finish\":15.0");
+        let old = text.replacen(new_line, &old_line, 1);
+        let ours = rebuild(&read(&path).unwrap());
+        let theirs = rebuild(&parse(&path, old.as_bytes()).unwrap());
+        assert_eq!(ours.records[0].finish, Some(5.0));
+        assert_eq!(
+            serde_json::to_string(&ours.records).unwrap(),
+            serde_json::to_string(&theirs.records).unwrap()
+        );
+        // One with neither shape, or both, is an error naming its line.
+        let n = text.lines().position(|l| l == new_line).unwrap() + 1;
+        for bad in [
+            r#"{"e":"finished","t":0.5,"id":1}"#,
+            r#"{"e":"finished","t":0.5}"#,
+        ] {
+            let e = parse(&path, text.replacen(new_line, bad, 1).as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("line {n}:")) && e.contains("`finished`"),
+                "{e}"
+            );
+        }
+        // One for a job never journaled before is left out, with a
+        // warning, not taken for a record.
+        let stray = format!("{text}{}\n", new_line.replace("\"id\":1", "\"id\":99"));
+        let r = rebuild(&parse(&path, stray.as_bytes()).unwrap());
+        assert_eq!(r.records.len(), 4);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("job 99")),
+            "{:?}",
+            r.warnings
+        );
     }
 
     #[test]

@@ -123,6 +123,33 @@ impl ManagerActor {
         }
     }
 
+    /// Journals the end of `job`. One that completed after its `decided`
+    /// entry is written as its id and finish (the rest of its final record
+    /// is the decided one: only the finish changes in between); others,
+    /// and any whose decision is not journaled yet (`whole`), with the
+    /// whole record.
+    fn journal_finished(&mut self, job: JobId, whole: bool) {
+        let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) else {
+            return;
+        };
+        let t = j.t();
+        let e = match r.finish {
+            Some(finish) if !whole && r.accepted && !r.lost => journal::Entry::Finished {
+                t,
+                id: Some(job),
+                finish: Some(finish),
+                record: None,
+            },
+            _ => journal::Entry::Finished {
+                t,
+                id: None,
+                finish: None,
+                record: Some(Box::new(r.clone())),
+            },
+        };
+        self.journal_buf.push(e);
+    }
+
     /// Journals a submission, unless the policy decided it at once: its
     /// `Decided` entry, in `self.out` since `mark`, follows in the same
     /// hand-over and carries the same record.
@@ -226,12 +253,12 @@ impl ManagerActor {
                     // `finished` line carries the decision too, so the
                     // `decided` line just before it in this hand-over is
                     // dropped (one line per rejection, not two).
-                    if matches!(self.journal_buf.last(),
-                        Some(journal::Entry::Decided { record, .. }) if record.id == job)
-                    {
+                    let whole = matches!(self.journal_buf.last(),
+                        Some(journal::Entry::Decided { record, .. }) if record.id == job);
+                    if whole {
                         self.journal_buf.pop();
                     }
-                    self.journal(job, |t, record| journal::Entry::Finished { t, record });
+                    self.journal_finished(job, whole);
                     self.finished += 1;
                 }
             }
