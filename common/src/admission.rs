@@ -306,7 +306,6 @@ impl ManagerCore {
     pub fn reserve(&mut self, jobs: usize, parts: usize) {
         self.jobs.reserve(jobs);
         self.records.reserve(jobs);
-        self.index.reserve(jobs);
         self.parts.reserve(parts);
         self.part_done.reserve(parts);
     }

@@ -5,56 +5,75 @@
 //! job it ever saw. In a hash map each lookup lands on a slot of its own
 //! somewhere in a table that outgrows the caches (400,000 jobs: ~8 MB), so
 //! under a flood nearly every lookup was a miss to memory. Ids come from
-//! our own workloads: trace job numbers and client jobs counted from 1,
-//! dense and nearly in order. So ids up to a bound that follows the number
-//! of jobs are kept in a vector indexed by id, where the jobs in flight
-//! are neighbours, and any other id (a sparse or huge one) in a map.
+//! our own workloads: trace job numbers counted from 1, and a live
+//! manager's client jobs counted from 2^40, each dense and nearly in
+//! order. So each such run of ids is kept in a vector indexed by id less
+//! the run's base, where the jobs in flight are neighbours, and any other
+//! id (a sparse or huge one) in a map.
 
 use rustc_hash::FxHashMap;
 
 use crate::job::JobId;
 
-/// Marks an id the vector does not hold.
+/// Marks an id a vector does not hold.
 const ABSENT: u32 = u32::MAX;
 
-/// Ids below `DENSE_SLACK + DENSE_FACTOR x (jobs so far)` go in the vector:
-/// its size stays within a small multiple of the job count, whatever ids a
-/// workload uses.
+/// A run's vector covers ids below `base + DENSE_SLACK + DENSE_FACTOR x
+/// (jobs so far)`: its size stays within a small multiple of the job
+/// count, whatever ids a workload uses.
 const DENSE_SLACK: u64 = 1 << 16;
 const DENSE_FACTOR: u64 = 4;
 
-/// Job id -> position, for ids that are mostly small and dense.
+/// Runs of dense ids at most (trace ids, client ids, and room for two
+/// more); ids beyond them go in the map.
+const MAX_RUNS: usize = 4;
+
+/// A new run starts this far below the id that opened it, for ids a
+/// little out of order.
+const RUN_LEAD: u64 = 1 << 10;
+
+/// Ids `base..` by position.
+#[derive(Debug, Clone)]
+struct Run {
+    base: JobId,
+    /// Position of id `base + i` at `slots[i]` (`ABSENT` if none).
+    slots: Vec<u32>,
+}
+
+/// Job id -> position, for ids that come in a few dense runs.
 #[derive(Debug, Clone, Default)]
 pub struct JobIndex {
-    /// Position of id `i` at `dense[i]` (`ABSENT` if none).
-    dense: Vec<u32>,
-    /// Ids the vector does not cover, and positions beyond `u32`.
+    runs: Vec<Run>,
+    /// Ids no run covers, and positions beyond `u32`.
     sparse: FxHashMap<JobId, usize>,
     len: usize,
 }
 
 impl JobIndex {
-    /// Room for `more` jobs.
-    pub fn reserve(&mut self, more: usize) {
-        let want = self.bound().saturating_add(DENSE_FACTOR * more as u64);
-        self.dense
-            .reserve((want as usize).saturating_sub(self.dense.len()).min(more));
-    }
-
-    fn bound(&self) -> u64 {
+    fn span(&self) -> u64 {
         DENSE_SLACK + DENSE_FACTOR * self.len as u64
     }
 
     /// Position of `id`.
     #[inline]
     pub fn get(&self, id: JobId) -> Option<usize> {
-        match self.dense.get(id as usize) {
-            Some(&k) if k != ABSENT => Some(k as usize),
-            // Not in the vector: in the map, if anywhere (an id below the
-            // vector's end goes there when it came before the vector
-            // reached it).
-            _ if self.sparse.is_empty() => None,
-            _ => self.sparse.get(&id).copied(),
+        for r in &self.runs {
+            // A run may have grown over an id filed elsewhere before it
+            // did: an absent slot is not the last word.
+            let slot = id
+                .checked_sub(r.base)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| r.slots.get(i));
+            if let Some(&k) = slot {
+                if k != ABSENT {
+                    return Some(k as usize);
+                }
+            }
+        }
+        if self.sparse.is_empty() {
+            None
+        } else {
+            self.sparse.get(&id).copied()
         }
     }
 
@@ -76,16 +95,35 @@ impl JobIndex {
     /// Files `id` at position `k` (`id` is not known yet).
     pub fn insert(&mut self, id: JobId, k: usize) {
         debug_assert!(!self.contains(id), "job {id} filed twice");
-        if id < self.bound() && k < ABSENT as usize {
-            let i = id as usize;
-            if i >= self.dense.len() {
-                self.dense.resize(i + 1, ABSENT);
-            }
-            self.dense[i] = k as u32;
-        } else {
-            self.sparse.insert(id, k);
-        }
         self.len += 1;
+        let span = self.span();
+        if k < ABSENT as usize {
+            let run = match self
+                .runs
+                .iter()
+                .position(|r| id >= r.base && id - r.base < span)
+            {
+                Some(at) => Some(at),
+                None if self.runs.len() < MAX_RUNS => {
+                    self.runs.push(Run {
+                        base: id.saturating_sub(RUN_LEAD),
+                        slots: Vec::new(),
+                    });
+                    Some(self.runs.len() - 1)
+                }
+                None => None,
+            };
+            if let Some(at) = run {
+                let r = &mut self.runs[at];
+                let i = (id - r.base) as usize;
+                if i >= r.slots.len() {
+                    r.slots.resize(i + 1, ABSENT);
+                }
+                r.slots[i] = k as u32;
+                return;
+            }
+        }
+        self.sparse.insert(id, k);
     }
 }
 
@@ -94,11 +132,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dense_sparse_and_huge_ids_are_all_found() {
+    fn ids_of_dense_runs_sparse_and_huge_are_all_found() {
         let mut ix = JobIndex::default();
-        // In order, out of order, a huge trace id, then ids that pass the
-        // vector's end after an id beyond its bound went to the map.
-        let ids = [1u64, 2, 7, 5, u64::MAX - 1, 10_000_000, 3, 70_000, 9];
+        // Trace ids, client ids from 2^40, out of order, huge ones, and
+        // more runs than the index keeps (the fifth and later: the map).
+        let ids = [
+            1u64,
+            2,
+            7,
+            5,
+            (1 << 40) + 1,
+            (1 << 40) + 2,
+            u64::MAX - 1,
+            10_000_000,
+            3,
+            1 << 50,
+            1 << 60,
+            (1 << 40) + 3,
+            9,
+        ];
         for (k, &id) in ids.iter().enumerate() {
             assert_eq!(ix.get(id), None);
             ix.insert(id, k);
@@ -107,26 +159,33 @@ mod tests {
             assert_eq!(ix.get(id), Some(k), "id {id}");
             assert_eq!(ix.at(id), k);
         }
-        for id in [0u64, 4, 6, 8, 11, 69_999, u64::MAX] {
+        for id in [0u64, 4, 6, 8, 11, 1 << 40, (1 << 40) + 4, u64::MAX] {
             assert!(!ix.contains(id), "id {id}");
         }
-        assert!(ix.sparse.contains_key(&(u64::MAX - 1)) && ix.sparse.contains_key(&10_000_000));
-        // The vector stays within its bound of the job count.
-        assert!((ix.dense.len() as u64) <= ix.bound());
+        // Runs: 1.., 2^40.., u64::MAX - 1.., 10,000,000..; then the map.
+        assert_eq!(ix.runs.len(), MAX_RUNS);
+        assert!(ix.sparse.contains_key(&(1 << 50)) && ix.sparse.contains_key(&(1 << 60)));
+        // Each vector stays within its span of the job count.
+        assert!(ix.runs.iter().all(|r| r.slots.len() as u64 <= ix.span()));
     }
 
     #[test]
-    fn an_id_the_vector_reaches_later_is_still_found_in_the_map() {
+    fn an_id_a_run_grows_over_later_is_still_found_where_it_went() {
         let mut ix = JobIndex::default();
-        // 70,000 is beyond the first bound (65,536): it goes to the map.
-        ix.insert(70_000, 0);
-        // Enough jobs raise the bound past it and grow the vector over it.
-        for id in 1..=2_000u64 {
+        ix.insert(1, 0);
+        // 70,000 is beyond the first run's span (65,536 + 4): it opens a
+        // run of its own, based 1,024 below it.
+        ix.insert(70_000, 1);
+        assert_eq!(ix.runs.len(), 2);
+        // Enough jobs stretch the first run's span past it.
+        for id in 2..=2_000u64 {
             ix.insert(id, id as usize);
         }
-        ix.insert(70_001, 2_001);
-        assert!(ix.dense.len() > 70_000);
-        assert_eq!(ix.get(70_000), Some(0));
-        assert_eq!(ix.get(70_001), Some(2_001));
+        // Now in both runs' reach: filed in the first, found there.
+        ix.insert(69_000, 2_001);
+        assert!(ix.span() > 70_000);
+        assert_eq!(ix.get(70_000), Some(1));
+        assert_eq!(ix.get(69_000), Some(2_001));
+        assert_eq!(ix.get(1_500), Some(1_500));
     }
 }
