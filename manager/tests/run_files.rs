@@ -417,6 +417,29 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         "{}",
         dump("recover (ended)", &o)
     );
+    // Forced, it rebuilds the very records the run wrote, byte for byte.
+    let forced = dir.path().join("forced");
+    std::fs::create_dir_all(&forced).unwrap();
+    std::fs::copy(again.join("journal.jsonl"), forced.join("journal.jsonl")).unwrap();
+    let o = Command::new(libratory())
+        .arg("recover")
+        .arg(&forced)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("recover --force", &o));
+    for f in [
+        "jobs-libra.jsonl",
+        "jobs-libra.csv",
+        "out_jobs-libra.csv",
+        "schedule-libra.swf",
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(forced.join(f)).unwrap(),
+            std::fs::read_to_string(again.join(f)).unwrap(),
+            "{f}"
+        );
+    }
 
     // A line broken in the middle of the journal is an error naming the
     // file and the line.
