@@ -931,8 +931,26 @@ mod tests {
         assert!((r.wall_seconds - 0.6).abs() < 1e-9);
     }
 
-    /// Entries reach the file while the writer is still open: a process
-    /// killed now would leave them behind.
+    /// An entry of the sample's job 1 written the way journals did before
+    /// ids replaced records: `head`, then the job's `decided` record.
+    fn with_decided_record(text: &str, head: &str) -> String {
+        let decided = text
+            .lines()
+            .find(|l| l.contains("\"decided\"") && l.contains("\"id\":1,"))
+            .unwrap();
+        format!("{head}{}", &decided[decided.find("\"record\":").unwrap()..])
+    }
+
+    /// The journal at `path` and `other` rebuild the same records.
+    fn assert_rebuilt_alike(path: &Path, other: &str) {
+        let ours = rebuild(&read(path).unwrap());
+        let theirs = rebuild(&parse(path, other.as_bytes()).unwrap());
+        assert_eq!(
+            serde_json::to_string(&ours.records).unwrap(),
+            serde_json::to_string(&theirs.records).unwrap()
+        );
+    }
+
     /// Journals written before `started` lines lost their record still
     /// read and rebuild the same; a start reported after the part's end
     /// does not reopen the job.
@@ -942,19 +960,8 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let new_line = text.lines().find(|l| l.contains("\"started\"")).unwrap();
         assert_eq!(new_line, r#"{"e":"started","t":0.4,"part":0,"id":1}"#);
-        let decided = text
-            .lines()
-            .find(|l| l.contains("\"decided\"") && l.contains("\"id\":1,"))
-            .unwrap();
-        let record = &decided[decided.find("\"record\":").unwrap()..];
-        let old_line = format!("{{\"e\":\"started\",\"t\":0.4,\"part\":0,{record}");
-        let old = text.replacen(new_line, &old_line, 1);
-        let ours = rebuild(&read(&path).unwrap());
-        let theirs = rebuild(&parse(&path, old.as_bytes()).unwrap());
-        assert_eq!(
-            serde_json::to_string(&ours.records).unwrap(),
-            serde_json::to_string(&theirs.records).unwrap()
-        );
+        let old_line = with_decided_record(&text, "{\"e\":\"started\",\"t\":0.4,\"part\":0,");
+        assert_rebuilt_alike(&path, &text.replacen(new_line, &old_line, 1));
         // Job 1's start arriving after its end (a node can report both in
         // one batch, the start second).
         let late = format!("{text}{new_line}\n");
@@ -1027,21 +1034,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let new_line = text.lines().find(|l| l.contains("\"finished\"")).unwrap();
         assert_eq!(new_line, r#"{"e":"finished","t":0.5,"id":1,"finish":15.0}"#);
-        let decided = text
-            .lines()
-            .find(|l| l.contains("\"decided\"") && l.contains("\"id\":1,"))
-            .unwrap();
-        let record = &decided[decided.find("\"record\":").unwrap()..];
-        let old_line = format!("{{\"e\":\"finished\",\"t\":0.5,{record}")
+        let old_line = with_decided_record(&text, "{\"e\":\"finished\",\"t\":0.5,")
             .replace("\"finish\":null", "\"finish\":15.0");
-        let old = text.replacen(new_line, &old_line, 1);
-        let ours = rebuild(&read(&path).unwrap());
-        let theirs = rebuild(&parse(&path, old.as_bytes()).unwrap());
-        assert_eq!(ours.records[0].finish, Some(5.0));
-        assert_eq!(
-            serde_json::to_string(&ours.records).unwrap(),
-            serde_json::to_string(&theirs.records).unwrap()
-        );
+        assert_rebuilt_alike(&path, &text.replacen(new_line, &old_line, 1));
+        assert_eq!(rebuild(&read(&path).unwrap()).records[0].finish, Some(5.0));
         // One with neither shape, or both, is an error naming its line.
         let n = text.lines().position(|l| l == new_line).unwrap() + 1;
         for bad in [
@@ -1068,6 +1064,8 @@ mod tests {
         );
     }
 
+    /// Entries reach the file while the writer is still open: a process
+    /// killed now would leave them behind.
     #[test]
     fn entries_are_in_the_file_before_the_journal_closes() {
         let dir = tempfile::tempdir().unwrap();
