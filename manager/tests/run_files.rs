@@ -377,8 +377,9 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     assert!(s["policies"][0]["lost"].as_u64().unwrap() as usize >= undecided + unfinished);
 
     // The next run into a directory holding an interrupted journal
-    // rebuilds that run aside first (a short run of 2 jobs).
-    let cfg2 = config(dir.path(), 1, 2, 1.0, 0.01);
+    // rebuilds that run aside first (a short run of 2 jobs, on 2 node
+    // processes: they register in either order).
+    let cfg2 = config(dir.path(), 2, 2, 1.0, 0.01);
     let o = Command::new(libratory())
         .args(["run", "--spawn-local", "--config"])
         .arg(&cfg2)
@@ -440,6 +441,13 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
             "{f}"
         );
     }
+    // Node processes in the order they registered, in both summaries
+    // (the run listed them in its hash map's order before: this failed
+    // whenever the two differed).
+    assert_eq!(
+        json(&forced.join("summary.json"))["node_processes"],
+        json(&again.join("summary.json"))["node_processes"]
+    );
 
     // A line broken in the middle of the journal is an error naming the
     // file and the line.

@@ -37,6 +37,9 @@ pub(super) struct LinkInfo {
     pub(super) pid: u32,
     pub(super) nodes: usize,
     pub(super) alive: bool,
+    /// Its place in the order of registration (links are never removed):
+    /// the results list node processes in it, as the journal does.
+    pub(super) registered: usize,
 }
 
 /// Frames for node links and journal entries from a burst that answered a
@@ -518,6 +521,7 @@ impl Handler<Connected> for ManagerActor {
                 pid: m.pid,
                 nodes: ids.len(),
                 alive: true,
+                registered: self.links.len(),
             },
         );
         let welcome = Welcome {
@@ -959,11 +963,11 @@ impl Handler<TakeOutcome> for ManagerActor {
             replay_offset: off,
             histograms: std::mem::take(&mut self.hists),
             node_histograms: std::mem::take(&mut self.node_hists),
-            node_processes: self
-                .links
-                .values()
-                .map(|l| (l.host.clone(), l.nodes))
-                .collect(),
+            node_processes: {
+                let mut links: Vec<&LinkInfo> = self.links.values().collect();
+                links.sort_by_key(|l| l.registered);
+                links.iter().map(|l| (l.host.clone(), l.nodes)).collect()
+            },
             warnings: std::mem::take(&mut self.warnings),
             wall_seconds: wall,
         })
