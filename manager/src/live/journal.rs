@@ -350,12 +350,9 @@ fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
             id: Some(id),
             record: None,
         } => {
-            line.extend_from_slice(b"{\"e\":\"started\",\"t\":");
-            crate::results::num::push_json_f64(line, *t);
-            line.extend_from_slice(b",\"part\":");
-            line.extend_from_slice(itoa::Buffer::new().format(*part).as_bytes());
-            line.extend_from_slice(b",\"id\":");
-            line.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
+            push_head(line, "started", *t);
+            push_uint(line, b"part", u64::from(*part));
+            push_uint(line, b"id", *id);
             line.push(b'}');
             return Ok(());
         }
@@ -365,10 +362,8 @@ fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
             finish: Some(finish),
             record: None,
         } => {
-            line.extend_from_slice(b"{\"e\":\"finished\",\"t\":");
-            crate::results::num::push_json_f64(line, *t);
-            line.extend_from_slice(b",\"id\":");
-            line.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
+            push_head(line, "finished", *t);
+            push_uint(line, b"id", *id);
             line.extend_from_slice(b",\"finish\":");
             crate::results::num::push_json_f64(line, *finish);
             line.push(b'}');
@@ -382,18 +377,30 @@ fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
         } => ("finished", *t, None, &**record),
         other => return serde_json::to_writer(&mut *line, other).map_err(std::io::Error::other),
     };
-    line.extend_from_slice(b"{\"e\":\"");
-    line.extend_from_slice(tag.as_bytes());
-    line.extend_from_slice(b"\",\"t\":");
-    crate::results::num::push_json_f64(line, t);
+    push_head(line, tag, t);
     if let Some(p) = part {
-        line.extend_from_slice(b",\"part\":");
-        line.extend_from_slice(itoa::Buffer::new().format(p).as_bytes());
+        push_uint(line, b"part", u64::from(p));
     }
     line.extend_from_slice(b",\"record\":");
     crate::results::output::push_record_json(line, record);
     line.push(b'}');
     Ok(())
+}
+
+/// `{"e":"TAG","t":T` of a job line.
+fn push_head(line: &mut Vec<u8>, tag: &str, t: f64) {
+    line.extend_from_slice(b"{\"e\":\"");
+    line.extend_from_slice(tag.as_bytes());
+    line.extend_from_slice(b"\",\"t\":");
+    crate::results::num::push_json_f64(line, t);
+}
+
+/// `,"KEY":N`.
+fn push_uint(line: &mut Vec<u8>, key: &[u8], n: u64) {
+    line.extend_from_slice(b",\"");
+    line.extend_from_slice(key);
+    line.extend_from_slice(b"\":");
+    line.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 fn writer_loop(mut out: BufWriter<fs::File>, rx: mpsc::Receiver<Msg>) -> std::io::Result<()> {
