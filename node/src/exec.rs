@@ -66,33 +66,75 @@ pub fn spin(mut x: u64, n: u64) -> u64 {
 /// calibration holds).
 ///
 /// The clock reads are part of what is burned (they are the thread's own
-/// CPU time), but each read is paid on both sides of its timestamp: half of
-/// the first read before `start`, half of the last after the end. So a burn
-/// costs what it returns plus about one read, and whatever it returns above
-/// `ns` on a part's last slice is CPU that no later slice pays back. A read
-/// costs 110-200 ns on a quiet host and 650-900 ns on a busy virtual one (the
-/// syscall itself slows), so each chunk is aimed to end so that the read
-/// after it lands just past `ns`: `read` ahead, less a fifth of it (the
-/// spread of one read's cost), since landing short of `ns` costs a whole
-/// further read. The cost of a read is measured on every burn, by two
-/// reads back to back (the thread clock does not run while the thread
-/// waits, so preemption does not distort it).
+/// CPU time). Each read's timestamp falls inside it: the part of the first
+/// read before `start` and the part of the last after the end are the
+/// burn's too, one read in all (the two parts of one read), which nothing
+/// else would count: the burn counts them as the read cost it measures,
+/// by two reads back to back (the thread clock does not run while the
+/// thread waits, so preemption does not distort it). So a burn
+/// costs what it returns, and whatever it returns above `ns` on a part's
+/// last slice is CPU that no later slice pays back. A read costs 110-200 ns
+/// on a quiet host and 650-900 ns on a busy virtual one (the syscall itself
+/// slows), so each chunk is aimed to end so that the read after it lands
+/// just past `ns`: `read` ahead, less a fifth of it (the spread of one
+/// read's cost), since landing short of `ns` costs a whole further read.
 pub fn burn(ns: u64) -> u64 {
     // Before the clock starts: the first use on a thread calibrates.
     let mut rate = RATE.get();
+    let typical = READ.get();
+    let burns = BURNS.get().wrapping_add(1);
+    BURNS.set(burns);
     let start = thread_cpu_ns();
-    let mut done = thread_cpu_ns() - start;
-    let read = done as f64;
+    // The read's cost, by a pair of reads back to back: on the thread's
+    // first burn, every 8th, and on any long enough that the extra read is
+    // a small part of it. In between the thread's recent figure serves, so
+    // a short burn pays for two reads (its start and end), not three: a
+    // 2 us burn could not otherwise end within a read of its target on a
+    // busy host.
+    let (ends, mut done, read) = if typical == 0 || burns.is_multiple_of(8) || ns >= 16 * typical {
+        let pair = thread_cpu_ns() - start;
+        if typical == 0 || pair < typical * 2 {
+            READ.set(if typical == 0 {
+                pair
+            } else {
+                typical - typical / 8 + pair / 8
+            });
+        }
+        // Counted as the ends' read: never more than the thread's recent
+        // reads, so an interrupt that stretched this pair cannot shorten
+        // the work.
+        let ends = if typical == 0 {
+            pair
+        } else {
+            pair.min(typical)
+        };
+        (ends, pair + ends, pair)
+    } else {
+        (typical, typical, typical)
+    };
+    // From here `done` is the thread clock since `start` plus the ends.
+    let read = read as f64;
     let ahead = read * (1.0 - READ_SPREAD);
     let mut x = start | 1;
     while done < ns {
         // The last chunk is cut to what is left, so short slices stay
         // short; one that would end within a read of `ns` is one step.
         let left = (ns - done) as f64 - ahead;
-        let iters = (left.min(CHECK_EVERY_NS) * rate).ceil().max(1.0) as u64;
+        // Within two chunks of the end, the next-to-last chunk takes half
+        // of what is left after its read, so that the last one is aimed:
+        // a full chunk there could leave too little to aim at, and one
+        // more read to pay.
+        let chunk = if left <= CHECK_EVERY_NS {
+            left
+        } else if left < 2.0 * CHECK_EVERY_NS {
+            (left - read) / 2.0
+        } else {
+            CHECK_EVERY_NS
+        };
+        let iters = (chunk * rate).ceil().max(1.0) as u64;
         x = spin(x, iters);
         let before = done;
-        done = thread_cpu_ns() - start;
+        done = thread_cpu_ns() - start + ends;
         // The chunk's own speed (less the read after it) corrects the
         // rate: short chunks need not run at the calibration's pace.
         // A read stretched by an interrupt or a fault would make one
@@ -111,6 +153,11 @@ thread_local! {
     /// Iterations per ns as this thread's recent chunks ran: starts at the
     /// calibration, follows what the burns see.
     static RATE: Cell<f64> = Cell::new(iters_per_ns());
+    /// What a clock read costs this thread (ns), as its recent burns'
+    /// pairs measured it (0 before the first).
+    static READ: Cell<u64> = const { Cell::new(0) };
+    /// Burns on this thread so far (for the pair's every-8th turn).
+    static BURNS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Chunks shorter than this do not correct the rate: a read's spread
@@ -427,6 +474,25 @@ mod tests {
                 "burn({ns}): median overshoot {over} ns, a clock read {read} ns"
             );
         }
+    }
+
+    #[test]
+    fn a_burn_costs_what_it_returns() {
+        // The reads at a burn's two ends are counted as its work (one read
+        // in all): measured from outside, a run of burns costs what they
+        // returned, not a read more each (as it did before 2026-11-23; on
+        // a busy host that read was a sixth of a 4 us part's work).
+        let read = crate::clock::thread_clock_read_ns();
+        let n = 2_000u64;
+        burn(4_000);
+        let t0 = thread_cpu_ns();
+        let returned: u64 = (0..n).map(|_| burn(4_000)).sum();
+        let cost = thread_cpu_ns() - t0;
+        let extra = cost.saturating_sub(returned) / n;
+        assert!(
+            extra * 2 < read + 100,
+            "a burn cost {extra} ns more than it returned; a clock read costs {read} ns"
+        );
     }
 
     #[test]
