@@ -93,6 +93,10 @@ pub(super) struct ManagerActor {
     pub(super) warnings_journaled: usize,
     /// Journal entries of the current burst, not yet handed over.
     pub(super) journal_buf: Vec<journal::Entry>,
+    /// The journal's clock for the entries of this turn (a burst of
+    /// requests or node frames and its flush), read once for all of them;
+    /// cleared when the turn's flush hands them over.
+    pub(super) turn_t: Option<f64>,
     /// Node frames and journal entries waiting for a client's answer to
     /// leave first.
     pub(super) handover: Rc<RefCell<Handover>>,
@@ -120,10 +124,17 @@ impl ManagerActor {
         job: JobId,
         entry: impl FnOnce(f64, JobRecord) -> journal::Entry,
     ) {
-        if let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) {
-            let e = entry(j.t(), r.clone());
+        let Some(t) = self.journal_t() else { return };
+        if let Some(r) = self.core.record(job) {
+            let e = entry(t, r.clone());
             self.journal_buf.push(e);
         }
+    }
+
+    /// The journal's clock for this turn's entries (None: no journal).
+    pub(super) fn journal_t(&mut self) -> Option<f64> {
+        let j = self.cfg.journal.as_ref()?;
+        Some(*self.turn_t.get_or_insert_with(|| j.t()))
     }
 
     /// Journals the end of `job`. One that completed after its `decided`
@@ -132,10 +143,10 @@ impl ManagerActor {
     /// and any whose decision is not journaled yet (`whole`), with the
     /// whole record.
     fn journal_finished(&mut self, job: JobId, whole: bool) {
-        let (Some(j), Some(r)) = (&self.cfg.journal, self.core.record(job)) else {
+        let Some(t) = self.journal_t() else { return };
+        let Some(r) = self.core.record(job) else {
             return;
         };
-        let t = j.t();
         let e = match r.finish {
             Some(finish) if !whole && r.accepted && !r.lost => journal::Entry::Finished {
                 t,
@@ -226,6 +237,9 @@ impl ManagerActor {
         outs.sort_by_key(|o| matches!(o, Output::Send { .. }));
         let mut sends = Vec::new();
         let mut answered_client = false;
+        // One instant for the decisions of this flush (they were made in
+        // one turn), read when the first is answered.
+        let mut decided_at = None;
         for o in outs.drain(..) {
             match o {
                 Output::Send { link, msg } => {
@@ -236,7 +250,7 @@ impl ManagerActor {
                 Output::Decided { job, decision } => {
                     self.journal(job, |t, record| journal::Entry::Decided { t, record });
                     self.decided += 1;
-                    let at = self.now();
+                    let at = *decided_at.get_or_insert_with(|| self.now());
                     if let Some((tx, token)) = self.pending.remove(&job) {
                         answered_client = true;
                         let _ = tx.send(ClientReply::Decided {
@@ -269,6 +283,7 @@ impl ManagerActor {
         // Keep the buffer's capacity for the next burst.
         self.out = outs;
         let entries = std::mem::take(&mut self.journal_buf);
+        self.turn_t = None;
         self.hand_over(sends, entries, answered_client);
         if let Some(b) = &self.bar {
             b.set_position(self.finished as u64);
@@ -553,6 +568,7 @@ impl Handler<FromNode> for ManagerActor {
         // (one hand-over of dispatches, replies and journal entries) for
         // all of it.
         let now = self.now();
+        self.turn_t = None;
         for msg in m.msgs {
             self.node_msg(m.link, &host, msg, now, ctx);
         }
@@ -587,9 +603,9 @@ impl ManagerActor {
                 at: _,
                 dispatched_at,
             } => {
-                if let Some(j) = &self.cfg.journal {
+                if let Some(t) = self.journal_t() {
                     self.journal_buf.push(journal::Entry::Started {
-                        t: j.t(),
+                        t,
                         part: part.index,
                         id: Some(part.job),
                         record: None,
@@ -732,9 +748,6 @@ impl ManagerActor {
                 }
                 self.next_client_job += 1;
                 let id = self.next_client_job;
-                if job.details.name.is_none() {
-                    job.details.name = Some(format!("client job {}", job.id));
-                }
                 job.id = id;
                 job.details.submit_time = now;
                 let actual = actual.unwrap_or(job.details.runtime_estimate);
@@ -872,6 +885,7 @@ impl Handler<FromClient> for ManagerActor {
         // flush. One instant lets the core reuse the busy nodes' loads
         // from one decision to the next (see common::busy_index).
         let now = self.now();
+        self.turn_t = None;
         let mut submitted = Vec::new();
         for msg in m.msgs {
             self.client(&m.reply, msg, now, &mut submitted);

@@ -321,6 +321,7 @@ pub async fn run(
         warnings: Vec::new(),
         warnings_journaled: 0,
         journal_buf: Vec::new(),
+        turn_t: None,
         handover: Default::default(),
         done: Some(done_tx),
         out: Vec::new(),
