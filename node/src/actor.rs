@@ -10,6 +10,7 @@
 //! [`NodeReport`] to the report sink (completions, share changes,
 //! progress). A node with no parts has no timer and no slices in flight.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -93,13 +94,39 @@ pub struct NodeReport {
     pub event: NodeEvent,
 }
 
+/// A report handler on the node's own thread, called directly: the link's
+/// relay. A managed node sends two reports per part (placed, completed);
+/// as actor messages each was an envelope allocated, queued and polled,
+/// for a handler on the same thread anyway.
+pub type LocalSink = Rc<dyn Fn(NodeReport)>;
+
+/// Where a node's reports go.
+enum Reports {
+    /// Nowhere.
+    None,
+    /// To an actor, as messages.
+    Actor(Recipient<NodeReport>),
+    /// To a handler on this thread, by a call.
+    Local(LocalSink),
+}
+
+impl Reports {
+    fn send(&self, r: NodeReport) {
+        match self {
+            Reports::None => {}
+            Reports::Actor(a) => a.do_send(r),
+            Reports::Local(f) => f(r),
+        }
+    }
+}
+
 /// One emulated node. Start it through [`crate::host::NodeHost`], which
 /// checks the process has executor capacity for it.
 pub struct NodeActor {
     core: NodeEngine,
     clock: TraceClock,
     pool: Arc<ExecutorPool>,
-    reports: Option<Recipient<NodeReport>>,
+    reports: Reports,
     /// The armed timer and the trace instant it is for.
     timer: Option<(SpawnHandle, Time)>,
     me: Option<WeakAddr<NodeActor>>,
@@ -121,11 +148,23 @@ impl NodeActor {
             core,
             clock,
             pool,
-            reports,
+            reports: reports.map_or(Reports::None, Reports::Actor),
             timer: None,
             me: None,
             lane,
         }
+    }
+
+    /// A node actor whose reports go to `sink`, called on its own thread.
+    pub fn with_local_sink(
+        core: NodeEngine,
+        clock: TraceClock,
+        pool: Arc<ExecutorPool>,
+        sink: LocalSink,
+    ) -> Self {
+        let mut a = NodeActor::new(core, clock, pool, None);
+        a.reports = Reports::Local(sink);
+        a
     }
 
     /// After any input: do what is due, dispatch slices, forward events,
@@ -163,9 +202,7 @@ impl NodeActor {
         }
         let node_id = self.core.spec().id;
         while let Some(event) = self.core.poll_event() {
-            if let Some(r) = &self.reports {
-                r.do_send(NodeReport { node_id, event });
-            }
+            self.reports.send(NodeReport { node_id, event });
         }
         let want = self.core.poll_timeout();
         match (self.timer, want) {
@@ -217,12 +254,10 @@ impl Handler<PlaceReported> for NodeActor {
         };
         // Before drive(): the placement is reported ahead of whatever the
         // part does next (a completion, for a tiny part).
-        if let Some(r) = &self.reports {
-            r.do_send(NodeReport {
-                node_id: self.core.spec().id,
-                event,
-            });
-        }
+        self.reports.send(NodeReport {
+            node_id: self.core.spec().id,
+            event,
+        });
         self.drive(ctx);
     }
 }
@@ -275,7 +310,7 @@ impl Handler<SetReportSink> for NodeActor {
     type Result = ();
 
     fn handle(&mut self, msg: SetReportSink, _: &mut Self::Context) {
-        self.reports = msg.0;
+        self.reports = msg.0.map_or(Reports::None, Reports::Actor);
     }
 }
 

@@ -173,4 +173,17 @@ impl NodeHost {
         self.capacity_used += spec.capacity;
         Ok(NodeActor::new(core, self.clock, Arc::clone(&self.pool), reports).start())
     }
+
+    /// Starts a node actor on the current actix arbiter whose reports go
+    /// to `sink`, called on this thread (see [`crate::actor::LocalSink`]).
+    pub fn spawn_node_local(
+        &mut self,
+        spec: EmulatedNodeSpec,
+        sink: crate::actor::LocalSink,
+    ) -> Result<Addr<NodeActor>, HostError> {
+        self.check_fits(&spec)?;
+        let core = NodeEngine::new(spec, self.slice)?;
+        self.capacity_used += spec.capacity;
+        Ok(NodeActor::with_local_sink(core, self.clock, Arc::clone(&self.pool), sink).start())
+    }
 }

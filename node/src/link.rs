@@ -22,9 +22,7 @@ use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
 
-use crate::actor::{
-    GetTelemetry, NodeActor, NodeReport, PlaceReported, SetReportSink, WithdrawPart,
-};
+use crate::actor::{GetTelemetry, NodeActor, NodeReport, PlaceReported, WithdrawPart};
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
@@ -129,16 +127,32 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // The manager keeps its own view of shares: it never reads these.
     slice.share_events = false;
     let mut host = NodeHost::new(cfg.executors, slice, clock)?;
+    let (mut tx, mut rx) = s.split();
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
+    // Node events to the manager, with node-local part ids mapped back
+    // (local id -> wire id and the node holding it), by one relay that
+    // every node of the process calls on this thread.
+    let parts: Rc<RefCell<HashMap<u64, Wired>>> = Default::default();
+    let relay_state = Rc::new(RefCell::new(RelayState {
+        parts: parts.clone(),
+        out: out_tx.clone(),
+        gathered: HashMap::new(),
+    }));
+    let relay = Relay {
+        state: relay_state.clone(),
+        every: Duration::from_millis(u64::from(welcome.report_ms).max(1)),
+    }
+    .start();
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for k in 0..cfg.nodes {
         let spec = EmulatedNodeSpec {
             id: k as u32,
             ..cfg.node
         };
-        nodes.push(host.spawn_node(spec, None)?);
+        let state = relay_state.clone();
+        let sink: crate::actor::LocalSink = Rc::new(move |r| state.borrow_mut().report(r));
+        nodes.push(host.spawn_node_local(spec, sink)?);
     }
-    let (mut tx, mut rx) = s.split();
-    let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
     // Writer: everything to the manager goes through one task, in order.
     // Messages queued together (the starts of one burst of dispatches,
     // completions of one tick) go out in one write.
@@ -193,20 +207,6 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             }
         }
     });
-    // Node events to the manager, with node-local part ids mapped back
-    // (local id -> wire id and the node holding it), by one relay actor
-    // that every node reports to directly.
-    let parts: Rc<RefCell<HashMap<u64, Wired>>> = Default::default();
-    let relay = Relay {
-        parts: parts.clone(),
-        out: out_tx.clone(),
-        gathered: HashMap::new(),
-        every: Duration::from_millis(u64::from(welcome.report_ms).max(1)),
-    }
-    .start();
-    for n in &nodes {
-        n.do_send(SetReportSink(Some(relay.clone().recipient())));
-    }
     // A dispatch is placed without waiting for the node actor: the reading
     // loop goes on with the next frame, and each node reports `Placed` (or
     // `Refused`) through the relay, ahead of the part's completion.
@@ -367,15 +367,20 @@ struct Wired {
 /// period was most of the manager's incoming traffic. A completion first
 /// flushes what is gathered, so the manager never hears of a part's
 /// progress after its end.
-struct Relay {
+struct RelayState {
     /// Node-local part id -> what the manager calls it.
     parts: Rc<RefCell<HashMap<u64, Wired>>>,
     out: tokio::sync::mpsc::UnboundedSender<NodeMsg>,
     gathered: HashMap<u32, protocol::NodeProgress>,
+}
+
+/// The relay's timer: sends what is gathered every report period.
+struct Relay {
+    state: Rc<RefCell<RelayState>>,
     every: Duration,
 }
 
-impl Relay {
+impl RelayState {
     fn flush(&mut self) {
         if !self.gathered.is_empty() {
             let mut reports: Vec<protocol::NodeProgress> =
@@ -390,7 +395,7 @@ impl Actor for Relay {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(self.every, |a, _| a.flush());
+        ctx.run_interval(self.every, |a, _| a.state.borrow_mut().flush());
     }
 }
 
@@ -407,10 +412,8 @@ impl Handler<StopRelay> for Relay {
     }
 }
 
-impl Handler<NodeReport> for Relay {
-    type Result = ();
-
-    fn handle(&mut self, r: NodeReport, _: &mut Self::Context) {
+impl RelayState {
+    fn report(&mut self, r: NodeReport) {
         match r.event {
             NodeEvent::Placed { part_id, at } => {
                 if let Some(w) = self.parts.borrow().get(&part_id) {
