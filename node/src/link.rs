@@ -21,6 +21,7 @@ use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, PartId as Wir
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
+use rustc_hash::FxHashMap;
 
 use crate::actor::{GetTelemetry, NodeActor, NodeReport, PlaceReported, WithdrawPart};
 use crate::core::NodeEvent;
@@ -132,7 +133,9 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // Node events to the manager, with node-local part ids mapped back
     // (local id -> wire id and the node holding it), by one relay that
     // every node of the process calls on this thread.
-    let parts: Rc<RefCell<HashMap<u64, Wired>>> = Default::default();
+    // FxHash: the ids are this process's own counter, looked up twice per
+    // part (start, completion) on the node thread's hot path.
+    let parts: Rc<RefCell<FxHashMap<u64, Wired>>> = Default::default();
     let relay_state = Rc::new(RefCell::new(RelayState {
         parts: parts.clone(),
         out: out_tx.clone(),
@@ -369,7 +372,7 @@ struct Wired {
 /// progress after its end.
 struct RelayState {
     /// Node-local part id -> what the manager calls it.
-    parts: Rc<RefCell<HashMap<u64, Wired>>>,
+    parts: Rc<RefCell<FxHashMap<u64, Wired>>>,
     out: tokio::sync::mpsc::UnboundedSender<NodeMsg>,
     gathered: HashMap<u32, protocol::NodeProgress>,
 }
