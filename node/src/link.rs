@@ -138,7 +138,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     let parts: Rc<RefCell<FxHashMap<u64, Wired>>> = Default::default();
     let relay_state = Rc::new(RefCell::new(RelayState {
         parts: parts.clone(),
-        out: out_tx.clone(),
+        out: Some(out_tx.clone()),
         gathered: HashMap::new(),
     }));
     let relay = Relay {
@@ -373,7 +373,10 @@ struct Wired {
 struct RelayState {
     /// Node-local part id -> what the manager calls it.
     parts: Rc<RefCell<FxHashMap<u64, Wired>>>,
-    out: tokio::sync::mpsc::UnboundedSender<NodeMsg>,
+    /// To the writer; taken at the link's end (the nodes, which hold
+    /// this state, may outlive the link), so the writer sees its channel
+    /// end once the goodbye is out.
+    out: Option<tokio::sync::mpsc::UnboundedSender<NodeMsg>>,
     gathered: HashMap<u32, protocol::NodeProgress>,
 }
 
@@ -384,12 +387,18 @@ struct Relay {
 }
 
 impl RelayState {
+    fn send(&self, m: NodeMsg) {
+        if let Some(out) = &self.out {
+            let _ = out.send(m);
+        }
+    }
+
     fn flush(&mut self) {
         if !self.gathered.is_empty() {
             let mut reports: Vec<protocol::NodeProgress> =
                 self.gathered.drain().map(|(_, r)| r).collect();
             reports.sort_by(|a, b| a.at.total_cmp(&b.at));
-            let _ = self.out.send(NodeMsg::Reports { reports });
+            self.send(NodeMsg::Reports { reports });
         }
     }
 }
@@ -402,7 +411,7 @@ impl Actor for Relay {
     }
 }
 
-/// Stops the [`Relay`] (at the link's end), dropping its sender.
+/// Stops the [`Relay`] (at the link's end), dropping the relay's sender.
 #[derive(Message)]
 #[rtype(result = "()")]
 struct StopRelay;
@@ -411,6 +420,7 @@ impl Handler<StopRelay> for Relay {
     type Result = ();
 
     fn handle(&mut self, _: StopRelay, ctx: &mut Self::Context) {
+        self.state.borrow_mut().out = None;
         ctx.stop();
     }
 }
@@ -420,7 +430,7 @@ impl RelayState {
         match r.event {
             NodeEvent::Placed { part_id, at } => {
                 if let Some(w) = self.parts.borrow().get(&part_id) {
-                    let _ = self.out.send(NodeMsg::Started {
+                    self.send(NodeMsg::Started {
                         part: w.part,
                         at,
                         dispatched_at: w.dispatched_at,
@@ -429,7 +439,7 @@ impl RelayState {
             }
             NodeEvent::Refused { part_id, error } => {
                 if let Some(Wired { part, .. }) = self.parts.borrow_mut().remove(&part_id) {
-                    let _ = self.out.send(NodeMsg::Refused {
+                    self.send(NodeMsg::Refused {
                         part,
                         reason: error.to_string(),
                     });
@@ -439,7 +449,7 @@ impl RelayState {
                 let wire = self.parts.borrow_mut().remove(&c.part_id);
                 if let Some(Wired { part, .. }) = wire {
                     self.flush();
-                    let _ = self.out.send(NodeMsg::Completed {
+                    self.send(NodeMsg::Completed {
                         part,
                         at: c.finished_at,
                         cpu_seconds: c.burned_ns as f64 * 1e-9,
