@@ -457,6 +457,22 @@ fn wait_for_status(port: u16, certs: &Path, nodes: usize) {
     panic!("the manager never answered status with {nodes} nodes; last answer: {last}");
 }
 
+/// `libratory run --serve --spawn-local` on `cfg`, writing to `out`,
+/// returned once its `nodes` emulated nodes have registered.
+fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Child {
+    let manager = Command::new(libratory())
+        .args(["run", "--serve", "--spawn-local", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_status(port, certs, nodes);
+    manager
+}
+
 #[test]
 fn submit_quote_and_status_answer_at_once_with_reasons() {
     let _ = node_bin();
@@ -468,16 +484,7 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
     // resources.
     let port = free_port();
     let cfg = serve_config(dir.path(), port, "libra-plus-dollar", 2);
-    let mut manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run-lpd"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_status(port, &certs_dir, 2);
+    let mut manager = serving(&cfg, &dir.path().join("run-lpd"), port, &certs_dir, 2);
     let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
     let o = client(
         &[
@@ -594,16 +601,7 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
     // job that would delay it: rejected for risk.
     let port = free_port();
     let cfg = serve_config(dir.path(), port, "libra-risk", 1);
-    let mut manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run-risk"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_status(port, &certs_dir, 1);
+    let mut manager = serving(&cfg, &dir.path().join("run-risk"), port, &certs_dir, 1);
     let o = client(
         &["submit", "--estimate", "1000", "--deadline", "1100"],
         port,
@@ -652,16 +650,7 @@ fn an_interrupted_served_run_ends_without_waiting_on_its_nodes() {
     certs(&certs_dir, "local");
     let port = free_port();
     let cfg = serve_config(dir.path(), port, "libra", 2);
-    let mut manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run-end"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_status(port, &certs_dir, 2);
+    let mut manager = serving(&cfg, &dir.path().join("run-end"), port, &certs_dir, 2);
     // A job that runs and completes on a node first, so that its
     // reports went through the relay.
     let o = client(
@@ -728,16 +717,7 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
     certs(&certs_dir, "local");
     let port = free_port();
     let cfg = serve_config(dir.path(), port, "libra", 2);
-    let mut manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_status(port, &certs_dir, 2);
+    let mut manager = serving(&cfg, &dir.path().join("run"), port, &certs_dir, 2);
     let out = dir.path().join("lt");
     let o = Command::new(libratory())
         .args([
@@ -995,16 +975,7 @@ capacity = 0.5
         ),
     )
     .unwrap();
-    let mut manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_status(port, &certs_dir, 2);
+    let mut manager = serving(&cfg, &dir.path().join("run"), port, &certs_dir, 2);
     let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
     // 100,000 trace s = 1,000 real s of work per part: it runs all test.
     let o = client(
