@@ -332,6 +332,26 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// Keeps the heap's memory in the process for the run. glibc gives the
+/// top of the heap back to the kernel once 128 KB of it is free, and the
+/// next growth takes fresh pages again; a fresh page costs a fault, ~2-3 us
+/// on this kind of virtual machine (first touch of guest memory), and a
+/// live manager's books grow with every job. Under a flood that was 0.12
+/// faults per job; with the heap kept and grown 64 MB at a time, 0.085,
+/// and no `brk` calls (docs/manager.md, "Overhead, measured"). Blocks of
+/// 4 MB and more are still mapped on their own, so a big vector grows by
+/// `mremap` rather than by copying. Memory is only returned at exit, which
+/// a manager's books (kept to the end of the run) never allowed anyway.
+fn keep_heap() {
+    // SAFETY: mallopt only sets glibc's allocator parameters; it is called
+    // before the run starts its threads, and the values are in range.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+    }
+}
+
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
 pub fn run(
@@ -343,6 +363,7 @@ pub fn run(
     http: Option<SocketAddr>,
 ) -> Result<()> {
     let inv = Invocation::capture();
+    keep_heap();
     // The live view binds first, so a taken port fails before anything runs.
     let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
