@@ -20,19 +20,83 @@
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
-use std::collections::BTreeSet;
+use fixedbitset::FixedBitSet;
 
 use crate::node_model::NodeState;
 use crate::time::Time;
+
+/// A set of node indices, walked in ascending order: a bit per node of the
+/// view. Libra's walk goes over the busy nodes for every decision; under a
+/// flood that is every node, and a tree's walk (a B-tree set before) cost
+/// several times a bit scan's.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSet {
+    bits: FixedBitSet,
+    len: usize,
+}
+
+/// The same nodes, however far each set's bits have grown.
+impl PartialEq for NodeSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl NodeSet {
+    /// Adds `k`; false if it was there.
+    fn insert(&mut self, k: usize) -> bool {
+        if k >= self.bits.len() {
+            self.bits.grow(k + 1);
+        }
+        let had = self.bits.put(k);
+        self.len += usize::from(!had);
+        !had
+    }
+
+    /// Takes `k` out; false if it was not there.
+    fn remove(&mut self, k: usize) -> bool {
+        let had = self.contains(k);
+        if had {
+            self.bits.set(k, false);
+            self.len -= 1;
+        }
+        had
+    }
+
+    /// Whether `k` is in the set.
+    pub fn contains(&self, k: usize) -> bool {
+        self.bits.contains(k)
+    }
+
+    /// How many nodes the set holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The lowest node index in the set.
+    pub fn first(&self) -> Option<usize> {
+        self.iter().next()
+    }
+
+    /// The nodes, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.bits.ones()
+    }
+}
 
 /// The busy nodes of a view and its idle nodes by speed, both by index.
 #[derive(Debug, Clone)]
 pub struct BusyIndex {
     /// Nodes holding at least one part, ascending.
-    busy: BTreeSet<usize>,
+    busy: NodeSet,
     /// Idle nodes, grouped by speed (groups in the order their speed was
     /// first seen), each group ascending.
-    idle: Vec<(f64, BTreeSet<usize>)>,
+    idle: Vec<(f64, NodeSet)>,
     /// Per node: the instant its load was last computed and that load
     /// (NaN instant: not known). Not part of the index's identity.
     loads: Vec<(Time, f64)>,
@@ -48,7 +112,7 @@ pub struct BusyIndex {
 impl Default for BusyIndex {
     fn default() -> Self {
         BusyIndex {
-            busy: BTreeSet::new(),
+            busy: NodeSet::default(),
             idle: Vec::new(),
             loads: Vec::new(),
             renewed_at: Time::NAN,
@@ -86,8 +150,8 @@ impl BusyIndex {
 
     /// Takes node `k` out of the index.
     pub fn remove(&mut self, k: usize, node: &NodeState) {
-        if !self.busy.remove(&k) {
-            self.idle_group(node.spec.speed).remove(&k);
+        if !self.busy.remove(k) {
+            self.idle_group(node.spec.speed).remove(k);
         }
     }
 
@@ -96,11 +160,11 @@ impl BusyIndex {
     pub fn update(&mut self, k: usize, node: &NodeState) {
         self.forget_load(k);
         if node.parts.is_empty() {
-            if self.busy.remove(&k) {
+            if self.busy.remove(k) {
                 self.idle_group(node.spec.speed).insert(k);
             }
         } else if self.busy.insert(k) {
-            self.idle_group(node.spec.speed).remove(&k);
+            self.idle_group(node.spec.speed).remove(k);
         }
     }
 
@@ -130,7 +194,7 @@ impl BusyIndex {
             // changed (busy ones among them: an idle node's load is not
             // remembered).
             for k in self.stale.drain(..) {
-                if !self.busy.contains(&k) {
+                if !self.busy.contains(k) {
                     continue;
                 }
                 if k >= self.loads.len() {
@@ -144,7 +208,7 @@ impl BusyIndex {
         }
         self.stale.clear();
         self.renewed_at = now;
-        for &k in &self.busy {
+        for k in self.busy.iter() {
             if k >= self.loads.len() {
                 self.loads.resize(k + 1, (Time::NAN, 0.0));
             }
@@ -171,7 +235,7 @@ impl BusyIndex {
         }
     }
 
-    fn idle_group(&mut self, speed: f64) -> &mut BTreeSet<usize> {
+    fn idle_group(&mut self, speed: f64) -> &mut NodeSet {
         // Compared bit for bit, as the filter compares speeds (`!=`); a
         // handful of distinct speeds at most, so a scan is cheapest.
         let at = match self
@@ -181,7 +245,7 @@ impl BusyIndex {
         {
             Some(i) => i,
             None => {
-                self.idle.push((speed, BTreeSet::new()));
+                self.idle.push((speed, NodeSet::default()));
                 self.idle.len() - 1
             }
         };
@@ -189,13 +253,13 @@ impl BusyIndex {
     }
 
     /// Busy nodes, ascending.
-    pub fn busy(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        self.busy.iter().copied()
+    pub fn busy(&self) -> impl Iterator<Item = usize> + '_ {
+        self.busy.iter()
     }
 
     /// Idle nodes by speed: each speed with its idle nodes, ascending
     /// (groups may be empty).
-    pub fn idle_by_speed(&self) -> impl Iterator<Item = (f64, &BTreeSet<usize>)> + '_ {
+    pub fn idle_by_speed(&self) -> impl Iterator<Item = (f64, &NodeSet)> + '_ {
         self.idle.iter().map(|(s, g)| (*s, g))
     }
 
@@ -213,7 +277,7 @@ impl BusyIndex {
                 .idle
                 .iter()
                 .filter(|(_, s)| !s.is_empty())
-                .map(|(sp, s)| (sp.to_bits(), s.iter().copied().collect()))
+                .map(|(sp, s)| (sp.to_bits(), s.iter().collect()))
                 .collect();
             g.sort();
             g
@@ -266,6 +330,27 @@ mod tests {
         // A progress report on node 4 at that instant.
         ix.forget_load(4);
         assert_eq!(renewed(&mut ix, &view, 10.0), [4]);
+    }
+
+    #[test]
+    fn a_node_set_counts_walks_in_order_and_compares_by_members() {
+        let mut a = NodeSet::default();
+        assert!(a.is_empty() && a.first().is_none());
+        for k in [70, 3, 129, 3] {
+            a.insert(k);
+        }
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.iter().collect::<Vec<_>>(), [3, 70, 129]);
+        assert_eq!(a.first(), Some(3));
+        assert!(a.remove(129) && !a.remove(129) && !a.contains(129));
+        assert_eq!(a.len(), 2);
+        // Grown to 130 bits, against one grown to 71: the same members.
+        let mut b = NodeSet::default();
+        b.insert(70);
+        b.insert(3);
+        assert_eq!(a, b);
+        b.remove(3);
+        assert_ne!(a, b);
     }
 
     #[test]

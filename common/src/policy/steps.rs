@@ -243,7 +243,7 @@ pub fn resource_deadline_filter_indexed(
     }
     let busy_end = out.len();
     for (_, group) in index.idle_by_speed() {
-        let Some(&first) = group.first() else {
+        let Some(first) = group.first() else {
             continue;
         };
         // Computed on a member, as the walk computes it on each.
@@ -251,7 +251,7 @@ pub fn resource_deadline_filter_indexed(
             continue;
         };
         fit += group.len();
-        out.extend(group.iter().take(keep).map(|&k| (k, load)));
+        out.extend(group.iter().take(keep).map(|k| (k, load)));
     }
     if out.len() > busy_end {
         // The walk yields candidates by node index.
