@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -229,7 +229,14 @@ enum Msg {
 pub struct Journal {
     tx: mpsc::Sender<Msg>,
     born: Instant,
+    /// Hand-overs written and sent back, entries and all (see
+    /// [`Journal::recycled`]).
+    spent: Arc<Mutex<Vec<Vec<Entry>>>>,
 }
+
+/// Written hand-overs kept for the sender to take back; more are dropped
+/// by the writer.
+const SPENT_KEPT: usize = 8;
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -246,6 +253,23 @@ impl Journal {
     /// Appends an entry (asynchronously).
     pub fn send(&self, e: Entry) {
         let _ = self.tx.send(Msg::Entry(e));
+    }
+
+    /// An empty vector for the next hand-over: one the writer has written
+    /// and sent back, if any, emptied here. The entries were allocated by
+    /// the sender's thread and are freed on it: freed by the writer, each
+    /// went to the sender's allocator arena under its lock (glibc), which
+    /// the sender held for its own allocations at the same time (a
+    /// futex call for one job in four under a flood, ~14% of the writer's
+    /// time in freeing). And the vector keeps its capacity.
+    pub fn recycled(&self) -> Vec<Entry> {
+        let spent = self.spent.lock().map(|mut v| v.pop()).unwrap_or(None);
+        spent
+            .map(|mut v| {
+                v.clear();
+                v
+            })
+            .unwrap_or_default()
     }
 
     /// Appends entries in order (asynchronously), as one hand-over.
@@ -285,16 +309,19 @@ impl JournalWriter {
         }
         let (tx, rx) = mpsc::channel();
         let p = path.to_path_buf();
+        let spent = Arc::new(Mutex::new(Vec::new()));
+        let back = Arc::clone(&spent);
         let thread = std::thread::Builder::new()
             .name("journal".into())
             .spawn(move || {
-                writer_loop(out, rx).map_err(|source| JournalError::Io { path: p, source })
+                writer_loop(out, rx, &back).map_err(|source| JournalError::Io { path: p, source })
             })
             .map_err(io)?;
         Ok(JournalWriter {
             journal: Journal {
                 tx,
                 born: Instant::now(),
+                spent,
             },
             thread: Some(thread),
             path: path.to_path_buf(),
@@ -403,7 +430,11 @@ fn push_uint(line: &mut Vec<u8>, key: &[u8], n: u64) {
     line.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
-fn writer_loop(mut out: BufWriter<fs::File>, rx: mpsc::Receiver<Msg>) -> std::io::Result<()> {
+fn writer_loop(
+    mut out: BufWriter<fs::File>,
+    rx: mpsc::Receiver<Msg>,
+    spent: &Mutex<Vec<Vec<Entry>>>,
+) -> std::io::Result<()> {
     let mut line = Vec::with_capacity(512);
     let mut last_sync = Instant::now();
     let mut unsynced = false;
@@ -433,6 +464,12 @@ fn writer_loop(mut out: BufWriter<fs::File>, rx: mpsc::Receiver<Msg>) -> std::io
                         write_entry(&mut out, &mut line, e)?;
                     }
                     unsynced = true;
+                    // Back to the sender, to be freed on its thread.
+                    if let Ok(mut v) = spent.lock() {
+                        if v.len() < SPENT_KEPT {
+                            v.push(es);
+                        }
+                    }
                 }
                 Msg::Close => {
                     closing = true;
@@ -911,6 +948,36 @@ mod tests {
         });
         w.close().unwrap();
         (dir, path)
+    }
+
+    #[test]
+    fn written_hand_overs_come_back_empty_with_their_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        let j = w.journal();
+        assert_eq!(j.recycled().capacity(), 0, "nothing written yet");
+        let mut entries = Vec::with_capacity(64);
+        for id in 1..=3 {
+            let mut r = record(id);
+            r.nodes = vec![id as usize];
+            entries.push(Entry::Decided { t: 0.5, record: r });
+        }
+        j.send_all(entries);
+        // The writer hands the vector back once its entries are written.
+        let t0 = Instant::now();
+        let back = loop {
+            let v = j.recycled();
+            if v.capacity() > 0 || t0.elapsed() > Duration::from_secs(10) {
+                break v;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(back.is_empty() && back.capacity() >= 64, "{}", back.capacity());
+        w.close().unwrap();
+        let c = read(&path).unwrap();
+        let ids: Vec<JobId> = rebuild(&c).records.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
     }
 
     #[test]

@@ -282,7 +282,11 @@ impl ManagerActor {
         }
         // Keep the buffer's capacity for the next burst.
         self.out = outs;
-        let entries = std::mem::take(&mut self.journal_buf);
+        let next = match &self.cfg.journal {
+            Some(j) if !self.journal_buf.is_empty() => j.recycled(),
+            _ => Vec::new(),
+        };
+        let entries = std::mem::replace(&mut self.journal_buf, next);
         self.turn_t = None;
         self.hand_over(sends, entries, answered_client);
         if let Some(b) = &self.bar {
