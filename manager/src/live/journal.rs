@@ -973,7 +973,11 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        assert!(back.is_empty() && back.capacity() >= 64, "{}", back.capacity());
+        assert!(
+            back.is_empty() && back.capacity() >= 64,
+            "{}",
+            back.capacity()
+        );
         w.close().unwrap();
         let c = read(&path).unwrap();
         let ids: Vec<JobId> = rebuild(&c).records.iter().map(|r| r.id).collect();

@@ -342,6 +342,9 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
 /// 4 MB and more are still mapped on their own, so a big vector grows by
 /// `mremap` rather than by copying. Memory is only returned at exit, which
 /// a manager's books (kept to the end of the run) never allowed anyway.
+/// Unlike `simulate` (`lab::batch_heap`), no huge pages: a 2 MiB page's
+/// first touch stalls the toucher ~2.5 ms here, and resident memory still
+/// grows only where touched, so `live_latency` still measures it per job.
 fn keep_heap() {
     // SAFETY: mallopt only sets glibc's allocator parameters; it is called
     // before the run starts its threads, and the values are in range.
