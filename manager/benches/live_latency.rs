@@ -107,6 +107,97 @@ fn pinned(program: PathBuf, cpu: &str) -> Command {
     }
 }
 
+/// The CPU time the bench's processes may use, in CPUs.
+struct CpuBudget {
+    cpus: f64,
+    /// A cgroup CPU quota set it (below the CPUs this process may run on).
+    quota: bool,
+}
+
+impl CpuBudget {
+    fn describe(&self) -> String {
+        if self.quota {
+            format!("{:.2} (cgroup CPU quota)", self.cpus)
+        } else {
+            format!("{}", self.cpus)
+        }
+    }
+}
+
+/// The CPUs this process may run on, or less where its cgroup (or one
+/// above it) has a CPU quota: cgroup v1 `cpu.cfs_quota_us` /
+/// `cpu.cfs_period_us`, v2 `cpu.max`. A quota may be a fraction of a CPU
+/// (`available_parallelism` rounds it down, and said "1" for 1.5 CPUs);
+/// children inherit the cgroup, so the node processes and the manager run
+/// under the same quota.
+fn cpu_budget() -> CpuBudget {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the call.
+    let online = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            libc::CPU_COUNT(&set) as f64
+        } else {
+            1.0
+        }
+    };
+    let mut quota = f64::INFINITY;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in cgroups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let v2 = controllers.is_empty();
+        if !v2 && !controllers.split(',').any(|c| c == "cpu") {
+            continue;
+        }
+        let root = if v2 {
+            PathBuf::from("/sys/fs/cgroup")
+        } else {
+            PathBuf::from(format!("/sys/fs/cgroup/{controllers}"))
+        };
+        // This cgroup and every one above it: the tightest quota binds.
+        let mut dir = root.join(path.trim_start_matches('/'));
+        loop {
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+            let q = if v2 {
+                read("cpu.max").and_then(|t| {
+                    let mut w = t.split_whitespace();
+                    let (q, p) = (
+                        w.next()?.parse::<f64>().ok()?,
+                        w.next()?.parse::<f64>().ok()?,
+                    );
+                    Some(q / p)
+                })
+            } else {
+                read("cpu.cfs_quota_us")
+                    .zip(read("cpu.cfs_period_us"))
+                    .and_then(|(q, p)| {
+                        let (q, p) = (q.trim().parse::<f64>().ok()?, p.trim().parse::<f64>().ok()?);
+                        (q > 0.0).then(|| q / p)
+                    })
+            };
+            if let Some(q) = q {
+                quota = quota.min(q);
+            }
+            if dir == root || !dir.pop() {
+                break;
+            }
+        }
+    }
+    if quota < online {
+        CpuBudget {
+            cpus: quota,
+            quota: true,
+        }
+    } else {
+        CpuBudget {
+            cpus: online,
+            quota: false,
+        }
+    }
+}
+
 fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .unwrap()
@@ -541,7 +632,7 @@ fn main() {
     }
     let node_pids: Vec<u32> = kids.0[1..].iter().map(|c| c.id()).collect();
     // The host's CPUs, counted before this process is pinned to one.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = cpu_budget();
     if pin() {
         // This process (the client) joins the node processes' CPU.
         let ok = Command::new("taskset")
@@ -741,14 +832,15 @@ fn main() {
             .collect();
         let total_us: f64 = per_job.iter().sum();
         println!(
-            "  CPU per accepted job over the flood and its drain: {} = {total_us:.0} us in all; with every process on this host's {cpus} CPUs, at most {:.0} jobs/s could be accepted and run",
+            "  CPU per accepted job over the flood and its drain: {} = {total_us:.0} us in all; with every process on this host's {} CPUs, at most {:.0} jobs/s could be accepted and run",
             procs
                 .iter()
                 .zip(&per_job)
                 .map(|((name, _), us)| format!("{name} {us:.1} us"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            cpus as f64 * 1e6 / total_us.max(1e-9)
+            cpus.describe(),
+            cpus.cpus * 1e6 / total_us.max(1e-9)
         );
         // The other bound: each node runs the flood's jobs one after another
         // at most (time_scale 1), so the emulated cluster completes at most
