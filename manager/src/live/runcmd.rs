@@ -334,9 +334,9 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
 
 /// Keeps the heap's memory in the process for the run. glibc gives the
 /// top of the heap back to the kernel once 128 KB of it is free, and the
-/// next growth takes fresh pages again; a fresh page costs a fault, ~2-3 us
-/// on this kind of virtual machine (first touch of guest memory), and a
-/// live manager's books grow with every job. Under a flood that was 0.12
+/// next growth takes fresh pages again; each costs a fault, ~2-3 us on
+/// this kind of virtual machine (the guest kernel allocating and zeroing
+/// it), and a live manager's books grow with every job. Under a flood that was 0.12
 /// faults per job; with the heap kept and grown 64 MB at a time, 0.085,
 /// and no `brk` calls (docs/manager.md, "Overhead, measured"). Blocks of
 /// 4 MB and more are still mapped on their own, so a big vector grows by
