@@ -35,8 +35,8 @@
 //! inside a live process, leaves the allocator alone. A live run keeps its
 //! heap too (`live::runcmd::keep_heap`), but in 4 KiB pages and without
 //! faulting ahead: on this VM a huge page's first touch costs ~2.5 ms (2 MiB
-//! zeroed and backed at once, twice a 4 KiB page's cost per byte), a stall
-//! a decision would wait out.
+//! allocated and zeroed at once, twice a 4 KiB page's cost per byte), a
+//! stall a decision would wait out.
 
 /// How far the heap is grown ahead, and advised for huge pages.
 pub const PAD: usize = 512 << 20;
