@@ -473,6 +473,16 @@ fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Chi
     manager
 }
 
+/// [`serving`] a fresh [`serve_config`] for `policy` with `nodes` node
+/// processes of one node each, on a free port, writing to `dir/run`:
+/// the port and the manager.
+fn serve_policy(dir: &Path, certs: &Path, policy: &str, nodes: usize, run: &str) -> (u16, Child) {
+    let port = free_port();
+    let cfg = serve_config(dir, port, policy, nodes);
+    let manager = serving(&cfg, &dir.join(run), port, certs, nodes);
+    (port, manager)
+}
+
 #[test]
 fn submit_quote_and_status_answer_at_once_with_reasons() {
     let _ = node_bin();
@@ -482,9 +492,8 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
 
     // Libra+$ on 2 nodes: accepted, and rejected for deadline, budget and
     // resources.
-    let port = free_port();
-    let cfg = serve_config(dir.path(), port, "libra-plus-dollar", 2);
-    let mut manager = serving(&cfg, &dir.path().join("run-lpd"), port, &certs_dir, 2);
+    let (port, mut manager) =
+        serve_policy(dir.path(), &certs_dir, "libra-plus-dollar", 2, "run-lpd");
     let out = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
     let o = client(
         &[
@@ -599,9 +608,7 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
 
     // LibraRisk on one node: a job that keeps the node busy, then a late
     // job that would delay it: rejected for risk.
-    let port = free_port();
-    let cfg = serve_config(dir.path(), port, "libra-risk", 1);
-    let mut manager = serving(&cfg, &dir.path().join("run-risk"), port, &certs_dir, 1);
+    let (port, mut manager) = serve_policy(dir.path(), &certs_dir, "libra-risk", 1, "run-risk");
     let o = client(
         &["submit", "--estimate", "1000", "--deadline", "1100"],
         port,
@@ -648,9 +655,7 @@ fn an_interrupted_served_run_ends_without_waiting_on_its_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let certs_dir = dir.path().join("certs");
     certs(&certs_dir, "local");
-    let port = free_port();
-    let cfg = serve_config(dir.path(), port, "libra", 2);
-    let mut manager = serving(&cfg, &dir.path().join("run-end"), port, &certs_dir, 2);
+    let (port, mut manager) = serve_policy(dir.path(), &certs_dir, "libra", 2, "run-end");
     // A job that runs and completes on a node first, so that its
     // reports went through the relay.
     let o = client(
@@ -715,9 +720,7 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let certs_dir = dir.path().join("certs");
     certs(&certs_dir, "local");
-    let port = free_port();
-    let cfg = serve_config(dir.path(), port, "libra", 2);
-    let mut manager = serving(&cfg, &dir.path().join("run"), port, &certs_dir, 2);
+    let (port, mut manager) = serve_policy(dir.path(), &certs_dir, "libra", 2, "run");
     let out = dir.path().join("lt");
     let o = Command::new(libratory())
         .args([
