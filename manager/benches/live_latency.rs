@@ -23,9 +23,10 @@
 //! longer than the test are held).
 //!
 //! Before each step the echo baseline is measured again, and during it
-//! echoes and submissions at the step's rate take turns (four windows of
-//! each, 2 s of each in all: the ratio is against echoes of the same
-//! moments; each window's own ratio is printed too), and the manager's own histograms are
+//! echoes and submissions at the step's rate take turns on two connections
+//! held open for the step (slots of 0.1 s, 2 s of each in all: the ratio
+//! is against echoes of the same moments; the ratio of each quarter of the
+//! step is printed too), and the manager's own histograms are
 //! read over the client connection (`ClientMsg::Latency`) before and after
 //! the step, so the step's policy compute and dispatch-to-start
 //! distributions are printed too (target: dispatch-to-start p99 <= 5 ms
@@ -55,8 +56,22 @@ use common::protocol::{ClientMsg, ClientReply, Hello, Role};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, Timeouts};
 
-/// Windows of echoes and of submissions, in turn, in a paced step (2 s of
-/// each in all).
+/// Seconds of echoes, and as many of submissions, in a paced step.
+const STEP_S: f64 = 2.0;
+
+/// A paced step's slots: echoes and submissions take turns, this long each
+/// (20 of each in a step). Short, so that a slow spell of the host falls on
+/// both kinds alike; long enough that the tail of a slot's submissions
+/// (their dispatches, starts and completions, a few ms of 1 ms jobs) is a
+/// small part of the echo slot after it, and that gap takes most of it.
+const SLOT_S: f64 = 0.1;
+
+/// Quiet after each slot, before the other kind starts: the previous
+/// slot's answers and aftermath settle.
+const GAP_S: f64 = 0.01;
+
+/// Windows a paced step's ratio is also printed by (consecutive slots
+/// grouped, each with as many echo slots as submission slots).
 const WINDOWS: usize = 4;
 
 /// Requests per write in an as-fast-as-possible step.
@@ -308,6 +323,160 @@ enum Send {
     Oversized { processors: u32 },
 }
 
+/// A paced step: echoes and `what` at `rate`, [`STEP_S`] of each, taking
+/// turns in slots of [`SLOT_S`] on two connections held open for the step.
+struct Paired {
+    /// Echo round trips (us).
+    echo: Histogram<u64>,
+    /// Request-to-answer latency of `what` (us).
+    sub: Histogram<u64>,
+    /// The same, by window ([`WINDOWS`] of them, in time order).
+    echo_w: Vec<Histogram<u64>>,
+    sub_w: Vec<Histogram<u64>>,
+    /// Answers to `what` received.
+    got: u64,
+    /// Seconds the `what` slots took (gaps not counted).
+    secs: f64,
+    /// The manager's CPU seconds over the `what` slots and the gaps after
+    /// them (their aftermath): the load of `rate` alone, echoes apart.
+    cpu: f64,
+}
+
+/// Which window a request of one kind falls in, by its token (the kind's
+/// own count): requests per slot are fixed, so the token names its slot.
+fn window_of(token: u64, per_slot: u64, slots: u64) -> usize {
+    ((token / per_slot) * WINDOWS as u64 / slots).min(WINDOWS as u64 - 1) as usize
+}
+
+/// Reads answers on one connection of a [`paired`] step until `total`
+/// came (or 20 s pass without one), recording each one's latency by the
+/// send time of its token, in its window's histogram.
+fn paired_reader(
+    mut rx: net::FrameReceiver,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>>,
+    total: u64,
+    per_slot: u64,
+    slots: u64,
+) -> tokio::task::JoinHandle<(Vec<Histogram<u64>>, u64)> {
+    tokio::spawn(async move {
+        let mut hs = vec![Histogram::<u64>::new(3).unwrap(); WINDOWS];
+        let mut got = 0u64;
+        while got < total {
+            let token = match tokio::time::timeout(
+                Duration::from_secs(20),
+                rx.recv::<ClientReply>("reply"),
+            )
+            .await
+            {
+                Ok(Ok(Some(ClientReply::Decided { token, .. })))
+                | Ok(Ok(Some(ClientReply::Queued { token, .. })))
+                | Ok(Ok(Some(ClientReply::Echo { token }))) => Some(token),
+                Ok(Ok(Some(_))) => None,
+                _ => break,
+            };
+            got += 1;
+            if let Some(token) = token {
+                if let Some(t) = sent.lock().unwrap().get(token as usize).copied().flatten() {
+                    let _ = hs[window_of(token, per_slot, slots)]
+                        .record(t.elapsed().as_micros() as u64);
+                }
+            }
+        }
+        (hs, got)
+    })
+}
+
+/// Runs a paced step (see [`Paired`]): echo slots first, then `what`,
+/// in turn, each slot's requests due at `rate` from its start, one per
+/// write.
+async fn paired(addr: SocketAddr, certs: &Path, mpid: u32, rate: f64, what: Send) -> Paired {
+    let slots = (STEP_S / SLOT_S).round() as u64;
+    let per_slot = ((rate * SLOT_S) as u64).max(1);
+    let total = slots * per_slot;
+    let (_ee, _ec, es) = client(addr, certs).await;
+    let (_se, _sc, ss) = client(addr, certs).await;
+    let (mut etx, erx) = es.split();
+    let (mut stx, srx) = ss.split();
+    let esent = std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
+    let ssent = std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
+    let er = paired_reader(erx, esent.clone(), total, per_slot, slots);
+    let sr = paired_reader(srx, ssent.clone(), total, per_slot, slots);
+    let (mut secs, mut cpu) = (0.0f64, 0.0f64);
+    for slot in 0..2 * slots {
+        let echo = slot % 2 == 0;
+        let first = slot / 2 * per_slot;
+        let cpu0 = cpu_ns(mpid);
+        let t0 = Instant::now();
+        for j in 0..per_slot {
+            let due = t0 + Duration::from_secs_f64(j as f64 / rate);
+            let now = Instant::now();
+            if due > now {
+                tokio::time::sleep(due - now).await;
+            }
+            let k = first + j;
+            let msg = if echo {
+                ClientMsg::Echo { token: k }
+            } else {
+                request(k, what)
+            };
+            let (sent, tx) = if echo {
+                (&esent, &mut etx)
+            } else {
+                (&ssent, &mut stx)
+            };
+            sent.lock().unwrap()[k as usize] = Some(Instant::now());
+            tx.send_all(std::slice::from_ref(&msg)).await.unwrap();
+        }
+        // The slot's own length: its last request went out one interval
+        // before the next would have.
+        let slot_s = t0.elapsed().as_secs_f64() + 1.0 / rate;
+        tokio::time::sleep(Duration::from_secs_f64(GAP_S)).await;
+        if !echo {
+            secs += slot_s;
+            cpu += (cpu_ns(mpid) - cpu0) as f64 / 1e9;
+        }
+    }
+    let (echo_w, _) = er.await.unwrap();
+    let (sub_w, got) = sr.await.unwrap();
+    let merge = |hs: &[Histogram<u64>]| {
+        let mut m = Histogram::<u64>::new(3).unwrap();
+        for h in hs {
+            m.add(h).unwrap();
+        }
+        m
+    };
+    Paired {
+        echo: merge(&echo_w),
+        sub: merge(&sub_w),
+        echo_w,
+        sub_w,
+        got,
+        secs,
+        cpu,
+    }
+}
+
+/// Request `k` of a step.
+fn request(k: u64, what: Send) -> ClientMsg {
+    match what {
+        Send::Submit { estimate, deadline } => ClientMsg::Submit {
+            token: k,
+            job: (&job(k, estimate, deadline)).into(),
+            actual: Some(estimate),
+        },
+        Send::Echo => ClientMsg::Echo { token: k },
+        Send::Oversized { processors } => {
+            let mut j = job(k, 1.0, 100.0);
+            j.resources.processors = processors;
+            ClientMsg::Submit {
+                token: k,
+                job: (&j).into(),
+                actual: Some(1.0),
+            }
+        }
+    }
+}
+
 /// Sends at `rate` per second for `secs` (0 rate: 20,000 as fast as
 /// possible); returns latency (us), answers received, and elapsed seconds.
 async fn load(
@@ -383,24 +552,7 @@ async fn load_counted(
                 tokio::time::sleep(due - now).await;
             }
         }
-        let msg = match what {
-            Send::Submit { estimate, deadline } => ClientMsg::Submit {
-                token: k,
-                job: (&job(k, estimate, deadline)).into(),
-                actual: Some(estimate),
-            },
-            Send::Echo => ClientMsg::Echo { token: k },
-            Send::Oversized { processors } => {
-                let mut j = job(k, 1.0, 100.0);
-                j.resources.processors = processors;
-                ClientMsg::Submit {
-                    token: k,
-                    job: (&j).into(),
-                    actual: Some(1.0),
-                }
-            }
-        };
-        batch.push(msg);
+        batch.push(request(k, what));
         if rate > 0.0 || batch.len() == FLOOD_BATCH || k + 1 == total {
             let now = Instant::now();
             {
@@ -559,6 +711,22 @@ fn host_probe() -> String {
     format!("a thread-CPU-clock read {clock:.0} ns (110-200 ns on this VM when quiet), a bare syscall {syscall:.0} ns")
 }
 
+/// CPU time of a process to the ns: its threads' run time as the
+/// scheduler counts it (`/proc/PID/task/*/schedstat`), where `/proc/PID/stat`
+/// counts 10 ms ticks, too coarse for a 0.1 s slot. Threads that ended
+/// are not counted (the manager's live for the run).
+fn cpu_ns(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| {
+                let s = std::fs::read_to_string(e.ok()?.path().join("schedstat")).ok()?;
+                s.split_whitespace().next()?.parse::<u64>().ok()
+            })
+            .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// User plus system CPU seconds of a process (Linux /proc).
 fn cpu_s(pid: u32) -> f64 {
     let tick = 100.0; // USER_HZ on Linux
@@ -710,44 +878,38 @@ fn main() {
             // target's "echo p99 at 1k/s and 10k/s" is this one; the
             // one-at-a-time echo above is printed beside it.
             //
-            // Echoes and submissions take turns, WINDOWS windows of each,
-            // so that both meet the host in the same states: this VM's
-            // round trips swing several-fold within minutes (the echo p99
-            // at 10,000/s was 321 us in one run and 2,581 us a few minutes
-            // later, 2026-11-23), and with one window of each the ratio
-            // went with whichever window a slow spell fell in.
+            // Echoes and submissions take turns in slots of SLOT_S on
+            // two connections held open for the step, so that both meet
+            // the host in the same states: this VM's round trips swing
+            // several-fold within seconds (the echo p99 at 10,000/s was
+            // 321 us in one run and 2,581 us a few minutes later,
+            // 2026-11-23). With one window of each the ratio went with
+            // whichever window a slow spell fell in; with four of 0.5 s
+            // each it still did now and then (2.29x from windows of 1.36x
+            // to 6.92x, 2026-11-24).
             //
             // Short jobs (estimate 0.001 s at deadline 100 s): accepted
             // and gone quickly, so the cluster never fills.
             let before = manager_hists(addr, &certs).await;
-            let mut echo_rate = Histogram::<u64>::new(3).unwrap();
-            let mut h = Histogram::<u64>::new(3).unwrap();
-            let (mut got, mut secs, mut cpu) = (0u64, 0.0f64, 0.0f64);
-            let mut window_ratios = Vec::new();
-            let win = 2.0 / WINDOWS as f64;
-            for _ in 0..WINDOWS {
-                let (e, _, _) = load(addr, &certs, rate, win, Send::Echo).await;
-                let cpu0 = cpu_s(mpid);
-                let (w, g, sec) = load(
-                    addr,
-                    &certs,
-                    rate,
-                    win,
-                    Send::Submit {
-                        estimate: 0.001,
-                        deadline: 100.0,
-                    },
-                )
-                .await;
-                cpu += cpu_s(mpid) - cpu0;
-                window_ratios.push(
-                    w.value_at_quantile(0.99) as f64 / e.value_at_quantile(0.99).max(1) as f64,
-                );
-                echo_rate.add(&e).unwrap();
-                h.add(&w).unwrap();
-                got += g;
-                secs += sec;
-            }
+            let step = paired(
+                addr,
+                &certs,
+                mpid,
+                rate,
+                Send::Submit {
+                    estimate: 0.001,
+                    deadline: 100.0,
+                },
+            )
+            .await;
+            let (echo_rate, h, got, secs, cpu) =
+                (step.echo, step.sub, step.got, step.secs, step.cpu);
+            let window_ratios: Vec<f64> = step
+                .echo_w
+                .iter()
+                .zip(&step.sub_w)
+                .map(|(e, w)| w.value_at_quantile(0.99) as f64 / e.value_at_quantile(0.99).max(1) as f64)
+                .collect();
             println!(
                 "baseline QUIC echo round trip:  one at a time p50 {:>6} us  p99 {:>6} us  (n = {}); at {:.0}/s p50 {:>6} us  p99 {:>6} us  (n = {})",
                 echo.value_at_quantile(0.5),
@@ -780,8 +942,9 @@ fn main() {
                 cores * 1e6 / total as f64
             );
             println!(
-                "  the same, window by window ({WINDOWS} of {:.1} s each, echoes and submissions in turn): {}",
-                2.0 / WINDOWS as f64,
+                "  the same, window by window ({WINDOWS} of {:.1} s of each, in slots of {:.0} ms taking turns): {}",
+                STEP_S / WINDOWS as f64,
+                SLOT_S * 1e3,
                 window_ratios
                     .iter()
                     .map(|r| format!("{r:.2}x"))
