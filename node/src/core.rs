@@ -224,7 +224,11 @@ impl PartState {
 pub struct NodeEngine {
     spec: EmulatedNodeSpec,
     cfg: SliceConfig,
-    parts: Vec<PartState>,
+    /// In placement order (ties go to the earlier part). A deque: the part
+    /// that ends is most often the oldest, and removing it from a vector
+    /// moved every other part (~200 bytes each; 4.6% of a node process
+    /// with dozens of parts queued per node under the live flood).
+    parts: VecDeque<PartState>,
     inputs: Vec<ShareInput>,
     shares: Vec<f64>,
     last_accrual: Time,
@@ -261,7 +265,7 @@ impl NodeEngine {
         Ok(NodeEngine {
             spec,
             cfg,
-            parts: Vec::new(),
+            parts: VecDeque::new(),
             inputs: Vec::new(),
             shares: Vec::new(),
             last_accrual: 0.0,
@@ -440,7 +444,7 @@ impl NodeEngine {
             tel: PartTelemetry::new(part.part_id, part.job_id),
             spec: part,
         };
-        self.parts.push(state);
+        self.parts.push_back(state);
         self.recompute(now, ShareReason::Placed);
         Ok(())
     }
@@ -673,7 +677,7 @@ impl NodeEngine {
         p.win_burned_ns += burned_ns;
         p.tel.burned_ns += burned_ns;
         if p.burned_ns as f64 + COMPLETION_SLACK_NS >= p.work_ns {
-            let p = self.parts.remove(k);
+            let p = self.parts.remove(k).expect("k came from position()");
             self.debt_ns += (-p.credit_ns).max(0.0);
             self.orphans.extend(p.in_flight.iter().map(|f| f.0));
             self.mem_used -= p.spec.memory_kb;
@@ -711,7 +715,7 @@ impl NodeEngine {
     pub fn withdraw(&mut self, part: NodePartId, now: Time) -> Option<u64> {
         let k = self.parts.iter().position(|p| p.spec.part_id == part)?;
         self.accrue(now);
-        let p = self.parts.remove(k);
+        let p = self.parts.remove(k).expect("k came from position()");
         self.debt_ns += (-p.credit_ns).max(0.0);
         self.orphans.extend(p.in_flight.iter().map(|f| f.0));
         self.mem_used -= p.spec.memory_kb;
