@@ -212,6 +212,15 @@ struct PartState {
     tel: PartTelemetry,
 }
 
+/// A debt of a part no longer on its node (see `NodeEngine::debts`).
+#[derive(Debug, Clone, Copy)]
+struct Debt {
+    /// CPU still to pay back (ns).
+    ns: f64,
+    /// The share its part last had, at which it is paid back.
+    share: f64,
+}
+
 impl PartState {
     /// CPU asked for by this part's slices not yet reported (ns).
     fn in_flight_ns(&self) -> f64 {
@@ -239,17 +248,24 @@ pub struct NodeEngine {
     in_flight: usize,
     /// Slices that may burn at once: ceil(capacity).
     max_running: usize,
-    /// Slices of parts that finished before these came back.
-    orphans: Vec<u64>,
+    /// Slices of parts that finished before these came back, with the
+    /// share their part last had.
+    orphans: Vec<(u64, f64)>,
     /// CPU (ns) the node burned beyond its entitlement for parts no longer
-    /// on it: what a part still owed when it ended (it borrowed its last
-    /// slice, or overshot its last burn) and slices that came back after
-    /// their part ended. Paid back out of the node's entitlement before
-    /// its parts earn again, so the node's long-run rate is its capacity
-    /// whatever its parts' lengths (before 2026-11-24 a part's debt left
-    /// with it, and a stream of parts of a slice or less each ran at the
-    /// executor's speed: 4x the capacity of a 0.25 node).
-    debt_ns: f64,
+    /// on it, each with the share of the part that ran it: what a part
+    /// still owed when it ended (it borrowed its last slice, or overshot
+    /// its last burn) and slices that came back after their part ended.
+    /// Each is paid back at its share of the capacity, as if its part
+    /// were still on the node taking its share until it had earned what it
+    /// burned: the time it would have ended had it not run ahead. So the
+    /// node's long-run rate is its capacity whatever its parts' lengths,
+    /// and the parts it shares with get what they would have had in the
+    /// fluid model. (Before 2026-11-24 a part's debt left with it: a
+    /// stream of parts of a slice or less each ran at the executor's speed,
+    /// 4x the capacity of a 0.25 node. Paying debts back with the whole
+    /// capacity at once held the other parts back instead: in `libratory
+    /// calibrate` a tight job missed its deadline by up to 0.8 trace s.)
+    debts: Vec<Debt>,
     next_seq: u64,
     mem_used: u64,
     disk_used: u64,
@@ -269,7 +285,7 @@ impl NodeEngine {
             inputs: Vec::new(),
             shares: Vec::new(),
             last_accrual: 0.0,
-            debt_ns: 0.0,
+            debts: Vec::new(),
             last_tick: 0.0,
             next_tick: None,
             ticks: 0,
@@ -450,27 +466,27 @@ impl NodeEngine {
     }
 
     /// Credits every part with its share of the capacity since the last
-    /// accrual. Shares are constant between calls, so this is exact. The
-    /// node's debt is paid first: out of the capacity no part takes (the
-    /// spare rule may leave some idle, and an empty node takes none), then
-    /// out of the parts' in proportion to their shares.
+    /// accrual. Shares are constant between calls, so this is exact. Debts
+    /// of ended parts are paid at their shares beside the parts' (all in
+    /// proportion when together they ask for more than the node has, and
+    /// the whole node goes to the debts when no part is on it).
     fn accrue(&mut self, now: Time) {
         let dt = now - self.last_accrual;
         if dt <= 0.0 {
             return;
         }
         let mut cap_ns = self.real_ns(dt) * self.spec.capacity;
-        if self.debt_ns > 0.0 {
-            let taken = self.parts.iter().map(|p| p.share).sum::<f64>().min(1.0);
-            let pay = self.debt_ns.min(cap_ns);
-            self.debt_ns -= pay;
-            let from_parts = (pay - cap_ns * (1.0 - taken)).max(0.0);
-            // What the parts get, as the capacity their shares divide.
-            cap_ns = if taken > 0.0 {
-                (cap_ns * taken - from_parts).max(0.0) / taken
-            } else {
-                0.0
-            };
+        if !self.debts.is_empty() {
+            let parts: f64 = self.parts.iter().map(|p| p.share).sum();
+            let debts: f64 = self.debts.iter().map(|d| d.share).sum();
+            let total = parts + debts;
+            if total > 1.0 || (parts <= 0.0 && total > 0.0) {
+                cap_ns /= total;
+            }
+            for d in &mut self.debts {
+                d.ns -= d.share * cap_ns;
+            }
+            self.debts.retain(|d| d.ns > 0.0);
         }
         for p in &mut self.parts {
             let g = p.share * cap_ns;
@@ -543,7 +559,17 @@ impl NodeEngine {
             .iter()
             .map(|p| p.credit_ns - p.in_flight_ns())
             .sum::<f64>()
-            - self.debt_ns
+            - self.debts.iter().map(|d| d.ns).sum::<f64>()
+    }
+
+    /// A part left the node owing `ns` (or a slice of it came back late).
+    fn owe(&mut self, ns: f64, share: f64) {
+        if ns > 0.0 {
+            // At a thousandth of the node at least: a debt at a share of
+            // ~0 would stay on the node's books for ever.
+            let share = share.max(1e-3);
+            self.debts.push(Debt { ns, share });
+        }
     }
 
     /// How far into debt the node may be and still start a slice: one
@@ -655,12 +681,13 @@ impl NodeEngine {
             p.spec.part_id == slice.part_id && p.in_flight.iter().any(|f| f.0 == slice.seq)
         });
         let Some(k) = found else {
-            if let Some(i) = self.orphans.iter().position(|&s| s == slice.seq) {
-                self.orphans.swap_remove(i);
+            if let Some(i) = self.orphans.iter().position(|&(s, _)| s == slice.seq) {
+                let (_, share) = self.orphans.swap_remove(i);
                 self.in_flight -= 1;
                 // Burned for a part that had ended: the node's CPU all the
                 // same.
-                self.debt_ns += burned_ns as f64;
+                self.accrue(now);
+                self.owe(burned_ns as f64, share);
             }
             return;
         };
@@ -678,8 +705,9 @@ impl NodeEngine {
         p.tel.burned_ns += burned_ns;
         if p.burned_ns as f64 + COMPLETION_SLACK_NS >= p.work_ns {
             let p = self.parts.remove(k).expect("k came from position()");
-            self.debt_ns += (-p.credit_ns).max(0.0);
-            self.orphans.extend(p.in_flight.iter().map(|f| f.0));
+            self.owe(-p.credit_ns, p.share);
+            self.orphans
+                .extend(p.in_flight.iter().map(|f| (f.0, p.share)));
             self.mem_used -= p.spec.memory_kb;
             self.disk_used -= p.spec.disk_mb;
             let mut tel = p.tel;
@@ -716,8 +744,9 @@ impl NodeEngine {
         let k = self.parts.iter().position(|p| p.spec.part_id == part)?;
         self.accrue(now);
         let p = self.parts.remove(k).expect("k came from position()");
-        self.debt_ns += (-p.credit_ns).max(0.0);
-        self.orphans.extend(p.in_flight.iter().map(|f| f.0));
+        self.owe(-p.credit_ns, p.share);
+        self.orphans
+            .extend(p.in_flight.iter().map(|f| (f.0, p.share)));
         self.mem_used -= p.spec.memory_kb;
         self.disk_used -= p.spec.disk_mb;
         self.tel.parts.push(p.tel);
@@ -824,14 +853,11 @@ impl NodeEngine {
         // short parts a timer wake each: the live flood's node processes
         // spent 9.3 us per 3.9 us job).
         if self.in_flight < self.max_running && runnable > 0 {
-            // In debt, the whole capacity pays it back (a wait that
-            // outlasts the debt ends early, and the next call waits the
-            // rest at the parts' rate).
-            let rate = if self.debt_ns > 0.0 {
-                self.spec.capacity
-            } else {
-                self.rate()
-            };
+            // Debts are paid at their shares beside the parts' (a wait
+            // that outlasts a debt ends early, and the next call waits the
+            // rest at the rate then).
+            let debts: f64 = self.debts.iter().map(|d| d.share).sum();
+            let rate = (self.rate() + debts * self.spec.capacity).min(self.spec.capacity);
             if rate > 0.0 {
                 let need = -self.node_credit_ns();
                 // At least 1 us ahead, so the wake-up always earns credit.
