@@ -212,7 +212,7 @@ struct PartState {
     tel: PartTelemetry,
 }
 
-/// A debt of a part no longer on its node (see `NodeEngine::debts`).
+/// A debt of a part no longer on its node (see `NodeEngine::debt`).
 #[derive(Debug, Clone, Copy)]
 struct Debt {
     /// CPU still to pay back (ns).
@@ -265,7 +265,11 @@ pub struct NodeEngine {
     /// 4x the capacity of a 0.25 node. Paying debts back with the whole
     /// capacity at once held the other parts back instead: in `libratory
     /// calibrate` a tight job missed its deadline by up to 0.8 trace s.)
-    debts: Vec<Debt>,
+    /// The debts of several parts are kept as one, at the sum of their
+    /// shares until all is paid: one entry, not one per ended part (a node
+    /// under a flood of short parts holds dozens; kept apart, walking them
+    /// at every accrual cost more than the parts' own work).
+    debt: Debt,
     next_seq: u64,
     mem_used: u64,
     disk_used: u64,
@@ -285,7 +289,10 @@ impl NodeEngine {
             inputs: Vec::new(),
             shares: Vec::new(),
             last_accrual: 0.0,
-            debts: Vec::new(),
+            debt: Debt {
+                ns: 0.0,
+                share: 0.0,
+            },
             last_tick: 0.0,
             next_tick: None,
             ticks: 0,
@@ -476,17 +483,19 @@ impl NodeEngine {
             return;
         }
         let mut cap_ns = self.real_ns(dt) * self.spec.capacity;
-        if !self.debts.is_empty() {
+        if self.debt.ns > 0.0 {
             let parts: f64 = self.parts.iter().map(|p| p.share).sum();
-            let debts: f64 = self.debts.iter().map(|d| d.share).sum();
-            let total = parts + debts;
-            if total > 1.0 || (parts <= 0.0 && total > 0.0) {
+            let total = parts + self.debt.share;
+            if total > 1.0 || parts <= 0.0 {
                 cap_ns /= total;
             }
-            for d in &mut self.debts {
-                d.ns -= d.share * cap_ns;
+            self.debt.ns -= self.debt.share * cap_ns;
+            if self.debt.ns <= 0.0 {
+                self.debt = Debt {
+                    ns: 0.0,
+                    share: 0.0,
+                };
             }
-            self.debts.retain(|d| d.ns > 0.0);
         }
         for p in &mut self.parts {
             let g = p.share * cap_ns;
@@ -559,7 +568,7 @@ impl NodeEngine {
             .iter()
             .map(|p| p.credit_ns - p.in_flight_ns())
             .sum::<f64>()
-            - self.debts.iter().map(|d| d.ns).sum::<f64>()
+            - self.debt.ns
     }
 
     /// A part left the node owing `ns` (or a slice of it came back late).
@@ -567,8 +576,8 @@ impl NodeEngine {
         if ns > 0.0 {
             // At a thousandth of the node at least: a debt at a share of
             // ~0 would stay on the node's books for ever.
-            let share = share.max(1e-3);
-            self.debts.push(Debt { ns, share });
+            self.debt.ns += ns;
+            self.debt.share += share.max(1e-3);
         }
     }
 
@@ -856,7 +865,11 @@ impl NodeEngine {
             // Debts are paid at their shares beside the parts' (a wait
             // that outlasts a debt ends early, and the next call waits the
             // rest at the rate then).
-            let debts: f64 = self.debts.iter().map(|d| d.share).sum();
+            let debts = if self.debt.ns > 0.0 {
+                self.debt.share
+            } else {
+                0.0
+            };
             let rate = (self.rate() + debts * self.spec.capacity).min(self.spec.capacity);
             if rate > 0.0 {
                 let need = -self.node_credit_ns();
