@@ -662,12 +662,19 @@ async fn load_sustained(
     (h, got, t0.elapsed().as_secs_f64(), accepted)
 }
 
-/// Parts in the manager's view now (dispatched, not yet reported done).
-async fn parts_in_flight(addr: SocketAddr, certs: &Path) -> usize {
+/// Parts in the manager's view now (dispatched, not yet reported done),
+/// and the nodes holding them.
+async fn parts_in_flight(
+    addr: SocketAddr,
+    certs: &Path,
+) -> (usize, Vec<common::protocol::NodeStatus>) {
     let (_ep, _c, mut s) = client(addr, certs).await;
     s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
     match s.recv("reply").await.unwrap() {
-        Some(ClientReply::Status { nodes, .. }) => nodes.iter().map(|n| n.parts.len()).sum(),
+        Some(ClientReply::Status { mut nodes, .. }) => {
+            nodes.retain(|n| !n.parts.is_empty());
+            (nodes.iter().map(|n| n.parts.len()).sum(), nodes)
+        }
         other => panic!("expected the manager's status, got {other:?}"),
     }
 }
@@ -678,10 +685,38 @@ async fn parts_in_flight(addr: SocketAddr, certs: &Path) -> usize {
 async fn drain(addr: SocketAddr, certs: &Path, what: &str, limit: Duration) {
     let t0 = Instant::now();
     let mut seen = Vec::new();
+    // The same count for a second: say which nodes hold the parts (once),
+    // so that a stalled node names itself.
+    let (mut last, mut since, mut told) = (usize::MAX, Instant::now(), false);
     loop {
-        let n = parts_in_flight(addr, certs).await;
+        let (n, nodes) = parts_in_flight(addr, certs).await;
         if seen.len() < 12 {
             seen.push(format!("{:.1} s: {n}", t0.elapsed().as_secs_f64()));
+        }
+        if n != last {
+            (last, since) = (n, Instant::now());
+        } else if n > 0 && !told && since.elapsed() > Duration::from_secs(1) {
+            told = true;
+            println!(
+                "  {n} parts unchanged for 1 s after {what}, on {} nodes: {}",
+                nodes.len(),
+                nodes
+                    .iter()
+                    .take(8)
+                    .map(|v| format!(
+                        "node {} of {} ({} parts, load {:.4}; first: job {} {:.3e} of {:.3e} cpu s done, deadline {:.1})",
+                        v.id,
+                        v.host,
+                        v.parts.len(),
+                        v.load,
+                        v.parts[0].job,
+                        v.parts[0].cpu_done,
+                        v.parts[0].est_cpu,
+                        v.parts[0].deadline
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
         }
         if n == 0 || t0.elapsed() > limit {
             println!(
