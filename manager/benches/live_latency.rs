@@ -518,6 +518,44 @@ async fn load(
     (h, got, secs)
 }
 
+/// Reads answers until `total` came (or 20 s pass without one): each
+/// one's latency from `since(token)` (us), the answers, and the accepted
+/// decisions among them.
+fn answers(
+    mut rx: net::FrameReceiver,
+    total: u64,
+    since: impl Fn(u64) -> Option<Instant> + std::marker::Send + 'static,
+) -> tokio::task::JoinHandle<(Histogram<u64>, u64, u64)> {
+    tokio::spawn(async move {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        let (mut got, mut accepted) = (0u64, 0u64);
+        while got < total {
+            let token = match tokio::time::timeout(
+                Duration::from_secs(20),
+                rx.recv::<ClientReply>("reply"),
+            )
+            .await
+            {
+                Ok(Ok(Some(ClientReply::Decided {
+                    token, decision, ..
+                }))) => {
+                    accepted += u64::from(matches!(decision, Decision::Accept(_)));
+                    Some(token)
+                }
+                Ok(Ok(Some(ClientReply::Queued { token, .. })))
+                | Ok(Ok(Some(ClientReply::Echo { token }))) => Some(token),
+                Ok(Ok(Some(_))) => None,
+                _ => break,
+            };
+            got += 1;
+            if let Some(t) = token.and_then(&since) {
+                let _ = h.record(t.elapsed().as_micros() as u64);
+            }
+        }
+        (h, got, accepted)
+    })
+}
+
 /// [`load`] of `total` requests, also counting the accepted decisions
 /// among the answers.
 async fn load_counted(
@@ -528,39 +566,12 @@ async fn load_counted(
     what: Send,
 ) -> (Histogram<u64>, u64, f64, u64) {
     let (_ep, _c, s) = client(addr, certs).await;
-    let (mut tx, mut rx) = s.split();
+    let (mut tx, rx) = s.split();
     let sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
         std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
     let sent2 = sent.clone();
-    let reader = tokio::spawn(async move {
-        let mut h = Histogram::<u64>::new(3).unwrap();
-        let mut got = 0u64;
-        let mut accepted = 0u64;
-        while got < total {
-            match tokio::time::timeout(Duration::from_secs(20), rx.recv::<ClientReply>("reply"))
-                .await
-            {
-                Ok(Ok(Some(ClientReply::Decided {
-                    token, decision, ..
-                }))) => {
-                    accepted += u64::from(matches!(decision, Decision::Accept(_)));
-                    if let Some(t) = sent2.lock().unwrap()[token as usize] {
-                        let _ = h.record(t.elapsed().as_micros() as u64);
-                    }
-                    got += 1;
-                }
-                Ok(Ok(Some(ClientReply::Queued { token, .. })))
-                | Ok(Ok(Some(ClientReply::Echo { token }))) => {
-                    if let Some(t) = sent2.lock().unwrap()[token as usize] {
-                        let _ = h.record(t.elapsed().as_micros() as u64);
-                    }
-                    got += 1;
-                }
-                Ok(Ok(Some(_))) => got += 1,
-                _ => break,
-            }
-        }
-        (h, got, accepted)
+    let reader = answers(rx, total, move |token| {
+        sent2.lock().unwrap().get(token as usize).copied().flatten()
     });
     let t0 = Instant::now();
     // As fast as possible, requests go out 64 to a write, as a client
@@ -607,29 +618,10 @@ async fn load_sustained(
 ) -> (Histogram<u64>, u64, f64, u64) {
     let total = (rate * secs) as u64;
     let (_ep, _c, s) = client(addr, certs).await;
-    let (mut tx, mut rx) = s.split();
+    let (mut tx, rx) = s.split();
     let t0 = Instant::now() + Duration::from_millis(5);
     let due = move |k: u64| t0 + Duration::from_secs_f64(k as f64 / rate);
-    let reader = tokio::spawn(async move {
-        let mut h = Histogram::<u64>::new(3).unwrap();
-        let (mut got, mut accepted) = (0u64, 0u64);
-        while got < total {
-            match tokio::time::timeout(Duration::from_secs(20), rx.recv::<ClientReply>("reply"))
-                .await
-            {
-                Ok(Ok(Some(ClientReply::Decided {
-                    token, decision, ..
-                }))) => {
-                    accepted += u64::from(matches!(decision, Decision::Accept(_)));
-                    let _ = h.record(due(token).elapsed().as_micros() as u64);
-                    got += 1;
-                }
-                Ok(Ok(Some(_))) => got += 1,
-                _ => break,
-            }
-        }
-        (h, got, accepted)
-    });
+    let reader = answers(rx, total, move |token| Some(due(token)));
     let mut batch: Vec<ClientMsg> = Vec::with_capacity(FLOOD_BATCH);
     let mut k = 0u64;
     while k < total {
