@@ -371,44 +371,6 @@ fn window_of(token: u64, per_slot: u64, slots: u64) -> usize {
     ((token / per_slot) * WINDOWS as u64 / slots).min(WINDOWS as u64 - 1) as usize
 }
 
-/// Reads answers on one connection of a [`paired`] step until `total`
-/// came (or 20 s pass without one), recording each one's latency by the
-/// send time of its token, in its window's histogram.
-fn paired_reader(
-    mut rx: net::FrameReceiver,
-    sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>>,
-    total: u64,
-    per_slot: u64,
-    slots: u64,
-) -> tokio::task::JoinHandle<(Vec<Histogram<u64>>, u64)> {
-    tokio::spawn(async move {
-        let mut hs = vec![Histogram::<u64>::new(3).unwrap(); WINDOWS];
-        let mut got = 0u64;
-        while got < total {
-            let token = match tokio::time::timeout(
-                Duration::from_secs(20),
-                rx.recv::<ClientReply>("reply"),
-            )
-            .await
-            {
-                Ok(Ok(Some(ClientReply::Decided { token, .. })))
-                | Ok(Ok(Some(ClientReply::Queued { token, .. })))
-                | Ok(Ok(Some(ClientReply::Echo { token }))) => Some(token),
-                Ok(Ok(Some(_))) => None,
-                _ => break,
-            };
-            got += 1;
-            if let Some(token) = token {
-                if let Some(t) = sent.lock().unwrap().get(token as usize).copied().flatten() {
-                    let _ = hs[window_of(token, per_slot, slots)]
-                        .record(t.elapsed().as_micros() as u64);
-                }
-            }
-        }
-        (hs, got)
-    })
-}
-
 /// Runs a paced step (see [`Paired`]): echo slots first, then `what`,
 /// in turn, each slot's requests due at `rate` from its start, one per
 /// write.
@@ -422,8 +384,13 @@ async fn paired(addr: SocketAddr, certs: &Path, mpid: u32, rate: f64, what: Send
     let (mut stx, srx) = ss.split();
     let esent = std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
     let ssent = std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
-    let er = paired_reader(erx, esent.clone(), total, per_slot, slots);
-    let sr = paired_reader(srx, ssent.clone(), total, per_slot, slots);
+    let sent_at = |sent: &std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>>| {
+        let sent = sent.clone();
+        move |token: u64| sent.lock().unwrap().get(token as usize).copied().flatten()
+    };
+    let window = move |token| window_of(token, per_slot, slots);
+    let er = answers(erx, total, sent_at(&esent), window, WINDOWS);
+    let sr = answers(srx, total, sent_at(&ssent), window, WINDOWS);
     let (mut secs, mut cpu) = (0.0f64, 0.0f64);
     for slot in 0..2 * slots {
         let echo = slot % 2 == 0;
@@ -459,8 +426,8 @@ async fn paired(addr: SocketAddr, certs: &Path, mpid: u32, rate: f64, what: Send
             cpu += (cpu_ns(mpid) - cpu0) as f64 / 1e9;
         }
     }
-    let (echo_w, _) = er.await.unwrap();
-    let (sub_w, got) = sr.await.unwrap();
+    let (echo_w, _, _) = er.await.unwrap();
+    let (sub_w, got, _) = sr.await.unwrap();
     let merge = |hs: &[Histogram<u64>]| {
         let mut m = Histogram::<u64>::new(3).unwrap();
         for h in hs {
@@ -519,15 +486,18 @@ async fn load(
 }
 
 /// Reads answers until `total` came (or 20 s pass without one): each
-/// one's latency from `since(token)` (us), the answers, and the accepted
-/// decisions among them.
+/// one's latency from `since(token)` (us) in the histogram of its
+/// `window(token)` (of `windows`), the answers, and the accepted decisions
+/// among them.
 fn answers(
     mut rx: net::FrameReceiver,
     total: u64,
     since: impl Fn(u64) -> Option<Instant> + std::marker::Send + 'static,
-) -> tokio::task::JoinHandle<(Histogram<u64>, u64, u64)> {
+    window: impl Fn(u64) -> usize + std::marker::Send + 'static,
+    windows: usize,
+) -> tokio::task::JoinHandle<(Vec<Histogram<u64>>, u64, u64)> {
     tokio::spawn(async move {
-        let mut h = Histogram::<u64>::new(3).unwrap();
+        let mut hs = vec![Histogram::<u64>::new(3).unwrap(); windows];
         let (mut got, mut accepted) = (0u64, 0u64);
         while got < total {
             let token = match tokio::time::timeout(
@@ -548,11 +518,13 @@ fn answers(
                 _ => break,
             };
             got += 1;
-            if let Some(t) = token.and_then(&since) {
-                let _ = h.record(t.elapsed().as_micros() as u64);
+            if let Some(token) = token {
+                if let Some(t) = since(token) {
+                    let _ = hs[window(token)].record(t.elapsed().as_micros() as u64);
+                }
             }
         }
-        (h, got, accepted)
+        (hs, got, accepted)
     })
 }
 
@@ -570,9 +542,13 @@ async fn load_counted(
     let sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
         std::sync::Arc::new(std::sync::Mutex::new(vec![None; total as usize]));
     let sent2 = sent.clone();
-    let reader = answers(rx, total, move |token| {
-        sent2.lock().unwrap().get(token as usize).copied().flatten()
-    });
+    let reader = answers(
+        rx,
+        total,
+        move |token| sent2.lock().unwrap().get(token as usize).copied().flatten(),
+        |_| 0,
+        1,
+    );
     let t0 = Instant::now();
     // As fast as possible, requests go out 64 to a write, as a client
     // submitting in bulk would send them: one write per request cost this
@@ -599,8 +575,8 @@ async fn load_counted(
             batch.clear();
         }
     }
-    let (h, got, accepted) = reader.await.unwrap();
-    (h, got, t0.elapsed().as_secs_f64(), accepted)
+    let (mut hs, got, accepted) = reader.await.unwrap();
+    (hs.remove(0), got, t0.elapsed().as_secs_f64(), accepted)
 }
 
 /// Submissions of `FLOOD_JOB_S` jobs offered at `rate` for `secs`, as a
@@ -621,7 +597,7 @@ async fn load_sustained(
     let (mut tx, rx) = s.split();
     let t0 = Instant::now() + Duration::from_millis(5);
     let due = move |k: u64| t0 + Duration::from_secs_f64(k as f64 / rate);
-    let reader = answers(rx, total, move |token| Some(due(token)));
+    let reader = answers(rx, total, move |token| Some(due(token)), |_| 0, 1);
     let mut batch: Vec<ClientMsg> = Vec::with_capacity(FLOOD_BATCH);
     let mut k = 0u64;
     while k < total {
@@ -650,8 +626,8 @@ async fn load_sustained(
             batch.clear();
         }
     }
-    let (h, got, accepted) = reader.await.unwrap();
-    (h, got, t0.elapsed().as_secs_f64(), accepted)
+    let (mut hs, got, accepted) = reader.await.unwrap();
+    (hs.remove(0), got, t0.elapsed().as_secs_f64(), accepted)
 }
 
 /// Parts in the manager's view now (dispatched, not yet reported done),
