@@ -103,8 +103,8 @@ const SUSTAINED_S: f64 = 2.0;
 
 /// Submissions in each as-fast-as-possible step: `LIVE_LATENCY_FLOOD`,
 /// default 200,000: about a second at the rates this host reaches, so the
-/// rate is sustained, not a burst (20,000 until 2026-11-24 took 0.1 s,
-/// over before a backlog built on the nodes or a slow spell could show).
+/// rate is sustained, not a burst (20,000 would take 0.1 s, over before
+/// a backlog built on the nodes or a slow spell could show).
 fn flood() -> u64 {
     std::env::var("LIVE_LATENCY_FLOOD")
         .map(|v| {
@@ -977,12 +977,12 @@ fn main() {
             // Echoes and submissions take turns in slots of SLOT_S on
             // two connections held open for the step, so that both meet
             // the host in the same states: this VM's round trips swing
-            // several-fold within seconds (the echo p99 at 10,000/s was
-            // 321 us in one run and 2,581 us a few minutes later,
-            // 2026-11-23). With one window of each the ratio went with
-            // whichever window a slow spell fell in; with four of 0.5 s
-            // each it still did now and then (2.29x from windows of 1.36x
-            // to 6.92x, 2026-11-24).
+            // several-fold within seconds (the echo p99 at 10,000/s can
+            // read 321 us in one run and 2,581 us a few minutes later).
+            // With one window of each the ratio goes with whichever
+            // window a slow spell falls in; with four of 0.5 s each it
+            // still does now and then (2.29x from windows of 1.36x to
+            // 6.92x).
             //
             // Short jobs (estimate 0.001 s at deadline 100 s): accepted
             // and gone quickly, so the cluster never fills.

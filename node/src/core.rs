@@ -260,11 +260,11 @@ pub struct NodeEngine {
     /// burned: the time it would have ended had it not run ahead. So the
     /// node's long-run rate is its capacity whatever its parts' lengths,
     /// and the parts it shares with get what they would have had in the
-    /// fluid model. (Before 2026-11-24 a part's debt left with it: a
-    /// stream of parts of a slice or less each ran at the executor's speed,
-    /// 4x the capacity of a 0.25 node. Paying debts back with the whole
-    /// capacity at once held the other parts back instead: in `libratory
-    /// calibrate` a tight job missed its deadline by up to 0.8 trace s.)
+    /// fluid model. (If a part's debt left with it, a stream of parts of a
+    /// slice or less each would run at the executor's speed, 4x the
+    /// capacity of a 0.25 node. Paying debts back with the whole capacity
+    /// at once would hold the other parts back instead: in `libratory
+    /// calibrate` a tight job then misses its deadline by up to 0.8 trace s.)
     /// The debts of several parts are kept as one, at the sum of their
     /// shares until all is paid: one entry, not one per ended part (a node
     /// under a flood of short parts holds dozens; kept apart, walking them

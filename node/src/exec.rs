@@ -480,8 +480,8 @@ mod tests {
     fn a_burn_costs_what_it_returns() {
         // The reads at a burn's two ends are counted as its work (one read
         // in all): measured from outside, a run of burns costs what they
-        // returned, not a read more each (as it did before 2026-11-23; on
-        // a busy host that read was a sixth of a 4 us part's work).
+        // returned, not a read more each (uncounted, that read would be a
+        // sixth of a 4 us part's work on a busy host).
         let read = crate::clock::thread_clock_read_ns();
         let n = 2_000u64;
         burn(4_000);

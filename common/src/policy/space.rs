@@ -572,8 +572,8 @@ mod tests {
             .collect()
     }
 
-    /// The pool as plain flags, the way it was kept before it became a
-    /// bit set.
+    /// The pool as plain flags: the obvious form, which the bit set must
+    /// agree with.
     struct FlagPool {
         free: Vec<bool>,
         usable: Vec<bool>,

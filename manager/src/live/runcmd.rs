@@ -853,8 +853,8 @@ pub fn write_live_results(
         let (name, h) = (&nh.name, &nh.hist);
         // Auto-resizing at the node's precision: a histogram decoded off the
         // wire is fixed to its own range, and adding a later interval with
-        // larger values to a copy of the first one's range would fail (the
-        // error used to be ignored, dropping those samples from the summary).
+        // larger values to a copy of the first one's range would fail (and
+        // ignoring that error would drop those samples from the summary).
         let m = match merged.entry(name.clone()) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
