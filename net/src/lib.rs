@@ -344,7 +344,7 @@ fn transport(t: Timeouts) -> Arc<quinn::TransportConfig> {
     // trips, and only grows with acknowledgements, which a manager busy
     // deciding reads late: under a flood on loopback the dispatches waited
     // ~400 ms before a node saw them (with this window ~80 ms;
-    // docs/manager.md, "Overhead, measured"). Loss still shrinks it as
+    // docs/manager.md, "Bursts and batching"). Loss still shrinks it as
     // Cubic does.
     let mut cc = quinn::congestion::CubicConfig::default();
     cc.initial_window(INITIAL_WINDOW);

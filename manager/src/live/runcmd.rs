@@ -336,9 +336,9 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
 /// top of the heap back to the kernel once 128 KB of it is free, and the
 /// next growth takes fresh pages again; each costs a fault, ~2-3 us on
 /// this kind of virtual machine (the guest kernel allocating and zeroing
-/// it), and a live manager's books grow with every job. Under a flood that was 0.12
+/// it), and a live manager's books grow with every job. Under a flood that is 0.12
 /// faults per job; with the heap kept and grown 64 MB at a time, 0.085,
-/// and no `brk` calls (docs/manager.md, "Overhead, measured"). Blocks of
+/// and no `brk` calls (docs/manager.md, "Memory"). Blocks of
 /// 4 MB and more are still mapped on their own, so a big vector grows by
 /// `mremap` rather than by copying. Memory is only returned at exit, which
 /// a manager's books (kept to the end of the run) never allowed anyway.
