@@ -1,7 +1,7 @@
 //! Policy-core benchmarks (issue: foundation). Run with
 //! `cargo bench -p libratory-benches --bench policy_core`.
 //!
-//! 1. The 5000-job SDSC SP2 preset of seed 000 on 128 nodes: jobs simulated
+//! 1. The 5000-job SDSC SP2 preset of the Libra+$ paper on 128 nodes: jobs simulated
 //!    per second for each Libra-family policy, and the ratio to a baseline
 //!    measured in the same run: the same engine with a policy that rejects
 //!    everything (the cost of the engine and workload walk alone).
@@ -69,7 +69,7 @@ fn cluster(n: usize, seed: u64) -> Vec<NodeState> {
 
 fn main() {
     println!("seed 20061995 (workload default) / 42 (synthetic clusters)\n");
-    println!("== 5000-job SDSC SP2 preset (seed 000), 128 nodes ==");
+    println!("== 5000-job SDSC SP2 preset (the Libra+$ paper), 128 nodes ==");
     let exp = Experiment::preset("libra-plus-dollar").unwrap();
     let wl = workload::build(&exp.params, Some(&sdsc_trace())).unwrap();
     let specs = exp.params.node_specs();

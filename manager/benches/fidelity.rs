@@ -1,7 +1,7 @@
 //! Fidelity of the live emulation against the simulator (issue 8). Run with
 //! `cargo build --release --workspace --bins && cargo bench -p libratory-manager --bench fidelity`.
 //!
-//! The same workload (seed 003's synthetic batch: 100 jobs on 10 nodes by
+//! The same workload (the Libra paper's synthetic batch: 100 jobs on 10 nodes by
 //! default, Libra) runs twice with the same policy and seed:
 //! - live: the real `libratory run --spawn-local` and one real
 //!   `libratory-node` process hosting the 10 emulated nodes (0.05 of a
@@ -169,7 +169,7 @@ struct Setup {
 impl Setup {
     fn sets(&self) -> Vec<String> {
         // The preset's arrival window scaled with the job count, as the
-        // demo does (seed 003: 100 jobs over 102 s).
+        // demo does (the Libra paper: 100 jobs over 102 s).
         let mut v = vec![
             format!("jobs={}", self.jobs),
             format!("nodes={}", self.nodes),
@@ -332,7 +332,7 @@ fn main() {
         .map(|r| r.actual)
         .fold(f64::INFINITY, f64::min);
     println!(
-        "fidelity: seed 003 batch, {} jobs on {} nodes (one node process, {:.3} core each), Libra, time scale {} \
+        "fidelity: the Libra paper's batch, {} jobs on {} nodes (one node process, {:.3} core each), Libra, time scale {} \
          (shortest job {:.1} trace s = {:.0} slicing periods of 10 ms at share 1), progress reports every {} ms, sets {:?}; results in {}",
         s.jobs,
         s.nodes,
@@ -354,7 +354,7 @@ fn main() {
     let close = |eps: f64| margins.iter().filter(|m| **m < eps).count();
     println!(
         "simulator's placements ({}): {} accepted; the runner-up node was within 0.001 / 0.01 / 0.05 of a node's share of the chosen one in {} / {} / {} of them",
-        if best_fit { "best fit" } else { "least loaded, seed 003's Libra" },
+        if best_fit { "best fit" } else { "least loaded, as in the Libra paper" },
         margins.len(),
         close(0.001),
         close(0.01),

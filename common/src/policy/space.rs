@@ -1,9 +1,9 @@
 //! Space-shared baselines: one job per processor at a time, jobs wait in a
-//! queue. FCFS-BF, SJF-BF and EDF-BF (seed 000: EASY backfilling with the
+//! queue. FCFS-BF, SJF-BF and EDF-BF (the Libra+$ paper: EASY backfilling with the
 //! "generous" admission control that drops a waiting job once its deadline
-//! has lapsed), EDF (seed 002: non-preemptive, no backfilling, rejects a
-//! selected job that can no longer meet its deadline) and PBS FIFO (seed
-//! 003: no admission control at all).
+//! has lapsed), EDF (the LibraRisk paper: non-preemptive, no backfilling, rejects a
+//! selected job that can no longer meet its deadline) and PBS FIFO (the
+//! Libra paper: no admission control at all).
 //!
 //! These policies own the node allocation (a node is free or busy). They
 //! plan with runtime *estimates* on the slowest node of the cluster; the
@@ -344,7 +344,7 @@ pub enum BackfillOrder {
     Edf,
 }
 
-/// EASY backfilling (seed 000's FCFS-BF, SJF-BF, EDF-BF).
+/// EASY backfilling (the Libra+$ paper's FCFS-BF, SJF-BF, EDF-BF).
 pub struct Backfill {
     order: BackfillOrder,
     st: SpaceState,
@@ -441,7 +441,7 @@ impl QueuePolicy for Backfill {
     }
 }
 
-/// Seed 002's EDF: space-shared, non-preemptive, no backfilling. The
+/// The LibraRisk paper's EDF: space-shared, non-preemptive, no backfilling. The
 /// earliest-deadline job is selected; if its deadline has passed or its
 /// estimate can no longer meet it, it is rejected and the next selected;
 /// if it does not fit it waits (and a later arrival with an earlier
@@ -506,7 +506,7 @@ impl QueuePolicy for Edf {
     }
 }
 
-/// PBS FIFO (seed 003): strict arrival order, no backfilling, no admission
+/// PBS FIFO (the Libra paper): strict arrival order, no backfilling, no admission
 /// control: every job eventually runs, late or not.
 pub struct Fifo {
     st: SpaceState,

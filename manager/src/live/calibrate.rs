@@ -33,7 +33,7 @@ pub const TARGET_QOS_PP: f64 = 1.0;
 #[derive(clap::Args, Debug)]
 pub struct CalibrateArgs {
     /// Cluster configuration whose local hosts and workload to use
-    /// (default: the demo's: one host, seed 003's batch).
+    /// (default: the demo's: one host, the Libra paper's batch).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Time scales to try (real seconds per trace second).
@@ -45,7 +45,7 @@ pub struct CalibrateArgs {
     /// Without --config: emulated nodes per process.
     #[arg(long, default_value_t = 10)]
     pub nodes: usize,
-    /// Without --config: jobs of seed 003's batch.
+    /// Without --config: jobs of the Libra paper's batch.
     #[arg(long, default_value_t = 100)]
     pub jobs: usize,
     /// Without --config: host cores the emulated nodes share in all (each
