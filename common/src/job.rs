@@ -258,19 +258,6 @@ impl JobSpec {
         self
     }
 
-    /// With memory (KB) and disk (MB) per processor.
-    pub fn with_storage(mut self, memory_kb: u64, disk_mb: u64) -> JobSpec {
-        self.resources.memory_kb = memory_kb;
-        self.resources.disk_mb = disk_mb;
-        self
-    }
-
-    /// With a name.
-    pub fn with_name(mut self, name: impl Into<String>) -> JobSpec {
-        self.details.name = Some(name.into());
-        self
-    }
-
     /// Absolute deadline DT = AT + D.
     pub fn deadline_abs(&self) -> Time {
         self.details.submit_time + self.qos.deadline
