@@ -333,6 +333,28 @@ impl SpaceState {
     }
 }
 
+/// The [`QueuePolicy`] methods every space-shared policy leaves to its
+/// [`SpaceState`] (`self.st`): only `name` and `schedule` differ.
+macro_rules! space_state_queue {
+    () => {
+        fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+            self.st.submit(job)
+        }
+
+        fn finished(&mut self, _now: Time, job: JobId) {
+            self.st.finished(job);
+        }
+
+        fn queued(&self) -> usize {
+            self.st.queue.len()
+        }
+
+        fn set_node_available(&mut self, node: usize, available: bool) {
+            self.st.set_available(node, available);
+        }
+    };
+}
+
 /// The priority of an EASY backfilling queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackfillOrder {
@@ -384,21 +406,7 @@ impl QueuePolicy for Backfill {
         }
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
@@ -464,21 +472,7 @@ impl QueuePolicy for Edf {
         "edf"
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st
@@ -526,21 +520,7 @@ impl QueuePolicy for Fifo {
         "fifo"
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         // The queue is already in arrival order (submissions come in order).
