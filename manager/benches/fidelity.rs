@@ -39,6 +39,7 @@ use common::node_model::{NodeState, PartValue};
 use common::policy::{self, AdmissionPolicy, Decision, Policy};
 use common::share::SpareRule;
 use common::time::Time;
+use libratory_benches::env_or;
 use libratory_manager::lab::compare;
 
 /// What the simulator's policy saw at one decision: every node's load
@@ -127,23 +128,6 @@ fn bin(name: &str) -> PathBuf {
     p
 }
 
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
-    match std::env::var(key) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v}: not a valid value")),
-        Err(_) => default,
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn run(cmd: &mut Command, what: &str) {
     let o = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     if !o.status.success() {
@@ -228,7 +212,7 @@ processes = 1
 nodes_per_process = {nodes}
 capacity = {capacity}
 "#,
-        port = free_port(),
+        port = net::free_udp_port().unwrap(),
         ts = s.time_scale,
         report = s.report_ms,
         nodes = s.nodes,

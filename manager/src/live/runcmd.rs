@@ -941,9 +941,7 @@ pub fn demo_config(
     // so take one now (bound and released; a race with another process
     // taking it in between only fails the run with a clear bind error).
     let port = if port == 0 {
-        std::net::UdpSocket::bind("127.0.0.1:0")
-            .and_then(|s| s.local_addr())
-            .map_or(0, |a| a.port())
+        net::free_udp_port().unwrap_or(0)
     } else {
         port
     };
