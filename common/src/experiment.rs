@@ -41,7 +41,7 @@ impl Experiment {
         Ok(Experiment {
             policy: PolicyConfig {
                 pbase: params.pbase,
-                // Seed 003's Libra sends a job to the least loaded node;
+                // Libra as its own paper has it sends a job to the least loaded node;
                 // the later papers compare against a best-fit Libra.
                 placement: if name == "libra" {
                     Placement::LeastLoaded

@@ -1,7 +1,7 @@
-//! The job model: the user-level job submission specification of seed 000
+//! The job model: the user-level job submission specification of the Libra+$ paper
 //! (segments JobDetails, ResourceRequirements, QoSConstraints,
 //! QoSOptimization, extensible), plus the deadline type and penalty rate of
-//! seed 001 and the urgency class of the workload model.
+//! the LibraSLA paper and the urgency class of the workload model.
 //!
 //! A [`JobSpec`] is what a user declares and what every policy sees. The
 //! actual runtime is *not* part of it: it lives in
@@ -20,15 +20,15 @@ use crate::time::Time;
 pub type JobId = u64;
 
 /// Hard deadlines must be met to be worth anything; soft deadlines may be
-/// missed at a penalty (seed 001).
+/// missed at a penalty (the LibraSLA paper).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum DeadlineType {
     /// The job must not be delayed: LibraSLA accepts it only where it is
     /// projected on time, and protects its share on a short node. If it is
     /// late all the same (inaccurate estimates, or a later job delaying
-    /// it), its utility follows the same equation as a soft job's (seed
-    /// 001, equation 1): budget less delay x penalty rate.
+    /// it), its utility follows the same equation as a soft job's (the
+    /// LibraSLA paper, equation 1): budget less delay x penalty rate.
     #[default]
     Hard,
     /// Lateness costs `penalty_rate` per second of delay.
@@ -56,7 +56,7 @@ impl Urgency {
     }
 }
 
-/// What the user wants optimised within the constraints (seed 000's fourth
+/// What the user wants optimised within the constraints (the Libra+$ paper's fourth
 /// segment). Policies of the Libra family do not use it yet; it is carried
 /// so that submissions round-trip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,10 +102,10 @@ pub struct QosConstraints {
     /// the string "unlimited" in JSON).
     #[serde(with = "budget_serde")]
     pub budget: f64,
-    /// Hard or soft deadline (seed 001).
+    /// Hard or soft deadline (the LibraSLA paper).
     #[serde(default)]
     pub deadline_type: DeadlineType,
-    /// Penalty per second of delay past the deadline (seed 001).
+    /// Penalty per second of delay past the deadline (the LibraSLA paper).
     #[serde(default)]
     pub penalty_rate: f64,
 }
@@ -258,19 +258,6 @@ impl JobSpec {
         self
     }
 
-    /// With memory (KB) and disk (MB) per processor.
-    pub fn with_storage(mut self, memory_kb: u64, disk_mb: u64) -> JobSpec {
-        self.resources.memory_kb = memory_kb;
-        self.resources.disk_mb = disk_mb;
-        self
-    }
-
-    /// With a name.
-    pub fn with_name(mut self, name: impl Into<String>) -> JobSpec {
-        self.details.name = Some(name.into());
-        self
-    }
-
     /// Absolute deadline DT = AT + D.
     pub fn deadline_abs(&self) -> Time {
         self.details.submit_time + self.qos.deadline
@@ -324,8 +311,8 @@ impl JobSpec {
             f64::from(self.resources.processors),
         )?;
         positive("QoSConstraints.deadline", self.qos.deadline)?;
-        // An unlimited budget (+inf) is how a workload without budgets (seed
-        // 002) says "never binding"; NaN and negative budgets are errors.
+        // An unlimited budget (+inf) is how a workload without budgets (the
+        // LibraRisk paper) says "never binding"; NaN and negative budgets are errors.
         if self.qos.budget != f64::INFINITY {
             non_negative("QoSConstraints.budget", self.qos.budget)?;
         }

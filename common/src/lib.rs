@@ -7,6 +7,8 @@
 //! emulated nodes and the simulator call exactly the same functions.
 //! (File I/O exists only in [`swf`], which reads traces.)
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod busy_index;
 pub mod experiment;

@@ -162,7 +162,7 @@ impl JobRecord {
         }
     }
 
-    /// Utility (seed 001, equation 1): budget less delay x penalty rate for
+    /// Utility (the LibraSLA paper, equation 1): budget less delay x penalty rate for
     /// a completed job, hard or soft deadline alike (it may be negative);
     /// 0 for one that never ran. With an unlimited budget there is no
     /// utility to speak of: 0.
@@ -213,18 +213,18 @@ pub struct Summary {
     pub deadlines_met: usize,
     /// Jobs with deadline met and cost within budget.
     pub qos_satisfied: usize,
-    /// Job QoS Satisfaction = qos_satisfied / submitted (seed 000).
+    /// Job QoS Satisfaction = qos_satisfied / submitted (the Libra+$ paper).
     pub qos_satisfaction: f64,
     /// Cluster Profitability = sum of C over QoS-satisfied jobs / sum of B
-    /// over all submitted jobs (seed 000); null when budgets are unlimited.
+    /// over all submitted jobs (the Libra+$ paper); null when budgets are unlimited.
     pub profitability: Option<f64>,
     /// Sum of C over QoS-satisfied jobs (the revenue actually earned).
     pub revenue: f64,
-    /// % of submitted jobs finished by their deadline (seed 002).
+    /// % of submitted jobs finished by their deadline (the LibraRisk paper).
     pub pct_deadlines_met: f64,
-    /// Mean slowdown of the jobs that met their deadline (seed 002).
+    /// Mean slowdown of the jobs that met their deadline (the LibraRisk paper).
     pub avg_slowdown: Option<f64>,
-    /// Sum of utility over completed jobs (seed 001).
+    /// Sum of utility over completed jobs (the LibraSLA paper).
     pub utility: f64,
     /// Rejections by reason (every reason listed, zeros included).
     pub rejected_by_reason: BTreeMap<String, usize>,
@@ -387,7 +387,7 @@ mod tests {
         // Submitted at 10, D 100: DT 110. Finished at 160: 50 s late. B 100,
         // PR 2: utility 100 - 50 x 2 = 0. Finished at 210 (100 s late):
         // 100 - 200 = -100, a penalty. A hard deadline changes nothing:
-        // equation 1 of seed 001 applies to every job.
+        // equation 1 of the LibraSLA paper applies to every job.
         let mut r = rec(1, true, Some(160.0), 60.0, 100.0);
         assert_eq!(r.delay(), 50.0);
         assert_eq!(r.utility(), 0.0);

@@ -737,7 +737,7 @@ mod tests {
 
     #[test]
     fn paper_deadline_delay_examples() {
-        // Seed 002 section 3.2: delay 20 s, remaining deadline 5 s ->
+        // The LibraRisk paper section 3.2: delay 20 s, remaining deadline 5 s ->
         // deadline delay 5; delay 20 s, remaining deadline 10 s -> 3.
         // Built as lone parts whose estimate overruns the deadline by 20 s
         // on an empty node: est 25, D 5 finishes at 25 (delay 20) -> 5.

@@ -7,7 +7,7 @@
 //! supplies the remaining estimated processor time and the remaining time to
 //! the deadline of every part.
 //!
-//! The rule (seed 000 Algorithm 2, seed 003; readings in docs/policies.md):
+//! The rule (the Libra+$ paper Algorithm 2, the Libra paper; readings in docs/policies.md):
 //! a part is *on-track* when it still has estimated work left (`rem > 0`) and
 //! its deadline has not passed (`rd > 0`); its required share is
 //! `q = rem / rd`. Otherwise it is *overdue* (it ran past its estimate, or its
@@ -20,7 +20,7 @@
 //!   `max(1 - Q, OVERDUE_POOL_MIN)` equally; on-track parts get `q` if
 //!   `Q <= 1 - pool`, else are scaled to fill `1 - pool`.
 //!
-//! [`SpareRule::Sla`] (LibraSLA, seed 001) changes only what happens when
+//! [`SpareRule::Sla`] (the LibraSLA paper) changes only what happens when
 //! the on-track parts need more than they can get: instead of scaling every
 //! part down, the hard-deadline parts and the highest-return part keep `q`
 //! and the other (soft-deadline) parts share what is left.
@@ -55,7 +55,7 @@ pub enum SpareRule {
     Idle,
     /// Give all of it to the part with the highest return.
     HighestReturn,
-    /// LibraSLA (seed 001, Algorithm 2): spare as [`SpareRule::HighestReturn`];
+    /// LibraSLA (its paper's Algorithm 2): spare as [`SpareRule::HighestReturn`];
     /// on a short node (on-track parts need more than they can get), the
     /// hard-deadline parts and the highest-return part keep their `q` and
     /// the other parts (soft deadlines) share what is left in proportion
@@ -189,7 +189,7 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
 /// is theirs. The hard-deadline parts and the highest-return on-track part
 /// (ties to the earlier part) keep `q`; the other on-track parts share
 /// `cap` less that, in proportion to `q` ("share the shortfall
-/// proportionally", seed 001). If the protected parts alone need more than
+/// proportionally", the LibraSLA paper). If the protected parts alone need more than
 /// `cap`, they are scaled to fill it and the others wait. Overdue parts get
 /// `overdue_share` each.
 fn sla_shortfall(
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn seed_003_example_two_hours_in_four() {
-        // Seed 003: 2 CPU-hours left, 4 hours to the deadline -> 50%.
+        // The Libra paper: 2 CPU-hours left, 4 hours to the deadline -> 50%.
         let parts = [p(7200.0, 14400.0)];
         close(&shares(&parts, SpareRule::Idle), &[0.5]);
         // Alone, the proportional rule hands it the whole node.

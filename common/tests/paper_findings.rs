@@ -34,7 +34,7 @@ fn get<'a>(s: &'a [Summary], name: &str) -> &'a Summary {
     s.iter().find(|x| x.policy == name).unwrap()
 }
 
-/// Seed 000: Libra+$ earns a higher Cluster Profitability than Libra and
+/// The Libra+$ paper: Libra+$ earns a higher Cluster Profitability than Libra and
 /// the backfilling policies, with similar or lower QoS satisfaction.
 #[test]
 fn seed_000_libra_plus_dollar_is_more_profitable() {
@@ -55,7 +55,7 @@ fn seed_000_libra_plus_dollar_is_more_profitable() {
     assert_eq!(libra.accepted, libra.deadlines_met);
 }
 
-/// Seed 000, Figure 3: a higher beta lowers QoS satisfaction.
+/// The Libra+$ paper, Figure 3: a higher beta lowers QoS satisfaction.
 #[test]
 fn seed_000_higher_beta_lowers_qos_satisfaction() {
     let lo = run("libra-plus-dollar", &["beta=0.1"]);
@@ -66,7 +66,7 @@ fn seed_000_higher_beta_lowers_qos_satisfaction() {
     );
 }
 
-/// Seed 002: with the trace's own estimates LibraRisk fulfils clearly more
+/// The LibraRisk paper: with the trace's own estimates LibraRisk fulfils clearly more
 /// deadlines than Libra; EDF has the lowest average slowdown.
 #[test]
 fn seed_002_libra_risk_meets_more_deadlines_with_trace_estimates() {
@@ -88,7 +88,7 @@ fn seed_002_libra_risk_meets_more_deadlines_with_trace_estimates() {
     assert_eq!(libra.accepted_estimate_over_deadline, 0);
 }
 
-/// Seed 002: with accurate estimates LibraRisk fulfils about as many
+/// The LibraRisk paper: with accurate estimates LibraRisk fulfils about as many
 /// deadlines as Libra.
 #[test]
 fn seed_002_accurate_estimates_libra_risk_close_to_libra() {
@@ -102,7 +102,7 @@ fn seed_002_accurate_estimates_libra_risk_close_to_libra() {
     );
 }
 
-/// Seed 001: under heavy load LibraSLA completes many more jobs than Libra
+/// The LibraSLA paper: under heavy load LibraSLA completes many more jobs than Libra
 /// (it takes soft-deadline jobs that Libra's share test refuses, at a
 /// delay). At f = 0.005 and 0.01 with the default seed: 599 / 633 against
 /// 400 / 406.
@@ -119,16 +119,16 @@ fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
         );
         // Accurate estimates: Libra never misses; LibraSLA's misses are
         // the soft jobs it chose to delay (and hard jobs later arrivals
-        // delayed; see docs/reproducing.md, seed 001).
+        // delayed; see docs/reproducing.md, LibraSLA).
         assert_eq!(libra.accepted, libra.deadlines_met);
     }
 }
 
-/// Seed 001's utility finding holds only when each of a parallel job's
+/// The LibraSLA paper's utility finding holds only when each of a parallel job's
 /// nodes counts its share (1/P) of the job's return
 /// (`sla_return_per_part`): then LibraSLA earns more utility than Libra at
 /// f = 0.01 (also for seeds 1-5). With Algorithm 2's literal per-node
-/// return it does not (docs/reproducing.md, seed 001, says why), so that is
+/// return it does not (docs/reproducing.md, LibraSLA, says why), so that is
 /// not asserted.
 #[test]
 fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
@@ -145,7 +145,7 @@ fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
     );
 }
 
-/// Seed 004: VQoPS earns more revenue than QoPS whatever the OC-Factor;
+/// The VQoPS paper: VQoPS earns more revenue than QoPS whatever the OC-Factor;
 /// no single OC-Factor is best for every job mix; DVQoPS stays within a
 /// few % of the best static OC-Factor (original load, exact estimates).
 #[test]

@@ -1,7 +1,7 @@
 //! Fidelity of the live emulation against the simulator (issue 8). Run with
 //! `cargo build --release --workspace --bins && cargo bench -p libratory-manager --bench fidelity`.
 //!
-//! The same workload (seed 003's synthetic batch: 100 jobs on 10 nodes by
+//! The same workload (the Libra paper's synthetic batch: 100 jobs on 10 nodes by
 //! default, Libra) runs twice with the same policy and seed:
 //! - live: the real `libratory run --spawn-local` and one real
 //!   `libratory-node` process hosting the 10 emulated nodes (0.05 of a
@@ -39,6 +39,7 @@ use common::node_model::{NodeState, PartValue};
 use common::policy::{self, AdmissionPolicy, Decision, Policy};
 use common::share::SpareRule;
 use common::time::Time;
+use libratory_benches::env_or;
 use libratory_manager::lab::compare;
 
 /// What the simulator's policy saw at one decision: every node's load
@@ -127,23 +128,6 @@ fn bin(name: &str) -> PathBuf {
     p
 }
 
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
-    match std::env::var(key) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v}: not a valid value")),
-        Err(_) => default,
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn run(cmd: &mut Command, what: &str) {
     let o = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     if !o.status.success() {
@@ -169,7 +153,7 @@ struct Setup {
 impl Setup {
     fn sets(&self) -> Vec<String> {
         // The preset's arrival window scaled with the job count, as the
-        // demo does (seed 003: 100 jobs over 102 s).
+        // demo does (the Libra paper: 100 jobs over 102 s).
         let mut v = vec![
             format!("jobs={}", self.jobs),
             format!("nodes={}", self.nodes),
@@ -228,7 +212,7 @@ processes = 1
 nodes_per_process = {nodes}
 capacity = {capacity}
 "#,
-        port = free_port(),
+        port = net::free_udp_port().unwrap(),
         ts = s.time_scale,
         report = s.report_ms,
         nodes = s.nodes,
@@ -332,7 +316,7 @@ fn main() {
         .map(|r| r.actual)
         .fold(f64::INFINITY, f64::min);
     println!(
-        "fidelity: seed 003 batch, {} jobs on {} nodes (one node process, {:.3} core each), Libra, time scale {} \
+        "fidelity: the Libra paper's batch, {} jobs on {} nodes (one node process, {:.3} core each), Libra, time scale {} \
          (shortest job {:.1} trace s = {:.0} slicing periods of 10 ms at share 1), progress reports every {} ms, sets {:?}; results in {}",
         s.jobs,
         s.nodes,
@@ -354,7 +338,7 @@ fn main() {
     let close = |eps: f64| margins.iter().filter(|m| **m < eps).count();
     println!(
         "simulator's placements ({}): {} accepted; the runner-up node was within 0.001 / 0.01 / 0.05 of a node's share of the chosen one in {} / {} / {} of them",
-        if best_fit { "best fit" } else { "least loaded, seed 003's Libra" },
+        if best_fit { "best fit" } else { "least loaded, as in the Libra paper" },
         margins.len(),
         close(0.001),
         close(0.01),

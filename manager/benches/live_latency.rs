@@ -49,7 +49,7 @@
 //!
 //! Every random choice here is fixed (no randomness is used).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -84,35 +84,66 @@ const FLOOD_BATCH: usize = 64;
 /// Length (trace s, = real s at time_scale 1) of the flood's accepted jobs.
 const FLOOD_JOB_S: f64 = 0.001;
 
-/// The sustained step: submissions offered at this rate (per s) for
-/// [`SUSTAINED_S`], a tenth above the target's 100,000/s so that a manager
-/// that keeps up shows it with room for the step's last answers, and below
-/// the emulated cluster's 128,000 jobs/s so that the nodes keep up too and
-/// no backlog grows: `LIVE_LATENCY_SUSTAINED` for another rate.
-fn sustained_rate() -> f64 {
-    std::env::var("LIVE_LATENCY_SUSTAINED")
-        .map(|v| {
-            v.parse()
-                .expect("LIVE_LATENCY_SUSTAINED: submissions per second")
-        })
-        .unwrap_or(110_000.0)
+/// The bench's knobs, read from the environment once, in `main`.
+struct Knobs {
+    /// `LIVE_LATENCY_NODES` (default 128): emulated nodes, split over two
+    /// node processes.
+    nodes: usize,
+    /// `LIVE_LATENCY_RATES` (default `1000,10000`): the paced steps' rates.
+    rates: Vec<f64>,
+    /// `LIVE_LATENCY_SUSTAINED`: the sustained step's rate (per s) for
+    /// [`SUSTAINED_S`], by default 110,000: a tenth above the target's
+    /// 100,000/s so that a manager that keeps up shows it with room for
+    /// the step's last answers, and below the emulated cluster's 128,000
+    /// jobs/s so that the nodes keep up too and no backlog grows.
+    sustained: f64,
+    /// `LIVE_LATENCY_FLOOD`: submissions in each as-fast-as-possible step,
+    /// default 200,000: about a second at the rates this host reaches, so
+    /// the rate is sustained, not a burst (a backlog on the nodes or a
+    /// slow spell has the time to show).
+    flood: u64,
+    /// `LIVE_LATENCY_PIN=1`: the manager alone on one CPU, the node
+    /// processes and the client on the other (`taskset`), as if the
+    /// manager had its own machine; the echo is measured in the same
+    /// set-up.
+    pin: bool,
+}
+
+impl Knobs {
+    fn from_env() -> Knobs {
+        let var = |k: &str| std::env::var(k).ok();
+        Knobs {
+            nodes: var("LIVE_LATENCY_NODES")
+                .map(|v| v.parse().expect("LIVE_LATENCY_NODES: a number of nodes"))
+                .unwrap_or(128),
+            rates: var("LIVE_LATENCY_RATES")
+                .unwrap_or_else(|| "1000,10000".into())
+                .split(',')
+                .map(|r| {
+                    r.trim()
+                        .parse()
+                        .expect("LIVE_LATENCY_RATES: rates per second, comma-separated")
+                })
+                .collect(),
+            sustained: var("LIVE_LATENCY_SUSTAINED")
+                .map(|v| {
+                    v.parse()
+                        .expect("LIVE_LATENCY_SUSTAINED: submissions per second")
+                })
+                .unwrap_or(110_000.0),
+            flood: var("LIVE_LATENCY_FLOOD")
+                .map(|v| {
+                    v.parse()
+                        .expect("LIVE_LATENCY_FLOOD: a number of submissions")
+                })
+                .unwrap_or(200_000),
+            pin: var("LIVE_LATENCY_PIN").as_deref() == Some("1"),
+        }
+    }
 }
 
 /// Seconds of the sustained step.
 const SUSTAINED_S: f64 = 2.0;
-
-/// Submissions in each as-fast-as-possible step: `LIVE_LATENCY_FLOOD`,
-/// default 200,000: about a second at the rates this host reaches, so the
-/// rate is sustained, not a burst (20,000 would take 0.1 s, over before
-/// a backlog built on the nodes or a slow spell could show).
-fn flood() -> u64 {
-    std::env::var("LIVE_LATENCY_FLOOD")
-        .map(|v| {
-            v.parse()
-                .expect("LIVE_LATENCY_FLOOD: a number of submissions")
-        })
-        .unwrap_or(200_000)
-}
 
 fn bin(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_BIN_EXE_libratory")).with_file_name(name);
@@ -124,19 +155,12 @@ fn bin(name: &str) -> PathBuf {
     p
 }
 
-/// `LIVE_LATENCY_PIN=1`: the manager alone on one CPU, the node processes
-/// and the client on the other (`taskset`), as if the manager had its own
-/// machine; the echo is measured in the same set-up.
-fn pin() -> bool {
-    std::env::var("LIVE_LATENCY_PIN").as_deref() == Ok("1")
-}
-
 const MANAGER_CPU: &str = "0";
 const OTHERS_CPU: &str = "1";
 
 /// A command for `program`, under `taskset -c cpu` when pinning.
-fn pinned(program: PathBuf, cpu: &str) -> Command {
-    if pin() {
+fn pinned(program: PathBuf, cpu: &str, pin: bool) -> Command {
+    if pin {
         let mut c = Command::new("taskset");
         c.args(["-c", cpu]).arg(program);
         c
@@ -234,14 +258,6 @@ fn cpu_budget() -> CpuBudget {
             quota: false,
         }
     }
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Kill(Vec<Child>);
@@ -467,20 +483,15 @@ fn request(k: u64, what: Send) -> ClientMsg {
     }
 }
 
-/// Sends at `rate` per second for `secs` (0 rate: [`flood`] as fast as
-/// possible); returns latency (us), answers received, and elapsed seconds.
+/// Sends `total` at `rate` per second (0 rate: as fast as possible);
+/// returns latency (us), answers received, and elapsed seconds.
 async fn load(
     addr: SocketAddr,
     certs: &Path,
     rate: f64,
-    secs: f64,
+    total: u64,
     what: Send,
 ) -> (Histogram<u64>, u64, f64) {
-    let total = if rate > 0.0 {
-        (rate * secs) as u64
-    } else {
-        flood()
-    };
     let (h, got, secs, _) = load_counted(addr, certs, rate, total, what).await;
     (h, got, secs)
 }
@@ -796,11 +807,11 @@ fn host_probe() -> String {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: clock_gettime writes a timespec we own; getppid has no
-    // arguments.
+    // SAFETY: clock_gettime writes a timespec we own.
     let clock = per_call_ns(|| unsafe {
         libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
     });
+    // SAFETY: getppid takes no arguments and cannot fail.
     let syscall = per_call_ns(|| unsafe {
         libc::syscall(libc::SYS_getppid);
     });
@@ -838,10 +849,8 @@ fn cpu_s(pid: u32) -> f64 {
 }
 
 fn main() {
-    let total: usize = std::env::var("LIVE_LATENCY_NODES")
-        .ok()
-        .map(|v| v.parse().expect("LIVE_LATENCY_NODES: a number of nodes"))
-        .unwrap_or(128);
+    let knobs = Knobs::from_env();
+    let total = knobs.nodes;
     let per = (total / 2).max(1);
     let total = per * 2;
     let capacity = 0.25 / per as f64;
@@ -855,7 +864,7 @@ fn main() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    let port = free_port();
+    let port = net::free_udp_port().unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // time_scale 1: a trace second is a real second, so the jobs below
     // (estimate 1 s, deadline 1000 s) hold a part each for a while.
@@ -868,7 +877,7 @@ fn main() {
     )
     .unwrap();
     let manager_log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("live_latency-manager.log");
-    let manager = pinned(bin("libratory"), MANAGER_CPU)
+    let manager = pinned(bin("libratory"), MANAGER_CPU, knobs.pin)
         .args(["run", "--serve", "--config"])
         .arg(dir.path().join("c.toml"))
         .arg("--out")
@@ -883,7 +892,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(300));
     for name in ["a", "b"] {
         kids.0.push(
-            pinned(bin("libratory-node"), OTHERS_CPU)
+            pinned(bin("libratory-node"), OTHERS_CPU, knobs.pin)
                 .args(["--manager", &addr.to_string(), "--certs"])
                 .arg(&certs)
                 .args(["--name", name, "--nodes", &per.to_string()])
@@ -897,7 +906,7 @@ fn main() {
     let node_pids: Vec<u32> = kids.0[1..].iter().map(|c| c.id()).collect();
     // The host's CPUs, counted before this process is pinned to one.
     let cpus = cpu_budget();
-    if pin() {
+    if knobs.pin {
         // This process (the client) joins the node processes' CPU.
         let ok = Command::new("taskset")
             .args([
@@ -945,11 +954,7 @@ fn main() {
         // The baseline is taken again right before each step: on a shared
         // machine the load drifts, and a ratio against an echo measured
         // minutes earlier says more about the drift than the manager.
-        let rates: Vec<f64> = std::env::var("LIVE_LATENCY_RATES")
-            .unwrap_or_else(|_| "1000,10000".into())
-            .split(',')
-            .map(|r| r.trim().parse().expect("LIVE_LATENCY_RATES: rates per second, comma-separated"))
-            .collect();
+        let rates = &knobs.rates;
         let echo = echo_baseline(addr, &certs, 2000).await;
         // Rejected (more processors than nodes: nothing reaches a node)
         // and accepted (a dispatch, a start and a completion follow).
@@ -966,7 +971,7 @@ fn main() {
             accepted.value_at_quantile(0.99),
             accepted.value_at_quantile(0.99) as f64 / echo.value_at_quantile(0.99).max(1) as f64
         );
-        for rate in rates {
+        for &rate in rates {
             let echo = echo_baseline(addr, &certs, 2000).await;
             // The network's round trip at this rate: echoes sent at the
             // step's rate for as long, paced and read as the submissions
@@ -1084,7 +1089,7 @@ fn main() {
         // Sustained: the target's rate, and a tenth more, held for 2 s
         // below what the emulated cluster runs, so nothing piles up if the
         // manager keeps up.
-        let rate = sustained_rate();
+        let rate = knobs.sustained;
         let before = manager_hists(addr, &certs).await;
         let cpu0: Vec<f64> = procs.iter().map(|(_, p)| cpu(p)).collect();
         let (h, got, secs, accepted) = load_sustained(addr, &certs, rate, SUSTAINED_S).await;
@@ -1118,7 +1123,7 @@ fn main() {
             addr,
             &certs,
             0.0,
-            0.0,
+            knobs.flood,
             Send::Submit {
                 estimate: FLOOD_JOB_S,
                 deadline: 100.0,
@@ -1153,13 +1158,13 @@ fn main() {
             addr,
             &certs,
             0.0,
-            0.0,
+            knobs.flood,
             Send::Oversized {
                 processors: total as u32 + 1,
             },
         )
         .await;
-        let (_h, got_e, secs_e) = load(addr, &certs, 0.0, 0.0, Send::Echo).await;
+        let (_h, got_e, secs_e) = load(addr, &certs, 0.0, knobs.flood, Send::Echo).await;
         let (rejections, echoes) = (got_r as f64 / secs_r, got_e as f64 / secs_e);
         println!(
             "as fast as possible, same connection: echoes {echoes:>7.0}/s; rejected submissions {rejections:>7.0}/s = {:.2}x the echoes; admissions (above) {:.2}x the echoes",
@@ -1178,7 +1183,7 @@ fn main() {
             addr,
             &certs,
             0.0,
-            flood(),
+            knobs.flood,
             Send::Submit {
                 estimate: 0.05,
                 deadline: 0.1,
@@ -1206,7 +1211,7 @@ fn main() {
             addr,
             &certs,
             20000.0,
-            0.5,
+            10_000,
             Send::Submit {
                 estimate: 1000.0,
                 deadline: 1e7,

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload;
+use libratory_benches::env_or;
 use libratory_manager::results::output;
 
 const SETS: &[&str] = &[
@@ -56,15 +57,6 @@ const SETS: &[&str] = &[
     "deadline_basis=estimate",
     "deadline_estimate_factor=1e9",
 ];
-
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
-    match std::env::var(key) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v}: not a valid value")),
-        Err(_) => default,
-    }
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

@@ -31,7 +31,7 @@ struct Cli {
 enum Command {
     /// Run a workload through policies in virtual time and compare them.
     ///
-    /// With no arguments: seed 003's synthetic batch (100 jobs, 10 nodes),
+    /// With no arguments: the Libra paper's synthetic batch (100 jobs, 10 nodes),
     /// Libra against PBS FIFO.
     Simulate(simulate::SimulateArgs),
     /// Vary one parameter over values, times policies, times seeds, in
@@ -41,7 +41,8 @@ enum Command {
     /// --values 0.1,0.3,0.5,0.7,1.0 --policies libra-plus-dollar,libra
     /// --seeds 3 --out runs/beta
     Sweep(sweep::SweepArgs),
-    /// Regenerate a paper's evaluation figures (000, 001, 002, 003, 004,
+    /// Regenerate a paper's evaluation figures (a paper by its preset's
+    /// name: libra, libra-plus-dollar, libra-risk, libra-sla, vqops;
     /// a figure id, or all): sweeps, SVG plots and an index.md of tables.
     Figures(figures::FiguresArgs),
     /// See runs: one self-contained report.html with the summary table,
@@ -79,7 +80,7 @@ enum Command {
         /// Emulated nodes per process.
         #[arg(long, default_value_t = 4)]
         nodes: usize,
-        /// Jobs of seed 003's batch to replay.
+        /// Jobs of the Libra paper's batch to replay.
         #[arg(long, default_value_t = 40)]
         jobs: usize,
         /// UDP port of the manager on 127.0.0.1 (0: any free port).

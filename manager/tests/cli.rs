@@ -520,12 +520,12 @@ fn figures_run_as_data_and_refuse_unregistered_policies() {
     assert!(o.status.success());
     let list = String::from_utf8_lossy(&o.stdout);
     assert!(
-        list.contains("001-fig2") && list.contains("004-table1"),
+        list.contains("libra-sla-fig2") && list.contains("vqops-table1"),
         "{list}"
     );
 
     let o = libratory(
-        &["figures", "003", "--seeds", "2", "--out", "f"],
+        &["figures", "libra", "--seeds", "2", "--out", "f"],
         dir.path(),
     );
     assert!(o.status.success());
@@ -535,9 +535,9 @@ fn figures_run_as_data_and_refuse_unregistered_policies() {
         index.contains("Table 1") && index.contains("| 200 jobs, 20 nodes |"),
         "{index}"
     );
-    assert!(read(&f.join("003-table1/deadlines_met.svg")).contains("PBS FIFO"));
+    assert!(read(&f.join("libra-table1/deadlines_met.svg")).contains("PBS FIFO"));
     // Header + 4 cases x 2 policies x 2 seeds.
-    assert_eq!(read(&f.join("003-table1/sweep.csv")).lines().count(), 17);
+    assert_eq!(read(&f.join("libra-table1/sweep.csv")).lines().count(), 17);
     assert!(f.join("manifest.json").is_file() && f.join("log.txt").is_file());
 }
 

@@ -929,6 +929,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
     let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     ticks / hz
 }
@@ -1015,6 +1016,8 @@ capacity = 0.5
         before > 0.2,
         "the survivor burned only {before} CPU s in 2 s"
     );
+    // SAFETY: a signal to a node process this test started; no memory is
+    // passed.
     unsafe {
         libc::kill(victim as i32, libc::SIGKILL);
     }

@@ -40,7 +40,7 @@ fn jobs(path: &Path) -> Vec<(u64, bool, usize)> {
 fn report_draws_one_element_per_job_and_a_self_contained_page() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Seed 003's batch: Libra (time-shared, some rejections) and FIFO
+    // The Libra paper's batch: Libra (time-shared, some rejections) and FIFO
     // (space-shared, everything runs).
     libratory(&["simulate", "--out", "run"], d);
     libratory(&["report", "run", "--out", "rep"], d);

@@ -19,6 +19,8 @@
 //! the same CA, and the manager refuses a connection without one, or with
 //! one from another CA, during the TLS handshake.
 
+#![forbid(unsafe_code)]
+
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -411,6 +413,17 @@ pub fn client_endpoint(
     })?;
     ep.set_default_client_config(cc);
     Ok(ep)
+}
+
+/// A UDP port on loopback that is free now: bound and released, for a
+/// manager's `listen` address that other processes must be told before it
+/// binds. Another process may take it in between; the manager's bind then
+/// fails with a clear error, so this is for tests, benches and one-host
+/// runs, not for a port that must be reserved.
+pub fn free_udp_port() -> std::io::Result<u16> {
+    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// Connects to the manager at `peer` and completes the TLS handshake.

@@ -72,6 +72,18 @@ pub enum KernelError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The pipe to or from a part's child process failed.
+    #[error("part {part} (child process {pid}): {what}: {source}")]
+    Child {
+        /// The part's index.
+        part: usize,
+        /// The child's process id.
+        pid: libc::pid_t,
+        /// What was being done.
+        what: &'static str,
+        /// The OS error (`UnexpectedEof` when the child closed the pipe).
+        source: std::io::Error,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> KernelError + '_ {
@@ -226,10 +238,62 @@ fn child_main(start_r: libc::c_int, result_w: libc::c_int, window_ns: u64, chunk
     let cpu = process_cpu_ns() - cpu0;
     let bytes = cpu.to_ne_bytes();
     // SAFETY: writing 8 bytes from a valid buffer; _exit never returns.
+    // A failed write exits non-zero and closes the pipe: the parent reads
+    // end of file and says so.
     unsafe {
-        libc::write(result_w, bytes.as_ptr().cast(), 8);
-        libc::_exit(0);
+        let status = if libc::write(result_w, bytes.as_ptr().cast(), 8) == 8 {
+            0
+        } else {
+            3
+        };
+        libc::_exit(status);
     }
+}
+
+/// Writes all of `buf` to the pipe `fd`, again after a signal: a start
+/// byte that is not sent leaves the child, and the parent reading its
+/// result, waiting for ever.
+fn write_fd(fd: libc::c_int, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: writing from a valid buffer of buf.len() bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        } else {
+            buf = &buf[n as usize..];
+        }
+    }
+    Ok(())
+}
+
+/// Fills `buf` from the pipe `fd`, again after a signal; end of file
+/// before it is full is an `UnexpectedEof` error.
+fn read_fd(fd: libc::c_int, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        let rest = &mut buf[got..];
+        // SAFETY: reading into a valid buffer of rest.len() bytes.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        match n {
+            0 => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the pipe closed after {got} of {} bytes", buf.len()),
+                ))
+            }
+            n if n < 0 => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            n => got += n as usize,
+        }
+    }
+    Ok(())
 }
 
 static RUN_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -457,8 +521,8 @@ pub fn run_baseline(
             let f = dir.join(file);
             fs::write(&f, value).map_err(io_err(&f))?;
         }
-        // SAFETY: setpriority on our own (waiting) child.
         if nice != 0
+            // SAFETY: setpriority on our own (waiting) child.
             && unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) } != 0
         {
             return Err(KernelError::Os {
@@ -469,24 +533,29 @@ pub fn run_baseline(
         let procs = dir.join("cgroup.procs");
         fs::write(&procs, pid.to_string()).map_err(io_err(&procs))?;
     }
-    // Start them together so they compete over the same window.
-    for c in &children {
-        // SAFETY: one byte from a valid buffer to our pipe.
-        unsafe { libc::write(c.start_w, b"g".as_ptr().cast(), 1) };
+    // Start them together so they compete over the same window. On an
+    // error the children are killed and reaped (Child's drop).
+    for (part, c) in children.iter().enumerate() {
+        write_fd(c.start_w, b"g").map_err(|source| KernelError::Child {
+            part,
+            pid: c.pid,
+            what: "sending the start byte",
+            source,
+        })?;
     }
     let mut out = Vec::new();
-    for (c, &share) in children.iter_mut().zip(shares) {
+    for (part, (c, &share)) in children.iter_mut().zip(shares).enumerate() {
         let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into a valid buffer; waitpid on our child.
-        let n = unsafe { libc::read(c.result_r, buf.as_mut_ptr().cast(), 8) };
+        let read = read_fd(c.result_r, &mut buf);
+        // SAFETY: waitpid on our own child.
         unsafe { libc::waitpid(c.pid, std::ptr::null_mut(), 0) };
         c.reaped = true;
-        if n != 8 {
-            return Err(KernelError::Os {
-                what: "reading a baseline child's result",
-                source: std::io::Error::last_os_error(),
-            });
-        }
+        read.map_err(|source| KernelError::Child {
+            part,
+            pid: c.pid,
+            what: "reading its processor time",
+            source,
+        })?;
         out.push(KernelPartResult {
             share,
             cpu_ns: u64::from_ne_bytes(buf),
@@ -495,4 +564,42 @@ pub fn run_baseline(
     }
     drop(children);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(fd: libc::c_int) {
+        // SAFETY: closing a descriptor this test owns.
+        unsafe { libc::close(fd) };
+    }
+
+    #[test]
+    fn a_start_byte_nobody_reads_is_an_error_not_a_hang() {
+        let (r, w) = pipe().unwrap();
+        close(r);
+        // Rust ignores SIGPIPE: the write fails with EPIPE.
+        let e = write_fd(w, b"g").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE), "{e}");
+        close(w);
+    }
+
+    #[test]
+    fn a_result_cut_short_is_an_error_naming_what_came() {
+        let (r, w) = pipe().unwrap();
+        write_fd(w, &[1, 2, 3]).unwrap();
+        close(w);
+        let mut buf = [0u8; 8];
+        let e = read_fd(r, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("3 of 8"), "{e}");
+        close(r);
+        let (r, w) = pipe().unwrap();
+        write_fd(w, &7u64.to_ne_bytes()).unwrap();
+        read_fd(r, &mut buf).unwrap();
+        assert_eq!(u64::from_ne_bytes(buf), 7);
+        close(r);
+        close(w);
+    }
 }

@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1000 jobs of seed 003's batch: minutes of replay, far longer than the
+# 1000 jobs of the Libra paper's batch: minutes of replay, far longer than the
 # checks (Chromium takes seconds per load on a busy machine); stopped early.
 "$t_bin/libratory" demo --http 127.0.0.1:0 --jobs 1000 --processes 2 --nodes 4 \
   --out "$T/demo" >"$T/demo.out" 2>"$T/demo.err" &

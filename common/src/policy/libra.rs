@@ -1,4 +1,5 @@
-//! Libra (seed 003, as compared in seeds 000-002): a static cost, then the
+//! Libra (its own paper, as compared in the Libra+$, LibraSLA and
+//! LibraRisk papers): a static cost, then the
 //! deadline-based proportional-share test on every node, then best fit.
 
 use super::steps::{

@@ -253,11 +253,11 @@ impl Policy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
-    /// Highest load after acceptance first (the version seeds 001/002
+    /// Highest load after acceptance first (the version the LibraSLA and LibraRisk papers
     /// compare against).
     #[default]
     BestFit,
-    /// Lowest load after acceptance first (seed 003's original).
+    /// Lowest load after acceptance first (the Libra paper's original).
     LeastLoaded,
 }
 
@@ -272,7 +272,7 @@ pub enum RiskOrder {
     BestFit,
 }
 
-/// Knobs of the policies. Defaults are the papers' (Table I of seed 000
+/// Knobs of the policies. Defaults are the papers' (Table I of the Libra+$ paper
 /// for alpha and beta; gamma = delta = 1 for Libra's cost).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -302,7 +302,7 @@ pub struct PolicyConfig {
     /// LibraSLA: count a P-processor job's return on each of its nodes as
     /// 1/P of its return (its share of the job's utility) instead of the
     /// whole (Algorithm 2's literal `budget_i / runtime_i / deadline_i` on
-    /// every node). Off by default; see docs/reproducing.md, seed 001.
+    /// every node). Off by default; see docs/reproducing.md (LibraSLA).
     pub sla_return_per_part: bool,
     /// QoPS family: most violations (queued jobs moved ahead of the new
     /// one) per insertion position.
@@ -367,62 +367,62 @@ pub struct PolicyEntry {
 pub const REGISTRY: &[PolicyEntry] = &[
     PolicyEntry {
         name: "libra",
-        about: "seed 003: deadline-based proportional share, static cost, best fit",
+        about: "Libra paper: deadline-based proportional share, static cost, best fit",
         build: |c, _| Policy::Admission(Box::new(Libra::new(c.clone()))),
     },
     PolicyEntry {
         name: "libra-risk",
-        about: "seed 002: Libra admitting only onto nodes with zero risk of deadline delay",
+        about: "LibraRisk paper: Libra admitting only onto nodes with zero risk of deadline delay",
         build: |c, _| Policy::Admission(Box::new(LibraRisk::new(c.clone()))),
     },
     PolicyEntry {
         name: "libra-plus-dollar",
-        about: "seed 000: Libra with dynamic pricing P = alpha PBase + beta PUtil",
+        about: "Libra+$ paper: Libra with dynamic pricing P = alpha PBase + beta PUtil",
         build: |c, _| Policy::Admission(Box::new(LibraPlusDollar::new(c.clone()))),
     },
     PolicyEntry {
         name: "libra-sla",
-        about: "seed 001: admission by node return (utility less penalties), spare to the highest return",
+        about: "LibraSLA paper: admission by node return (utility less penalties), spare to the highest return",
         build: |c, _| Policy::Admission(Box::new(LibraSla::new(c.clone()))),
     },
     PolicyEntry {
         name: "edf",
-        about: "seed 002: space-shared non-preemptive EDF without backfilling",
+        about: "LibraRisk paper: space-shared non-preemptive EDF without backfilling",
         build: |c, n| Policy::Queue(Box::new(Edf::new(c, n))),
     },
     PolicyEntry {
         name: "fcfs-bf",
-        about: "seed 000: EASY backfilling in arrival order, lapsed jobs dropped",
+        about: "Libra+$ paper: EASY backfilling in arrival order, lapsed jobs dropped",
         build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Fcfs, c, n))),
     },
     PolicyEntry {
         name: "sjf-bf",
-        about: "seed 000: EASY backfilling, shortest estimate first, lapsed jobs dropped",
+        about: "Libra+$ paper: EASY backfilling, shortest estimate first, lapsed jobs dropped",
         build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Sjf, c, n))),
     },
     PolicyEntry {
         name: "edf-bf",
-        about: "seed 000: EASY backfilling, earliest deadline first, lapsed jobs dropped",
+        about: "Libra+$ paper: EASY backfilling, earliest deadline first, lapsed jobs dropped",
         build: |c, n| Policy::Queue(Box::new(Backfill::new(BackfillOrder::Edf, c, n))),
     },
     PolicyEntry {
         name: "qops",
-        about: "seed 004: space-shared admission guaranteeing every accepted deadline (K violations)",
+        about: "VQoPS paper: space-shared admission guaranteeing every accepted deadline (K violations)",
         build: |c, n| Policy::Queue(Box::new(Qops::plain(c, n))),
     },
     PolicyEntry {
         name: "vqops",
-        about: "seed 004: QoPS taking the highest-revenue plan if its gain beats OC-Factor x P x RE",
+        about: "VQoPS paper: QoPS taking the highest-revenue plan if its gain beats OC-Factor x P x RE",
         build: |c, n| Policy::Queue(Box::new(Qops::vqops(c, n))),
     },
     PolicyEntry {
         name: "dvqops",
-        about: "seed 004: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
+        about: "VQoPS paper: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
         build: |c, n| Policy::Queue(Box::new(Qops::dvqops(c, n))),
     },
     PolicyEntry {
         name: "fifo",
-        about: "seed 003: PBS FIFO, space-shared, no admission control",
+        about: "Libra paper: PBS FIFO, space-shared, no admission control",
         build: |c, n| Policy::Queue(Box::new(Fifo::new(c, n))),
     },
 ];

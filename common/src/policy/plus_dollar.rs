@@ -1,4 +1,4 @@
-//! Libra+$ (seed 000, Algorithm 1): Libra's resource and deadline filters,
+//! Libra+$ (its paper's Algorithm 1): Libra's resource and deadline filters,
 //! then a dynamic price per node, P_ij = alpha PBase + beta PUtil_ij, with
 //! PUtil_ij = RESMax_j / RESFree_ij x PBase over the job's window
 //! [AT_i, DT_i], and best fit by RESFree within the budget.
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn paper_putil_2_00_and_1_25() {
-        // Seed 000 section V.B: PBase 1, 100 free units per hour, 90 units
+        // The Libra+$ paper section V.B: PBase 1, 100 free units per hour, 90 units
         // committed, the job needs 10. Deadline 2 h: PUtil = 200/(200-90-10)
         // = 2.00; deadline 5 h: 500/(500-90-10) = 1.25.
         // In processor seconds (1 unit = 36 s): the committed part needs

@@ -1,4 +1,4 @@
-//! QoPS, VQoPS and DVQoPS (seed 004): deadline-guaranteeing admission over a
+//! QoPS, VQoPS and DVQoPS (the VQoPS paper): deadline-guaranteeing admission over a
 //! space-shared schedule, then opportunity cost, then its self-tuning.
 //!
 //! - **QoPS** keeps a plan: every accepted job that has not started has a
@@ -23,7 +23,7 @@
 //!   way (a replay of DVQoPS itself per candidate window). Replays run this
 //!   same code in virtual time on the estimates, with no clock.
 //!
-//! Revenue (seed 004): a job's price is its budget B (its maximum cost:
+//! Revenue (the VQoPS paper): a job's price is its budget B (its maximum cost:
 //! 0.1 per processor-second of estimate, C times that if urgent; see the
 //! `vqops` preset), decaying linearly from full at AT + RE (the earliest
 //! finish) to zero at the deadline. The plan prices each job at its planned
@@ -143,7 +143,7 @@ struct Planned {
 }
 
 impl Planned {
-    /// Seed 004's price for a finish at `f`: full up to AT + RE, falling
+    /// The VQoPS paper's price for a finish at `f`: full up to AT + RE, falling
     /// linearly to zero at the deadline.
     fn value(&self, f: Time) -> f64 {
         decayed_price(self.price, self.submit, self.re, self.deadline, f)
@@ -158,7 +158,7 @@ impl Planned {
     }
 }
 
-/// Seed 004's decaying price: `price` for a finish by `submit + re`, zero
+/// The VQoPS paper's decaying price: `price` for a finish by `submit + re`, zero
 /// from the deadline on, linear in between.
 pub fn decayed_price(price: f64, submit: Time, re: f64, deadline: Time, finish: Time) -> f64 {
     let full = submit + re;
@@ -580,7 +580,7 @@ impl Tuner {
     }
 }
 
-/// Which member of seed 004's family a [`Qops`] is.
+/// Which member of the VQoPS paper's family a [`Qops`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QopsVariant {
     /// QoPS: deadline guarantees, blind to prices.
@@ -593,7 +593,7 @@ pub enum QopsVariant {
     Dvqops,
 }
 
-/// Seed 004's QoPS family as one policy: a [`Planner`] (plain for QoPS,
+/// The VQoPS paper's QoPS family as one policy: a [`Planner`] (plain for QoPS,
 /// with an OC-Factor for VQoPS and DVQoPS) and, for DVQoPS only, the
 /// [`Tuning`] that re-chooses the OC-Factor and the rollback window before
 /// each admission.

@@ -1,4 +1,4 @@
-//! LibraRisk (seed 002, Algorithm 1): a node is suitable only if placing
+//! LibraRisk (its paper's Algorithm 1): a node is suitable only if placing
 //! the new part there leaves it with zero risk of deadline delay, the risk
 //! being the population standard deviation of the projected deadline delays
 //! of all its parts, the new one included.

@@ -1,4 +1,4 @@
-//! LibraSLA (seed 001, Algorithms 1 and 2): admission by the return of
+//! LibraSLA (its paper's Algorithms 1 and 2): admission by the return of
 //! nodes. A job's utility is its budget less its penalty for delay,
 //! `utility_i = B_i - max(0, delay_i) PR_i`; its return on node j is
 //! `utility_ij / RE_i / D_i`; a node's return is the sum over its jobs. A
@@ -161,7 +161,7 @@ impl AdmissionPolicy for LibraSla {
             );
         }
         if job.estimate() > job.qos.deadline {
-            // Seed 001: "the deadline given by a user for the job must be
+            // The LibraSLA paper: "the deadline given by a user for the job must be
             // more than its run time; otherwise it is not accepted".
             return Decision::reject(
                 RejectReason::Deadline,

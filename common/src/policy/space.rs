@@ -1,9 +1,9 @@
 //! Space-shared baselines: one job per processor at a time, jobs wait in a
-//! queue. FCFS-BF, SJF-BF and EDF-BF (seed 000: EASY backfilling with the
+//! queue. FCFS-BF, SJF-BF and EDF-BF (the Libra+$ paper: EASY backfilling with the
 //! "generous" admission control that drops a waiting job once its deadline
-//! has lapsed), EDF (seed 002: non-preemptive, no backfilling, rejects a
-//! selected job that can no longer meet its deadline) and PBS FIFO (seed
-//! 003: no admission control at all).
+//! has lapsed), EDF (the LibraRisk paper: non-preemptive, no backfilling, rejects a
+//! selected job that can no longer meet its deadline) and PBS FIFO (the
+//! Libra paper: no admission control at all).
 //!
 //! These policies own the node allocation (a node is free or busy). They
 //! plan with runtime *estimates* on the slowest node of the cluster; the
@@ -333,6 +333,28 @@ impl SpaceState {
     }
 }
 
+/// The [`QueuePolicy`] methods every space-shared policy leaves to its
+/// [`SpaceState`] (`self.st`): only `name` and `schedule` differ.
+macro_rules! space_state_queue {
+    () => {
+        fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
+            self.st.submit(job)
+        }
+
+        fn finished(&mut self, _now: Time, job: JobId) {
+            self.st.finished(job);
+        }
+
+        fn queued(&self) -> usize {
+            self.st.queue.len()
+        }
+
+        fn set_node_available(&mut self, node: usize, available: bool) {
+            self.st.set_available(node, available);
+        }
+    };
+}
+
 /// The priority of an EASY backfilling queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackfillOrder {
@@ -344,7 +366,7 @@ pub enum BackfillOrder {
     Edf,
 }
 
-/// EASY backfilling (seed 000's FCFS-BF, SJF-BF, EDF-BF).
+/// EASY backfilling (the Libra+$ paper's FCFS-BF, SJF-BF, EDF-BF).
 pub struct Backfill {
     order: BackfillOrder,
     st: SpaceState,
@@ -384,21 +406,7 @@ impl QueuePolicy for Backfill {
         }
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st.drop_lapsed(now, out);
@@ -441,7 +449,7 @@ impl QueuePolicy for Backfill {
     }
 }
 
-/// Seed 002's EDF: space-shared, non-preemptive, no backfilling. The
+/// The LibraRisk paper's EDF: space-shared, non-preemptive, no backfilling. The
 /// earliest-deadline job is selected; if its deadline has passed or its
 /// estimate can no longer meet it, it is rejected and the next selected;
 /// if it does not fit it waits (and a later arrival with an earlier
@@ -464,21 +472,7 @@ impl QueuePolicy for Edf {
         "edf"
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         self.st
@@ -506,7 +500,7 @@ impl QueuePolicy for Edf {
     }
 }
 
-/// PBS FIFO (seed 003): strict arrival order, no backfilling, no admission
+/// PBS FIFO (the Libra paper): strict arrival order, no backfilling, no admission
 /// control: every job eventually runs, late or not.
 pub struct Fifo {
     st: SpaceState,
@@ -526,21 +520,7 @@ impl QueuePolicy for Fifo {
         "fifo"
     }
 
-    fn submit(&mut self, _now: Time, job: &JobSpec) -> Option<Reject> {
-        self.st.submit(job)
-    }
-
-    fn finished(&mut self, _now: Time, job: JobId) {
-        self.st.finished(job);
-    }
-
-    fn queued(&self) -> usize {
-        self.st.queue.len()
-    }
-
-    fn set_node_available(&mut self, node: usize, available: bool) {
-        self.st.set_available(node, available);
-    }
+    space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         // The queue is already in arrival order (submissions come in order).

@@ -1,7 +1,7 @@
 //! SWF records to jobs with QoS, the papers' way (spec/workloads.md):
 //! classes, deadlines, budgets and penalties drawn per job from its own
 //! stream, estimates from the inaccuracy model, odd records counted, and
-//! seed 004's duplicated jobs.
+//! the VQoPS paper's duplicated jobs.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,7 @@ use crate::job::{
 };
 use crate::swf::SwfRecord;
 
-/// Job numbers of duplicated jobs (seed 004's high load) are the
+/// Job numbers of duplicated jobs (the VQoPS paper's high load) are the
 /// original's plus this, so they never collide with trace job numbers.
 pub const DUPLICATE_ID_OFFSET: JobId = 1_000_000_000;
 
@@ -83,7 +83,7 @@ pub(super) fn draw_qos(p: &Params, index: u64) -> QosDraw {
     }
 }
 
-/// Whether trace job `index` is duplicated (seed 004's high load). Drawn
+/// Whether trace job `index` is duplicated (the VQoPS paper's high load). Drawn
 /// from its own stream family, so the knob shifts no other draw.
 fn duplicate_draw(p: &Params, index: u64) -> bool {
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed ^ 0x0d0b_1e00_d0b1_e000);

@@ -9,7 +9,7 @@
 //!
 //! The pieces: [`params`] (every knob, checks, `--set` by name),
 //! [`presets`] (the papers' set-ups), [`annotate`] (SWF records to jobs
-//! with QoS, duplicates), [`synthetic`] (seed 003's generated batch). This
+//! with QoS, duplicates), [`synthetic`] (the Libra paper's generated batch). This
 //! module holds what they share: the built [`Workload`], its jobs, the
 //! errors, and [`build`].
 //!
@@ -35,7 +35,7 @@ pub use params::{
     for_each_key_value, set_by_name, BudgetBasis, DeadlineBasis, InaccuracyForm, Params, Source,
 };
 pub use presets::{Preset, PRESETS};
-pub use synthetic::synthetic_003;
+pub use synthetic::synthetic_libra;
 
 /// The seed used when the user gives none. Printed and stored with results
 /// like any other seed.
@@ -150,7 +150,7 @@ pub struct Workload {
 pub fn build(params: &Params, trace: Option<&Path>) -> Result<Workload, WorkloadError> {
     params.validate()?;
     match params.source {
-        Source::Synthetic003 => Ok(synthetic_003(params)),
+        Source::SyntheticLibra => Ok(synthetic_libra(params)),
         Source::Trace => {
             let path = trace.ok_or_else(|| WorkloadError::NoTrace(params.preset.clone()))?;
             let (_header, records) = swf::read_last(path, params.jobs)?;
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn class_means_follow_the_high_low_ratios() {
-        // Seed 000: high-urgency D/R mean 2 and low-urgency 8; low-urgency
+        // The Libra+$ paper: high-urgency D/R mean 2 and low-urgency 8; low-urgency
         // B/f(R) mean 2 and high-urgency 8. With 20000 draws the sample
         // means are within 1% of these.
         let p = Params::preset("libra-plus-dollar").unwrap();
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn seed_004_prices_and_deadlines() {
-        // Seed 004: D = 5 x RE; B = 0.1 per processor-second of the
+        // The VQoPS paper: D = 5 x RE; B = 0.1 per processor-second of the
         // estimate, 10x for urgent jobs. Exact estimates: RE = R = 100,
         // 4 processors: D 500, B 0.1 x 4 x 100 = 40 (normal) or 400.
         let p = Params::preset("vqops").unwrap();
@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn synthetic_batch_matches_its_ranges() {
         let p = Params::preset("libra").unwrap();
-        let w = synthetic_003(&p);
+        let w = synthetic_libra(&p);
         assert_eq!(w.jobs.len(), 100);
         for j in &w.jobs {
             assert!((1.0..=102.0).contains(&j.spec.details.submit_time));
@@ -350,6 +350,6 @@ mod tests {
             .count();
         assert!((10..=30).contains(&rich), "{rich}");
         // Same seed, same jobs.
-        assert_eq!(synthetic_003(&p).jobs, w.jobs);
+        assert_eq!(synthetic_libra(&p).jobs, w.jobs);
     }
 }

@@ -12,10 +12,10 @@ use crate::node_model::NodeSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InaccuracyForm {
-    /// Seed 002: RE = R + x (trace estimate - R); x = 0 is accurate, x = 1
+    /// The LibraRisk paper: RE = R + x (trace estimate - R); x = 0 is accurate, x = 1
     /// the trace's own requested time.
     TowardTrace,
-    /// Seed 000: RE = R (1 - x), an under-estimate by x.
+    /// The Libra+$ paper: RE = R (1 - x), an under-estimate by x.
     Under,
     /// As `toward-trace`, but never below the actual runtime:
     /// RE = max(R, R + x (trace estimate - R)). With x = 1 this is
@@ -31,17 +31,21 @@ pub enum InaccuracyForm {
 pub enum Source {
     /// The last `jobs` lines of an SWF trace, annotated with QoS.
     Trace,
-    /// Seed 003's synthetic batch (uniform arrivals, lengths, deadlines).
-    Synthetic003,
+    /// The Libra paper's synthetic batch (uniform arrivals, lengths, deadlines).
+    /// `synthetic003` is what run manifests and journals written before
+    /// this name recorded: they still read.
+    #[serde(alias = "synthetic003")]
+    SyntheticLibra,
 }
 
 /// What a deadline is a factor of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeadlineBasis {
-    /// D = factor x actual runtime R (seeds 000-002), factor drawn per class.
+    /// D = factor x actual runtime R (the Libra+$, LibraSLA and LibraRisk
+    /// papers), factor drawn per class.
     Actual,
-    /// D = `deadline_estimate_factor` x RE (seed 004).
+    /// D = `deadline_estimate_factor` x RE (the VQoPS paper).
     Estimate,
 }
 
@@ -49,9 +53,10 @@ pub enum DeadlineBasis {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BudgetBasis {
-    /// B = factor x PBase x R, the factor drawn per class (seeds 000-002).
+    /// B = factor x PBase x R, the factor drawn per class (the Libra+$,
+    /// LibraSLA and LibraRisk papers).
     Runtime,
-    /// Seed 004: B = PBase x P x RE, times `urgent_price_factor` for an
+    /// The VQoPS paper: B = PBase x P x RE, times `urgent_price_factor` for an
     /// urgent (high-urgency) job: the job's maximum price per
     /// processor-second of its estimate.
     ProcessorSeconds,
@@ -88,18 +93,18 @@ pub struct Params {
     pub deadline_high_low_ratio: f64,
     /// Smallest D/R a draw may give (truncated normal, redrawn below).
     pub min_deadline_factor: f64,
-    /// D = this x RE when `deadline_basis` is `estimate` (seed 004).
+    /// D = this x RE when `deadline_basis` is `estimate` (the VQoPS paper).
     pub deadline_estimate_factor: f64,
     /// What deadlines are a factor of.
     pub deadline_basis: DeadlineBasis,
-    /// Whether jobs carry budgets at all (seed 002 has none: unlimited).
+    /// Whether jobs carry budgets at all (the LibraRisk paper has none: unlimited).
     pub budgets: bool,
     /// How budgets are set.
     pub budget_basis: BudgetBasis,
-    /// Seed 004: price factor C of urgent jobs over normal ones (with
+    /// The VQoPS paper: price factor C of urgent jobs over normal ones (with
     /// `budget_basis = processor-seconds`).
     pub urgent_price_factor: f64,
-    /// Seed 004's high load: each trace job is duplicated (same arrival,
+    /// The VQoPS paper's high load: each trace job is duplicated (same arrival,
     /// estimate, runtime, deadline, class) with this probability.
     pub duplicate_fraction: f64,
     /// Mean B/f(R) of the low-urgency class (the "low mean"), f(R) = PBase R.
@@ -127,21 +132,21 @@ pub struct Params {
     /// `never_ran`. Off in every preset (the papers kept them).
     #[serde(default)]
     pub drop_never_ran: bool,
-    /// Seed 003 batch: arrivals uniform over [1, this].
+    /// The Libra paper's batch: arrivals uniform over [1, this].
     pub synthetic_arrival_max: f64,
-    /// Seed 003 batch: job length range (million instructions).
+    /// The Libra paper's batch: job length range (million instructions).
     pub synthetic_length_min_mi: f64,
     /// Upper end of the length range (MI).
     pub synthetic_length_max_mi: f64,
-    /// Seed 003 batch: node rating (MIPS); R = length / rating.
+    /// The Libra paper's batch: node rating (MIPS); R = length / rating.
     pub synthetic_mips: f64,
-    /// Seed 003 batch: deadlines uniform over [min, max] seconds.
+    /// The Libra paper's batch: deadlines uniform over [min, max] seconds.
     pub synthetic_deadline_min: f64,
     /// Upper end of the deadline range (s).
     pub synthetic_deadline_max: f64,
-    /// Seed 003 batch: the budget of the common jobs.
+    /// The Libra paper's batch: the budget of the common jobs.
     pub synthetic_budget_base: f64,
-    /// Seed 003 batch: share of jobs with a random budget (uniform between
+    /// The Libra paper's batch: share of jobs with a random budget (uniform between
     /// base and max); they are labelled high urgency.
     pub synthetic_rich_fraction: f64,
     /// Upper end of the random budgets.
@@ -225,7 +230,7 @@ impl Params {
                 "penalty means must be >= 0 and ratio > 0",
             );
         }
-        if self.source == Source::Synthetic003
+        if self.source == Source::SyntheticLibra
             && !(self.synthetic_mips > 0.0
                 && self.synthetic_length_min_mi > 0.0
                 && self.synthetic_length_max_mi >= self.synthetic_length_min_mi

@@ -21,9 +21,9 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "libra",
-        about: "seed 003 (Libra): synthetic batch of 100 jobs on 10 nodes; --set jobs=200 nodes=20 for the others",
+        about: "Libra paper: synthetic batch of 100 jobs on 10 nodes; --set jobs=200 nodes=20 for the others",
         differs: |base| Params {
-            source: Source::Synthetic003,
+            source: Source::SyntheticLibra,
             jobs: 100,
             nodes: 10,
             arrival_delay_factor: 1.0,
@@ -32,12 +32,12 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "libra-plus-dollar",
-        about: "seed 000 (Libra+$): last 5000 SDSC SP2 jobs, 20% high urgency, deadline & budget high:low 4 low mean 2, f=0.5",
+        about: "Libra+$ paper: last 5000 SDSC SP2 jobs, 20% high urgency, deadline & budget high:low 4 low mean 2, f=0.5",
         differs: |base| base,
     },
     Preset {
         name: "libra-risk",
-        about: "seed 002 (LibraRisk): last 3000 SDSC SP2 jobs, deadline high:low 4 low mean 4, f=1, trace estimates (inaccuracy 1)",
+        about: "LibraRisk paper: last 3000 SDSC SP2 jobs, deadline high:low 4 low mean 4, f=1, trace estimates (inaccuracy 1)",
         differs: |base| Params {
             jobs: 3000,
             deadline_low_mean: 4.0,
@@ -50,7 +50,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "libra-sla",
-        about: "seed 001 (LibraSLA): last 1000 SDSC SP2 jobs, 20% hard/80% soft, deadline & budget high:low 7, penalty 4, f=0.01",
+        about: "LibraSLA paper: last 1000 SDSC SP2 jobs, 20% hard/80% soft, deadline & budget high:low 7, penalty 4, f=0.01",
         differs: |base| Params {
             jobs: 1000,
             deadline_high_low_ratio: 7.0,
@@ -63,7 +63,7 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "vqops",
-        about: "seed 004 (QoPS family): last 10000 SDSC SP2 jobs, deadline 5x estimate, 20% urgent at 10x the normal 0.1 per processor-second, exact estimates",
+        about: "VQoPS paper (QoPS family): last 10000 SDSC SP2 jobs, deadline 5x estimate, 20% urgent at 10x the normal 0.1 per processor-second, exact estimates",
         differs: |base| Params {
             jobs: 10000,
             deadline_basis: DeadlineBasis::Estimate,
@@ -80,7 +80,7 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
-/// The parameters every preset starts from (Libra+$'s set-up, seed 000).
+/// The parameters every preset starts from (the Libra+$ paper's set-up).
 fn base(name: &str) -> Params {
     Params {
         preset: name.to_string(),

@@ -1,4 +1,4 @@
-//! Seed 003's synthetic batch (the Libra paper's generated workload).
+//! The Libra paper's synthetic batch (its generated workload).
 
 use std::collections::BTreeMap;
 
@@ -12,12 +12,12 @@ use crate::job::{
     ResourceRequirements, Urgency,
 };
 
-/// Seed 003's synthetic batch: arrivals uniform over [1, arrival_max],
+/// The Libra paper's synthetic batch: arrivals uniform over [1, arrival_max],
 /// lengths uniform over [min, max] MI run on nodes of `synthetic_mips`,
 /// deadlines uniform over [min, max] s, 80% of budgets at the base value
-/// and the rest uniform between base and max. Estimates are exact (seed 003
+/// and the rest uniform between base and max. Estimates are exact (the Libra paper
 /// assumes correct estimates) unless `inaccuracy` says otherwise.
-pub fn synthetic_003(p: &Params) -> Workload {
+pub fn synthetic_libra(p: &Params) -> Workload {
     let mut jobs = Vec::with_capacity(p.jobs);
     let mut odd = OddRecords::default();
     for index in 0..p.jobs {

@@ -65,15 +65,6 @@ struct ManifestIn {
     mode: Option<String>,
 }
 
-/// The policy names of a run directory, in its summary's order.
-pub fn policies_of(dir: &Path) -> Result<Vec<String>> {
-    Ok(read_summary(dir)?
-        .policies
-        .into_iter()
-        .map(|p| p.policy)
-        .collect())
-}
-
 fn read_summary(dir: &Path) -> Result<SummaryIn> {
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path).with_context(|| {

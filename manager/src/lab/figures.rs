@@ -26,7 +26,9 @@ use crate::results::rundir::{self, Invocation, Log, Manifest, TraceFacts};
 /// Arguments of `libratory figures`.
 #[derive(clap::Args, Debug)]
 pub struct FiguresArgs {
-    /// Papers (000, 001, 002, 003, 004), figure ids (000-fig3) or `all`.
+    /// Papers by their preset's name (libra, libra-plus-dollar,
+    /// libra-risk, libra-sla, vqops), figure ids (libra-plus-dollar-fig3)
+    /// or `all`.
     #[arg(required_unless_present = "list")]
     pub which: Vec<String>,
     /// List the figures and exit.
@@ -90,9 +92,10 @@ pub enum Values {
 /// One figure or table of a paper, as data.
 #[derive(Debug, Clone, Copy)]
 pub struct Figure {
-    /// Stable id: `<paper>-fig<N>` or `<paper>-table<N>`.
+    /// Stable id: `<preset>-fig<N>` or `<preset>-table<N>`.
     pub id: &'static str,
-    /// The paper (000-004, see shared/papers).
+    /// The paper's name (Libra, Libra+$, LibraRisk, LibraSLA, VQoPS;
+    /// docs/papers.md).
     pub paper: &'static str,
     /// The figure's number and caption in the paper.
     pub title: &'static str,
@@ -117,28 +120,28 @@ pub struct Figure {
     pub finding: &'static str,
 }
 
-const P000_ALL: &[FigSeries] = &[
+const PLUS_DOLLAR_ALL: &[FigSeries] = &[
     s("Libra+$", "libra-plus-dollar", &[]),
     s("Libra", "libra", &[]),
     s("FCFS-BF", "fcfs-bf", &[]),
     s("SJF-BF", "sjf-bf", &[]),
     s("EDF-BF", "edf-bf", &[]),
 ];
-const P000_BETAS: &[FigSeries] = &[
+const PLUS_DOLLAR_BETAS: &[FigSeries] = &[
     s("Libra", "libra", &[]),
     s("Libra+$ beta=0.1", "libra-plus-dollar", &["beta=0.1"]),
     s("Libra+$ beta=0.5", "libra-plus-dollar", &["beta=0.5"]),
     s("Libra+$ beta=1.0", "libra-plus-dollar", &["beta=1.0"]),
 ];
-const P000_LOADS: Values = Values::List(&["0.1", "0.25", "0.5", "0.75", "1.0"]);
-const P000_METRICS: &[&str] = &["qos_satisfaction", "profitability"];
+const PLUS_DOLLAR_LOADS: Values = Values::List(&["0.1", "0.25", "0.5", "0.75", "1.0"]);
+const PLUS_DOLLAR_METRICS: &[&str] = &["qos_satisfaction", "profitability"];
 
-const P002_ALL: &[FigSeries] = &[
+const RISK_ALL: &[FigSeries] = &[
     s("LibraRisk", "libra-risk", &[]),
     s("Libra", "libra", &[]),
     s("EDF", "edf", &[]),
 ];
-const P002_ESTIMATES: &[Panel] = &[
+const RISK_ESTIMATES: &[Panel] = &[
     Panel {
         name: "accurate estimates",
         sets: &["inaccuracy=0"],
@@ -148,12 +151,12 @@ const P002_ESTIMATES: &[Panel] = &[
         sets: &["inaccuracy=1"],
     },
 ];
-const P002_METRICS: &[&str] = &["pct_deadlines_met", "avg_slowdown"];
+const RISK_METRICS: &[&str] = &["pct_deadlines_met", "avg_slowdown"];
 
-// Paper 001: LibraSLA against Libra for three values of one knob, and
+// The LibraSLA paper: LibraSLA against Libra for three values of one knob, and
 // the improvement of each LibraSLA series over its Libra twin.
-/// 001, share of hard-deadline jobs: LibraSLA and Libra per value.
-const P001_HARD: &[FigSeries] = &[
+/// LibraSLA, share of hard-deadline jobs: LibraSLA and Libra per value.
+const SLA_HARD: &[FigSeries] = &[
     s(
         "LibraSLA, 20% hard",
         "libra-sla",
@@ -173,13 +176,13 @@ const P001_HARD: &[FigSeries] = &[
     ),
     s("Libra, 80% hard", "libra", &["high_urgency_fraction=0.8"]),
 ];
-const P001_HARD_GAINS: &[(&str, &str, &str)] = &[
+const SLA_HARD_GAINS: &[(&str, &str, &str)] = &[
     ("20% hard", "LibraSLA, 20% hard", "Libra, 20% hard"),
     ("50% hard", "LibraSLA, 50% hard", "Libra, 50% hard"),
     ("80% hard", "LibraSLA, 80% hard", "Libra, 80% hard"),
 ];
-/// 001, deadline mean factor: LibraSLA and Libra per value.
-const P001_DEADLINE: &[FigSeries] = &[
+/// LibraSLA, deadline mean factor: LibraSLA and Libra per value.
+const SLA_DEADLINE: &[FigSeries] = &[
     s(
         "LibraSLA, deadline factor 1",
         "libra-sla",
@@ -211,7 +214,7 @@ const P001_DEADLINE: &[FigSeries] = &[
         &["deadline_low_mean=3"],
     ),
 ];
-const P001_DEADLINE_GAINS: &[(&str, &str, &str)] = &[
+const SLA_DEADLINE_GAINS: &[(&str, &str, &str)] = &[
     (
         "deadline factor 1",
         "LibraSLA, deadline factor 1",
@@ -228,8 +231,8 @@ const P001_DEADLINE_GAINS: &[(&str, &str, &str)] = &[
         "Libra, deadline factor 3",
     ),
 ];
-/// 001, budget mean factor: LibraSLA and Libra per value.
-const P001_BUDGET: &[FigSeries] = &[
+/// LibraSLA, budget mean factor: LibraSLA and Libra per value.
+const SLA_BUDGET: &[FigSeries] = &[
     s(
         "LibraSLA, budget factor 1",
         "libra-sla",
@@ -249,7 +252,7 @@ const P001_BUDGET: &[FigSeries] = &[
     ),
     s("Libra, budget factor 3", "libra", &["budget_low_mean=3"]),
 ];
-const P001_BUDGET_GAINS: &[(&str, &str, &str)] = &[
+const SLA_BUDGET_GAINS: &[(&str, &str, &str)] = &[
     (
         "budget factor 1",
         "LibraSLA, budget factor 1",
@@ -266,8 +269,8 @@ const P001_BUDGET_GAINS: &[(&str, &str, &str)] = &[
         "Libra, budget factor 3",
     ),
 ];
-/// 001, penalty rate mean factor: LibraSLA and Libra per value.
-const P001_PENALTY: &[FigSeries] = &[
+/// LibraSLA, penalty rate mean factor: LibraSLA and Libra per value.
+const SLA_PENALTY: &[FigSeries] = &[
     s(
         "LibraSLA, penalty factor 1",
         "libra-sla",
@@ -287,7 +290,7 @@ const P001_PENALTY: &[FigSeries] = &[
     ),
     s("Libra, penalty factor 3", "libra", &["penalty_low_mean=3"]),
 ];
-const P001_PENALTY_GAINS: &[(&str, &str, &str)] = &[
+const SLA_PENALTY_GAINS: &[(&str, &str, &str)] = &[
     (
         "penalty factor 1",
         "LibraSLA, penalty factor 1",
@@ -304,10 +307,10 @@ const P001_PENALTY_GAINS: &[(&str, &str, &str)] = &[
         "Libra, penalty factor 3",
     ),
 ];
-const P001_LOADS: Values = Values::List(&["0.005", "0.01", "0.02", "0.03", "0.04"]);
-const P001_METRICS: &[&str] = &["completed", "utility"];
+const SLA_LOADS: Values = Values::List(&["0.005", "0.01", "0.02", "0.03", "0.04"]);
+const SLA_METRICS: &[&str] = &["completed", "utility"];
 
-const P004_SCHEMES: &[FigSeries] = &[
+const VQOPS_SCHEMES: &[FigSeries] = &[
     s("QoPS", "qops", &[]),
     s("VQoPS OC=0", "vqops", &["oc_factor=0"]),
     s("VQoPS OC=0.05", "vqops", &["oc_factor=0.05"]),
@@ -315,7 +318,7 @@ const P004_SCHEMES: &[FigSeries] = &[
     s("VQoPS OC=0.4", "vqops", &["oc_factor=0.4"]),
     s("DVQoPS", "dvqops", &[]),
 ];
-const P004_VS_QOPS: &[(&str, &str, &str)] = &[
+const VQOPS_VS_QOPS: &[(&str, &str, &str)] = &[
     ("VQoPS OC=0", "VQoPS OC=0", "QoPS"),
     ("VQoPS OC=0.05", "VQoPS OC=0.05", "QoPS"),
     ("VQoPS OC=0.1", "VQoPS OC=0.1", "QoPS"),
@@ -326,182 +329,182 @@ const P004_VS_QOPS: &[(&str, &str, &str)] = &[
 /// Every figure the project reproduces, in paper order.
 pub const FIGURES: &[Figure] = &[
     Figure {
-        id: "000-fig2",
-        paper: "000",
+        id: "libra-plus-dollar-fig2",
+        paper: "Libra+$",
         title: "Fig. 2: impact of decreasing workload",
         preset: "libra-plus-dollar",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P000_LOADS,
-        series: P000_ALL,
+        values: PLUS_DOLLAR_LOADS,
+        series: PLUS_DOLLAR_ALL,
         panels: &[],
-        metrics: P000_METRICS,
+        metrics: PLUS_DOLLAR_METRICS,
         improvement: &[],
         finding: "Libra+$ earns higher Cluster Profitability than every other policy with similar or lower Job QoS Satisfaction (lower than Libra). Under heavy load SJF-BF and EDF-BF satisfy more jobs than Libra and Libra+$, which overtake them as the load falls. EDF-BF earns about the profitability of FCFS-BF despite a higher QoS satisfaction.",
     },
     Figure {
-        id: "000-fig3",
-        paper: "000",
+        id: "libra-plus-dollar-fig3",
+        paper: "Libra+$",
         title: "Fig. 3: impact of increasing dynamic pricing factor beta",
         preset: "libra-plus-dollar",
         fixed: &[],
         param: "beta",
         values: Values::List(&["0.1", "0.2", "0.3", "0.5", "0.7", "1.0"]),
-        series: P000_ALL,
+        series: PLUS_DOLLAR_ALL,
         panels: &[],
-        metrics: P000_METRICS,
+        metrics: PLUS_DOLLAR_METRICS,
         improvement: &[],
         finding: "A higher beta lowers Libra+$'s Job QoS Satisfaction (below EDF-BF and FCFS-BF if too high) and raises its Cluster Profitability, until beta is too high (1.0), where profitability falls again.",
     },
     Figure {
-        id: "000-fig4",
-        paper: "000",
+        id: "libra-plus-dollar-fig4",
+        paper: "Libra+$",
         title: "Fig. 4: impact of decreasing workload with beta",
         preset: "libra-plus-dollar",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P000_LOADS,
-        series: P000_BETAS,
+        values: PLUS_DOLLAR_LOADS,
+        series: PLUS_DOLLAR_BETAS,
         panels: &[],
-        metrics: P000_METRICS,
+        metrics: PLUS_DOLLAR_METRICS,
         improvement: &[],
         finding: "Libra+$ always earns more than Libra. As the load falls profitability rises more for a higher beta (beta 0.5: 32% at f 0.25 to 57% at f 1.0; beta 0.1: 23% to 40%), but less again if beta is too high (beta 1.0: 31% to 44%).",
     },
     Figure {
-        id: "000-fig5",
-        paper: "000",
+        id: "libra-plus-dollar-fig5",
+        paper: "Libra+$",
         title: "Fig. 5: impact of increasing share of high-urgency jobs with beta",
         preset: "libra-plus-dollar",
         fixed: &[],
         param: "high_urgency_fraction",
         values: Values::List(&["0", "0.2", "0.4", "0.6", "0.8", "1.0"]),
-        series: P000_BETAS,
+        series: PLUS_DOLLAR_BETAS,
         panels: &[],
-        metrics: P000_METRICS,
+        metrics: PLUS_DOLLAR_METRICS,
         improvement: &[],
         finding: "A high beta (1.0) earns more when there are more high-urgency jobs and less when there are few; its QoS satisfaction rises with the share of high-urgency jobs to about that of a low beta.",
     },
     Figure {
-        id: "000-fig6",
-        paper: "000",
+        id: "libra-plus-dollar-fig6",
+        paper: "Libra+$",
         title: "Fig. 6: impact of increasing runtime under-estimates with beta",
         preset: "libra-plus-dollar",
         fixed: &[],
         param: "inaccuracy",
         values: Values::List(&["0", "0.1", "0.25", "0.5", "0.75", "0.9"]),
-        series: P000_BETAS,
+        series: PLUS_DOLLAR_BETAS,
         panels: &[],
-        metrics: P000_METRICS,
+        metrics: PLUS_DOLLAR_METRICS,
         improvement: &[],
         finding: "Without under-estimates a higher beta gives a much lower QoS satisfaction; as under-estimates grow a higher beta gives a higher QoS satisfaction and Libra the lowest, and a higher beta keeps a higher profitability.",
     },
     Figure {
-        id: "001-fig2",
-        paper: "001",
+        id: "libra-sla-fig2",
+        paper: "LibraSLA",
         title: "Fig. 2: impact of deadline type (share of hard-deadline jobs)",
         preset: "libra-sla",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P001_LOADS,
-        series: P001_HARD,
+        values: SLA_LOADS,
+        series: SLA_HARD,
         panels: &[],
-        metrics: P001_METRICS,
-        improvement: P001_HARD_GAINS,
+        metrics: SLA_METRICS,
+        improvement: SLA_HARD_GAINS,
         finding: "LibraSLA completes more jobs and earns more utility than Libra under heavy load, less so as the load falls; the improvement is lower with more hard-deadline jobs (about 20% more jobs and 10% more utility with 20% hard than with 80%).",
     },
     Figure {
-        id: "001-fig3",
-        paper: "001",
+        id: "libra-sla-fig3",
+        paper: "LibraSLA",
         title: "Fig. 3: impact of deadline mean factor",
         preset: "libra-sla",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P001_LOADS,
-        series: P001_DEADLINE,
+        values: SLA_LOADS,
+        series: SLA_DEADLINE,
         panels: &[],
-        metrics: P001_METRICS,
-        improvement: P001_DEADLINE_GAINS,
+        metrics: SLA_METRICS,
+        improvement: SLA_DEADLINE_GAINS,
         finding: "A large improvement over Libra for deadline mean factor 1 under heavy load (f 0.005-0.025); with factors 2 and 3 a lower, steadier improvement that falls as the load falls.",
     },
     Figure {
-        id: "001-fig4",
-        paper: "001",
+        id: "libra-sla-fig4",
+        paper: "LibraSLA",
         title: "Fig. 4: impact of budget mean factor",
         preset: "libra-sla",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P001_LOADS,
-        series: P001_BUDGET,
+        values: SLA_LOADS,
+        series: SLA_BUDGET,
         panels: &[],
-        metrics: P001_METRICS,
-        improvement: P001_BUDGET_GAINS,
+        metrics: SLA_METRICS,
+        improvement: SLA_BUDGET_GAINS,
         finding: "LibraSLA completes more jobs than Libra for higher budget factors and earns more utility; the improvement diminishes as the load falls (f 0.03-0.04).",
     },
     Figure {
-        id: "001-fig5",
-        paper: "001",
+        id: "libra-sla-fig5",
+        paper: "LibraSLA",
         title: "Fig. 5: impact of penalty rate mean factor",
         preset: "libra-sla",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P001_LOADS,
-        series: P001_PENALTY,
+        values: SLA_LOADS,
+        series: SLA_PENALTY,
         panels: &[],
-        metrics: P001_METRICS,
-        improvement: P001_PENALTY_GAINS,
+        metrics: SLA_METRICS,
+        improvement: SLA_PENALTY_GAINS,
         finding: "LibraSLA improves less over Libra as penalty rates rise (it accepts fewer jobs to preserve utility).",
     },
     Figure {
-        id: "002-fig1",
-        paper: "002",
+        id: "libra-risk-fig1",
+        paper: "LibraRisk",
         title: "Fig. 1: impact of varying workload",
         preset: "libra-risk",
         fixed: &[],
         param: "arrival_delay_factor",
-        values: P000_LOADS,
-        series: P002_ALL,
-        panels: P002_ESTIMATES,
-        metrics: P002_METRICS,
+        values: PLUS_DOLLAR_LOADS,
+        series: RISK_ALL,
+        panels: RISK_ESTIMATES,
+        metrics: RISK_METRICS,
         improvement: &[],
         finding: "More jobs meet their deadline as the load falls. Under heavy load (f < 0.3) EDF fulfils more deadlines than Libra and LibraRisk, fewer as the load falls. With trace estimates LibraRisk fulfils increasingly more deadlines than Libra (f > 0.5) with a lower slowdown; with accurate estimates about as many. EDF has the lowest slowdown.",
     },
     Figure {
-        id: "002-fig2",
-        paper: "002",
+        id: "libra-risk-fig2",
+        paper: "LibraRisk",
         title: "Fig. 2: impact of varying deadline high:low ratio",
         preset: "libra-risk",
         fixed: &[],
         param: "deadline_high_low_ratio",
         values: Values::List(&["1", "2", "4", "6", "8", "10"]),
-        series: P002_ALL,
-        panels: P002_ESTIMATES,
-        metrics: P002_METRICS,
+        series: RISK_ALL,
+        panels: RISK_ESTIMATES,
+        metrics: RISK_METRICS,
         improvement: &[],
         finding: "Longer low-urgency deadlines let more jobs meet their deadline but raise the slowdown; with trace estimates LibraRisk fulfils more deadlines than Libra, most of all for ratios < 4; EDF's slowdown rises only marginally.",
     },
     Figure {
-        id: "002-fig3",
-        paper: "002",
+        id: "libra-risk-fig3",
+        paper: "LibraRisk",
         title: "Fig. 3: impact of varying share of high-urgency jobs",
         preset: "libra-risk",
         fixed: &[],
         param: "high_urgency_fraction",
         values: Values::List(&["0", "0.2", "0.4", "0.6", "0.8", "1.0"]),
-        series: P002_ALL,
-        panels: P002_ESTIMATES,
-        metrics: P002_METRICS,
+        series: RISK_ALL,
+        panels: RISK_ESTIMATES,
+        metrics: RISK_METRICS,
         improvement: &[],
         finding: "More high-urgency jobs: fewer deadlines met and a lower slowdown. With trace estimates LibraRisk completes close to 40% more jobs than Libra at 100% high urgency (20% more at 0%), and meets more deadlines as the share grows while EDF and Libra meet fewer.",
     },
     Figure {
-        id: "002-fig4",
-        paper: "002",
+        id: "libra-risk-fig4",
+        paper: "LibraRisk",
         title: "Fig. 4: impact of varying inaccurate runtime estimates",
         preset: "libra-risk",
         fixed: &[],
         param: "inaccuracy",
         values: Values::List(&["0", "0.25", "0.5", "0.75", "1.0"]),
-        series: P002_ALL,
+        series: RISK_ALL,
         panels: &[
             Panel {
                 name: "20% high urgency",
@@ -512,13 +515,13 @@ pub const FIGURES: &[Figure] = &[
                 sets: &["high_urgency_fraction=0.8"],
             },
         ],
-        metrics: P002_METRICS,
+        metrics: RISK_METRICS,
         improvement: &[],
         finding: "Fewer deadlines are met as estimates get less accurate, but LibraRisk fulfils more than EDF and Libra and keeps about as many with 80% high-urgency jobs as with 20%; slowdown falls for Libra and LibraRisk as inaccuracy grows; EDF has the lowest.",
     },
     Figure {
-        id: "003-table1",
-        paper: "003",
+        id: "libra-table1",
+        paper: "Libra",
         title: "Table 1: jobs completed by their deadline, Libra vs PBS FIFO",
         preset: "libra",
         fixed: &[],
@@ -536,8 +539,8 @@ pub const FIGURES: &[Figure] = &[
         finding: "Libra completes more jobs by their deadline than PBS FIFO in all four cases (paper: 86 vs 77, 90 vs 86, 102 vs 95, 177 vs 165), and the gap grows with load.",
     },
     Figure {
-        id: "004-table1",
-        paper: "004",
+        id: "vqops-table1",
+        paper: "VQoPS",
         title: "Table 1: revenue improvement of VQoPS over QoPS for OC-Factors (original load)",
         preset: "vqops",
         fixed: &[],
@@ -567,8 +570,8 @@ pub const FIGURES: &[Figure] = &[
         finding: "VQoPS earns 19-46% more revenue than QoPS at original load, and no single OC-Factor is best for every mix: smaller OC-Factors do better as urgent jobs get cheaper or fewer (10x 80%: 21/26/37/39%; 2x 80%: 19/26/27/-100%).",
     },
     Figure {
-        id: "004-table1-high",
-        paper: "004",
+        id: "vqops-table1-high",
+        paper: "VQoPS",
         title: "Table 1: revenue improvement of VQoPS over QoPS for OC-Factors (high offered load: about 40% of jobs duplicated)",
         preset: "vqops",
         fixed: &["duplicate_fraction=0.4"],
@@ -584,45 +587,45 @@ pub const FIGURES: &[Figure] = &[
         finding: "At high offered load (about 40% of jobs duplicated) VQoPS gains far more over QoPS than at original load, for every OC-Factor (paper, 10x 80%: 63/90/135/160% against 21/26/37/39% at original load).",
     },
     Figure {
-        id: "004-fig3a",
-        paper: "004",
+        id: "vqops-fig3a",
+        paper: "VQoPS",
         title: "Fig. 3(a): revenue improvement over QoPS by share of urgent jobs (urgent cost 10x)",
         preset: "vqops",
         fixed: &["urgent_price_factor=10"],
         param: "high_urgency_fraction",
         values: Values::List(&["0.2", "0.5", "0.8"]),
-        series: P004_SCHEMES,
+        series: VQOPS_SCHEMES,
         panels: &[],
         metrics: &["revenue"],
-        improvement: P004_VS_QOPS,
+        improvement: VQOPS_VS_QOPS,
         finding: "VQoPS improves revenue by about 20-45% over QoPS with a different best OC-Factor for each mix; DVQoPS stays within 5% of the best static OC-Factor.",
     },
     Figure {
-        id: "004-fig3b",
-        paper: "004",
+        id: "vqops-fig3b",
+        paper: "VQoPS",
         title: "Fig. 3(b): accepted jobs per class, 50% urgent, urgent cost 10x",
         preset: "vqops",
         fixed: &["urgent_price_factor=10"],
         param: "high_urgency_fraction",
         values: Values::Cases(&[("50% urgent", &["high_urgency_fraction=0.5"])]),
-        series: P004_SCHEMES,
+        series: VQOPS_SCHEMES,
         panels: &[],
         metrics: &["high_accepted", "low_accepted", "accepted"],
         improvement: &[],
         finding: "QoPS accepts the most jobs overall without telling urgent from normal; as the OC-Factor grows VQoPS rejects more normal jobs to accept urgent ones; DVQoPS adapts between the two.",
     },
     Figure {
-        id: "004-fig4",
-        paper: "004",
+        id: "vqops-fig4",
+        paper: "VQoPS",
         title: "Fig. 4(a): revenue improvement over QoPS by cost of urgent jobs (50% urgent, original load)",
         preset: "vqops",
         fixed: &["high_urgency_fraction=0.5"],
         param: "urgent_price_factor",
         values: Values::List(&["2", "5", "10"]),
-        series: P004_SCHEMES,
+        series: VQOPS_SCHEMES,
         panels: &[],
         metrics: &["revenue"],
-        improvement: P004_VS_QOPS,
+        improvement: VQOPS_VS_QOPS,
         finding: "When urgent jobs are cheap, high static OC-Factors do worse than QoPS; DVQoPS stays within 5% of the best static OC-Factor. (Fig. 4(b), high offered load, needs job duplication, which is not modelled.)",
     },
 ];
@@ -634,11 +637,11 @@ pub fn select(which: &[String]) -> Result<Vec<&'static Figure>> {
         let w = w.trim();
         let found: Vec<&Figure> = FIGURES
             .iter()
-            .filter(|f| w == "all" || f.paper == w || f.id == w)
+            .filter(|f| w == "all" || f.preset == w || f.id == w)
             .collect();
         if found.is_empty() {
             bail!(
-                "no figure '{w}'; give a paper (000, 001, 002, 003, 004), a figure id ({}) or all",
+                "no figure '{w}'; give a paper's preset (libra, libra-plus-dollar, libra-risk, libra-sla, vqops), a figure id ({}) or all",
                 FIGURES.iter().map(|f| f.id).collect::<Vec<_>>().join(", ")
             );
         }
@@ -1014,10 +1017,10 @@ mod tests {
 
     #[test]
     fn selection() {
-        let f = select(&["000".into()]).unwrap();
-        assert!(f.len() == 5 && f.iter().all(|f| f.paper == "000"));
-        let f = select(&["003-table1".into(), "000-fig2".into()]).unwrap();
-        assert_eq!(f[0].id, "000-fig2");
-        assert!(select(&["009".into()]).is_err());
+        let f = select(&["libra-plus-dollar".into()]).unwrap();
+        assert!(f.len() == 5 && f.iter().all(|f| f.paper == "Libra+$"));
+        let f = select(&["libra-table1".into(), "libra-plus-dollar-fig2".into()]).unwrap();
+        assert_eq!(f[0].id, "libra-plus-dollar-fig2");
+        assert!(select(&["libra-nine".into()]).is_err());
     }
 }

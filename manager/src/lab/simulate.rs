@@ -73,7 +73,7 @@ pub fn resolve_trace(exp: &Experiment, given: Option<PathBuf>) -> Result<Option<
                 )
             })?,
         })),
-        Source::Synthetic003 => Ok(None),
+        Source::SyntheticLibra => Ok(None),
     }
 }
 
@@ -135,7 +135,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             exp.params.inaccuracy_form
         )),
         None => log.say(format_args!(
-            "workload: synthetic batch of {} jobs (seed 003), {} nodes",
+            "workload: the Libra paper's synthetic batch of {} jobs, {} nodes",
             wl.jobs.len(),
             exp.params.nodes
         )),

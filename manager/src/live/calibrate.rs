@@ -33,7 +33,7 @@ pub const TARGET_QOS_PP: f64 = 1.0;
 #[derive(clap::Args, Debug)]
 pub struct CalibrateArgs {
     /// Cluster configuration whose local hosts and workload to use
-    /// (default: the demo's: one host, seed 003's batch).
+    /// (default: the demo's: one host, the Libra paper's batch).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Time scales to try (real seconds per trace second).
@@ -45,7 +45,7 @@ pub struct CalibrateArgs {
     /// Without --config: emulated nodes per process.
     #[arg(long, default_value_t = 10)]
     pub nodes: usize,
-    /// Without --config: jobs of seed 003's batch.
+    /// Without --config: jobs of the Libra paper's batch.
     #[arg(long, default_value_t = 100)]
     pub jobs: usize,
     /// Without --config: host cores the emulated nodes share in all (each
@@ -254,12 +254,6 @@ fn safe_scale(points: &[ScalePoint]) -> Option<f64> {
     safe
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
 /// Runs the calibration.
 pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
     let mut scales = a.scales.clone();
@@ -318,7 +312,10 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
             .rsplit_once(':')
             .map_or("127.0.0.1", |(h, _)| h)
             .to_string();
-        cfg.manager.listen = format!("{host}:{}", free_port()?);
+        cfg.manager.listen = format!(
+            "{host}:{}",
+            net::free_udp_port().context("finding a free UDP port on loopback")?
+        );
         let dir = a.out.join(format!("live-{s}"));
         eprintln!("calibrate: time scale {s}: live run into {}", dir.display());
         runcmd::run(&cfg, &dir, true, runcmd::Progress::Quiet, false, None)

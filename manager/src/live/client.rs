@@ -68,7 +68,7 @@ pub struct JobArgs {
     penalty_rate: f64,
 }
 
-/// The submission specification file (seed 000's segments).
+/// The submission specification file (the Libra+$ paper's segments).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SpecFile {

@@ -293,7 +293,7 @@ fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)
                 .clone()
                 .context("the preset reads a trace: give [workload] trace = \"FILE.swf.gz\"")?,
         ),
-        workload::Source::Synthetic003 => None,
+        workload::Source::SyntheticLibra => None,
     };
     let wl = workload::build(&exp.params, trace.as_deref())?;
     Ok((exp, wl))
@@ -928,7 +928,7 @@ pub fn write_live_results(
 }
 
 /// The built-in demo configuration: one host, `processes` node processes
-/// of `per_process` nodes each, seed 003's batch scaled to a short run.
+/// of `per_process` nodes each, the Libra paper's batch scaled to a short run.
 pub fn demo_config(
     certs: &Path,
     port: u16,
@@ -941,9 +941,7 @@ pub fn demo_config(
     // so take one now (bound and released; a race with another process
     // taking it in between only fails the run with a clear bind error).
     let port = if port == 0 {
-        std::net::UdpSocket::bind("127.0.0.1:0")
-            .and_then(|s| s.local_addr())
-            .map_or(0, |a| a.port())
+        net::free_udp_port().unwrap_or(0)
     } else {
         port
     };

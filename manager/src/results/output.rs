@@ -109,12 +109,8 @@ pub const JOB_COLUMNS: &[&str] = &[
     "detail",
 ];
 
-/// Writes one row per job.
-pub fn write_jobs_csv(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_jobs_csv_with(path, records, None)
-}
-
-/// [`write_jobs_csv`] with the rows' leading fields from `heads`.
+/// Writes one row per job, the rows' leading fields from `heads` when
+/// given.
 pub fn write_jobs_csv_with(
     path: &Path,
     records: &[JobRecord],
@@ -317,12 +313,8 @@ pub fn push_csv_field(out: &mut String, field: &str) {
 
 /// Writes one JSON object per job and line, in arrival order: every field
 /// of the record plus the derived ones (deadline_abs, met, qos_satisfied,
-/// delay, utility, slowdown).
-pub fn write_jobs_jsonl(path: &Path, records: &[JobRecord]) -> Result<()> {
-    write_jobs_jsonl_with(path, records, None)
-}
-
-/// [`write_jobs_jsonl`] with the lines' leading fields from `heads`.
+/// delay, utility, slowdown); the lines' leading fields from `heads` when
+/// given.
 pub fn write_jobs_jsonl_with(
     path: &Path,
     records: &[JobRecord],
@@ -911,14 +903,7 @@ pub fn write_batsim_csv(path: &Path, workload_name: &str, records: &[JobRecord])
     write_with(path, |f| batsim_csv_to(f, workload_name, records))
 }
 
-/// `out_jobs-<policy>.csv` as text, formatted straight into one buffer.
-pub fn batsim_csv(workload_name: &str, records: &[JobRecord]) -> String {
-    let bytes = in_memory(|out| batsim_csv_to(out, workload_name, records))
-        .expect("writing to memory cannot fail");
-    String::from_utf8(bytes).expect("the writer writes text")
-}
-
-/// [`batsim_csv`] into `out`, a chunk at a time.
+/// [`write_batsim_csv`] into `out`, a chunk at a time.
 pub fn batsim_csv_to(
     out: &mut dyn Write,
     workload_name: &str,

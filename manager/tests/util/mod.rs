@@ -4,7 +4,6 @@
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -39,11 +38,7 @@ pub fn node_bin() -> PathBuf {
 /// A free UDP port on loopback (bound and released; the race with another
 /// process taking it in between is harmless on a test machine).
 pub fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    net::free_udp_port().expect("a free UDP port on loopback")
 }
 
 /// A cluster CA, the manager's certificate and node certificates `nodes`

@@ -1,5 +1,5 @@
 //! Decision cost of the live admission core at 128, 1,000 and 10,000 nodes
-//! (issue 13). Run with `cargo bench -p libratory-common --bench decide`.
+//! (issue 13). Run with `cargo bench -p libratory-benches --bench decide`.
 //!
 //! Builds a live [`ManagerCore`] (reported tracking, as the live manager
 //! keeps it) with the nodes registered by node processes of up to 500 nodes
@@ -43,6 +43,7 @@ use common::job::{DeadlineType, JobSpec};
 use common::policy::{self, Decision, PolicyConfig};
 use common::protocol::{ManagerMsg, NodeInfo, PartId, PartProgress};
 use common::workload::WorkloadJob;
+use libratory_benches::env_or;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -68,10 +69,6 @@ struct Case {
     accepted: f64,
     busy_nodes: usize,
     parts: usize,
-}
-
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -260,29 +257,19 @@ fn submit_one(
 }
 
 fn main() {
-    let seed: u64 = env_or("DECIDE_SEED", "13")
-        .parse()
-        .expect("DECIDE_SEED: u64");
-    let timed: usize = env_or("DECIDE_SUBMITS", "3000")
-        .parse()
-        .expect("DECIDE_SUBMITS: a count");
-    let sizes: Vec<usize> = env_or("DECIDE_NODES", "128,1000,10000")
+    let seed: u64 = env_or("DECIDE_SEED", 13);
+    let timed: usize = env_or("DECIDE_SUBMITS", 3000);
+    let sizes: Vec<usize> = env_or("DECIDE_NODES", "128,1000,10000".to_string())
         .split(',')
         .map(|s| s.trim().parse().expect("DECIDE_NODES: counts"))
         .collect();
-    let burst: usize = env_or("DECIDE_BURST", "1")
-        .parse()
-        .ok()
-        .filter(|&b| b > 0)
-        .expect("DECIDE_BURST: a count > 0");
-    let per_node: f64 = env_or("DECIDE_PARTS_PER_NODE", "0.6")
-        .parse()
-        .ok()
-        .filter(|&x: &f64| x > 0.0)
-        .expect("DECIDE_PARTS_PER_NODE: a number > 0");
+    let burst: usize = env_or("DECIDE_BURST", 1);
+    assert!(burst > 0, "DECIDE_BURST: a count > 0");
+    let per_node: f64 = env_or("DECIDE_PARTS_PER_NODE", 0.6);
+    assert!(per_node > 0.0, "DECIDE_PARTS_PER_NODE: a number > 0");
     let policies = env_or(
         "DECIDE_POLICIES",
-        "libra,libra-plus-dollar,libra-risk,libra-sla",
+        "libra,libra-plus-dollar,libra-risk,libra-sla".to_string(),
     );
     println!(
         "decision cost of ManagerCore::submit (live core, reported tracking); seed {seed}, \
