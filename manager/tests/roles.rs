@@ -30,6 +30,11 @@ impl Manager {
     /// `libratory run --serve` of one host `a` (one process of one node)
     /// with certificates for nodes `a` and `b` in `dir/certs`.
     fn start(dir: &Path) -> Manager {
+        Manager::start_with(dir, &[])
+    }
+
+    /// As [`Manager::start`], with more `libratory run` arguments.
+    fn start_with(dir: &Path, extra: &[&str]) -> Manager {
         let _ = node_bin();
         certs(&dir.join("certs"), "a,b");
         let port = free_port();
@@ -66,6 +71,7 @@ capacity = 0.2
             .arg(&cfg)
             .arg("--out")
             .arg(dir.join("run"))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -578,5 +584,111 @@ fn a_foreign_quic_client_is_still_refused() {
     );
     // Nothing registered: the manager still waits for its node.
     assert!(!m.stderr().contains("registered"), "{}", m.stderr());
+    m.stop();
+}
+
+/// Pre-flight's probe on a node host reports every key that is not the
+/// host's own (the CA's, the client's, another node's) and a node
+/// certificate that is really another identity's, before dialling; a host
+/// holding only its own passes that check (and then fails on the
+/// unreachable port, a different message).
+#[test]
+fn the_probe_reports_keys_a_node_host_should_not_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    certs(&all, "a,b");
+    let probe = |certs: &Path, name: &str| {
+        Command::new(node_bin())
+            .args(["probe", "--manager", "127.0.0.1:9", "--certs"])
+            .arg(certs)
+            .args(["--name", name, "--timeout-s", "0.5"])
+            .output()
+            .unwrap()
+    };
+    // Everything the CA's machine holds, on a node host.
+    let o = probe(&all, "a");
+    assert!(!o.status.success());
+    let t = text(&o);
+    assert!(t.contains("holds key(s) that are not its own"), "{t}");
+    for f in [
+        "ca.key",
+        "client.key",
+        "viewer.key",
+        "node-b.key",
+        "manager.key",
+    ] {
+        assert!(t.contains(f), "{f} not reported: {t}");
+    }
+    assert!(t.contains("the CA's private key"), "{t}");
+    assert!(t.contains("identity node-b (role node, name b)"), "{t}");
+    assert!(!t.contains("node-a.key"), "its own key reported: {t}");
+    // Only its own: no key finding (the probe goes on and finds no server).
+    let own = dir.path().join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    for f in ["ca.pem", "node-a.pem", "node-a.key"] {
+        std::fs::copy(all.join(f), own.join(f)).unwrap();
+    }
+    let t = text(&probe(&own, "a"));
+    assert!(!t.contains("not its own"), "{t}");
+    assert!(t.contains("no answer from 127.0.0.1:9"), "{t}");
+    // The client's certificate and key copied in under a node's name.
+    std::fs::copy(all.join("client.pem"), own.join("node-evil.pem")).unwrap();
+    std::fs::copy(all.join("client.key"), own.join("node-evil.key")).unwrap();
+    std::fs::remove_file(own.join("node-a.key")).unwrap();
+    std::fs::remove_file(own.join("node-a.pem")).unwrap();
+    let t = text(&probe(&own, "evil"));
+    assert!(
+        t.contains(
+            "node-evil.pem: holds identity client (role client), not node evil's certificate"
+        ),
+        "{t}"
+    );
+}
+
+/// GET `path` from the view at `port` on loopback with `auth` headers;
+/// the status line.
+fn http_status(port: u16, path: &str, auth: &str) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(format!("GET {path} HTTP/1.0\r\n{auth}\r\n").as_bytes())
+        .unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    out.lines().next().unwrap_or("").to_string()
+}
+
+/// `libratory run --http 0.0.0.0:0` (every address) prints the view's
+/// address with a generated token and refuses the page and the JSON
+/// without it; `--http-token` sets it.
+#[test]
+fn the_live_view_off_loopback_needs_its_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_with(dir.path(), &["--http", "0.0.0.0:0"]);
+    m.wait_for("live view: http://", Duration::from_secs(10));
+    let err = m.stderr();
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("live view: http://"))
+        .unwrap();
+    let (addr, token) = line
+        .trim_start_matches("live view: http://")
+        .split_once("/?token=")
+        .unwrap_or_else(|| panic!("no token printed: {line}"));
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    assert_eq!(token.len(), 32, "{line}");
+    for path in ["/", "/api/state", "/api/nodes"] {
+        assert!(http_status(port, path, "").contains(" 401"), "{path}");
+        let bearer = format!("Authorization: Bearer {token}\r\n");
+        assert!(http_status(port, path, &bearer).contains(" 200"), "{path}");
+        let q = format!("{path}?token={token}");
+        assert!(http_status(port, &q, "").contains(" 200"), "{path}");
+    }
+    m.stop();
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start_with(
+        dir.path(),
+        &["--http", "0.0.0.0:0", "--http-token", "open-sesame"],
+    );
+    m.wait_for("?token=open-sesame", Duration::from_secs(10));
     m.stop();
 }
