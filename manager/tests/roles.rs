@@ -587,21 +587,20 @@ fn a_foreign_quic_client_is_still_refused() {
     m.stop();
 }
 
-/// Pre-flight's probe on a node host reports every key that is not the
-/// host's own (the CA's, the client's, another node's) and a node
-/// certificate that is really another identity's, before dialling; a host
-/// holding only its own passes that check (and then fails on the
-/// unreachable port, a different message).
+/// Pre-flight's key check on a node host (`libratory-node keys`) reports
+/// every key that is not the host's own (the CA's, the client's, another
+/// node's) and a node certificate that is really another identity's; a
+/// host holding only its own passes.
 #[test]
-fn the_probe_reports_keys_a_node_host_should_not_hold() {
+fn preflight_reports_keys_a_node_host_should_not_hold() {
     let dir = tempfile::tempdir().unwrap();
     let all = dir.path().join("all");
     certs(&all, "a,b");
     let probe = |certs: &Path, name: &str| {
         Command::new(node_bin())
-            .args(["probe", "--manager", "127.0.0.1:9", "--certs"])
+            .args(["keys", "--certs"])
             .arg(certs)
-            .args(["--name", name, "--timeout-s", "0.5"])
+            .args(["--name", name])
             .output()
             .unwrap()
     };
@@ -622,21 +621,27 @@ fn the_probe_reports_keys_a_node_host_should_not_hold() {
     assert!(t.contains("the CA's private key"), "{t}");
     assert!(t.contains("identity node-b (role node, name b)"), "{t}");
     assert!(!t.contains("node-a.key"), "its own key reported: {t}");
-    // Only its own: no key finding (the probe goes on and finds no server).
+    // Only its own: passes.
     let own = dir.path().join("own");
     std::fs::create_dir_all(&own).unwrap();
     for f in ["ca.pem", "node-a.pem", "node-a.key"] {
         std::fs::copy(all.join(f), own.join(f)).unwrap();
     }
-    let t = text(&probe(&own, "a"));
-    assert!(!t.contains("not its own"), "{t}");
-    assert!(t.contains("no answer from 127.0.0.1:9"), "{t}");
+    let o = probe(&own, "a");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("holds node-a's own key only"),
+        "{}",
+        text(&o)
+    );
     // The client's certificate and key copied in under a node's name.
     std::fs::copy(all.join("client.pem"), own.join("node-evil.pem")).unwrap();
     std::fs::copy(all.join("client.key"), own.join("node-evil.key")).unwrap();
     std::fs::remove_file(own.join("node-a.key")).unwrap();
     std::fs::remove_file(own.join("node-a.pem")).unwrap();
-    let t = text(&probe(&own, "evil"));
+    let o = probe(&own, "evil");
+    assert!(!o.status.success());
+    let t = text(&o);
     assert!(
         t.contains(
             "node-evil.pem: holds identity client (role client), not node evil's certificate"

@@ -3,8 +3,7 @@
 //! `libratory probe-server` (run by `scripts/preflight.sh` on the manager's
 //! address before a run) with the certificate a node process would present,
 //! and waits for the server's "probe ok" close. Every failure says what to
-//! check. First it checks that the host holds no key but its own
-//! (`node-NAME.key`, with a certificate of role node NAME).
+//! check.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -21,16 +20,6 @@ const PROBE_OK: &[u8] = b"libratory probe ok";
 /// Probes `manager` as `node-NAME`; returns the round trip of the whole
 /// exchange (handshake and close).
 pub fn probe(manager: SocketAddr, certs: &Path, name: &str, timeout: Duration) -> Result<Duration> {
-    // A node host holds its own key only: the CA's key signs anything, a
-    // client's submits jobs, another node's impersonates that node.
-    let foreign = net::roles::foreign_keys(certs, name)
-        .with_context(|| format!("listing the keys in {}", certs.display()))?;
-    if !foreign.is_empty() {
-        bail!(
-            "this host holds key(s) that are not its own (node-{name}); remove them:\n  {}",
-            foreign.join("\n  ")
-        );
-    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
