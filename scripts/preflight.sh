@@ -10,7 +10,9 @@
 #   (measured over one ssh round trip; the uncertainty is printed);
 # - (not with --reach-only) every host has libratory-node in the same
 #   version as this machine's, its certificate and this cluster's ca.pem in
-#   its work directory, no node processes of an earlier launch, and reaches
+#   its work directory and no key but its own (`libratory-node keys`: not
+#   the CA's, the client's or another node's), no node processes of an
+#   earlier launch, and reaches
 #   the manager's UDP port: a `libratory probe-server` on the manager's
 #   address answers each host's `libratory-node probe`, a full QUIC and
 #   mutual-TLS handshake with the host's certificate.
@@ -169,6 +171,15 @@ for i in "${reachable[@]}"; do
   else
     ok "$where: certificate node-$(lbr_name "$i") and this cluster's ca.pem"
     probe_hosts+=("$i")
+    # No key but the host's own (not the CA's, the client's, another
+    # node's), asked of this build's libratory-node only.
+    if [[ ${fact[version]:-} == "$local_version" ]]; then
+      if out=$(lbr_on "$i" "$(lbr_q "$bin" keys --certs "$work/certs" --name "$(lbr_name "$i")")" 2>&1); then
+        ok "$where: ${out##*keys: }"
+      else
+        bad "$where: ${out#*error: }"
+      fi
+    fi
   fi
   if [[ ${fact[running]:-0} != 0 ]]; then
     bad "$where: ${fact[running]} node process(es) of an earlier launch still running: scripts/stop.sh $config"

@@ -2,8 +2,9 @@
 # The whole test suite: unit, property, integration (real binaries, real
 # traces from ../shared/traces), then the launch tests: shellcheck of every
 # script, the multi-host launch over ssh into network namespaces
-# (tests/launch/netns.sh) and a real local Slurm cluster
-# (tests/launch/slurm.sh), and the live web view in headless Chromium
+# (tests/launch/netns.sh), a real local Slurm cluster
+# (tests/launch/slurm.sh) and one of three slurmd in network namespaces
+# (tests/launch/slurm-nodes.sh), and the live web view in headless Chromium
 # (tests/web/live_view.sh). This is the README's test command and what CI
 # runs (as root) after the format and lint checks. The launch tests need
 # root and install what they need with apt; they fail, never skip, when
@@ -35,10 +36,10 @@ echo "== tests/web/live_view.sh"
 bash tests/web/live_view.sh
 
 passed=0
-for t in netns slurm; do
+for t in netns slurm slurm-nodes; do
   echo "== tests/launch/$t.sh"
   bash "tests/launch/$t.sh"
   passed=$((passed + 1))
 done
-echo "launch tests: shellcheck and $passed scenarios (netns over ssh, Slurm)"
+echo "launch tests: shellcheck and $passed scenarios (netns over ssh, Slurm, Slurm on three nodes)"
 echo "launch: $((passed + 1)) passed, 0 failed"

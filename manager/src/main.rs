@@ -93,6 +93,10 @@ enum Command {
         /// binds 127.0.0.1; see docs/cli.md).
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// The token the live view requires off loopback (default: a
+        /// random one, printed with the view's address).
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        http_token: Option<String>,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -129,6 +133,11 @@ enum Command {
         /// this address: PORT or :PORT binds 127.0.0.1, IP:PORT as given.
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// The token the live view requires: off loopback always (default:
+        /// a random one, printed with the view's address), on loopback
+        /// when given.
+        #[arg(long, value_name = "TOKEN", requires = "http")]
+        http_token: Option<String>,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -149,8 +158,9 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         expect: usize,
     },
-    /// Make the cluster's certificates: a CA, the manager's and one per
-    /// node process name.
+    /// Make the cluster's certificates: a CA, the manager's, a client's
+    /// (submit, quote, look), a viewer's (look only) and one per node name;
+    /// add node certificates; revoke identities.
     Certs {
         /// Directory to write them to.
         #[arg(long)]
@@ -164,6 +174,11 @@ enum Command {
         /// Add node certificates to an existing CA in --out.
         #[arg(long)]
         add: bool,
+        /// Revoke these identities (node-NAME or a node name, client,
+        /// viewer) of the CA in --out: their serials go into ca.crl.pem,
+        /// which a running manager re-reads on SIGHUP.
+        #[arg(long, value_delimiter = ',', value_name = "NAME")]
+        revoke: Vec<String>,
     },
     /// Submit a job to a running manager; answers at once: accepted (nodes,
     /// cost) or rejected with the reason. Exit code 3 when rejected.
@@ -257,6 +272,11 @@ fn simulate_alone(args: &[std::ffi::OsString]) -> Option<Cli> {
     })
 }
 
+/// The live view's address and token from `--http` and `--http-token`.
+fn view(http: Option<std::net::SocketAddr>, token: Option<String>) -> Option<liveview::ViewAddr> {
+    http.map(|addr| liveview::ViewAddr { addr, token })
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     // Commands that return an exit code of their own, then the rest.
     match cli.command {
@@ -280,7 +300,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             nodes,
             manager_names,
             add,
-        } => runcmd::certs(&out, &nodes, &manager_names, add)?,
+            revoke,
+        } => runcmd::certs_or_revoke(&out, &nodes, &manager_names, add, &revoke)?,
         Command::Run {
             config,
             spawn_local,
@@ -288,7 +309,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve,
             progress_every,
             http,
-        } => commands::run(&config, spawn_local, out, serve, progress_every, http)?,
+            http_token,
+        } => commands::run(
+            &config,
+            spawn_local,
+            out,
+            serve,
+            progress_every,
+            view(http, http_token),
+        )?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
@@ -306,7 +335,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port,
             out,
             http,
-        } => commands::demo(processes, nodes, jobs, port, &out, http)?,
+            http_token,
+        } => commands::demo(processes, nodes, jobs, port, &out, view(http, http_token))?,
         Command::Policies => info::policies(),
         Command::Presets { name } => info::presets(name.as_deref())?,
         Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,

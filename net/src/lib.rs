@@ -43,14 +43,19 @@ use thiserror::Error;
 use common::protocol::{self, Decoder, Hello, ProtocolError};
 
 pub mod clock;
+pub mod roles;
 
 pub use clock::TraceClock;
+pub use roles::{CertRole, Identity, Revoked};
 
 /// The name every manager certificate carries and every node checks.
 pub const MANAGER_NAME: &str = "libratory-manager";
 
 /// The identity of clients (`client.pem/.key`).
 pub const CLIENT_NAME: &str = "client";
+
+/// The look-only identity (`viewer.pem/.key`).
+pub const VIEWER_NAME: &str = "viewer";
 
 /// ALPN protocol id: a QUIC peer speaking something else is refused during
 /// the handshake.
@@ -150,7 +155,7 @@ impl CertPaths {
     }
 }
 
-fn ca_params() -> CertificateParams {
+pub(crate) fn ca_params() -> CertificateParams {
     // Built the same way every time, so `add_nodes` can sign with the saved
     // CA key and produce certificates that chain to the saved CA certificate.
     let mut p = CertificateParams::default();
@@ -172,10 +177,13 @@ fn ca_params() -> CertificateParams {
 fn leaf(
     name: &str,
     sans: Vec<String>,
+    role: (CertRole, &str),
     purpose: ExtendedKeyUsagePurpose,
     issuer: &Issuer<'_, KeyPair>,
 ) -> Result<(String, String), NetError> {
     let mut p = CertificateParams::new(sans)?;
+    // The role the manager enforces (see `roles`).
+    p.subject_alt_names.push(roles::role_san(role.0, role.1)?);
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, name);
     p.distinguished_name = dn;
@@ -227,22 +235,30 @@ pub fn make_cluster_certs(
     let (c, k) = leaf(
         MANAGER_NAME,
         sans,
+        (CertRole::Manager, MANAGER_NAME),
         ExtendedKeyUsagePurpose::ServerAuth,
         &issuer,
     )?;
     let (cp, kp) = paths.identity("manager");
     fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
     write_private(&kp, &k)?;
-    // One client identity for `libratory submit/quote/status`.
-    let (c, k) = leaf(
-        CLIENT_NAME,
-        vec![CLIENT_NAME.to_string()],
-        ExtendedKeyUsagePurpose::ClientAuth,
-        &issuer,
-    )?;
-    let (cp, kp) = paths.identity(CLIENT_NAME);
-    fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
-    write_private(&kp, &k)?;
+    // One client identity for `libratory submit/quote/status`, and one
+    // that may only look.
+    for (name, role) in [
+        (CLIENT_NAME, CertRole::Client),
+        (VIEWER_NAME, CertRole::Viewer),
+    ] {
+        let (c, k) = leaf(
+            name,
+            vec![name.to_string()],
+            (role, name),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &issuer,
+        )?;
+        let (cp, kp) = paths.identity(name);
+        fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
+        write_private(&kp, &k)?;
+    }
     add_nodes_with(&paths, &issuer, nodes)
 }
 
@@ -275,6 +291,7 @@ fn add_nodes_with(
         let (c, k) = leaf(
             &id,
             vec![id.clone()],
+            (CertRole::Node, n),
             ExtendedKeyUsagePurpose::ClientAuth,
             issuer,
         )?;
@@ -285,7 +302,7 @@ fn add_nodes_with(
     Ok(())
 }
 
-fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+pub(crate) fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let certs: Vec<_> = CertificateDer::pem_file_iter(path)
         .map_err(|e| file_err(path, e))?
         .collect::<Result<_, _>>()
@@ -424,6 +441,20 @@ pub fn free_udp_port() -> std::io::Result<u16> {
     Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
+}
+
+/// The identity of the peer's verified client certificate (see [`roles`]).
+pub fn peer_identity(conn: &quinn::Connection) -> Result<Identity, String> {
+    let any = conn
+        .peer_identity()
+        .ok_or_else(|| "presented no certificate".to_string())?;
+    let certs = any
+        .downcast::<Vec<CertificateDer<'static>>>()
+        .map_err(|_| "presented no X.509 certificate".to_string())?;
+    let first = certs
+        .first()
+        .ok_or_else(|| "presented no certificate".to_string())?;
+    roles::identity_of(first)
 }
 
 /// Connects to the manager at `peer` and completes the TLS handshake.

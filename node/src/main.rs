@@ -68,6 +68,21 @@ enum Cmd {
     /// manager takes its certificate (answered by `libratory probe-server`;
     /// scripts/preflight.sh runs both).
     Probe(ProbeArgs),
+    /// Check that this host's certificates directory holds no key but its
+    /// own (node-NAME.key, whose certificate is node NAME's): not the CA's,
+    /// the client's or another node's (scripts/preflight.sh runs it on
+    /// every host). Exit 1 naming each file otherwise.
+    Keys(KeysArgs),
+}
+
+#[derive(Args)]
+struct KeysArgs {
+    /// Certificates directory.
+    #[arg(long)]
+    certs: PathBuf,
+    /// This host's node name (its key is node-NAME.key).
+    #[arg(long)]
+    name: String,
 }
 
 #[derive(Args)]
@@ -302,6 +317,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 p.manager,
                 p.name,
                 rtt.as_secs_f64() * 1e3
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Keys(k) => {
+            // A node host holds its own key only: the CA's key signs any
+            // identity, a client's submits jobs, another node's
+            // impersonates that node.
+            let foreign = net::roles::foreign_keys(&k.certs, &k.name)
+                .with_context(|| format!("listing the keys in {}", k.certs.display()))?;
+            if !foreign.is_empty() {
+                bail!(
+                    "this host holds key(s) that are not its own (node-{}); remove them:\n  {}",
+                    k.name,
+                    foreign.join("\n  ")
+                );
+            }
+            println!(
+                "keys: {} holds node-{}'s own key only",
+                k.certs.display(),
+                k.name
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -16,7 +16,8 @@
 #
 # Checks: pre-flight names an unreachable host, a host whose clock is off
 # (libfaketime in that host's ssh sessions), a host with another
-# libratory-node version, and hosts that cannot reach the manager's UDP port; a launch runs a small workload on six node processes
+# libratory-node version, a host holding a key not its own (the CA's), and
+# hosts that cannot reach the manager's UDP port; a launch runs a small workload on six node processes
 # (four hosts over ssh, and m0, a host without ssh: the manager's machine)
 # and collects every host's logs; status/stop see nothing
 # left; a second launch stopped by SIGTERM mid-run stops every node process
@@ -282,6 +283,18 @@ grep -qF "FAIL  h2 (root@10.77.0.12 port 2202): $T/old-node is 'libratory-node 0
   fail "pre-flight did not name h2's version: $out"
 [[ $(grep -c 'FAIL' <<<"$out") == 2 ]] || fail "pre-flight failed more than h2's version and probe: $out"
 say "pre-flight names a host with another libratory-node version"
+
+# ---- a host holding a key that is not its own (the CA's, copied over)
+cp "$T/certs/ca.key" "$T/h3/work/certs/ca.key"
+if out=$(in_mgr "$t_root/scripts/preflight.sh" "$T/cluster.toml" 2>&1); then
+  fail "pre-flight passed a host holding the CA's key: $out"
+fi
+grep -qF "FAIL  h3 (root@10.77.0.13 port 2203): this host holds key(s) that are not its own (node-h3)" <<<"$out" ||
+  fail "pre-flight did not name h3's foreign key: $out"
+grep -qF "$T/h3/work/certs/ca.key: the CA's private key" <<<"$out" || fail "pre-flight did not name the file: $out"
+[[ $(grep -c 'FAIL' <<<"$out") == 1 ]] || fail "pre-flight failed more than h3's keys: $out"
+rm "$T/h3/work/certs/ca.key"
+say "pre-flight names a host holding a key that is not its own"
 
 # ---- a launch stopped mid-run (SIGTERM, as Ctrl-C or a batch system would)
 config "$T/cluster.toml" "" "$ssh_opts" ""

@@ -4,7 +4,6 @@
 //! here; the work itself is in [`runcmd`] and [`probe`].
 
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -20,7 +19,7 @@ pub fn run(
     out: Option<PathBuf>,
     serve: bool,
     progress_every: Option<f64>,
-    http: Option<SocketAddr>,
+    http: Option<crate::live::liveview::ViewAddr>,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
     let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -41,7 +40,7 @@ pub fn demo(
     jobs: usize,
     port: u16,
     out: &Path,
-    http: Option<SocketAddr>,
+    http: Option<crate::live::liveview::ViewAddr>,
 ) -> Result<()> {
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {

@@ -9,6 +9,13 @@
 //! no network). Nothing served is secret (no paths, no keys) and nothing
 //! can be changed: every method but GET and HEAD gets 405.
 //!
+//! On loopback (the default) anyone on this machine may look. Bound to any
+//! other address the view requires a token (`--http-token`, or one made
+//! from the OS's random source and printed): the page and every JSON
+//! endpoint answer 401 to a request without it, given as
+//! `Authorization: Bearer TOKEN` or `?token=TOKEN` (the page passes its
+//! own on to its JSON requests).
+//!
 //! Endpoints are described in docs/output-formats.md, the flag in
 //! docs/cli.md.
 
@@ -52,6 +59,31 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, ViewError> {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p));
     }
     t.parse().map_err(|_| bad())
+}
+
+/// Where the live view listens, and the token it requires (None: decided
+/// by [`Server::start`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewAddr {
+    /// The address.
+    pub addr: SocketAddr,
+    /// The token given with `--http-token`.
+    pub token: Option<String>,
+}
+
+/// The token a view on `addr` requires: none on loopback unless one is
+/// given; off loopback the given one, else a new random one (128 bits,
+/// hex).
+pub fn token_for(addr: SocketAddr, given: Option<String>) -> Option<String> {
+    if given.is_some() || addr.ip().is_loopback() {
+        return given;
+    }
+    use rand::RngCore;
+    let mut b = [0u8; 16];
+    // Not an experiment's choice (no seed): a secret must not be
+    // reproducible.
+    rand::rng().fill_bytes(&mut b);
+    Some(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 /// One part on a node.
@@ -247,6 +279,7 @@ pub struct Server {
     addr: SocketAddr,
     /// Where the manager publishes.
     pub publisher: Publisher,
+    token: Option<String>,
 }
 
 impl std::fmt::Debug for Server {
@@ -256,8 +289,17 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Binds `addr` and serves from a thread of its own.
-    pub fn start(addr: SocketAddr) -> Result<Server, ViewError> {
+    /// Binds `view.addr` and serves from a thread of its own, requiring
+    /// the token [`token_for`] gives (see [`Server::token`]).
+    pub fn start(view: ViewAddr) -> Result<Server, ViewError> {
+        let addr = view.addr;
+        let token = token_for(addr, view.token);
+        if token.as_deref() == Some("") {
+            return Err(ViewError::Bind {
+                addr,
+                reason: "--http-token is empty".into(),
+            });
+        }
         let http = tiny_http::Server::http(addr).map_err(|e| ViewError::Bind {
             addr,
             reason: e.to_string(),
@@ -265,12 +307,12 @@ impl Server {
         let bound = http.server_addr().to_ip().expect("bound to an IP address");
         let http = Arc::new(http);
         let publisher = Publisher::default();
-        let (h, p) = (http.clone(), publisher.clone());
+        let (h, p, t) = (http.clone(), publisher.clone(), token.clone());
         let thread = std::thread::Builder::new()
             .name("live-view".into())
             .spawn(move || {
                 for req in h.incoming_requests() {
-                    respond(req, &p);
+                    respond(req, &p, t.as_deref());
                 }
             })
             .map_err(|e| ViewError::Bind {
@@ -282,7 +324,21 @@ impl Server {
             thread: Some(thread),
             addr: bound,
             publisher,
+            token,
         })
+    }
+
+    /// The token requests must carry (None on loopback without one).
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The page's address, with the token if one is required.
+    pub fn url(&self) -> String {
+        match &self.token {
+            Some(t) => format!("http://{}/?token={t}", self.addr),
+            None => format!("http://{}/", self.addr),
+        }
     }
 
     /// The address it listens on (the port chosen when 0 was given).
@@ -340,10 +396,51 @@ pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
     }
 }
 
-fn respond(req: tiny_http::Request, p: &Publisher) {
+/// Whether `req` carries `token` (as a bearer token or `?token=`),
+/// compared in constant time.
+fn authorized(req: &tiny_http::Request, token: &str) -> bool {
+    let same = |given: &str| {
+        given.len() == token.len()
+            && given
+                .bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    };
+    let bearer = req.headers().iter().any(|h| {
+        h.field.equiv("Authorization")
+            && h.value
+                .as_str()
+                .strip_prefix("Bearer ")
+                .is_some_and(|t| same(t.trim()))
+    });
+    let query = req
+        .url()
+        .split_once('?')
+        .map(|(_, q)| {
+            q.split('&')
+                .any(|kv| kv.strip_prefix("token=").is_some_and(same))
+        })
+        .unwrap_or(false);
+    bearer || query
+}
+
+fn respond(req: tiny_http::Request, p: &Publisher, token: Option<&str>) {
     use tiny_http::{Method, Response};
     let no_store = header("Cache-Control", "no-store");
     let nosniff = header("X-Content-Type-Options", "nosniff");
+    if let Some(t) = token {
+        if !authorized(&req, t) {
+            let r = Response::from_string(
+                "401: this live view requires its token (Authorization: Bearer TOKEN, or ?token=TOKEN; printed by the manager at start)\n",
+            )
+            .with_status_code(401)
+            .with_header(header("WWW-Authenticate", "Bearer realm=\"libratory live view\""))
+            .with_header(no_store);
+            let _ = req.respond(r);
+            return;
+        }
+    }
     let head = *req.method() == Method::Head;
     if !matches!(req.method(), Method::Get | Method::Head) {
         let r = Response::from_string("read-only: GET only\n")
@@ -390,7 +487,12 @@ mod tests {
     #[test]
     fn serves_the_page_and_json_read_only() {
         use std::io::{Read, Write};
-        let s = Server::start(parse_addr("0").unwrap()).unwrap();
+        let s = Server::start(ViewAddr {
+            addr: parse_addr("0").unwrap(),
+            token: None,
+        })
+        .unwrap();
+        assert_eq!(s.token(), None, "loopback without --http-token: no token");
         s.publisher.publish(Snapshot {
             policy: "libra".into(),
             ..Snapshot::default()
@@ -414,5 +516,78 @@ mod tests {
         assert!(post.starts_with("HTTP/1.0 405"), "{post}");
         let missing = get("GET /certs/ca.key HTTP/1.0\r\n\r\n");
         assert!(missing.starts_with("HTTP/1.0 404"), "{missing}");
+    }
+
+    fn get(addr: SocketAddr, req: &str) -> String {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// Bound off loopback (every address), the view makes a token and
+    /// refuses the page and every JSON endpoint without it (401), whether
+    /// the token is missing, wrong, or a prefix of the right one.
+    #[test]
+    fn off_loopback_the_page_and_every_endpoint_need_the_token() {
+        let s = Server::start(ViewAddr {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            token: None,
+        })
+        .unwrap();
+        let token = s.token().expect("a token off loopback").to_string();
+        assert_eq!(token.len(), 32, "{token}");
+        assert!(s.url().ends_with(&format!("/?token={token}")));
+        s.publisher.publish(Snapshot::default());
+        let at = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), s.addr().port());
+        for path in [
+            "/",
+            "/index.html",
+            "/api/state",
+            "/api/progress",
+            "/api/nodes",
+            "/api/decisions",
+            "/api/latency",
+            "/nowhere",
+        ] {
+            for bad in [
+                format!("GET {path} HTTP/1.0\r\n\r\n"),
+                format!("GET {path}?token=wrong HTTP/1.0\r\n\r\n"),
+                format!("GET {path}?token={} HTTP/1.0\r\n\r\n", &token[..31]),
+                format!("GET {path} HTTP/1.0\r\nAuthorization: Bearer x{token}\r\n\r\n"),
+                format!("HEAD {path} HTTP/1.0\r\n\r\n"),
+            ] {
+                let r = get(at, &bad);
+                assert!(r.starts_with("HTTP/1.0 401"), "{bad:?}: {r}");
+                assert!(!r.contains("\"seq\""), "{bad:?} leaked the state: {r}");
+            }
+            let want = if path == "/nowhere" { "404" } else { "200" };
+            for good in [
+                format!("GET {path}?token={token} HTTP/1.0\r\n\r\n"),
+                format!("GET {path} HTTP/1.0\r\nAuthorization: Bearer {token}\r\n\r\n"),
+            ] {
+                let r = get(at, &good);
+                assert!(r.starts_with(&format!("HTTP/1.0 {want}")), "{good:?}: {r}");
+            }
+        }
+        // A token given is used as given, on loopback too.
+        let s = Server::start(ViewAddr {
+            addr: parse_addr("0").unwrap(),
+            token: Some("sesame".into()),
+        })
+        .unwrap();
+        assert_eq!(s.token(), Some("sesame"));
+        assert!(get(s.addr(), "GET /api/state HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 401"));
+        assert!(
+            get(s.addr(), "GET /api/state?a=1&token=sesame HTTP/1.0\r\n\r\n")
+                .starts_with("HTTP/1.0 200")
+        );
+        // Two views off loopback get different tokens.
+        assert_ne!(
+            token_for("0.0.0.0:1".parse().unwrap(), None),
+            token_for("0.0.0.0:1".parse().unwrap(), None)
+        );
     }
 }

@@ -28,9 +28,36 @@ use crate::live::manager::{self as live, LiveConfig, LiveOutcome};
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
 
-/// `libratory certs`: a cluster CA, the manager's certificate and one per
-/// node process name.
+/// `libratory certs`: a cluster CA, the manager's certificate, the client's
+/// and the viewer's, and one per node name; or more node certificates
+/// (`add`); or revocations.
 pub fn certs(out: &Path, nodes: &[String], manager_names: &[String], add: bool) -> Result<()> {
+    certs_or_revoke(out, nodes, manager_names, add, &[])
+}
+
+/// `libratory certs` with `--revoke`: revocation goes alone.
+pub fn certs_or_revoke(
+    out: &Path,
+    nodes: &[String],
+    manager_names: &[String],
+    add: bool,
+    revoke: &[String],
+) -> Result<()> {
+    if !revoke.is_empty() {
+        if add || !nodes.is_empty() {
+            bail!("--revoke goes alone: revoke first, then --add new node certificates");
+        }
+        for name in revoke {
+            let id = net::roles::revoke(out, name)?;
+            println!(
+                "revoked {id}, serial {}, in {}",
+                id.serial_hex(),
+                net::roles::crl_path(out).display()
+            );
+        }
+        println!("a running manager refuses it once it re-reads the list: kill -HUP <manager pid>");
+        return Ok(());
+    }
     if add {
         net::add_node_certs(out, nodes)?;
         println!(
@@ -41,8 +68,8 @@ pub fn certs(out: &Path, nodes: &[String], manager_names: &[String], add: bool) 
     } else {
         net::make_cluster_certs(out, manager_names, nodes)?;
         println!(
-            "made a cluster CA, the manager certificate and {} node certificate(s) in {}\n\
-             copy ca.pem and node-NAME.pem/.key to each node host; keep ca.key on this machine",
+            "made a cluster CA, the manager, client and viewer certificates and {} node certificate(s) in {}\n\
+             copy ca.pem and node-NAME.pem/.key (only its own) to each node host; keep ca.key on this machine",
             nodes.len(),
             out.display()
         );
@@ -363,14 +390,14 @@ pub fn run(
     spawn_local: bool,
     progress: Progress,
     serve: bool,
-    http: Option<SocketAddr>,
+    http: Option<crate::live::liveview::ViewAddr>,
 ) -> Result<()> {
     let inv = Invocation::capture();
     keep_heap();
     // The live view binds first, so a taken port fails before anything runs.
     let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
-        eprintln!("live view: http://{}/", v.addr());
+        eprintln!("live view: {}", v.url());
     }
     let (exp, wl) = experiment_of(cfg)?;
     let seed = exp.params.seed;

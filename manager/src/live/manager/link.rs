@@ -78,6 +78,20 @@ impl StreamHandler<Result<Vec<NodeMsg>, NetError>> for LinkActor {
     }
 }
 
+/// Closes the link with a reason of the manager's (a revoked identity):
+/// the manager records the node process lost with it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct CloseLink(pub(super) String);
+
+impl Handler<CloseLink> for LinkActor {
+    type Result = ();
+    fn handle(&mut self, m: CloseLink, ctx: &mut Self::Context) {
+        self.close(m.0);
+        ctx.stop();
+    }
+}
+
 impl Handler<ToNode> for LinkActor {
     type Result = ();
     fn handle(&mut self, m: ToNode, _: &mut Self::Context) {

@@ -25,6 +25,7 @@
 
 mod actor;
 mod config;
+mod gate;
 mod link;
 mod messages;
 mod server;

@@ -17,8 +17,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore};
 
+use std::sync::Arc;
+
 use super::actor::*;
 use super::config::*;
+use super::gate::{self, Gate};
 use super::link::*;
 use super::messages::*;
 
@@ -28,17 +31,41 @@ pub(super) async fn serve_connection(
     manager: Addr<ManagerActor>,
     links: ArbiterHandle,
     timeout: Duration,
+    gate: Arc<Gate>,
 ) -> Result<(), String> {
     let peer = incoming.remote_address();
     let conn = incoming
         .await
         .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
-    let r = admit(conn.clone(), link, manager, links, timeout).await;
+    // Who the verified certificate says the peer is; a revoked identity
+    // goes no further than this.
+    let r = match net::peer_identity(&conn) {
+        Err(e) => Err(format!("{peer}: certificate refused: {e}")),
+        Ok(id) => match gate.enter(link, &conn, &id) {
+            Err(e) => Err(format!("{peer}: {e}")),
+            Ok(()) => {
+                let r = admit(
+                    conn.clone(),
+                    link,
+                    manager,
+                    links,
+                    timeout,
+                    id,
+                    gate.clone(),
+                )
+                .await;
+                if r.is_err() {
+                    gate.leave(link);
+                }
+                r
+            }
+        },
+    };
     if let Err(e) = &r {
         // Close with an error the peer can read, rather than letting the
         // dropped handles close it as if all were well.
         let mut reason = e.clone().into_bytes();
-        reason.truncate(200);
+        reason.truncate(400);
         conn.close(protocol::CLOSE_REFUSED.into(), &reason);
     }
     r
@@ -50,6 +77,8 @@ pub(super) async fn admit(
     manager: Addr<ManagerActor>,
     links: ArbiterHandle,
     timeout: Duration,
+    id: net::Identity,
+    gate: Arc<Gate>,
 ) -> Result<(), String> {
     let peer = conn.remote_address();
     let mut s = FramedStream::accept(&conn)
@@ -61,8 +90,9 @@ pub(super) async fn admit(
     );
     let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
     if theirs.role == Role::Client {
-        serve_client(conn, s, manager).await;
-        return Ok(());
+        let r = serve_client(conn, s, manager, &id).await;
+        gate.leave(link);
+        return r.map_err(|e| format!("{peer}: {e}"));
     }
     if theirs.role != Role::Node {
         let _ = s
@@ -81,6 +111,15 @@ pub(super) async fn admit(
             .await;
         return Err(format!("{peer}: did not register"));
     };
+    // Only a node identity registers, under its own name, once.
+    if let Err(reason) = gate.register(link, &id, &host) {
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: reason.clone(),
+            })
+            .await;
+        return Err(format!("{peer}: {reason}"));
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (sender, receiver) = s.split();
     let manager2 = manager.clone();
@@ -123,12 +162,14 @@ pub(super) async fn admit(
     // admission actor (on this thread too, by default) to the wire with no
     // hand-over between threads.
     actix::spawn(writer(sender, rx));
+    gate.set_link(link, addr.clone());
     // Keep the connection alive as long as the link actor runs.
     actix::spawn(async move {
         let _conn = conn;
         while addr.connected() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        gate.leave(link);
     });
     Ok(())
 }
@@ -138,12 +179,16 @@ pub(super) async fn admit(
 /// which free capacity and shrink the view every decision walks).
 const CLIENT_BATCH: usize = 128;
 
-/// A client connection: requests in, replies out, until it closes.
+/// A client connection: requests in, replies out, until it closes. Each
+/// request is checked against the identity's role; a refused one ends the
+/// connection with the reason (the requests before it are answered).
 pub(super) async fn serve_client(
     conn: quinn::Connection,
     s: FramedStream,
     manager: Addr<ManagerActor>,
-) {
+    id: &net::Identity,
+) -> Result<(), String> {
+    let mut refused = None;
     let (mut tx, mut rx) = s.split();
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<ClientReply>();
     // Answers queued together (a burst's) go out in one write.
@@ -173,6 +218,17 @@ pub(super) async fn serve_client(
         {
             Ok(msgs) if msgs.is_empty() => break,
             Ok(mut msgs) => {
+                if let Some(k) = msgs.iter().position(|m| gate::permits(id, m).is_err()) {
+                    let reason = gate::permits(id, &msgs[k]).err().unwrap_or_default();
+                    // Answered, then the connection closes with the same
+                    // reason: a client reading either sees why.
+                    let _ = reply_tx.send(ClientReply::Error {
+                        token: gate::token_of(&msgs[k]),
+                        message: reason.clone(),
+                    });
+                    refused = Some(reason);
+                    msgs.truncate(k);
+                }
                 msgs.retain(|m| match m {
                     ClientMsg::Echo { token } => {
                         let _ = reply_tx.send(ClientReply::Echo { token: *token });
@@ -192,6 +248,9 @@ pub(super) async fn serve_client(
                 // the client) and lets each burst's frames leave before the
                 // next is decided.
                 if msgs.is_empty() {
+                    if refused.is_some() {
+                        break;
+                    }
                     // Echoes only: answered here, nothing decided.
                     continue;
                 }
@@ -214,6 +273,9 @@ pub(super) async fn serve_client(
                 // ended, and every decision walked them (policy compute
                 // 18-20 us against 4-5 us with it; docs/manager.md).
                 tokio::task::yield_now().await;
+                if refused.is_some() {
+                    break;
+                }
             }
             Err(e) => {
                 tracing::warn!("client {}: {e}", rx.peer());
@@ -224,7 +286,16 @@ pub(super) async fn serve_client(
     drop(reply_tx);
     // Let answers in flight go out before the connection drops.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    drop(conn);
+    match refused {
+        Some(reason) => {
+            tracing::warn!("client {}: {reason}", conn.remote_address());
+            Err(reason)
+        }
+        None => {
+            drop(conn);
+            Ok(())
+        }
+    }
 }
 
 /// How the manager's work is spread over threads.
@@ -279,6 +350,10 @@ pub async fn run(
             cfg.expect_nodes
         );
     }
+    let gate = Arc::new(
+        Gate::new(&cfg.certs)
+            .with_context(|| "reading the revocation list at start".to_string())?,
+    );
     let (done_tx, done_rx) = oneshot::channel();
     let hists = MANAGER_HISTOGRAMS
         .iter()
@@ -344,19 +419,22 @@ pub async fn run(
         .map_or_else(Arbiter::current, Arbiter::handle);
     let accept_manager = manager.clone();
     let ep = endpoint.clone();
+    let accept_gate = gate.clone();
     let acceptor = actix::spawn(async move {
         let mut link: LinkId = 0;
         while let Some(incoming) = ep.accept().await {
             link += 1;
             let m = accept_manager.clone();
             let l = links_handle.clone();
+            let g = accept_gate.clone();
             actix::spawn(async move {
-                if let Err(e) = serve_connection(incoming, link, m, l, timeout).await {
+                if let Err(e) = serve_connection(incoming, link, m, l, timeout, g).await {
                     tracing::warn!("connection refused: {e}");
                 }
             });
         }
     });
+    let reloader = actix::spawn(reload_on_sighup(gate));
     let abort = manager.clone();
     let stopper = actix::spawn(async move {
         let reason = shutdown.await;
@@ -370,10 +448,41 @@ pub async fn run(
     // Let the shutdown frames go out, then close.
     tokio::time::sleep(Duration::from_millis(300)).await;
     stopper.abort();
+    reloader.abort();
     acceptor.abort();
     endpoint.close(0u32.into(), b"run complete");
     for a in [admission, links].into_iter().flatten() {
         a.stop();
     }
     Ok(outcome.0)
+}
+
+/// Re-reads the revocation list on every SIGHUP, closing the connections
+/// of identities it now revokes. A list that cannot be read keeps the
+/// previous one (and says so).
+async fn reload_on_sighup(gate: Arc<Gate>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!("no SIGHUP handler, the revocation list is read at start only: {e}");
+            return;
+        }
+    };
+    while hup.recv().await.is_some() {
+        match gate.reload() {
+            Ok(closed) => {
+                eprintln!(
+                    "SIGHUP: revocation list re-read; {} live connection(s) closed",
+                    closed.len()
+                );
+                for r in closed {
+                    eprintln!("  {r}");
+                }
+            }
+            Err(e) => {
+                eprintln!("SIGHUP: revocation list not re-read, keeping the previous one: {e}")
+            }
+        }
+    }
 }

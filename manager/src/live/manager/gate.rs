@@ -1,0 +1,251 @@
+//! Who may do what: the identity in each peer's verified certificate (its
+//! role and name, see `net::roles`), checked where each request is
+//! handled, and the revocation list, read at start and on SIGHUP, which
+//! also closes the live connections of identities it revokes.
+//!
+//! The hello's role only says which conversation a peer wants; what it may
+//! do in it comes from its certificate.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use actix::prelude::*;
+use common::admission::LinkId;
+use common::protocol::{self, ClientMsg};
+use net::{CertRole, Identity, NetError, Revoked};
+
+use super::link::{CloseLink, LinkActor};
+
+/// A live connection the gate may have to close.
+struct Live {
+    conn: quinn::Connection,
+    id: Identity,
+    /// The node process label it registered (node links only).
+    label: Option<String>,
+    link: Option<Addr<LinkActor>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    revoked: Revoked,
+    live: HashMap<LinkId, Live>,
+}
+
+/// The manager's gate: revocation list and live connections.
+pub(super) struct Gate {
+    certs: PathBuf,
+    inner: Mutex<Inner>,
+}
+
+impl Gate {
+    /// Reads the revocation list beside `certs/ca.pem`.
+    pub(super) fn new(certs: &Path) -> Result<Gate, NetError> {
+        let revoked = net::roles::load_revoked(certs)?;
+        Ok(Gate {
+            certs: certs.to_path_buf(),
+            inner: Mutex::new(Inner {
+                revoked,
+                live: HashMap::new(),
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding it leaves plain data: go on with it.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn revoked_reason(&self, id: &Identity) -> String {
+        format!(
+            "{id} is revoked (serial {} in {})",
+            id.serial_hex(),
+            net::roles::crl_path(&self.certs).display()
+        )
+    }
+
+    /// Admits a connection's identity, or says why not: a revoked
+    /// certificate, or the manager's own. Admitted connections are tracked
+    /// until [`Gate::leave`].
+    pub(super) fn enter(
+        &self,
+        link: LinkId,
+        conn: &quinn::Connection,
+        id: &Identity,
+    ) -> Result<(), String> {
+        let mut g = self.lock();
+        if g.revoked.contains(id) {
+            return Err(self.revoked_reason(id));
+        }
+        if id.role == CertRole::Manager {
+            return Err(format!(
+                "{id} serves only the manager: it may not connect to one"
+            ));
+        }
+        g.live.insert(
+            link,
+            Live {
+                conn: conn.clone(),
+                id: id.clone(),
+                label: None,
+                link: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// A registration of node process `label` on `link`: only a node
+    /// identity, only under its own name, and one live registration per
+    /// label.
+    pub(super) fn register(&self, link: LinkId, id: &Identity, label: &str) -> Result<(), String> {
+        if id.role != CertRole::Node {
+            return Err(format!(
+                "{id} may not register node processes (registering '{label}'): only a node identity registers, under its own name"
+            ));
+        }
+        if !label_belongs(&id.name, label) {
+            return Err(format!(
+                "{id} may not register node process '{label}': a node identity registers only under its own name ({n}, {n}-K or {n}@HOST)",
+                n = id.name
+            ));
+        }
+        let mut g = self.lock();
+        if let Some((other, _)) = g
+            .live
+            .iter()
+            .find(|(l, c)| **l != link && c.label.as_deref() == Some(label))
+        {
+            return Err(format!(
+                "{id}: node process '{label}' is already registered and live (link {other}); a second live registration under one name is refused"
+            ));
+        }
+        if let Some(c) = g.live.get_mut(&link) {
+            c.label = Some(label.to_string());
+        }
+        Ok(())
+    }
+
+    /// The link actor serving `link`, closed with the reason on revocation.
+    pub(super) fn set_link(&self, link: LinkId, addr: Addr<LinkActor>) {
+        if let Some(c) = self.lock().live.get_mut(&link) {
+            c.link = Some(addr);
+        }
+    }
+
+    /// `link`'s connection is over.
+    pub(super) fn leave(&self, link: LinkId) {
+        self.lock().live.remove(&link);
+    }
+
+    /// Re-reads the revocation list and closes every live connection of an
+    /// identity it names, with the reason. Returns the reasons.
+    pub(super) fn reload(&self) -> Result<Vec<String>, NetError> {
+        let revoked = net::roles::load_revoked(&self.certs)?;
+        let mut g = self.lock();
+        g.revoked = revoked;
+        let gone: Vec<LinkId> = g
+            .live
+            .iter()
+            .filter(|(_, c)| g.revoked.contains(&c.id))
+            .map(|(l, _)| *l)
+            .collect();
+        let mut reasons = Vec::new();
+        for l in gone {
+            let c = g.live.remove(&l).expect("listed above");
+            let reason = format!("{}: connection closed", self.revoked_reason(&c.id));
+            if let Some(a) = &c.link {
+                // The manager records the node process lost with this
+                // reason, not with the transport's "closed".
+                a.do_send(CloseLink(reason.clone()));
+            }
+            let mut bytes = reason.clone().into_bytes();
+            bytes.truncate(400);
+            c.conn.close(protocol::CLOSE_REFUSED.into(), &bytes);
+            reasons.push(reason);
+        }
+        Ok(reasons)
+    }
+}
+
+/// Whether node process `label` belongs to node name `name`: the name
+/// itself, `NAME-K` (the launch scripts' labels) or `NAME@HOST` (the node
+/// binary's default).
+pub(super) fn label_belongs(name: &str, label: &str) -> bool {
+    match label.strip_prefix(name) {
+        Some("") => true,
+        Some(rest) => {
+            rest.starts_with('@') && rest.len() > 1
+                || rest
+                    .strip_prefix('-')
+                    .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+        }
+        None => false,
+    }
+}
+
+/// The name of a client request, for messages.
+fn request_name(m: &ClientMsg) -> &'static str {
+    match m {
+        ClientMsg::Submit { .. } => "submit",
+        ClientMsg::Quote { .. } => "quote",
+        ClientMsg::Status { .. } => "status",
+        ClientMsg::Latency { .. } => "latency",
+        ClientMsg::Echo { .. } => "echo",
+    }
+}
+
+/// The token of a client request.
+pub(super) fn token_of(m: &ClientMsg) -> u64 {
+    match m {
+        ClientMsg::Submit { token, .. }
+        | ClientMsg::Quote { token, .. }
+        | ClientMsg::Status { token }
+        | ClientMsg::Latency { token }
+        | ClientMsg::Echo { token } => *token,
+    }
+}
+
+/// Whether `id` may make client request `m`: a client anything, a viewer
+/// only look (status, quote, latency, echo), a node nothing.
+pub(super) fn permits(id: &Identity, m: &ClientMsg) -> Result<(), String> {
+    let ok = match id.role {
+        CertRole::Client => true,
+        CertRole::Viewer => !matches!(m, ClientMsg::Submit { .. }),
+        CertRole::Node | CertRole::Manager => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    let why = match id.role {
+        CertRole::Viewer => "a viewer may only look (status, quote, latency)",
+        CertRole::Node => "a node identity only registers node processes under its name",
+        _ => "the manager's certificate serves only the manager",
+    };
+    Err(format!("{id} may not {}: {why}", request_name(m)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_belong_to_their_name_only() {
+        for (name, label, ok) in [
+            ("s1", "s1", true),
+            ("s1", "s1-0", true),
+            ("s1", "s1-12", true),
+            ("s1", "s1@lab3", true),
+            ("s1", "s1@", false),
+            ("s1", "s1-", false),
+            ("s1", "s1-2-0", false),
+            ("s1", "s10", false),
+            ("s1", "s2-0", false),
+            ("s1", "evil", false),
+            ("a", "ab-0", false),
+        ] {
+            assert_eq!(label_belongs(name, label), ok, "{name} / {label}");
+        }
+    }
+}
