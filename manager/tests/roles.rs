@@ -48,7 +48,7 @@ listen = "127.0.0.1:{port}"
 certs = "certs"
 time_scale = 0.01
 start_timeout_s = 60
-link_timeout_s = 2
+link_timeout_s = 10
 report_ms = 50
 heartbeat_ms = 100
 
@@ -128,7 +128,7 @@ capacity = 0.2
         c.args(["--manager", &self.addr.to_string(), "--certs"])
             .arg(certs)
             .args(["--name", name, "--nodes", "1", "--capacity", "0.2"])
-            .args(["--link-timeout-s", "2"]);
+            .args(["--link-timeout-s", "10"]);
         if let Some(l) = label {
             c.args(["--label", l]);
         }
@@ -214,7 +214,7 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path());
     let mut legit = m.node(&m.certs(), "a", Some("a-0")).spawn().unwrap();
-    m.wait_for("replay started", Duration::from_secs(60));
+    m.wait_for("replay started", Duration::from_secs(120));
 
     // A node's certificate submitting a job (the first escalation found).
     let o = submit(&m, "node-a");
@@ -342,7 +342,7 @@ fn revocation_closes_live_connections_and_refuses_new_ones() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path());
     let mut node = m.node(&m.certs(), "a", Some("a-0")).spawn().unwrap();
-    m.wait_for("replay started", Duration::from_secs(60));
+    m.wait_for("replay started", Duration::from_secs(120));
     // A long job on the node, running when the revocation lands.
     let o = m.client(
         &[

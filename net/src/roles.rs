@@ -366,3 +366,52 @@ pub fn foreign_keys(dir: &Path, node: &str) -> Result<Vec<String>, NetError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_round_trip_and_malformed_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::make_cluster_certs(dir.path(), &[], &["lab1".into()]).unwrap();
+        let id = |f: &str| identity_of_file(&dir.path().join(f)).unwrap();
+        assert_eq!(
+            (id("node-lab1.pem").role, id("node-lab1.pem").name),
+            (CertRole::Node, "lab1".to_string())
+        );
+        assert_eq!(id("client.pem").role, CertRole::Client);
+        assert_eq!(id("viewer.pem").role, CertRole::Viewer);
+        assert_eq!(id("manager.pem").role, CertRole::Manager);
+        assert_eq!(
+            id("node-lab1.pem").to_string(),
+            "identity node-lab1 (role node, name lab1)"
+        );
+        for bad in [
+            "role=admin;name=x",
+            "role=node",
+            "name=x",
+            "role=node;name=",
+            "role=node;name=x;extra=1",
+            "",
+        ] {
+            assert_eq!(parse_role(bad), None, "{bad}");
+        }
+        // Nothing revoked until --revoke; then exactly that serial, and
+        // revoking twice keeps one entry.
+        assert!(load_revoked(dir.path()).unwrap().is_empty());
+        let r = revoke(dir.path(), "lab1").unwrap();
+        assert_eq!(r, id("node-lab1.pem"));
+        revoke(dir.path(), "node-lab1").unwrap();
+        let list = load_revoked(dir.path()).unwrap();
+        assert_eq!(list.len(), 1);
+        assert!(list.contains(&id("node-lab1.pem")));
+        assert!(!list.contains(&id("client.pem")));
+        let e = revoke(dir.path(), "nobody").unwrap_err().to_string();
+        assert!(e.contains("no certificate of identity 'nobody'"), "{e}");
+        // A list that is not one is an error naming the file.
+        std::fs::write(crl_path(dir.path()), "garbage").unwrap();
+        let e = load_revoked(dir.path()).unwrap_err().to_string();
+        assert!(e.contains(CRL_FILE), "{e}");
+    }
+}
