@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use libratory_manager::cluster::{self, launch};
+use libratory_manager::environment::Environment;
 use libratory_manager::lab::{batch_heap, compare, figures, info, report, simulate, sweep};
 use libratory_manager::live::{calibrate, client, commands, liveview, loadtest, runcmd};
 
@@ -228,7 +229,9 @@ enum ConfigCmd {
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = simulate_alone(&args).unwrap_or_else(|| Cli::parse_from(args));
-    match run(cli) {
+    // The environment variables the commands use, read here only.
+    let env = Environment::from_process();
+    match run(cli, &env) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("libratory: error: {e:#}");
@@ -257,21 +260,21 @@ fn simulate_alone(args: &[std::ffi::OsString]) -> Option<Cli> {
     })
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
     // Commands that return an exit code of their own, then the rest.
     match cli.command {
         Command::Simulate(a) => {
             // A short batch process: set the allocator up for it first,
             // before anything big is allocated (see lab::batch_heap).
             batch_heap::prepare();
-            return simulate::run(a);
+            return simulate::run(a, env);
         }
         Command::Sweep(a) => return sweep::run(a),
         Command::Figures(a) => return figures::run(a),
         Command::Report(a) => return report::run(a),
         Command::Compare(a) => return compare::run(&a),
         Command::Loadtest(a) => return loadtest::run(a),
-        Command::Calibrate(a) => return calibrate::run(a),
+        Command::Calibrate(a) => return calibrate::run(a, env),
         Command::Submit { conn, job } => return client::submit(&conn, &job),
         Command::Quote { conn, job } => return client::quote(&conn, &job),
         Command::Status { conn } => return client::status(&conn),
@@ -288,7 +291,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve,
             progress_every,
             http,
-        } => commands::run(&config, spawn_local, out, serve, progress_every, http)?,
+        } => commands::run(&config, spawn_local, out, serve, progress_every, http, env)?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
@@ -306,7 +309,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port,
             out,
             http,
-        } => commands::demo(processes, nodes, jobs, port, &out, http)?,
+        } => commands::demo(processes, nodes, jobs, port, &out, http, env)?,
         Command::Policies => info::policies(),
         Command::Presets { name } => info::presets(name.as_deref())?,
         Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,

@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload::Source;
 
+use crate::environment::Environment;
 use crate::lab::batch_heap;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
@@ -101,8 +102,8 @@ pub fn experiment(
     Ok(exp)
 }
 
-/// Runs `libratory simulate`.
-pub fn run(a: SimulateArgs) -> Result<ExitCode> {
+/// Runs `libratory simulate`; the trace cache is where `env` says.
+pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let inv = Invocation::capture();
     let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
     let trace = resolve_trace(&exp, a.trace)?;
@@ -121,7 +122,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     // entry (see trace_cache).
     let t0 = Instant::now();
     let (wl, trace_facts, cache_use) =
-        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env())?;
+        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env(env))?;
     let load_time = t0.elapsed();
     match &trace {
         Some(t) => log.say(format_args!(

@@ -22,8 +22,9 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::cluster::config::{ClusterConfig, HostSection};
+use crate::environment::Environment;
 use crate::live::journal::{self, Entry, Header, JournalWriter, JOURNAL};
-use crate::live::manager::{self as live, LiveConfig, LiveOutcome};
+use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
 
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
@@ -364,6 +365,7 @@ pub fn run(
     progress: Progress,
     serve: bool,
     http: Option<SocketAddr>,
+    env: &Environment,
 ) -> Result<()> {
     let inv = Invocation::capture();
     keep_heap();
@@ -396,7 +398,7 @@ pub fn run(
         cfg.total_nodes()
     ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
-    if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale) {
+    if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale, env) {
         eprintln!("warning: {w}");
     }
     let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
@@ -424,6 +426,7 @@ pub fn run(
         serve,
         journal: Some(writer.journal()),
         view: view.as_ref().map(|v| v.publisher.clone()),
+        threads: Threads::parse(env.manager_threads().as_deref())?,
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
