@@ -14,7 +14,6 @@ use common::metrics::JobRecord;
 use common::workload::Source;
 
 use crate::environment::Environment;
-use crate::lab::batch_heap;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
@@ -86,12 +85,7 @@ pub fn experiment(
     sets: &[String],
     policies: Option<Vec<String>>,
 ) -> Result<Experiment> {
-    let mut exp = Experiment::preset(preset)?;
-    if let Some(seed) = seed {
-        exp.params.seed = seed;
-    }
-    exp.set_all(sets.iter().map(String::as_str))
-        .context("in --set")?;
+    let mut exp = Experiment::configured(preset, seed, sets.iter().map(String::as_str), "--set")?;
     if let Some(p) = policies {
         exp.policies = p;
     }
@@ -114,9 +108,6 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
         exp.params.preset,
         if a.seed.is_none() { " (default)" } else { "" }
     ));
-    if let Some(heap) = batch_heap::prepared() {
-        log.say(format_args!("{heap}"));
-    }
     // The trace's SHA-256 goes into the manifest and checks the cache
     // entry; it is computed beside the entry's read when a hint names the
     // entry (see trace_cache).

@@ -279,13 +279,13 @@ struct LiveRunConfig<'a> {
 
 /// Builds the experiment and workload a config describes.
 fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)> {
-    let mut exp = Experiment::preset(&cfg.workload.preset)?;
-    if let Some(seed) = cfg.workload.seed {
-        exp.params.seed = seed;
-    }
     let pairs = cfg.set_pairs();
-    exp.set_all(pairs.iter().map(String::as_str))
-        .context("in [workload] set")?;
+    let mut exp = Experiment::configured(
+        &cfg.workload.preset,
+        cfg.workload.seed,
+        pairs.iter().map(String::as_str),
+        "[workload] set",
+    )?;
     exp.policies = vec![cfg.workload.policy.clone()];
     let trace = match exp.params.source {
         workload::Source::Trace => Some(
@@ -333,29 +333,6 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
-/// Keeps the heap's memory in the process for the run. glibc gives the
-/// top of the heap back to the kernel once 128 KB of it is free, and the
-/// next growth takes fresh pages again; each costs a fault, ~2-3 us on
-/// this kind of virtual machine (the guest kernel allocating and zeroing
-/// it), and a live manager's books grow with every job. Under a flood that was 0.12
-/// faults per job; with the heap kept and grown 64 MB at a time, 0.085,
-/// and no `brk` calls (docs/manager.md, "Overhead, measured"). Blocks of
-/// 4 MB and more are still mapped on their own, so a big vector grows by
-/// `mremap` rather than by copying. Memory is only returned at exit, which
-/// a manager's books (kept to the end of the run) never allowed anyway.
-/// Unlike `simulate` (`lab::batch_heap`), no huge pages: a 2 MiB page's
-/// first touch stalls the toucher ~2.5 ms here, and resident memory still
-/// grows only where touched, so `live_latency` still measures it per job.
-fn keep_heap() {
-    // SAFETY: mallopt only sets glibc's allocator parameters; it is called
-    // before the run starts its threads, and the values are in range.
-    unsafe {
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-    }
-}
-
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
 pub fn run(
@@ -368,7 +345,6 @@ pub fn run(
     env: &Environment,
 ) -> Result<()> {
     let inv = Invocation::capture();
-    keep_heap();
     // The live view binds first, so a taken port fails before anything runs.
     let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
