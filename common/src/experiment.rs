@@ -10,6 +10,24 @@ use crate::policy::{self, Placement, PolicyConfig, UnknownPolicy};
 use crate::sim::{simulate, SimOutcome};
 use crate::workload::{set_by_name, Params, Workload, WorkloadError};
 
+/// What went wrong configuring an experiment ([`Experiment::configured`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigureError {
+    /// The preset is unknown.
+    #[error(transparent)]
+    Preset(WorkloadError),
+    /// A `key=value` override is wrong; `place` names where the overrides
+    /// came from (`--set`, `[workload] set`).
+    #[error("in {place}")]
+    Set {
+        /// Where the overrides came from.
+        place: &'static str,
+        /// What is wrong.
+        #[source]
+        source: WorkloadError,
+    },
+}
+
 /// What to run: workload parameters, policy knobs, policies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Experiment {
@@ -56,6 +74,25 @@ impl Experiment {
                 .map(|s| s.to_string())
                 .collect(),
         })
+    }
+
+    /// The experiment of preset `name`, with `seed` instead of the
+    /// preset's when given, and the `key=value` overrides `sets` (from
+    /// `place`) applied in order. What the command line and a cluster
+    /// configuration both describe; each sets the policies itself.
+    pub fn configured<'a>(
+        name: &str,
+        seed: Option<u64>,
+        sets: impl IntoIterator<Item = &'a str>,
+        place: &'static str,
+    ) -> Result<Experiment, ConfigureError> {
+        let mut exp = Experiment::preset(name).map_err(ConfigureError::Preset)?;
+        if let Some(seed) = seed {
+            exp.params.seed = seed;
+        }
+        exp.set_all(sets)
+            .map_err(|source| ConfigureError::Set { place, source })?;
+        Ok(exp)
     }
 
     /// Sets a workload parameter or a policy knob by name (`pbase` sets
@@ -117,6 +154,37 @@ impl Experiment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_takes_the_seed_and_the_sets_and_names_where_a_bad_set_came_from() {
+        let e = Experiment::configured("libra", Some(7), ["jobs=30", "nodes=4"], "--set").unwrap();
+        assert_eq!((e.params.seed, e.params.jobs, e.params.nodes), (7, 30, 4));
+        assert_eq!(e.policies, ["libra", "fifo"]);
+        let err = Experiment::configured("libra", None, ["jobs=x"], "[workload] set").unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigureError::Set {
+                place: "[workload] set",
+                ..
+            }
+        ));
+        assert_eq!(err.to_string(), "in [workload] set");
+        let source = std::error::Error::source(&err).unwrap().to_string();
+        assert!(source.contains("jobs"), "{source}");
+        assert!(matches!(
+            Experiment::configured("no-such-preset", None, [], "--set"),
+            Err(ConfigureError::Preset(_))
+        ));
+    }
+
+    #[test]
+    fn the_libra_papers_batch_reads_under_its_old_name_too() {
+        let p: crate::workload::Source = serde_json::from_str("\"synthetic-libra\"").unwrap();
+        assert_eq!(p, crate::workload::Source::SyntheticLibra);
+        let old: crate::workload::Source = serde_json::from_str("\"synthetic003\"").unwrap();
+        assert_eq!(old, p);
+        assert_eq!(serde_json::to_string(&p).unwrap(), "\"synthetic-libra\"");
+    }
 
     #[test]
     fn set_reaches_both_params_and_policy_knobs() {

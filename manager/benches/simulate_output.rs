@@ -24,10 +24,7 @@
 //! - process, cold trace cache: the same with an empty cache directory
 //!   each time (the trace is inflated and parsed, and the entry written);
 //! - for reference, the warm process with `--outputs summary` and
-//!   `--outputs summary,jobs-csv` (fewer files chosen), and with glibc's
-//!   allocator left at its defaults (`LIBRATORY_BATCH_HEAP=0`: no huge
-//!   pages for the heap, see `lab::batch_heap`), writing every file and the
-//!   summary alone.
+//!   `--outputs summary,jobs-csv` (fewer files chosen).
 //!
 //! Printed: everything in ms, the process's CPU time (user + system, which
 //! a loaded machine inflates less than the wall time), and the ratios of
@@ -212,14 +209,9 @@ fn main() {
     let (cold, cold_cpu) = process(false, &[], &[]);
     let (warm, warm_cpu) = process(true, &[], &[]);
     let files = std::fs::read_dir(&out).unwrap().count();
-    // For reference: what choosing fewer files (`--outputs`) gives, and
-    // glibc's allocator at its defaults (what `simulate` does without
-    // lab::batch_heap).
+    // For reference: what choosing fewer files (`--outputs`) gives.
     let (summary, summary_cpu) = process(true, &["--outputs", "summary"], &[]);
     let (jobs_csv, jobs_csv_cpu) = process(true, &["--outputs", "summary,jobs-csv"], &[]);
-    let defaults = [("LIBRATORY_BATCH_HEAP", "0")];
-    let (plain, plain_cpu) = process(true, &[], &defaults);
-    let (plain_summary, plain_summary_cpu) = process(true, &["--outputs", "summary"], &defaults);
     let _ = std::fs::remove_dir_all(&scratch);
 
     let c = ms(median(core));
@@ -251,12 +243,6 @@ fn main() {
     for (label, wall, cpu) in [
         ("--outputs summary", summary, summary_cpu),
         ("--outputs summary,jobs-csv", jobs_csv, jobs_csv_cpu),
-        ("every file, allocator defaults", plain, plain_cpu),
-        (
-            "--outputs summary, allocator defaults",
-            plain_summary,
-            plain_summary_cpu,
-        ),
     ] {
         println!(
             "  process, warm, {label:<37}: wall {:8.2} ms ({:.2}x core), CPU {:8.2} ms ({:.2}x core)",

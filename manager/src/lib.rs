@@ -9,8 +9,12 @@
 //!   report, compare) and the metric table they share;
 //! - [`results`]: the files a run leaves behind (run directory, result
 //!   formats, charts).
+//!
+//! [`environment`] holds the environment variables `main` reads once and
+//! hands to the commands.
 
 pub mod cluster;
+pub mod environment;
 pub mod lab;
 pub mod live;
 pub mod results;

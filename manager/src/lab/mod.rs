@@ -1,7 +1,6 @@
 //! Offline experiments: workloads through policies in virtual time, sweeps,
 //! the papers' figures, and comparisons of run directories.
 
-pub mod batch_heap;
 pub mod compare;
 pub mod figures;
 pub mod info;

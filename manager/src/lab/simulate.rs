@@ -13,7 +13,7 @@ use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload::Source;
 
-use crate::lab::batch_heap;
+use crate::environment::Environment;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run};
@@ -85,12 +85,7 @@ pub fn experiment(
     sets: &[String],
     policies: Option<Vec<String>>,
 ) -> Result<Experiment> {
-    let mut exp = Experiment::preset(preset)?;
-    if let Some(seed) = seed {
-        exp.params.seed = seed;
-    }
-    exp.set_all(sets.iter().map(String::as_str))
-        .context("in --set")?;
+    let mut exp = Experiment::configured(preset, seed, sets.iter().map(String::as_str), "--set")?;
     if let Some(p) = policies {
         exp.policies = p;
     }
@@ -101,8 +96,8 @@ pub fn experiment(
     Ok(exp)
 }
 
-/// Runs `libratory simulate`.
-pub fn run(a: SimulateArgs) -> Result<ExitCode> {
+/// Runs `libratory simulate`; the trace cache is where `env` says.
+pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let inv = Invocation::capture();
     let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
     let trace = resolve_trace(&exp, a.trace)?;
@@ -113,15 +108,12 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         exp.params.preset,
         if a.seed.is_none() { " (default)" } else { "" }
     ));
-    if let Some(heap) = batch_heap::prepared() {
-        log.say(format_args!("{heap}"));
-    }
     // The trace's SHA-256 goes into the manifest and checks the cache
     // entry; it is computed beside the entry's read when a hint names the
     // entry (see trace_cache).
     let t0 = Instant::now();
     let (wl, trace_facts, cache_use) =
-        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env())?;
+        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env(env))?;
     let load_time = t0.elapsed();
     match &trace {
         Some(t) => log.say(format_args!(

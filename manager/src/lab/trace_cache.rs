@@ -46,6 +46,7 @@ use common::workload::{self, Params, Source, Workload};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::environment::Environment;
 use crate::results::rundir::{self, TraceFacts};
 
 /// First bytes of every cache file.
@@ -67,10 +68,11 @@ pub enum CacheDir {
 }
 
 impl CacheDir {
-    /// From the environment: `LIBRATORY_CACHE_DIR` (`off` disables), else
-    /// `$XDG_CACHE_HOME/libratory`, else `$HOME/.cache/libratory`, else off.
-    pub fn from_env() -> CacheDir {
-        CacheDir::from_vars(|k| std::env::var_os(k))
+    /// From the environment `main` read: `LIBRATORY_CACHE_DIR` (`off`
+    /// disables), else `$XDG_CACHE_HOME/libratory`, else
+    /// `$HOME/.cache/libratory`, else off.
+    pub fn from_env(env: &Environment) -> CacheDir {
+        CacheDir::from_vars(|k| env.var(k))
     }
 
     /// [`from_env`](Self::from_env) with the variables read by `var`.

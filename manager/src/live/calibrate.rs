@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cluster::config::ClusterConfig;
+use crate::environment::Environment;
 use crate::lab::compare;
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -113,21 +114,19 @@ pub struct Calibration {
     pub out: String,
 }
 
-/// The host-level calibration file.
-pub fn host_file(given: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = given {
-        return Some(p.to_path_buf());
+/// The host-level calibration file: the one given, else the
+/// environment's ([`Environment::calibration_file`]).
+pub fn host_file(given: Option<&Path>, env: &Environment) -> Option<PathBuf> {
+    match given {
+        Some(p) => Some(p.to_path_buf()),
+        None => env.calibration_file(),
     }
-    if let Some(p) = std::env::var_os("LIBRATORY_CALIBRATION") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/libratory/calibration.json"))
 }
 
 /// For `libratory run`: a warning when `time_scale` is below the safe
 /// scale this host measured (None when it is not, or nothing was measured).
-pub fn below_safe_scale(time_scale: f64) -> Option<String> {
-    below_safe_scale_in(&host_file(None)?, time_scale)
+pub fn below_safe_scale(time_scale: f64, env: &Environment) -> Option<String> {
+    below_safe_scale_in(&host_file(None, env)?, time_scale)
 }
 
 /// [`below_safe_scale`] with the calibration file `path` (absent: None).
@@ -254,8 +253,9 @@ fn safe_scale(points: &[ScalePoint]) -> Option<f64> {
     safe
 }
 
-/// Runs the calibration.
-pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
+/// Runs the calibration (`env`: the trace cache, the host file's default
+/// place, the manager's threads).
+pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
     let mut scales = a.scales.clone();
     if scales.is_empty() || scales.iter().any(|s| !(*s > 0.0 && s.is_finite())) {
         bail!("--scales must be numbers > 0, got {:?}", a.scales);
@@ -292,15 +292,18 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
     let policy = cfg.workload.policy.clone();
     // The simulation, once.
     let sim_dir = a.out.join("simulated");
-    simulate::run(SimulateArgs {
-        trace: cfg.workload.trace.clone(),
-        preset: cfg.workload.preset.clone(),
-        policies: Some(vec![policy.clone()]),
-        seed: cfg.workload.seed,
-        sets: cfg.set_pairs(),
-        out: Some(sim_dir.clone()),
-        outputs: None,
-    })
+    simulate::run(
+        SimulateArgs {
+            trace: cfg.workload.trace.clone(),
+            preset: cfg.workload.preset.clone(),
+            policies: Some(vec![policy.clone()]),
+            seed: cfg.workload.seed,
+            sets: cfg.set_pairs(),
+            out: Some(sim_dir.clone()),
+            outputs: None,
+        },
+        env,
+    )
     .context("the simulation")?;
     let sim = compare::read_run(&sim_dir, Some(&policy))?;
     let mut points = Vec::new();
@@ -318,7 +321,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         );
         let dir = a.out.join(format!("live-{s}"));
         eprintln!("calibrate: time scale {s}: live run into {}", dir.display());
-        runcmd::run(&cfg, &dir, true, runcmd::Progress::Quiet, false, None)
+        runcmd::run(&cfg, &dir, true, runcmd::Progress::Quiet, false, None, env)
             .with_context(|| format!("the live run at time scale {s}"))?;
         let live = compare::read_run(&dir, Some(&policy))?;
         points.push(point(&sim, &live, s, &dir)?);
@@ -347,7 +350,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
     let svg = a.out.join("calibration.svg");
     plot::write_svg(&svg, &chart(&cal))?;
     println!("wrote {} and {}", local.display(), svg.display());
-    if let Some(hf) = host_file(a.host_file.as_deref()) {
+    if let Some(hf) = host_file(a.host_file.as_deref(), env) {
         if let Some(d) = hf.parent() {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::cluster::config::ClusterConfig;
+use crate::environment::Environment;
 use crate::live::{probe, runcmd};
 
 /// `libratory run`: the results go to `out`, else the configuration's
@@ -20,6 +21,7 @@ pub fn run(
     serve: bool,
     progress_every: Option<f64>,
     http: Option<crate::live::liveview::ViewAddr>,
+    env: &Environment,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
     let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -29,7 +31,7 @@ pub fn run(
         PathBuf::from("runs").join(stem)
     });
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, &out, spawn_local, progress, serve, http)
+    runcmd::run(&cfg, &out, spawn_local, progress, serve, http, env)
 }
 
 /// `libratory demo`: certificates in `out/certs` (made once), the built-in
@@ -41,6 +43,7 @@ pub fn demo(
     port: u16,
     out: &Path,
     http: Option<crate::live::liveview::ViewAddr>,
+    env: &Environment,
 ) -> Result<()> {
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {
@@ -54,7 +57,7 @@ pub fn demo(
         jobs,
     );
     let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, out, true, progress, false, http)
+    runcmd::run(&cfg, out, true, progress, false, http, env)
 }
 
 /// `libratory probe-server`: answer probes on the configuration's manager

@@ -22,8 +22,9 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::cluster::config::{ClusterConfig, HostSection};
+use crate::environment::Environment;
 use crate::live::journal::{self, Entry, Header, JournalWriter, JOURNAL};
-use crate::live::manager::{self as live, LiveConfig, LiveOutcome};
+use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
 
 use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
@@ -305,13 +306,13 @@ struct LiveRunConfig<'a> {
 
 /// Builds the experiment and workload a config describes.
 fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)> {
-    let mut exp = Experiment::preset(&cfg.workload.preset)?;
-    if let Some(seed) = cfg.workload.seed {
-        exp.params.seed = seed;
-    }
     let pairs = cfg.set_pairs();
-    exp.set_all(pairs.iter().map(String::as_str))
-        .context("in [workload] set")?;
+    let mut exp = Experiment::configured(
+        &cfg.workload.preset,
+        cfg.workload.seed,
+        pairs.iter().map(String::as_str),
+        "[workload] set",
+    )?;
     exp.policies = vec![cfg.workload.policy.clone()];
     let trace = match exp.params.source {
         workload::Source::Trace => Some(
@@ -359,29 +360,6 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
-/// Keeps the heap's memory in the process for the run. glibc gives the
-/// top of the heap back to the kernel once 128 KB of it is free, and the
-/// next growth takes fresh pages again; each costs a fault, ~2-3 us on
-/// this kind of virtual machine (the guest kernel allocating and zeroing
-/// it), and a live manager's books grow with every job. Under a flood that is 0.12
-/// faults per job; with the heap kept and grown 64 MB at a time, 0.085,
-/// and no `brk` calls (docs/manager.md, "Memory"). Blocks of
-/// 4 MB and more are still mapped on their own, so a big vector grows by
-/// `mremap` rather than by copying. Memory is only returned at exit, which
-/// a manager's books (kept to the end of the run) never allowed anyway.
-/// Unlike `simulate` (`lab::batch_heap`), no huge pages: a 2 MiB page's
-/// first touch stalls the toucher ~2.5 ms here, and resident memory still
-/// grows only where touched, so `live_latency` still measures it per job.
-fn keep_heap() {
-    // SAFETY: mallopt only sets glibc's allocator parameters; it is called
-    // before the run starts its threads, and the values are in range.
-    unsafe {
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-    }
-}
-
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
 pub fn run(
@@ -391,9 +369,9 @@ pub fn run(
     progress: Progress,
     serve: bool,
     http: Option<crate::live::liveview::ViewAddr>,
+    env: &Environment,
 ) -> Result<()> {
     let inv = Invocation::capture();
-    keep_heap();
     // The live view binds first, so a taken port fails before anything runs.
     let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
@@ -423,7 +401,7 @@ pub fn run(
         cfg.total_nodes()
     ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
-    if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale) {
+    if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale, env) {
         eprintln!("warning: {w}");
     }
     let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
@@ -451,6 +429,7 @@ pub fn run(
         serve,
         journal: Some(writer.journal()),
         view: view.as_ref().map(|v| v.publisher.clone()),
+        threads: Threads::parse(env.manager_threads().as_deref())?,
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();

@@ -51,6 +51,8 @@ pub struct LiveConfig {
     pub journal: Option<crate::live::journal::Journal>,
     /// Publish the state here for the live web view (`--http`).
     pub view: Option<crate::live::liveview::Publisher>,
+    /// How the work is spread over threads.
+    pub threads: super::Threads,
 }
 
 /// Names of the manager's latency histograms (microseconds).

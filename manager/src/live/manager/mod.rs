@@ -32,4 +32,4 @@ mod server;
 
 pub use config::{LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
-pub use server::run;
+pub use server::{run, Threads};

@@ -298,9 +298,10 @@ pub(super) async fn serve_client(
     }
 }
 
-/// How the manager's work is spread over threads.
+/// How the manager's work is spread over threads
+/// (`LIBRATORY_MANAGER_THREADS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Threads {
+pub enum Threads {
     /// Admission with the endpoint and the clients; node links apart.
     Split,
     /// Admission apart; endpoint, clients and node links together.
@@ -310,12 +311,13 @@ enum Threads {
 }
 
 impl Threads {
-    fn from_env() -> Result<Threads> {
-        match std::env::var("LIBRATORY_MANAGER_THREADS").as_deref() {
-            Err(_) | Ok("split") => Ok(Threads::Split),
-            Ok("admission") => Ok(Threads::Admission),
-            Ok("one") => Ok(Threads::One),
-            Ok(other) => bail!(
+    /// From `LIBRATORY_MANAGER_THREADS`'s value (unset: split).
+    pub fn parse(value: Option<&str>) -> Result<Threads> {
+        match value {
+            None | Some("split") => Ok(Threads::Split),
+            Some("admission") => Ok(Threads::Admission),
+            Some("one") => Ok(Threads::One),
+            Some(other) => bail!(
                 "LIBRATORY_MANAGER_THREADS={other}: expected split (the default), admission or one"
             ),
         }
@@ -372,7 +374,7 @@ pub async fn run(
     // thread of its own instead (links, clients and endpoint together),
     // `one` everything on one thread: arrangements for benchmarks to
     // compare.
-    let arrangement = Threads::from_env()?;
+    let arrangement = cfg.threads;
     let links = (arrangement == Threads::Split).then(Arbiter::new);
     let admission = (arrangement == Threads::Admission).then(Arbiter::new);
     let make = move |_: &mut Context<ManagerActor>| ManagerActor {
