@@ -59,8 +59,10 @@ pub struct JobRecord {
     pub lost: bool,
 }
 
-/// One part of a job on one node, as it ran.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One part of a job on one node, as it ran. Its fields, in this order,
+/// are the columns of the parts files (see the manager's
+/// `results::output::record`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PartRecord {
     /// The job.
     pub job: JobId,
@@ -69,11 +71,29 @@ pub struct PartRecord {
     /// When it was placed or started.
     pub start: Time,
     /// When it finished (infinite if it never did: lost, refused, or the
-    /// run ended first).
+    /// run ended first; no value in the files).
+    #[serde(with = "finish_serde")]
     pub finish: Time,
     /// Processor seconds it takes on that node (the actual runtime over the
     /// node's speed), so `cpu / (finish - start)` is its mean share.
     pub cpu: f64,
+}
+
+/// A finish that never came (infinite) is no value in the files.
+mod finish_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_some(v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 impl JobRecord {

@@ -147,70 +147,19 @@ pub struct PartIn {
     pub cpu: f64,
 }
 
-/// Reads `parts-<policy>.csv` (columns by name; errors name the file and
-/// line).
+/// Reads `parts-<policy>.csv` (the parts file's reader: columns by name,
+/// errors naming the file, line and column).
 pub fn read_parts(path: &Path) -> Result<Vec<PartIn>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
-    let headers = r
-        .headers()
-        .with_context(|| format!("{}: no header", path.display()))?
-        .clone();
-    let col = |name: &str| -> Result<usize> {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .with_context(|| format!("{}: no column '{name}'", path.display()))
-    };
-    let (cj, cn, cs, cf, cc) = (
-        col("job_id")?,
-        col("node")?,
-        col("start")?,
-        col("finish")?,
-        col("cpu")?,
-    );
-    let mut out = Vec::new();
-    for (k, row) in r.records().enumerate() {
-        let line = k + 2;
-        let row = row.with_context(|| format!("{}: line {line}", path.display()))?;
-        let field = |c: usize, name: &str| -> Result<&str> {
-            row.get(c)
-                .with_context(|| format!("{}: line {line}: no {name}", path.display()))
-        };
-        let num = |c: usize, name: &str| -> Result<f64> {
-            let v = field(c, name)?;
-            v.parse().with_context(|| {
-                format!(
-                    "{}: line {line}: {name} '{v}' is not a number",
-                    path.display()
-                )
-            })
-        };
-        let finish = match field(cf, "finish")? {
-            "" => None,
-            _ => Some(num(cf, "finish")?),
-        };
-        let job = field(cj, "job_id")?;
-        let node = field(cn, "node")?;
-        out.push(PartIn {
-            job: job.parse().with_context(|| {
-                format!(
-                    "{}: line {line}: job_id '{job}' is not an id",
-                    path.display()
-                )
-            })?,
-            node: node.parse().with_context(|| {
-                format!(
-                    "{}: line {line}: node '{node}' is not an index",
-                    path.display()
-                )
-            })?,
-            start: num(cs, "start")?,
-            finish,
-            cpu: num(cc, "cpu")?,
-        });
-    }
-    Ok(out)
+    Ok(crate::results::output::read_parts_csv(path)?
+        .into_iter()
+        .map(|p| PartIn {
+            job: p.job,
+            node: p.node,
+            start: p.start,
+            finish: p.finish.is_finite().then_some(p.finish),
+            cpu: p.cpu,
+        })
+        .collect())
 }
 
 /// The parts of every started job, with their shares and their offsets in
