@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod busy_index;
 pub mod experiment;
+pub mod faults;
 pub mod job;
 pub(crate) mod job_index;
 pub mod metrics;
@@ -18,6 +19,7 @@ pub mod policy;
 pub mod protocol;
 pub mod share;
 pub mod sim;
+pub mod sim_faults;
 pub mod swf;
 pub mod time;
 pub mod workload;

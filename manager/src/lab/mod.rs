@@ -3,6 +3,7 @@
 
 pub mod batch_heap;
 pub mod compare;
+pub mod faults;
 pub mod figures;
 pub mod info;
 pub mod metric_table;
