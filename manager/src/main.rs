@@ -92,6 +92,10 @@ enum Command {
         /// binds 127.0.0.1; see docs/cli.md).
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// A fault scenario (docs/faults.md) executed on the node
+        /// processes: crashes (SIGKILL, restart) and hangs (SIGSTOP/SIGCONT).
+        #[arg(long, value_name = "FILE")]
+        faults: Option<PathBuf>,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -128,6 +132,10 @@ enum Command {
         /// this address: PORT or :PORT binds 127.0.0.1, IP:PORT as given.
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// A fault scenario (docs/faults.md) executed on the local node
+        /// processes (needs --spawn-local and local hosts only).
+        #[arg(long, value_name = "FILE")]
+        faults: Option<PathBuf>,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -287,7 +295,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve,
             progress_every,
             http,
-        } => commands::run(&config, spawn_local, out, serve, progress_every, http)?,
+            faults,
+        } => commands::run(
+            &config,
+            spawn_local,
+            out,
+            serve,
+            progress_every,
+            http,
+            faults.as_deref(),
+        )?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
@@ -305,7 +322,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port,
             out,
             http,
-        } => commands::demo(processes, nodes, jobs, port, &out, http)?,
+            faults,
+        } => commands::demo(processes, nodes, jobs, port, &out, http, faults.as_deref())?,
         Command::Policies => info::policies(),
         Command::Presets { name } => info::presets(name.as_deref())?,
         Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,

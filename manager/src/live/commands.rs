@@ -21,6 +21,7 @@ pub fn run(
     serve: bool,
     progress_every: Option<f64>,
     http: Option<SocketAddr>,
+    faults: Option<&Path>,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
     let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -30,7 +31,7 @@ pub fn run(
         PathBuf::from("runs").join(stem)
     });
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, &out, spawn_local, progress, serve, http)
+    runcmd::run_with_faults(&cfg, &out, spawn_local, progress, serve, http, faults)
 }
 
 /// `libratory demo`: certificates in `out/certs` (made once), the built-in
@@ -42,6 +43,7 @@ pub fn demo(
     port: u16,
     out: &Path,
     http: Option<SocketAddr>,
+    faults: Option<&Path>,
 ) -> Result<()> {
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {
@@ -55,7 +57,7 @@ pub fn demo(
         jobs,
     );
     let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, out, true, progress, false, http)
+    runcmd::run_with_faults(&cfg, out, true, progress, false, http, faults)
 }
 
 /// `libratory probe-server`: answer probes on the configuration's manager
