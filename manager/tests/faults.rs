@@ -1,0 +1,225 @@
+//! Fault scenarios end to end: `simulate --faults` and `demo --faults`
+//! with the real binaries, real node processes and real signals.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn libratory(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_libratory"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run libratory")
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed\n{text}");
+    text
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn simulate_models_a_scenario_and_stores_its_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");
+    let out = dir.path().join("sim");
+    let text = ok(
+        &libratory(
+            &[
+                "simulate",
+                "--preset",
+                "libra",
+                "--faults",
+                examples.join("random.toml").to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        ),
+        "simulate --faults",
+    );
+    assert!(text.contains("(seed 7)"), "{text}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["faults"]["seed"], 7);
+    let faults = manifest["faults"]["faults"].as_array().unwrap();
+    assert!(!faults.is_empty());
+    // Every lost job names the fault that lost it, and one in the plan.
+    let names: Vec<&str> = faults
+        .iter()
+        .map(|f| f["about"].as_str().unwrap())
+        .collect();
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    let lost: Vec<_> = jobs.iter().filter(|j| j["lost"] == true).collect();
+    assert!(!lost.is_empty());
+    for j in lost {
+        let d = j["detail"].as_str().unwrap();
+        assert!(names.iter().any(|n| d.ends_with(n)), "{d}");
+    }
+}
+
+#[test]
+fn bad_scenarios_are_refused_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(
+        &f,
+        "[[fault]]\nat = 5.0\nkind = \"slow\"\nprocess = 0\nduration = 10.0\nfactor = 0.0\n",
+    )
+    .unwrap();
+    let out = libratory(
+        &["simulate", "--faults", f.to_str().unwrap(), "--out", "x"],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("bad.toml:6: fault[0].factor: must be in (0, 1], got 0"),
+        "{err}"
+    );
+    // A kind live runs do not execute is refused before anything starts.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");
+    let out = libratory(
+        &[
+            "demo",
+            "--faults",
+            examples.join("partition.toml").to_str().unwrap(),
+            "--out",
+            dir.path().join("demo").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fault 1 (partition of node process 1") && err.contains("not executed live"),
+        "{err}"
+    );
+}
+
+/// A free UDP port on loopback (bound and released).
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One live run (two local node processes of four nodes, a link timeout
+/// of 1 s, short jobs) with a crash (SIGKILL, restarted) of node process
+/// 1 and a long hang (SIGSTOP past the link timeout, SIGCONT) of node
+/// process 0: both are journaled when they happen, both losses are
+/// noticed and blamed on their faults, both processes come back and
+/// register again, every job has one record, and every lost job's reason
+/// names the fault that lost it.
+#[test]
+fn run_executes_crash_and_hang_on_real_node_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        &libratory(&["certs", "--out", "certs", "--nodes", "local"], d),
+        "certs",
+    );
+    std::fs::write(
+        d.join("cluster.toml"),
+        format!(
+            "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
+             start_timeout_s = 20\nlink_timeout_s = 1\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
+             set = {{ jobs = 100, nodes = 8, synthetic_arrival_max = 100, synthetic_mips = 1000 }}\n\
+             [[hosts]]\nname = \"local\"\nprocesses = 2\nnodes_per_process = 4\ncapacity = 0.2\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    // Trace seconds: x 0.05 for real ones; the link timeout is 20 trace s.
+    std::fs::write(
+        d.join("faults.toml"),
+        "link_timeout = 20.0\n\
+         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 30.0\n\
+         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 30.0\n",
+    )
+    .unwrap();
+    let text = ok(
+        &libratory(
+            &[
+                "run",
+                "--config",
+                "cluster.toml",
+                "--spawn-local",
+                "--faults",
+                "faults.toml",
+                "--out",
+                "out",
+                "--progress-every",
+                "60",
+            ],
+            d,
+        ),
+        "run --faults",
+    );
+    let out = d.join("out");
+    let journal = jsonl(&out.join("journal.jsonl"));
+    let warnings: Vec<&str> = journal
+        .iter()
+        .filter(|e| e["e"] == "warning")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let has = |s: &str| warnings.iter().any(|w| w.contains(s));
+    let crash = "fault 1 (crash of node process 1 at +10 s, line 4)";
+    let hang = "fault 2 (hang of node process 0 at +40 s, line 9)";
+    for what in [
+        format!("fault: {crash}: SIGKILL to node process local-1"),
+        format!("fault: {crash}: node process local-1 started again"),
+        format!("fault: {hang}: SIGSTOP to node process local-0"),
+        format!("fault: {hang}: SIGCONT to node process local-0"),
+        format!("fault: {hang}: node process local-0 exited after its hang"),
+        format!("after {crash}"),
+        format!("after {hang}"),
+    ] {
+        assert!(has(&what), "no {what:?} in\n{warnings:#?}\n{text}");
+    }
+    // Each process registered twice: at the start and after its fault.
+    let regs: Vec<&str> = journal
+        .iter()
+        .filter(|e| e["e"] == "node")
+        .map(|e| e["host"].as_str().unwrap())
+        .collect();
+    for label in ["local-0 ", "local-1 "] {
+        assert_eq!(
+            regs.iter().filter(|h| h.starts_with(label)).count(),
+            2,
+            "{regs:?}"
+        );
+    }
+    // Every job has exactly one record; a lost one names its fault.
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    let ids: BTreeSet<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!((jobs.len(), ids.len()), (100, 100));
+    let lost: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j["lost"] == true)
+        .map(|j| j["detail"].as_str().unwrap())
+        .collect();
+    assert!(!lost.is_empty(), "{text}");
+    for d in lost {
+        assert!(d.ends_with(crash) || d.ends_with(hang), "{d}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 2);
+}
