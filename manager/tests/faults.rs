@@ -96,7 +96,7 @@ fn bad_scenarios_are_refused_naming_file_line_and_key() {
         &[
             "demo",
             "--faults",
-            examples.join("partition.toml").to_str().unwrap(),
+            examples.join("slow.toml").to_str().unwrap(),
             "--out",
             dir.path().join("demo").to_str().unwrap(),
         ],
@@ -105,7 +105,7 @@ fn bad_scenarios_are_refused_naming_file_line_and_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("fault 1 (partition of node process 1") && err.contains("not executed live"),
+        err.contains("fault 1 (slow of node process 1") && err.contains("not executed live"),
         "{err}"
     );
 }
@@ -119,17 +119,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// One live run (two local node processes of four nodes, a link timeout
-/// of 1 s, short jobs) with a crash (SIGKILL, restarted) of node process
-/// 1 and a long hang (SIGSTOP past the link timeout, SIGCONT) of node
-/// process 0: both are journaled when they happen, both losses are
-/// noticed and blamed on their faults, both processes come back and
-/// register again, every job has one record, and every lost job's reason
-/// names the fault that lost it.
-#[test]
-fn run_executes_crash_and_hang_on_real_node_processes() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// Runs `run --config cluster.toml --spawn-local --faults faults.toml` in
+/// `d` on local node processes of four nodes each, a link timeout of 1 s
+/// (20 trace seconds at time scale 0.05) and short jobs; returns the run
+/// directory and what it printed.
+fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, String) {
     ok(
         &libratory(&["certs", "--out", "certs", "--nodes", "local"], d),
         "certs",
@@ -140,20 +134,14 @@ fn run_executes_crash_and_hang_on_real_node_processes() {
             "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
              start_timeout_s = 20\nlink_timeout_s = 1\n\
              [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
-             set = {{ jobs = 100, nodes = 8, synthetic_arrival_max = 100, synthetic_mips = 1000 }}\n\
-             [[hosts]]\nname = \"local\"\nprocesses = 2\nnodes_per_process = 4\ncapacity = 0.2\n",
-            free_port()
+             set = {{ jobs = 100, nodes = {}, synthetic_arrival_max = 100, synthetic_mips = 1000 }}\n\
+             [[hosts]]\nname = \"local\"\nprocesses = {processes}\nnodes_per_process = 4\ncapacity = 0.15\n",
+            free_port(),
+            processes * 4
         ),
     )
     .unwrap();
-    // Trace seconds: x 0.05 for real ones; the link timeout is 20 trace s.
-    std::fs::write(
-        d.join("faults.toml"),
-        "link_timeout = 20.0\n\
-         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 30.0\n\
-         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 30.0\n",
-    )
-    .unwrap();
+    std::fs::write(d.join("faults.toml"), scenario).unwrap();
     let text = ok(
         &libratory(
             &[
@@ -172,7 +160,27 @@ fn run_executes_crash_and_hang_on_real_node_processes() {
         ),
         "run --faults",
     );
-    let out = d.join("out");
+    (d.join("out"), text)
+}
+
+/// Crash (SIGKILL, restarted) of node process 1, a long hang (SIGSTOP
+/// past the link timeout, SIGCONT) of node process 0 and a long partition
+/// (the node's link holds every frame) of node process 2, in one live
+/// run: each is journaled when it happens, each loss is noticed and
+/// blamed on its fault, each process comes back and registers again,
+/// every job has one record, and every lost job's reason names the fault
+/// that lost it.
+#[test]
+fn run_executes_crash_hang_and_partition_on_real_node_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, text) = live_run(
+        dir.path(),
+        3,
+        "link_timeout = 20.0\n\
+         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 30.0\n\
+         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 30.0\n\
+         [[fault]]\nat = 20.0\nkind = \"partition\"\nprocess = 2\nduration = 40.0\n",
+    );
     let journal = jsonl(&out.join("journal.jsonl"));
     let warnings: Vec<&str> = journal
         .iter()
@@ -181,15 +189,19 @@ fn run_executes_crash_and_hang_on_real_node_processes() {
         .collect();
     let has = |s: &str| warnings.iter().any(|w| w.contains(s));
     let crash = "fault 1 (crash of node process 1 at +10 s, line 4)";
-    let hang = "fault 2 (hang of node process 0 at +40 s, line 9)";
+    let partition = "fault 2 (partition of node process 2 at +20 s, line 14)";
+    let hang = "fault 3 (hang of node process 0 at +40 s, line 9)";
     for what in [
         format!("fault: {crash}: SIGKILL to node process local-1"),
         format!("fault: {crash}: node process local-1 started again"),
         format!("fault: {hang}: SIGSTOP to node process local-0"),
         format!("fault: {hang}: SIGCONT to node process local-0"),
         format!("fault: {hang}: node process local-0 exited after its hang"),
+        format!("fault: {partition}: `partition 2` (real seconds) to node process local-2's link"),
+        format!("fault: {partition}: node process local-2 exited after its partition"),
         format!("after {crash}"),
         format!("after {hang}"),
+        format!("after {partition}"),
     ] {
         assert!(has(&what), "no {what:?} in\n{warnings:#?}\n{text}");
     }
@@ -199,13 +211,19 @@ fn run_executes_crash_and_hang_on_real_node_processes() {
         .filter(|e| e["e"] == "node")
         .map(|e| e["host"].as_str().unwrap())
         .collect();
-    for label in ["local-0 ", "local-1 "] {
+    for label in ["local-0 ", "local-1 ", "local-2 "] {
         assert_eq!(
             regs.iter().filter(|h| h.starts_with(label)).count(),
             2,
             "{regs:?}"
         );
     }
+    // The partitioned process was told it was given up.
+    let log2 = std::fs::read_to_string(out.join("logs/node-local-2.log")).unwrap();
+    assert!(
+        log2.contains("link partitioned for 2 s") && log2.contains("gave us up"),
+        "{log2}"
+    );
     // Every job has exactly one record; a lost one names its fault.
     let jobs = jsonl(&out.join("jobs-libra.jsonl"));
     let ids: BTreeSet<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
@@ -217,9 +235,41 @@ fn run_executes_crash_and_hang_on_real_node_processes() {
         .collect();
     assert!(!lost.is_empty(), "{text}");
     for d in lost {
-        assert!(d.ends_with(crash) || d.ends_with(hang), "{d}");
+        assert!(
+            d.ends_with(crash) || d.ends_with(hang) || d.ends_with(partition),
+            "{d}"
+        );
     }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 2);
+    assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 3);
+}
+
+/// A link delay of 150 ms each way on both node processes for the whole
+/// run: the manager's round-trip pings take at least 300 ms (the median
+/// is ~10-20 ms on this machine without it), and nothing is lost.
+#[test]
+fn run_delays_every_frame_in_the_node_link_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, text) = live_run(
+        dir.path(),
+        2,
+        "seed = 4\n\
+         [[fault]]\nat = 0.0\nkind = \"delay\"\nprocess = 0\ndelay_ms = 150.0\njitter_ms = 10.0\nduration = 10000.0\n\
+         [[fault]]\nat = 0.0\nkind = \"delay\"\nprocess = 1\ndelay_ms = 150.0\njitter_ms = 10.0\nduration = 10000.0\n",
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let p50 = summary["latency_us"]["quic_rtt_us"]["p50"]
+        .as_f64()
+        .unwrap();
+    assert!(p50 >= 300_000.0, "median round trip {p50} us\n{text}");
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    assert_eq!(jobs.len(), 100);
+    assert!(jobs.iter().all(|j| j["lost"] == false), "{text}");
+    let log0 = std::fs::read_to_string(out.join("logs/node-local-0.log")).unwrap();
+    assert!(
+        log0.contains("link delayed by 150 ms + up to 10 ms"),
+        "{log0}"
+    );
 }

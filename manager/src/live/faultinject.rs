@@ -2,15 +2,16 @@
 //! the real local node processes of a live run, at their trace times, and
 //! journals each one when it happens.
 //!
-//! What is executed: `crash` of a node process (SIGKILL; with a duration
-//! the same command is started again and registers as new) and `hang` of
-//! a node process (SIGSTOP, then SIGCONT; a process the manager gave up on
-//! meanwhile exits when it wakes and is started again, so it rejoins as
-//! new). The other kinds (`slow`, `partition`, `delay`, faults of single
-//! nodes, `manager-crash`) need the node's link layer and the manager's
-//! restart, which live runs do not have yet: a scenario with them is
-//! refused before the run starts, naming the fault, rather than run as
-//! something else.
+//! What is executed, on node processes: `crash` (SIGKILL; with a duration
+//! the same command is started again and registers as new), `hang`
+//! (SIGSTOP, then SIGCONT), `partition` and `delay` (made by the node's
+//! own link layer, `node::linkfault`: the command is written to the
+//! process's `--fault-control` file, then SIGUSR1). A process the manager
+//! gave up on during a hang or a partition exits when it finds its link
+//! closed and is started again, so it rejoins as new. The other kinds
+//! (`slow`, faults of single nodes, `manager-crash`) are not executed
+//! live: a scenario with them is refused before the run starts, naming
+//! the fault, rather than run as something else.
 
 use std::path::PathBuf;
 use std::process::Child;
@@ -30,7 +31,10 @@ use crate::live::runcmd::start_node;
 pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
     for f in &plan.faults {
         match (f.kind, f.target) {
-            (FaultKind::Crash | FaultKind::Hang, Target::Process(p)) => {
+            (
+                FaultKind::Crash | FaultKind::Hang | FaultKind::Partition | FaultKind::Delay { .. },
+                Target::Process(p),
+            ) => {
                 if p >= local_processes {
                     bail!(
                         "{f}: live runs signal only node processes started on this machine \
@@ -39,7 +43,8 @@ pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
                 }
             }
             _ => bail!(
-                "{f}: live runs execute crash and hang of node processes only; {} of {} is \
+                "{f}: live runs execute crash, hang, partition and delay of node processes \
+                 only; {} of {} is \
                  modelled by `libratory simulate --faults` but not executed live",
                 f.kind.name(),
                 f.target
@@ -56,6 +61,10 @@ enum Act {
     Restart,
     Stop,
     Cont,
+    /// Write the link command (partition, delay) and signal SIGUSR1.
+    Link,
+    /// A partition or delay is over (the node lifts it itself).
+    Heal,
 }
 
 /// The local node processes and how to start each again.
@@ -106,7 +115,15 @@ pub fn spawn(
                     acts.push((real(f.at), Act::Stop, i));
                     acts.push((real(f.end().expect("hang has a duration")), Act::Cont, i));
                 }
-                _ => {}
+                FaultKind::Partition | FaultKind::Delay { .. } => {
+                    acts.push((real(f.at), Act::Link, i));
+                    acts.push((
+                        real(f.end().expect("checked: has a duration")),
+                        Act::Heal,
+                        i,
+                    ));
+                }
+                FaultKind::Slow { .. } | FaultKind::ManagerCrash => {}
             }
         }
         acts.sort_by_key(|a| a.0);
@@ -142,10 +159,12 @@ pub fn spawn(
                 };
                 match act {
                     Act::Kill | Act::Stop => note(true),
-                    // A hang that ended with the link alive blames
-                    // nothing later; a lost link was blamed meanwhile.
-                    Act::Cont => note(false),
-                    Act::Restart => {}
+                    Act::Link if matches!(f.kind, FaultKind::Partition) => note(true),
+                    // A hang or partition that ended with the link alive
+                    // blames nothing later; a lost link was blamed
+                    // meanwhile.
+                    Act::Cont | Act::Heal => note(false),
+                    Act::Restart | Act::Link => {}
                 }
                 let what = match act {
                     Act::Kill => {
@@ -172,6 +191,36 @@ pub fn spawn(
                         woken.push((p, Instant::now(), i));
                         format!("SIGCONT to node process {label} (pid {pid})")
                     }
+                    Act::Link => {
+                        let secs = f.duration.unwrap_or(0.0) * time_scale;
+                        let cmd = match f.kind {
+                            FaultKind::Delay {
+                                delay_ms,
+                                jitter_ms,
+                            } => format!(
+                                "delay {delay_ms} {jitter_ms} {secs} {}",
+                                plan.seed ^ f.id as u64
+                            ),
+                            _ => format!("partition {secs}"),
+                        };
+                        let file = control_file(&procs.commands[p]);
+                        match file.map(|file| std::fs::write(&file, format!("{cmd}\n"))) {
+                            Some(Ok(())) => {
+                                signal(pid, libc::SIGUSR1);
+                                format!("`{cmd}` (real seconds) to node process {label}'s link (pid {pid})")
+                            }
+                            Some(Err(e)) => {
+                                format!("could not write the link fault of {label}: {e}")
+                            }
+                            None => format!("node process {label} has no --fault-control file"),
+                        }
+                    }
+                    Act::Heal => {
+                        if f.kind == FaultKind::Partition {
+                            woken.push((p, Instant::now(), i));
+                        }
+                        format!("node process {label}'s link {} is over", f.kind.name())
+                    }
                 };
                 drop(children);
                 say(format!("fault: {f}: {what}"));
@@ -189,8 +238,9 @@ pub fn spawn(
                                 let new = c.id();
                                 *child = c;
                                 format!(
-                                    "fault: {}: node process {label} exited after its hang ({st}); started again (pid {new})",
-                                    plan.faults[i]
+                                    "fault: {}: node process {label} exited after its {} ({st}); started again (pid {new})",
+                                    plan.faults[i],
+                                    plan.faults[i].kind.name()
                                 )
                             }
                             Err(e) => format!("fault: {}: node process {label} exited after its hang and could not be started again: {e:#}", plan.faults[i]),
@@ -210,6 +260,13 @@ pub fn spawn(
             signal(children[p].1.id(), libc::SIGCONT);
         }
     })
+}
+
+/// The `--fault-control` file of a node process's command.
+fn control_file(cmd: &(PathBuf, Vec<std::ffi::OsString>, PathBuf)) -> Option<PathBuf> {
+    let args = &cmd.1;
+    let k = args.iter().position(|a| a == "--fault-control")?;
+    args.get(k + 1).map(PathBuf::from)
 }
 
 fn restart(cmd: &(PathBuf, Vec<std::ffi::OsString>, PathBuf)) -> Result<Child> {

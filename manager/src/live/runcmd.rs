@@ -68,6 +68,7 @@ impl LocalNodes {
         hosts: &[&HostSection],
         manager: SocketAddr,
         logs: &Path,
+        fault_control: bool,
     ) -> Result<LocalNodes> {
         let exe = node_binary()?;
         fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
@@ -87,6 +88,11 @@ impl LocalNodes {
                     label.clone().into(),
                 ];
                 args.extend(cfg.node_args(h).into_iter().map(Into::into));
+                if fault_control {
+                    // (faults) Where the injector writes link faults.
+                    args.push("--fault-control".into());
+                    args.push(logs.join(format!("fault-control-{label}")).into());
+                }
                 let child = start_node(&exe, &args, &log)?;
                 children.push((label, child));
                 commands.push((exe.clone(), args, log));
@@ -544,7 +550,13 @@ pub fn run_with_faults(
     let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
         actix_rt::System::new().block_on(async move {
             let nodes = if spawn_local {
-                Some(LocalNodes::spawn(cfg, &local_hosts, local_dial, &logs)?)
+                Some(LocalNodes::spawn(
+                    cfg,
+                    &local_hosts,
+                    local_dial,
+                    &logs,
+                    plan.is_some(),
+                )?)
             } else {
                 None
             };
