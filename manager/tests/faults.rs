@@ -120,8 +120,9 @@ fn free_port() -> u16 {
 }
 
 /// Runs `run --config cluster.toml --spawn-local --faults faults.toml` in
-/// `d` on local node processes of four nodes each, a link timeout of 1 s
-/// (20 trace seconds at time scale 0.05) and short jobs; returns the run
+/// `d` on local node processes of four nodes each, a link timeout of 2 s
+/// (40 trace seconds at time scale 0.05) and short jobs arriving over 8 s;
+/// returns the run
 /// directory and what it printed.
 fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, String) {
     ok(
@@ -132,9 +133,9 @@ fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, 
         d.join("cluster.toml"),
         format!(
             "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
-             start_timeout_s = 20\nlink_timeout_s = 1\n\
+             start_timeout_s = 20\nlink_timeout_s = 2\n\
              [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
-             set = {{ jobs = 100, nodes = {}, synthetic_arrival_max = 100, synthetic_mips = 1000 }}\n\
+             set = {{ jobs = 100, nodes = {}, synthetic_arrival_max = 160, synthetic_mips = 1000 }}\n\
              [[hosts]]\nname = \"local\"\nprocesses = {processes}\nnodes_per_process = 4\ncapacity = 0.15\n",
             free_port(),
             processes * 4
@@ -176,10 +177,10 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
     let (out, text) = live_run(
         dir.path(),
         3,
-        "link_timeout = 20.0\n\
-         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 30.0\n\
-         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 30.0\n\
-         [[fault]]\nat = 20.0\nkind = \"partition\"\nprocess = 2\nduration = 40.0\n",
+        "link_timeout = 40.0\n\
+         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 60.0\n\
+         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 60.0\n\
+         [[fault]]\nat = 20.0\nkind = \"partition\"\nprocess = 2\nduration = 60.0\n",
     );
     let journal = jsonl(&out.join("journal.jsonl"));
     let warnings: Vec<&str> = journal
@@ -197,7 +198,7 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
         format!("fault: {hang}: SIGSTOP to node process local-0"),
         format!("fault: {hang}: SIGCONT to node process local-0"),
         format!("fault: {hang}: node process local-0 exited after its hang"),
-        format!("fault: {partition}: `partition 2` (real seconds) to node process local-2's link"),
+        format!("fault: {partition}: `partition 3` (real seconds) to node process local-2's link"),
         format!("fault: {partition}: node process local-2 exited after its partition"),
         format!("after {crash}"),
         format!("after {hang}"),
@@ -221,7 +222,7 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
     // The partitioned process was told it was given up.
     let log2 = std::fs::read_to_string(out.join("logs/node-local-2.log")).unwrap();
     assert!(
-        log2.contains("link partitioned for 2 s") && log2.contains("gave us up"),
+        log2.contains("link partitioned for 3 s") && log2.contains("gave us up"),
         "{log2}"
     );
     // Every job has exactly one record; a lost one names its fault.
