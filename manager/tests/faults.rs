@@ -274,3 +274,46 @@ fn run_delays_every_frame_in_the_node_link_layer() {
         "{log0}"
     );
 }
+
+/// A cluster configuration's `[workload] faults` is the run's scenario
+/// (relative to the configuration): here one live runs refuse, so the
+/// run stops before starting anything, naming the fault.
+#[test]
+fn a_cluster_configuration_names_its_fault_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("conf")).unwrap();
+    std::fs::write(
+        d.join("conf/faults.toml"),
+        "[[fault]]\nat = 1.0\nkind = \"manager-crash\"\nduration = 5.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("conf/cluster.toml"),
+        format!(
+            "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nfaults = \"faults.toml\"\n\
+             [[hosts]]\nname = \"local\"\nprocesses = 1\nnodes_per_process = 2\ncapacity = 0.1\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = libratory(
+        &[
+            "run",
+            "--config",
+            "conf/cluster.toml",
+            "--spawn-local",
+            "--out",
+            "out",
+        ],
+        d,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fault 1 (manager-crash of the manager at +1 s, line 3)")
+            && err.contains("not executed live"),
+        "{err}"
+    );
+}

@@ -31,6 +31,8 @@ pub fn run(
         PathBuf::from("runs").join(stem)
     });
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
+    // `--faults` wins over the configuration's `[workload] faults`.
+    let faults = faults.or(cfg.workload.faults.as_deref());
     runcmd::run_with_faults(&cfg, &out, spawn_local, progress, serve, http, faults)
 }
 

@@ -439,21 +439,8 @@ pub fn run_with_faults(
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
     recover_interrupted(out, &mut log)?;
-    let trace = wl.trace.clone();
-    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
-    let writer = JournalWriter::create(
-        &out.join(JOURNAL),
-        journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
-    )?;
-    log.say(format_args!(
-        "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
-        cfg.workload.policy,
-        exp.params.preset,
-        wl.jobs.len(),
-        cfg.manager.time_scale,
-        cfg.manager.time_scale,
-        cfg.total_nodes()
-    ));
+    // Before the journal: a scenario a live run cannot execute leaves
+    // nothing behind.
     let faults = match &scenario {
         Some(sf) => {
             if !spawn_local || cfg.hosts.iter().any(|h| !h.is_local()) {
@@ -496,6 +483,21 @@ pub fn run_with_faults(
         }
         None => None,
     };
+    let trace = wl.trace.clone();
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let writer = JournalWriter::create(
+        &out.join(JOURNAL),
+        journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+    )?;
+    log.say(format_args!(
+        "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
+        cfg.workload.policy,
+        exp.params.preset,
+        wl.jobs.len(),
+        cfg.manager.time_scale,
+        cfg.manager.time_scale,
+        cfg.total_nodes()
+    ));
     warn_short_jobs(&wl, cfg.manager.time_scale);
     if let Some(w) = crate::live::calibrate::below_safe_scale(cfg.manager.time_scale) {
         eprintln!("warning: {w}");
