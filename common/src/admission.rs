@@ -44,8 +44,8 @@ use crate::job::{DeadlineType, JobId, JobSpec};
 use crate::job_index::JobIndex;
 use crate::metrics::{JobRecord, PartRecord};
 use crate::node_model::{
-    fluid_advance, fluid_place, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
-    PartValue,
+    fluid_advance, fluid_place, fluid_remove, fluid_set_rate, FluidExtra, FluidScratch, NodeSpec,
+    NodeState, PartFinished, PartValue,
 };
 use crate::policy::{Accept, Decision, Policy, PriceQuote, QueueAction, RejectReason};
 use crate::protocol::{Dispatch, ManagerMsg, NodeInfo, PartId, PartProgress, QuoteAnswer};
@@ -241,6 +241,9 @@ pub struct ManagerCore {
     actions: Vec<QueueAction>,
     /// Completions of parts already completed (ignored).
     duplicate_completions: u64,
+    /// Processor time given by simulated nodes that a fault took out of
+    /// the view (their fluid side went with them).
+    retired_busy: f64,
 }
 
 impl ManagerCore {
@@ -297,6 +300,7 @@ impl ManagerCore {
             pending: false,
             actions: Vec::new(),
             duplicate_completions: 0,
+            retired_busy: 0.0,
         }
     }
 
@@ -458,7 +462,16 @@ impl ManagerCore {
     /// a live core.
     pub fn busy_time(&self) -> f64 {
         match &self.tracking {
-            Tracking::Simulated { extras, .. } => extras.iter().map(FluidExtra::busy_time).sum(),
+            Tracking::Simulated { extras, .. } => {
+                let s: f64 = extras.iter().map(FluidExtra::busy_time).sum();
+                // Only when a fault retired a node: `s + 0.0` could turn a
+                // -0.0 into 0.0, and fault-free results must not change.
+                if self.retired_busy != 0.0 {
+                    s + self.retired_busy
+                } else {
+                    s
+                }
+            }
             Tracking::Reported(_) => 0.0,
         }
     }
@@ -626,6 +639,9 @@ impl ManagerCore {
                     return;
                 }
                 for &g in global {
+                    // The view is the identity over global ids until a
+                    // fault takes a node out of it.
+                    let g = self.view_index[g].expect("parts go to live nodes");
                     let part = self.view[g].new_valued_part(spec, value);
                     let actual_cpu = actual / self.view[g].spec.speed;
                     fluid_place(
@@ -954,7 +970,16 @@ impl ManagerCore {
                 }
                 self.busy.update(k, &self.view[k]);
             }
-            Tracking::Simulated { .. } => parts.retain(|p| p.job != part.job),
+            Tracking::Simulated {
+                extras,
+                scratch,
+                rule,
+                ..
+            } => {
+                // Only faults remove a simulated part before its end (lost
+                // or cancelled); the caller brought the nodes up to now.
+                fluid_remove(&mut self.view[k], &mut extras[k], part.job, *rule, scratch);
+            }
         }
     }
 
@@ -968,6 +993,27 @@ impl ManagerCore {
         if dead.is_empty() {
             return;
         }
+        let host = self.link_host(link).to_string();
+        self.lose_nodes(
+            now,
+            &dead,
+            |_| format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}"),
+            out,
+        );
+        self.pending = true;
+        self.flush(now, out);
+    }
+
+    /// Loses every unfinished job with a part on `dead` (alive nodes; the
+    /// reason of each from `detail`, given the first dead node the job
+    /// used) and takes the nodes out of the view and the queue's pool.
+    fn lose_nodes(
+        &mut self,
+        now: Time,
+        dead: &[u32],
+        detail: impl Fn(u32) -> String,
+        out: &mut Vec<Output>,
+    ) {
         let mut lost_jobs: Vec<usize> = self
             .jobs
             .iter()
@@ -982,22 +1028,30 @@ impl ManagerCore {
             .map(|(k, _)| k)
             .collect();
         lost_jobs.sort_unstable_by_key(|&k| self.jobs[k].job.spec.id);
-        for &g in &dead {
+        for &g in dead {
             self.nodes[g as usize].alive = false;
         }
-        let host = self.link_host(link).to_string();
         for k in lost_jobs {
-            let detail =
-                format!("lost at {now:.3}: node process {host} (link {link}) gone: {reason}");
-            self.lose_job(now, k, detail, None, out);
+            let first = self
+                .job_parts(k)
+                .iter()
+                .map(|p| p.node as u32)
+                .find(|g| dead.contains(g))
+                .expect("chosen for a part on a dead node");
+            self.lose_job(now, k, detail(first), None, out);
         }
         // Take the dead nodes out of the view (swap-remove keeps it dense).
-        for &g in &dead {
+        for &g in dead {
             if let Some(k) = self.view_index[g as usize].take() {
                 self.view.swap_remove(k);
                 self.view_ids.swap_remove(k);
-                if let Tracking::Reported(reports) = &mut self.tracking {
-                    reports.swap_remove(k);
+                match &mut self.tracking {
+                    Tracking::Reported(reports) => {
+                        reports.swap_remove(k);
+                    }
+                    Tracking::Simulated { extras, .. } => {
+                        self.retired_busy += extras.swap_remove(k).busy_time();
+                    }
                 }
                 if k < self.view.len() {
                     let moved = self.view_ids[k];
@@ -1012,8 +1066,6 @@ impl ManagerCore {
         if matches!(self.tracking, Tracking::Reported(_)) {
             self.busy = BusyIndex::of(&self.view);
         }
-        self.pending = true;
-        self.flush(now, out);
     }
 
     /// What the running policy would answer `job` (already validated,
@@ -1192,6 +1244,95 @@ impl ManagerCore {
     pub fn queues(&self) -> bool {
         matches!(self.policy, Policy::Queue(_))
     }
+
+    // ---- Faults in the simulator (common::sim_faults drives these) ----
+
+    /// Simulated nodes `nodes` are lost at `now` (a fault's detection):
+    /// every unfinished job with a part on one of them is lost with
+    /// `reason` (which names the fault), its other parts are cancelled,
+    /// the nodes leave the view and the queue's pool. Completions up to
+    /// `now` are booked first. A queue policy reschedules at the next
+    /// [`Self::flush`]. Nodes already gone are skipped.
+    pub fn sim_nodes_lost(
+        &mut self,
+        now: Time,
+        nodes: &[u32],
+        reason: &str,
+        out: &mut Vec<Output>,
+    ) {
+        self.refresh(now);
+        let dead: Vec<u32> = nodes
+            .iter()
+            .copied()
+            .filter(|&g| self.nodes[g as usize].alive)
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        self.lose_nodes(
+            now,
+            &dead,
+            |g| format!("lost at {now:.3}: node {g} lost: {reason}"),
+            out,
+        );
+        self.pending = true;
+    }
+
+    /// Simulated nodes come back at `now` (a restarted process registers
+    /// again): idle, with their own spec, under their old ids, so the
+    /// results name the same nodes. Nodes still alive are skipped.
+    pub fn sim_nodes_rejoin(&mut self, now: Time, specs: &[NodeSpec]) {
+        self.refresh(now);
+        for spec in specs {
+            let g = spec.id;
+            if self.nodes[g].alive {
+                continue;
+            }
+            self.nodes[g].alive = true;
+            self.view_index[g] = Some(self.view.len());
+            self.view_ids.push(g as u32);
+            self.view.push(NodeState::new(spec.clone()));
+            if let Tracking::Simulated { extras, .. } = &mut self.tracking {
+                extras.push(FluidExtra::starting_at(now));
+            }
+            if let Policy::Queue(q) = &mut self.policy {
+                q.set_node_available(g, true);
+            }
+        }
+        self.pending = true;
+    }
+
+    /// Simulated nodes work at `rate` from `now` on (a `slow` fault's
+    /// factor, 0 while stopped, 1 again after). Dead nodes are skipped.
+    pub fn sim_set_rate(&mut self, now: Time, nodes: &[u32], rate: f64) {
+        self.refresh(now);
+        let Tracking::Simulated {
+            extras,
+            scratch,
+            rule,
+            ..
+        } = &mut self.tracking
+        else {
+            return;
+        };
+        for &g in nodes {
+            if let Some(v) = self.view_index[g as usize] {
+                fluid_set_rate(&self.view[v], &mut extras[v], rate, *rule, scratch);
+            }
+        }
+    }
+
+    /// Whether global node `g` is in the view (not lost).
+    pub fn node_alive(&self, g: u32) -> bool {
+        self.nodes.get(g as usize).is_some_and(|n| n.alive)
+    }
+
+    /// Whether job `job`'s record is final (completed, lost or rejected).
+    pub fn job_over(&self, job: JobId) -> bool {
+        self.index.get(job).is_some_and(|k| self.jobs[k].done)
+    }
+
+    // ---- end of faults in the simulator ----
 }
 
 #[cfg(test)]

@@ -149,6 +149,23 @@ impl Experiment {
         let summary = Summary::compute(name, &outcome.records);
         Ok((outcome, summary))
     }
+
+    /// Runs one policy on the workload in virtual time with the faults of
+    /// `plan` (expanded for `shape`, which covers the preset's nodes).
+    pub fn run_policy_with_faults(
+        &self,
+        name: &str,
+        workload: &Workload,
+        plan: &crate::faults::Plan,
+        shape: &crate::faults::ClusterShape,
+    ) -> Result<(crate::sim_faults::FaultedOutcome, Summary), UnknownPolicy> {
+        let specs = self.params.node_specs();
+        let p = policy::build(name, &self.policy, &specs)?;
+        let faulted =
+            crate::sim_faults::simulate_with_faults(&workload.jobs, &specs, p, plan, shape);
+        let summary = Summary::compute(name, &faulted.outcome.records);
+        Ok((faulted, summary))
+    }
 }
 
 #[cfg(test)]

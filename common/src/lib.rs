@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod busy_index;
 pub mod experiment;
+pub mod faults;
 pub mod job;
 pub(crate) mod job_index;
 pub mod metrics;
@@ -20,6 +21,7 @@ pub mod policy;
 pub mod protocol;
 pub mod share;
 pub mod sim;
+pub mod sim_faults;
 pub mod swf;
 pub mod time;
 pub mod workload;

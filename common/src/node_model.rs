@@ -189,7 +189,7 @@ pub struct PartFinished {
 /// The execution side of a time-shared node: what policies must not see
 /// (actual work) and the current shares. Kept apart from [`NodeState`] so a
 /// whole cluster's states form one slice a policy can read.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FluidExtra {
     /// Actual processor time each part needs (parallel to the parts).
     actual_cpu: Vec<f64>,
@@ -198,6 +198,22 @@ pub struct FluidExtra {
     now: Time,
     /// Processor time handed to parts since the start (for utilisation).
     busy: f64,
+    /// Work done per unit of share and time: 1 normally, the factor of a
+    /// `slow` fault, 0 while the node is stopped (crash, hang). Multiplying
+    /// by exactly 1.0 changes no bit, so fault-free runs are unchanged.
+    rate: f64,
+}
+
+impl Default for FluidExtra {
+    fn default() -> Self {
+        FluidExtra {
+            actual_cpu: Vec::new(),
+            shares: Vec::new(),
+            now: 0.0,
+            busy: 0.0,
+            rate: 1.0,
+        }
+    }
 }
 
 impl FluidExtra {
@@ -207,6 +223,11 @@ impl FluidExtra {
             now,
             ..FluidExtra::default()
         }
+    }
+
+    /// The current work rate (see the field).
+    pub fn rate(&self) -> f64 {
+        self.rate
     }
 
     /// The node's current time.
@@ -249,6 +270,9 @@ fn next_event_in(state: &NodeState, x: &FluidExtra) -> Option<f64> {
     };
     for ((p, &a), &actual) in state.parts.iter().zip(&x.shares).zip(&x.actual_cpu) {
         let input = p.share_input(x.now);
+        // Work per time at this share (`a` itself unless a fault slowed
+        // the node; the caller never integrates a stopped node).
+        let a = a * x.rate;
         if a > 0.0 {
             consider(((actual - p.cpu_done) / a).max(0.0));
             if input.on_track() {
@@ -291,6 +315,11 @@ pub fn fluid_advance(
     s: &mut FluidScratch,
     finished: &mut Vec<PartFinished>,
 ) {
+    if x.rate == 0.0 {
+        // Stopped (a crash or hang fault): no progress, no events.
+        x.now = x.now.max(t);
+        return;
+    }
     while !state.parts.is_empty() && x.now < t {
         // Shares change only at this node's own events (a part placed,
         // finished, past its deadline or its estimate), as on a real node:
@@ -301,8 +330,8 @@ pub fn fluid_advance(
             _ => (t - x.now, false),
         };
         for (p, &a) in state.parts.iter_mut().zip(&x.shares) {
-            p.cpu_done += a * step;
-            x.busy += a * step;
+            p.cpu_done += a * x.rate * step;
+            x.busy += a * x.rate * step;
         }
         x.now = if step == t - x.now { t } else { x.now + step };
         // Remove parts whose actual work is done (within rounding), keeping
@@ -330,6 +359,41 @@ pub fn fluid_advance(
     if x.now < t {
         x.now = t;
     }
+}
+
+/// Sets a node's work rate from its current time on (advance it first):
+/// the capacity factor of a `slow` fault, 0 to stop it, 1 to restore it.
+pub fn fluid_set_rate(
+    state: &NodeState,
+    x: &mut FluidExtra,
+    rate: f64,
+    rule: SpareRule,
+    s: &mut FluidScratch,
+) {
+    x.rate = rate;
+    recompute(state, x, rule, s);
+}
+
+/// Takes job `job`'s part off a node (cancelled or lost) at the node's
+/// current time (advance it first); the others' shares are recomputed.
+pub fn fluid_remove(
+    state: &mut NodeState,
+    x: &mut FluidExtra,
+    job: JobId,
+    rule: SpareRule,
+    s: &mut FluidScratch,
+) {
+    let mut k = 0;
+    while k < state.parts.len() {
+        if state.parts[k].job == job {
+            state.parts.remove(k);
+            x.actual_cpu.remove(k);
+            x.shares.remove(k);
+        } else {
+            k += 1;
+        }
+    }
+    recompute(state, x, rule, s);
 }
 
 /// A whole time-shared cluster for the simulator: every node's state as

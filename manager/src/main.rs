@@ -98,6 +98,10 @@ enum Command {
         /// random one, printed with the view's address).
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
+        /// A fault scenario (docs/faults.md) executed on the node
+        /// processes: crashes (SIGKILL, restart) and hangs (SIGSTOP/SIGCONT).
+        #[arg(long, value_name = "FILE")]
+        faults: Option<PathBuf>,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -139,6 +143,10 @@ enum Command {
         /// when given.
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
+        /// A fault scenario (docs/faults.md) executed on the local node
+        /// processes (needs --spawn-local and local hosts only).
+        #[arg(long, value_name = "FILE")]
+        faults: Option<PathBuf>,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -315,6 +323,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             progress_every,
             http,
             http_token,
+            faults,
         } => commands::run(
             &config,
             spawn_local,
@@ -322,6 +331,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             serve,
             progress_every,
             view(http, http_token),
+            faults.as_deref(),
             env,
         )?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
@@ -342,7 +352,17 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             out,
             http,
             http_token,
-        } => commands::demo(processes, nodes, jobs, port, &out, view(http, http_token), env)?,
+            faults,
+        } => commands::demo(
+            processes,
+            nodes,
+            jobs,
+            port,
+            &out,
+            view(http, http_token),
+            faults.as_deref(),
+            env,
+        )?,
         Command::Policies => info::policies(),
         Command::Presets { name } => info::presets(name.as_deref())?,
         Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,

@@ -22,6 +22,7 @@ pub mod exec;
 pub mod host;
 pub mod kernel;
 pub mod link;
+pub mod linkfault;
 pub mod probe;
 pub mod spec;
 pub mod standalone;

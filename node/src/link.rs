@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use crate::actor::{GetTelemetry, NodeActor, NodeReport, PlaceReported, WithdrawPart};
 use crate::core::NodeEvent;
 use crate::host::NodeHost;
+use crate::linkfault::{read_command, LinkFaults};
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
 use net::TraceClock;
 
@@ -50,6 +51,9 @@ pub struct LinkConfig {
     pub executors: usize,
     /// Silence after which the manager is considered gone.
     pub link_timeout: Duration,
+    /// Link faults to apply on SIGUSR1 are read from here
+    /// ([`crate::linkfault`]; `libratory run --faults`).
+    pub fault_control: Option<PathBuf>,
 }
 
 /// Connects, serves until the manager says shut down (Ok) or the link is
@@ -130,6 +134,27 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     let mut host = NodeHost::new(cfg.executors, slice, clock)?;
     let (mut tx, mut rx) = s.split();
     let (out_tx, mut out_rx) = tokio::sync::mpsc::unbounded_channel::<NodeMsg>();
+    // (faults) Partitions and delays of this link, made here.
+    let link_faults: Rc<RefCell<LinkFaults>> = Default::default();
+    let fault_listener = match &cfg.fault_control {
+        Some(path) => {
+            let mut usr1 =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+                    .context("listening for SIGUSR1 (--fault-control)")?;
+            let (path, faults, label) = (path.clone(), link_faults.clone(), cfg.label.clone());
+            Some(actix::spawn(async move {
+                while usr1.recv().await.is_some() {
+                    let r = read_command(&path)
+                        .and_then(|c| faults.borrow_mut().apply(&c, tokio::time::Instant::now()));
+                    match r {
+                        Ok(what) => eprintln!("libratory-node {label}: fault: {what}"),
+                        Err(e) => eprintln!("libratory-node {label}: fault command refused: {e}"),
+                    }
+                }
+            }))
+        }
+        None => None,
+    };
     // Node events to the manager, with node-local part ids mapped back
     // (local id -> wire id and the node holding it), by one relay that
     // every node of the process calls on this thread.
@@ -159,6 +184,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // Writer: everything to the manager goes through one task, in order.
     // Messages queued together (the starts of one burst of dispatches,
     // completions of one tick) go out in one write.
+    let w_faults = link_faults.clone();
     let writer = actix::spawn(async move {
         let mut batch = Vec::new();
         while let Some(m) = out_rx.recv().await {
@@ -168,6 +194,11 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     Ok(m) => batch.push(m),
                     Err(_) => break,
                 }
+            }
+            // (faults) A partitioned or delayed link holds the frames.
+            let due = w_faults.borrow_mut().due(tokio::time::Instant::now());
+            if let Some(due) = due {
+                tokio::time::sleep_until(due).await;
             }
             if tx.send_all(&batch).await.is_err() {
                 break;
@@ -250,8 +281,28 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             hard: d.hard,
         }));
     };
+    // Frames from the manager are read as they come, stamped, and handled
+    // in order once a partition or delay of the link lets them through
+    // (stamped on arrival, so a delay does not pile up frame after frame).
+    let (in_tx, mut in_rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = actix::spawn(async move {
+        loop {
+            let r = rx.recv::<ManagerMsg>("manager message").await;
+            let more = matches!(r, Ok(Some(_)));
+            if in_tx.send((tokio::time::Instant::now(), r)).is_err() || !more {
+                break;
+            }
+        }
+    });
     let result: Result<()> = loop {
-        let msg = match rx.recv::<ManagerMsg>("manager message").await {
+        let Some((at, frame)) = in_rx.recv().await else {
+            break Err(anyhow::anyhow!("the link reader stopped"));
+        };
+        let due = link_faults.borrow_mut().due(at);
+        if let Some(due) = due {
+            tokio::time::sleep_until(due).await;
+        }
+        let msg = match frame {
             Ok(Some(m)) => m,
             Ok(None) => {
                 break Err(anyhow::anyhow!(
@@ -311,15 +362,23 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 });
                 break Ok(());
             }
-            ManagerMsg::Welcome(_) | ManagerMsg::Reject { .. } => {
+            ManagerMsg::Reject { reason } => {
                 break Err(anyhow::anyhow!(
-                    "the manager sent a second welcome or reject"
+                    "the manager at {} gave us up: {reason}",
+                    cfg.manager
                 ));
+            }
+            ManagerMsg::Welcome(_) => {
+                break Err(anyhow::anyhow!("the manager sent a second welcome"));
             }
         }
     };
     heartbeat.abort();
     histograms.abort();
+    reader.abort();
+    if let Some(f) = fault_listener {
+        f.abort();
+    }
     // The relay holds a sender to the writer: stop it so that the writer
     // sees the channel end once the last messages (the goodbye) are out.
     let _ = relay.send(StopRelay).await;

@@ -50,6 +50,11 @@ struct LinkArgs {
     /// Seconds of silence after which the manager is considered gone.
     #[arg(long, default_value_t = 5.0)]
     link_timeout_s: f64,
+    /// Apply the link fault written in this file on SIGUSR1 (`partition
+    /// SECONDS` or `delay MS JITTER_MS SECONDS SEED`; `libratory run
+    /// --faults` writes it).
+    #[arg(long, value_name = "FILE")]
+    fault_control: Option<PathBuf>,
     #[command(flatten)]
     node: NodeArgs,
 }
@@ -265,6 +270,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             slice: l.node.slice()?,
             executors: l.node.executors,
             link_timeout: seconds("--link-timeout-s", l.link_timeout_s)?,
+            fault_control: l.fault_control,
         })?;
         return Ok(ExitCode::SUCCESS);
     };

@@ -97,6 +97,10 @@ pub struct WorkloadSection {
     /// Parameter overrides, as `--set` takes them.
     #[serde(default)]
     pub set: toml::Table,
+    /// A fault scenario (docs/faults.md), relative to the config file,
+    /// executed by `libratory run` unless `--faults` gives another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<PathBuf>,
 }
 
 /// `[[hosts]]`: one machine.
@@ -343,6 +347,11 @@ impl ClusterConfig {
         if let Some(t) = &c.workload.trace {
             if t.is_relative() {
                 c.workload.trace = Some(base.join(t));
+            }
+        }
+        if let Some(f) = &c.workload.faults {
+            if f.is_relative() {
+                c.workload.faults = Some(base.join(f));
             }
         }
         Ok(c)

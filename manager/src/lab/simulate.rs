@@ -45,6 +45,11 @@ pub struct SimulateArgs {
     /// manifest.json and log.txt are always written.
     #[arg(long, value_delimiter = ',', value_enum)]
     pub outputs: Option<Vec<rundir::OutputKind>>,
+    /// A fault scenario (docs/faults.md): node crashes, hangs, slowdowns,
+    /// partitions and manager crashes at trace times, modelled in virtual
+    /// time. Its seed is printed and stored in manifest.json.
+    #[arg(long, value_name = "FILE")]
+    pub faults: Option<PathBuf>,
 }
 
 /// Where the shared traces are when running from a checkout: beside the
@@ -101,6 +106,12 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let inv = Invocation::capture();
     let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
     let trace = resolve_trace(&exp, a.trace)?;
+    // Read before the workload: a bad scenario is refused at once.
+    let scenario = a
+        .faults
+        .as_deref()
+        .map(crate::lab::faults::ScenarioFile::load)
+        .transpose()?;
     let mut log = Log::new();
     let seed = exp.params.seed;
     log.say(format_args!(
@@ -154,14 +165,62 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
         exp.policies.join(", ")
     ));
 
+    let faults = match &scenario {
+        Some(sf) => {
+            let shape = common::faults::ClusterShape::uniform(
+                exp.params.nodes,
+                sf.scenario.nodes_per_process(),
+            );
+            let horizon = match (wl.jobs.first(), wl.jobs.last()) {
+                (Some(f), Some(l)) => l.spec.details.submit_time - f.spec.details.submit_time,
+                _ => 0.0,
+            };
+            let plan = sf.expand(&shape, horizon, seed)?;
+            log.say(format_args!(
+                "faults: {} (seed {}{}), {} node processes of up to {} nodes, link timeout {} s (trace), {} faults",
+                sf.path.display(),
+                plan.seed,
+                if sf.scenario.seed.is_some() { "" } else { ", the workload's" },
+                shape.processes.len(),
+                sf.scenario.nodes_per_process(),
+                plan.link_timeout,
+                plan.faults.len()
+            ));
+            for line in crate::lab::faults::describe(&plan) {
+                log.say(format_args!("  {line}"));
+            }
+            let facts = sf.facts(&plan, &shape);
+            Some((plan, shape, facts))
+        }
+        None => None,
+    };
+
     // Policies are independent: run them side by side, the first on this
     // thread (its allocator arena is warm from reading the workload, where
     // a new thread's starts empty, and no thread is started for the usual
     // single policy).
-    let run_one = |name: &String| -> Result<(PolicyRun, f64)> {
+    let run_one = |name: &String| -> Result<(PolicyRun, f64, Option<String>)> {
         let t = Instant::now();
-        let (outcome, summary) = exp.run_policy(name, &wl)?;
-        Ok((PolicyRun { outcome, summary }, t.elapsed().as_secs_f64()))
+        let (outcome, summary, note) = match &faults {
+            None => {
+                let (o, s) = exp.run_policy(name, &wl)?;
+                (o, s, None)
+            }
+            Some((plan, shape, _)) => {
+                let (f, summary) = exp.run_policy_with_faults(name, &wl, plan, shape)?;
+                let lost = f.outcome.records.iter().filter(|r| r.lost).count();
+                let note = format!(
+                    "{name}: {} fault events applied, {lost} jobs lost",
+                    f.notes.len()
+                );
+                (f.outcome, summary, Some(note))
+            }
+        };
+        Ok((
+            PolicyRun { outcome, summary },
+            t.elapsed().as_secs_f64(),
+            note,
+        ))
     };
     let (first, rest) = exp
         .policies
@@ -188,7 +247,7 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
             (heads, rundir::host_facts())
         });
         let handles: Vec<_> = rest.iter().map(|name| s.spawn(|| run_one(name))).collect();
-        let mut results: Vec<Result<(PolicyRun, f64)>> = vec![run_one(first)];
+        let mut results: Vec<Result<(PolicyRun, f64, Option<String>)>> = vec![run_one(first)];
         results.extend(
             handles
                 .into_iter()
@@ -199,7 +258,10 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let mut runs = Vec::new();
     let mut secs = Vec::new();
     for r in results {
-        let (run, s) = r?;
+        let (run, s, note) = r?;
+        if let Some(note) = note {
+            log.say(format_args!("{note}"));
+        }
         runs.push(run);
         secs.push(s);
     }
@@ -245,6 +307,10 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
         &files,
         host,
     );
+    let manifest = match &faults {
+        Some((_, _, facts)) => manifest.with_faults(facts),
+        None => manifest,
+    };
     let listed = if a.outputs.is_some() {
         files.join(", ")
     } else {

@@ -301,6 +301,7 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
             sets: cfg.set_pairs(),
             out: Some(sim_dir.clone()),
             outputs: None,
+            faults: None,
         },
         env,
     )

@@ -21,6 +21,7 @@ pub fn run(
     serve: bool,
     progress_every: Option<f64>,
     http: Option<crate::live::liveview::ViewAddr>,
+    faults: Option<&Path>,
     env: &Environment,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
@@ -31,7 +32,9 @@ pub fn run(
         PathBuf::from("runs").join(stem)
     });
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, &out, spawn_local, progress, serve, http, env)
+    // `--faults` wins over the configuration's `[workload] faults`.
+    let faults = faults.or(cfg.workload.faults.as_deref());
+    runcmd::run_with_faults(&cfg, &out, spawn_local, progress, serve, http, faults, env)
 }
 
 /// `libratory demo`: certificates in `out/certs` (made once), the built-in
@@ -43,6 +46,7 @@ pub fn demo(
     port: u16,
     out: &Path,
     http: Option<crate::live::liveview::ViewAddr>,
+    faults: Option<&Path>,
     env: &Environment,
 ) -> Result<()> {
     let certs = out.join("certs");
@@ -57,7 +61,7 @@ pub fn demo(
         jobs,
     );
     let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, out, true, progress, false, http, env)
+    runcmd::run_with_faults(&cfg, out, true, progress, false, http, faults, env)
 }
 
 /// `libratory probe-server`: answer probes on the configuration's manager

@@ -4,6 +4,7 @@
 pub mod calibrate;
 pub mod client;
 pub mod commands;
+pub mod faultinject;
 pub mod journal;
 pub mod liveview;
 pub mod loadtest;

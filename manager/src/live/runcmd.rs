@@ -79,8 +79,13 @@ pub fn certs_or_revoke(
 }
 
 /// Local node processes started for a run; killed if still alive on drop.
+/// Shared with the fault injector (`--faults`), which signals and
+/// restarts them by their position in launch order.
 pub struct LocalNodes {
-    children: Vec<(String, Child)>,
+    children: std::sync::Arc<std::sync::Mutex<Vec<(String, Child)>>>,
+    /// How each was started (program, arguments, log file), to start it
+    /// again after a crash fault.
+    commands: Vec<(PathBuf, Vec<std::ffi::OsString>, PathBuf)>,
 }
 
 impl LocalNodes {
@@ -91,41 +96,59 @@ impl LocalNodes {
         hosts: &[&HostSection],
         manager: SocketAddr,
         logs: &Path,
+        fault_control: bool,
     ) -> Result<LocalNodes> {
         let exe = node_binary()?;
         fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
         let mut children = Vec::new();
+        let mut commands = Vec::new();
         for h in hosts {
             for p in 0..h.processes {
                 let label = ClusterConfig::process_label(h, p);
                 let log = logs.join(format!("node-{label}.log"));
-                let file = fs::File::create(&log)
-                    .with_context(|| format!("creating {}", log.display()))?;
-                let child = Command::new(&exe)
-                    .arg("--manager")
-                    .arg(manager.to_string())
-                    .arg("--certs")
-                    .arg(&cfg.manager.certs)
-                    .arg("--label")
-                    .arg(&label)
-                    .args(cfg.node_args(h))
-                    .stdin(Stdio::null())
-                    .stdout(file.try_clone()?)
-                    .stderr(file)
-                    .spawn()
-                    .with_context(|| format!("starting {}", exe.display()))?;
+                fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+                let mut args: Vec<std::ffi::OsString> = vec![
+                    "--manager".into(),
+                    manager.to_string().into(),
+                    "--certs".into(),
+                    cfg.manager.certs.clone().into(),
+                    "--label".into(),
+                    label.clone().into(),
+                ];
+                args.extend(cfg.node_args(h).into_iter().map(Into::into));
+                if fault_control {
+                    // (faults) Where the injector writes link faults.
+                    args.push("--fault-control".into());
+                    args.push(logs.join(format!("fault-control-{label}")).into());
+                }
+                let child = start_node(&exe, &args, &log)?;
                 children.push((label, child));
+                commands.push((exe.clone(), args, log));
             }
         }
-        Ok(LocalNodes { children })
+        Ok(LocalNodes {
+            children: std::sync::Arc::new(std::sync::Mutex::new(children)),
+            commands,
+        })
+    }
+
+    /// The processes, for the fault injector.
+    pub fn shared(&self) -> std::sync::Arc<std::sync::Mutex<Vec<(String, Child)>>> {
+        self.children.clone()
+    }
+
+    /// How process `p` was started (program, arguments, log file).
+    pub fn command(&self, p: usize) -> Option<&(PathBuf, Vec<std::ffi::OsString>, PathBuf)> {
+        self.commands.get(p)
     }
 
     /// Waits up to `grace` for the processes to leave, then kills the rest.
     /// Returns (label, exit status text) per process.
-    pub fn finish(mut self, grace: Duration) -> Vec<(String, String)> {
+    pub fn finish(self, grace: Duration) -> Vec<(String, String)> {
         let deadline = std::time::Instant::now() + grace;
         let mut out = Vec::new();
-        for (label, child) in &mut self.children {
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        for (label, child) in children.iter_mut() {
             loop {
                 match child.try_wait() {
                     Ok(Some(st)) => {
@@ -144,14 +167,32 @@ impl LocalNodes {
                 }
             }
         }
-        self.children.clear();
+        children.clear();
         out
     }
 }
 
+/// Starts one node process, appending to its log (a process started again
+/// after a crash fault keeps the first one's lines).
+pub fn start_node(exe: &Path, args: &[std::ffi::OsString], log: &Path) -> Result<Child> {
+    let file = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))
+}
+
 impl Drop for LocalNodes {
     fn drop(&mut self) {
-        for (_, c) in &mut self.children {
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, c) in children.iter_mut() {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -371,7 +412,26 @@ pub fn run(
     http: Option<crate::live::liveview::ViewAddr>,
     env: &Environment,
 ) -> Result<()> {
+    run_with_faults(cfg, out, spawn_local, progress, serve, http, None, env)
+}
+
+/// [`run`] with a fault scenario (`--faults FILE`) executed on the local
+/// node processes (see [`crate::live::faultinject`]).
+pub fn run_with_faults(
+    cfg: &ClusterConfig,
+    out: &Path,
+    spawn_local: bool,
+    progress: Progress,
+    serve: bool,
+    http: Option<crate::live::liveview::ViewAddr>,
+    faults: Option<&Path>,
+    env: &Environment,
+) -> Result<()> {
     let inv = Invocation::capture();
+    // Read first: a bad scenario is refused before anything starts.
+    let scenario = faults
+        .map(crate::lab::faults::ScenarioFile::load)
+        .transpose()?;
     // The live view binds first, so a taken port fails before anything runs.
     let view = http.map(crate::live::liveview::Server::start).transpose()?;
     if let Some(v) = &view {
@@ -385,6 +445,50 @@ pub fn run(
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
     recover_interrupted(out, &mut log)?;
+    // Before the journal: a scenario a live run cannot execute leaves
+    // nothing behind.
+    let faults = match &scenario {
+        Some(sf) => {
+            if !spawn_local || cfg.hosts.iter().any(|h| !h.is_local()) {
+                bail!(
+                    "--faults: live runs execute faults on node processes they start on this \
+                     machine: every host must be local and --spawn-local given (demo does both)"
+                );
+            }
+            let mut ranges = Vec::new();
+            let mut n = 0;
+            for h in &cfg.hosts {
+                for _ in 0..h.processes {
+                    ranges.push(n..n + h.nodes_per_process);
+                    n += h.nodes_per_process;
+                }
+            }
+            let shape = common::faults::ClusterShape { processes: ranges };
+            let horizon = match (wl.jobs.first(), wl.jobs.last()) {
+                (Some(f), Some(l)) => l.spec.details.submit_time - f.spec.details.submit_time,
+                _ => 0.0,
+            };
+            let plan = sf.expand(&shape, horizon, seed)?;
+            crate::live::faultinject::check_live(&plan, shape.processes.len())?;
+            log.say(format_args!(
+                "faults: {} (seed {}{}), {} faults",
+                sf.path.display(),
+                plan.seed,
+                if sf.scenario.seed.is_some() {
+                    ""
+                } else {
+                    ", the workload's"
+                },
+                plan.faults.len()
+            ));
+            for line in crate::lab::faults::describe(&plan) {
+                log.say(format_args!("  {line}"));
+            }
+            let facts = sf.facts(&plan, &shape);
+            Some((plan, facts))
+        }
+        None => None,
+    };
     let trace = wl.trace.clone();
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let writer = JournalWriter::create(
@@ -430,7 +534,23 @@ pub fn run(
         journal: Some(writer.journal()),
         view: view.as_ref().map(|v| v.publisher.clone()),
         threads: Threads::parse(env.manager_threads().as_deref())?,
+        replay_started: None,
+        fault_notes: None,
     };
+    let mut live_cfg = live_cfg;
+    let replay_rx = faults.as_ref().map(|_| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        live_cfg.replay_started = Some(tx);
+        rx
+    });
+    let notes = faults.as_ref().map(|_| {
+        let notes = crate::live::manager::FaultNotes::default();
+        live_cfg.fault_notes = Some(notes.clone());
+        notes
+    });
+    let first_submit = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+    let injector_journal = writer.journal();
+    let plan = faults.as_ref().map(|(p, _)| p.clone());
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let logs = out.join("logs");
@@ -439,12 +559,41 @@ pub fn run(
     let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
         actix_rt::System::new().block_on(async move {
             let nodes = if spawn_local {
-                Some(LocalNodes::spawn(cfg, &local_hosts, local_dial, &logs)?)
+                Some(LocalNodes::spawn(
+                    cfg,
+                    &local_hosts,
+                    local_dial,
+                    &logs,
+                    plan.is_some(),
+                )?)
             } else {
                 None
             };
+            // (faults) The injector signals the processes from its own
+            // thread, timed from the replay's start.
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let injector = match (&nodes, plan, replay_rx) {
+                (Some(n), Some(plan), Some(rx)) => Some(crate::live::faultinject::spawn(
+                    plan,
+                    crate::live::faultinject::Procs {
+                        children: n.shared(),
+                        commands: (0..).map_while(|p| n.command(p).cloned()).collect(),
+                        journal: Some(injector_journal),
+                        notes: notes.unwrap_or_default(),
+                    },
+                    cfg.manager.time_scale,
+                    first_submit,
+                    rx,
+                    stop.clone(),
+                )),
+                _ => None,
+            };
             let shutdown = stop_signal();
             let outcome = live::run(live_cfg, jobs, shutdown).await;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(h) = injector {
+                let _ = h.join();
+            }
             let manager_seconds = started.elapsed().unwrap_or_default().as_secs_f64();
             let mut exits = Vec::new();
             if let Some(n) = nodes {
@@ -485,6 +634,10 @@ pub fn run(
     };
     let manifest =
         Manifest::new("run", &inv, seed, &config, trace_facts.as_ref(), &files).live(&node_facts);
+    let manifest = match &faults {
+        Some((_, facts)) => manifest.with_faults(facts),
+        None => manifest,
+    };
     rundir::finish(
         out,
         manifest,

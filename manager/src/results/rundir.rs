@@ -317,6 +317,10 @@ pub struct Manifest<'a, C: Serialize> {
     /// what was lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered: Option<&'a serde_json::Value>,
+    /// Runs with a fault scenario (`--faults`): the file, its seed and
+    /// every fault as expanded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<&'a serde_json::Value>,
 }
 
 /// One node process of a live run, as the manifest lists it.
@@ -373,7 +377,14 @@ impl<'a, C: Serialize> Manifest<'a, C> {
             files,
             node_processes: None,
             recovered: None,
+            faults: None,
         }
+    }
+
+    /// The same manifest for a run with a fault scenario.
+    pub fn with_faults(mut self, facts: &'a serde_json::Value) -> Manifest<'a, C> {
+        self.faults = Some(facts);
+        self
     }
 
     /// The same manifest for a run rebuilt from its journal.

@@ -308,6 +308,10 @@ impl ManagerActor {
         self.started_replay = true;
         self.replay_started = Some(Instant::now());
         self.offset = self.now();
+        // (faults) The fault injector times its faults from here.
+        if let Some(tx) = &self.cfg.replay_started {
+            let _ = tx.send((Instant::now(), self.offset));
+        }
         if let Some(j) = &self.cfg.journal {
             j.send(journal::Entry::Replay {
                 t: j.t(),
@@ -719,12 +723,22 @@ impl Handler<LinkClosed> for ManagerActor {
             }
             return;
         }
+        // (faults) A loss the fault injector caused names the fault.
+        let mut reason = m.reason.clone();
+        if let Some(notes) = &self.cfg.fault_notes {
+            let mut notes = notes.lock().unwrap_or_else(|e| e.into_inner());
+            let label = host.split(' ').next().unwrap_or_default();
+            if let Some(k) = notes.iter().position(|(l, _)| l == label) {
+                let (_, fault) = notes.remove(k);
+                reason = format!("{reason}, after {fault}");
+            }
+        }
         self.warnings.push(format!(
-            "lost node process {host} (link {}): {}",
-            m.link, m.reason
+            "lost node process {host} (link {}): {reason}",
+            m.link
         ));
         let now = self.now();
-        self.core.link_lost(now, m.link, &m.reason, &mut self.out);
+        self.core.link_lost(now, m.link, &reason, &mut self.out);
         self.flush();
         self.check_end(ctx);
     }

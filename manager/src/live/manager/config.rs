@@ -53,7 +53,17 @@ pub struct LiveConfig {
     pub view: Option<crate::live::liveview::Publisher>,
     /// How the work is spread over threads.
     pub threads: super::Threads,
+    /// Told the instant and trace time (`offset`) the replay starts at:
+    /// the fault injector (`--faults`) times its faults from it.
+    pub replay_started: Option<std::sync::mpsc::Sender<(std::time::Instant, f64)>>,
+    /// Faults the injector applied to node processes, by process label,
+    /// not yet blamed: a lost link whose label is here takes the fault's
+    /// name into its jobs' reasons (and the entry is consumed).
+    pub fault_notes: Option<FaultNotes>,
 }
+
+/// (process label, fault name) of faults applied and not yet blamed.
+pub type FaultNotes = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
 
 /// Names of the manager's latency histograms (microseconds).
 pub const MANAGER_HISTOGRAMS: &[&str] = &[

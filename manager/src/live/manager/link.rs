@@ -33,10 +33,16 @@ impl Actor for LinkActor {
         let every = (self.timeout / 4).max(Duration::from_millis(10));
         ctx.run_interval(every, |a, ctx| {
             if a.last_heard.elapsed() > a.timeout {
-                a.close(format!(
-                    "silent for more than {:?} (heartbeat timeout)",
-                    a.timeout
-                ));
+                let reason = format!("silent for more than {:?} (heartbeat timeout)", a.timeout);
+                // Tell the process, in case it is alive behind a partition
+                // or wakes from a hang: it must not go on as if still
+                // registered (its parts were recorded lost), so it leaves
+                // and can register again as new. The writer sends this
+                // last frame after the actor stops.
+                let _ = a.tx.send(ManagerMsg::Reject {
+                    reason: format!("this process was given up: {reason}"),
+                });
+                a.close(reason);
                 ctx.stop();
             }
         });

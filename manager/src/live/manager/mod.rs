@@ -30,6 +30,6 @@ mod link;
 mod messages;
 mod server;
 
-pub use config::{LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
+pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

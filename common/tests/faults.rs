@@ -1,0 +1,299 @@
+//! Fault scenarios: parsing with errors naming line and key, seeded
+//! expansion, and the simulator's model of each fault on clusters small
+//! enough to work the outcome out by hand.
+
+use common::faults::{ClusterShape, FaultKind, Plan, Scenario, ScenarioError, Target};
+use common::job::JobSpec;
+use common::metrics::JobRecord;
+use common::node_model::NodeSpec;
+use common::policy::{self, PolicyConfig};
+use common::sim::simulate;
+use common::sim_faults::simulate_with_faults;
+use common::workload::WorkloadJob;
+
+fn specs(n: usize) -> Vec<NodeSpec> {
+    (0..n)
+        .map(|id| NodeSpec {
+            id,
+            speed: 1.0,
+            memory_kb: 0,
+            disk_mb: 0,
+        })
+        .collect()
+}
+
+fn job(id: u64, submit: f64, runtime: f64, procs: u32, deadline: f64) -> WorkloadJob {
+    WorkloadJob {
+        spec: JobSpec::new(id, submit, runtime, procs, deadline, 1e9),
+        actual_runtime: runtime,
+    }
+}
+
+/// The plan of `text` on `nodes` nodes, one per process.
+fn plan(text: &str, nodes: usize) -> (Plan, ClusterShape) {
+    let s = Scenario::parse("t.toml", text).unwrap();
+    let shape = ClusterShape::uniform(nodes, s.nodes_per_process());
+    let plan = s.expand("t.toml", text, &shape, 3600.0, 1).unwrap();
+    (plan, shape)
+}
+
+fn run(policy: &str, jobs: &[WorkloadJob], nodes: usize, text: &str) -> Vec<JobRecord> {
+    let specs = specs(nodes);
+    let p = policy::build(policy, &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(text, nodes);
+    simulate_with_faults(jobs, &specs, p, &plan, &shape)
+        .outcome
+        .records
+}
+
+fn rec(records: &[JobRecord], id: u64) -> &JobRecord {
+    records.iter().find(|r| r.id == id).unwrap()
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-6)
+}
+
+#[test]
+fn a_crash_loses_the_jobs_on_its_node_at_detection_and_the_node_leaves_the_pool() {
+    // Two nodes, one per process; a silent process is lost after 10 s.
+    // Job 1 (1 proc, 100 s) and job 2 (2 procs, 50 s) arrive at 0: job 1
+    // on node 0 (best fit, first of two idle nodes), job 2 on both.
+    // Process 1 crashes at 20, is lost at 30: job 2 is lost (its reason
+    // names the fault), its part on node 0 is cancelled. Job 3 arrives at
+    // 40 and can only go to node 0.
+    let text = "link_timeout = 10.0\nnodes_per_process = 1\n\n[[fault]]\nat = 20.0\nkind = \"crash\"\nprocess = 1\n";
+    let jobs = [
+        job(1, 0.0, 100.0, 1, 1000.0),
+        job(2, 0.0, 50.0, 2, 1000.0),
+        job(3, 40.0, 10.0, 1, 500.0),
+    ];
+    let r = run("libra", &jobs, 2, text);
+    let j2 = rec(&r, 2);
+    assert!(j2.lost && j2.finish.is_none(), "{j2:?}");
+    assert!(
+        j2.detail.starts_with(
+            "lost at 30.000: node 1 lost: fault 1 (crash of node process 1 at +20 s, line 6)"
+        ),
+        "{}",
+        j2.detail
+    );
+    assert!(!rec(&r, 1).lost && rec(&r, 1).finish.is_some());
+    assert_eq!(rec(&r, 3).nodes, vec![0]);
+    assert!(!rec(&r, 3).lost && rec(&r, 3).finish.is_some());
+    // Without the fault nothing is lost.
+    let specs = specs(2);
+    let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
+    let clean = simulate(&jobs, &specs, p);
+    assert!(clean.records.iter().all(|r| !r.lost && r.finish.is_some()));
+}
+
+#[test]
+fn a_crashed_node_that_comes_back_takes_work_again() {
+    // Node 1 crashes at 0 and is lost at 10; back after 50 s (at 50).
+    // Job 1 (2 procs) at 20: only one node, rejected. Job 2 (2 procs) at
+    // 60: both nodes again, runs 10 s, done at 70.
+    let text = "link_timeout = 10.0\nnodes_per_process = 1\n[[fault]]\nat = 0.0\nkind = \"crash\"\nnode = 1\nduration = 50.0\n";
+    let jobs = [
+        job(0, 0.0, 1.0, 1, 100.0),
+        job(1, 20.0, 10.0, 2, 100.0),
+        job(2, 60.0, 10.0, 2, 100.0),
+    ];
+    let r = run("libra", &jobs, 2, text);
+    assert!(!rec(&r, 1).accepted, "{:?}", rec(&r, 1));
+    assert_eq!(rec(&r, 2).nodes, vec![0, 1]);
+    assert!(close(rec(&r, 2).finish, 70.0), "{:?}", rec(&r, 2));
+}
+
+#[test]
+fn a_short_hang_pauses_the_work_and_loses_nothing() {
+    // One node: job of 100 s from 0; the node hangs 10..15 (shorter than
+    // the 10 s link timeout): it finishes at 105.
+    let text = "link_timeout = 10.0\nnodes_per_process = 1\n[[fault]]\nat = 10.0\nkind = \"hang\"\nprocess = 0\nduration = 5.0\n";
+    let r = run("libra", &[job(1, 0.0, 100.0, 1, 1000.0)], 1, text);
+    assert!(close(rec(&r, 1).finish, 105.0), "{:?}", rec(&r, 1));
+    // A hang past the link timeout loses the job at 10 + 10.
+    let long = text.replace("duration = 5.0", "duration = 30.0");
+    let r = run("libra", &[job(1, 0.0, 100.0, 1, 1000.0)], 1, &long);
+    let j = rec(&r, 1);
+    assert!(
+        j.lost
+            && j.detail
+                .starts_with("lost at 20.000: node 0 lost: fault 1 (hang"),
+        "{j:?}"
+    );
+}
+
+#[test]
+fn slow_changes_the_capacity_in_the_fluid_model() {
+    // One node, a 100 s job from 0; capacity halved from 10 to 30: 10 s
+    // of work by 10, 10 more by 30, 80 left at full pace: done at 110.
+    let text = "nodes_per_process = 1\n[[fault]]\nat = 10.0\nkind = \"slow\"\nnode = 0\nfactor = 0.5\nduration = 20.0\n";
+    let r = run("libra", &[job(1, 0.0, 100.0, 1, 1000.0)], 1, text);
+    assert!(close(rec(&r, 1).finish, 110.0), "{:?}", rec(&r, 1));
+    // A space-shared job on the slowed node ends as late.
+    let r = run("fifo", &[job(1, 0.0, 100.0, 1, 1000.0)], 1, text);
+    assert!(close(rec(&r, 1).finish, 110.0), "{:?}", rec(&r, 1));
+}
+
+#[test]
+fn arrivals_wait_for_the_manager_and_running_parts_go_on() {
+    // The manager is down from 10 to 30. Job 1 (arrived at 0, 100 s, a
+    // whole node to meet its deadline) runs on; job 2 arrives at 15 and is
+    // decided at 30 with its submit time kept; job 3 arrives at 40,
+    // decided at once.
+    let text = "[[fault]]\nat = 10.0\nkind = \"manager-crash\"\nduration = 20.0\n";
+    let jobs = [
+        job(1, 0.0, 100.0, 1, 100.0),
+        job(2, 15.0, 10.0, 1, 1000.0),
+        job(3, 40.0, 10.0, 1, 1000.0),
+    ];
+    for policy in ["libra", "fifo"] {
+        let r = run(policy, &jobs, 2, text);
+        assert!(
+            close(rec(&r, 1).finish, 100.0),
+            "{policy}: {:?}",
+            rec(&r, 1)
+        );
+        let j2 = rec(&r, 2);
+        assert_eq!((j2.submit, j2.decided_at), (15.0, 30.0), "{policy}");
+        assert_eq!(rec(&r, 3).decided_at, 40.0, "{policy}");
+        assert!(r.iter().all(|r| !r.lost), "{policy}");
+    }
+}
+
+#[test]
+fn a_space_shared_crash_frees_the_survivors_for_the_queue() {
+    // FIFO on two nodes: job 1 (2 procs, 100 s) at 0; job 2 (1 proc, 10
+    // s) at 5 waits. Node 1 crashes at 20, lost at 30: job 1 is lost,
+    // node 0 is free, job 2 starts at 30 and ends at 40.
+    let text = "link_timeout = 10.0\nnodes_per_process = 1\n[[fault]]\nat = 20.0\nkind = \"crash\"\nnode = 1\n";
+    let jobs = [job(1, 0.0, 100.0, 2, 1000.0), job(2, 5.0, 10.0, 1, 1000.0)];
+    let r = run("fifo", &jobs, 2, text);
+    assert!(rec(&r, 1).lost, "{:?}", rec(&r, 1));
+    assert!(rec(&r, 1).detail.contains("fault 1 (crash of node 1"));
+    let j2 = rec(&r, 2);
+    assert_eq!((j2.start, j2.nodes.clone()), (Some(30.0), vec![0]));
+    assert!(close(j2.finish, 40.0), "{j2:?}");
+}
+
+#[test]
+fn a_long_partition_loses_the_jobs_a_short_one_nothing() {
+    let jobs = [job(1, 0.0, 100.0, 1, 1000.0)];
+    let text = "link_timeout = 10.0\nnodes_per_process = 1\n[[fault]]\nat = 5.0\nkind = \"partition\"\nprocess = 0\nduration = 8.0\n";
+    let r = run("libra", &jobs, 1, text);
+    assert!(close(rec(&r, 1).finish, 100.0));
+    let r = run("libra", &jobs, 1, &text.replace("8.0", "12.0"));
+    assert!(rec(&r, 1).lost && rec(&r, 1).detail.starts_with("lost at 15.000"));
+}
+
+fn err(text: &str) -> String {
+    match Scenario::parse("f.toml", text) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted: {text}"),
+    }
+}
+
+#[test]
+fn errors_name_the_file_line_and_key() {
+    let e = err("[[fault]]\nat = 1.0\nkind = \"crash\"\nprocess = 0\nwhen = 3\n");
+    assert!(
+        e.starts_with("f.toml: ") && e.contains("line 5") && e.contains("when"),
+        "{e}"
+    );
+    let e =
+        err("[[fault]]\nat = 1.0\nkind = \"slow\"\nprocess = 0\nduration = 5.0\nfactor = 1.5\n");
+    assert_eq!(e, "f.toml:6: fault[0].factor: must be in (0, 1], got 1.5");
+    let e = err("\n[[fault]]\nat = 1.0\nkind = \"partition\"\nnode = 0\nduration = 5.0\n");
+    assert!(
+        e.starts_with("f.toml:5: fault[0]: partition acts on a node process's link"),
+        "{e}"
+    );
+    let e = err("[[fault]]\nat = 1.0\nkind = \"hang\"\nprocess = 0\n");
+    assert_eq!(
+        e,
+        "f.toml:3: fault[0].duration: hang needs a duration (trace seconds)"
+    );
+    let e = err("[[fault]]\nat = 1.0\nkind = \"explode\"\nprocess = 0\n");
+    assert!(
+        e.starts_with("f.toml:3: fault[0].kind: unknown kind \"explode\""),
+        "{e}"
+    );
+    let e = err("[[fault]]\nat = 1.0\nkind = \"crash\"\nprocess = 0\nfactor = 0.5\n");
+    assert_eq!(e, "f.toml:5: fault[0].factor: crash takes no factor");
+    let e = err("[[random]]\nkind = \"crash\"\nper_hour = 2.0\n");
+    assert!(e.starts_with("f.toml:3: random[0].per_hour"), "{e}");
+    // A target the cluster does not have is refused when expanded.
+    let text = "[[fault]]\nat = 1.0\nkind = \"crash\"\nprocess = 3\n";
+    let s = Scenario::parse("f.toml", text).unwrap();
+    let e = s
+        .expand("f.toml", text, &ClusterShape::uniform(8, 4), 100.0, 1)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ScenarioError::Invalid { line: 4, .. })
+            && e.to_string()
+                .contains("node process 3 does not exist: the cluster has 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn random_faults_follow_the_seed() {
+    let text = "seed = 5\n[[random]]\nkind = \"crash\"\nper_hour = 0.3\nduration = 60.0\n";
+    let s = Scenario::parse("r.toml", text).unwrap();
+    let shape = ClusterShape::uniform(40, 4);
+    let day = 86_400.0;
+    let a = s.expand("r.toml", text, &shape, day, 0).unwrap();
+    let b = s.expand("r.toml", text, &shape, day, 0).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.seed, 5);
+    // 10 processes x 24 hours at 0.3: about 72 crashes (binomial, sd 7).
+    assert!((40..110).contains(&a.faults.len()), "{}", a.faults.len());
+    assert!(a.faults.iter().all(|f| f.kind == FaultKind::Crash
+        && matches!(f.target, Target::Process(p) if p < 10)
+        && (0.0..day).contains(&f.at)));
+    assert!(a.faults.windows(2).all(|w| w[0].at <= w[1].at));
+    let other = s.expand(
+        "r.toml",
+        &text.replace("seed = 5", "seed = 6"),
+        &shape,
+        day,
+        0,
+    );
+    // The seed comes from the parsed scenario, so parse the other text.
+    let t6 = text.replace("seed = 5", "seed = 6");
+    let c = Scenario::parse("r.toml", &t6)
+        .unwrap()
+        .expand("r.toml", &t6, &shape, day, 0)
+        .unwrap();
+    assert_ne!(a.faults, c.faults);
+    drop(other);
+    // Without a seed in the file the caller's is used (the workload's).
+    let t = text.replace("seed = 5\n", "");
+    let d = Scenario::parse("r.toml", &t)
+        .unwrap()
+        .expand("r.toml", &t, &shape, day, 42)
+        .unwrap();
+    assert_eq!(d.seed, 42);
+}
+
+#[test]
+fn every_example_scenario_parses() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");
+    let mut kinds = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let s = Scenario::parse(&p.display().to_string(), &text).unwrap();
+        // Each runs on the demo's cluster (2 processes of 4 nodes) and on
+        // the libra preset's 10 nodes.
+        for nodes in [8, 10] {
+            let shape = ClusterShape::uniform(nodes, s.nodes_per_process());
+            let plan = s.expand("x", &text, &shape, 100.0, 1).unwrap();
+            kinds.extend(plan.faults.iter().map(|f| f.kind.name()));
+        }
+    }
+    for k in common::faults::KINDS {
+        assert!(kinds.contains(&k), "no example of {k}");
+    }
+}

@@ -1,0 +1,319 @@
+//! Fault scenarios end to end: `simulate --faults` and `demo --faults`
+//! with the real binaries, real node processes and real signals.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn libratory(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_libratory"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run libratory")
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed\n{text}");
+    text
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn simulate_models_a_scenario_and_stores_its_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");
+    let out = dir.path().join("sim");
+    let text = ok(
+        &libratory(
+            &[
+                "simulate",
+                "--preset",
+                "libra",
+                "--faults",
+                examples.join("random.toml").to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        ),
+        "simulate --faults",
+    );
+    assert!(text.contains("(seed 7)"), "{text}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["faults"]["seed"], 7);
+    let faults = manifest["faults"]["faults"].as_array().unwrap();
+    assert!(!faults.is_empty());
+    // Every lost job names the fault that lost it, and one in the plan.
+    let names: Vec<&str> = faults
+        .iter()
+        .map(|f| f["about"].as_str().unwrap())
+        .collect();
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    let lost: Vec<_> = jobs.iter().filter(|j| j["lost"] == true).collect();
+    assert!(!lost.is_empty());
+    for j in lost {
+        let d = j["detail"].as_str().unwrap();
+        assert!(names.iter().any(|n| d.ends_with(n)), "{d}");
+    }
+}
+
+#[test]
+fn bad_scenarios_are_refused_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(
+        &f,
+        "[[fault]]\nat = 5.0\nkind = \"slow\"\nprocess = 0\nduration = 10.0\nfactor = 0.0\n",
+    )
+    .unwrap();
+    let out = libratory(
+        &["simulate", "--faults", f.to_str().unwrap(), "--out", "x"],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("bad.toml:6: fault[0].factor: must be in (0, 1], got 0"),
+        "{err}"
+    );
+    // A kind live runs do not execute is refused before anything starts.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");
+    let out = libratory(
+        &[
+            "demo",
+            "--faults",
+            examples.join("slow.toml").to_str().unwrap(),
+            "--out",
+            dir.path().join("demo").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fault 1 (slow of node process 1") && err.contains("not executed live"),
+        "{err}"
+    );
+}
+
+/// A free UDP port on loopback (bound and released).
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `run --config cluster.toml --spawn-local --faults faults.toml` in
+/// `d` on local node processes of four nodes each, a link timeout of 2 s
+/// (40 trace seconds at time scale 0.05) and short jobs arriving over 8 s;
+/// returns the run
+/// directory and what it printed.
+fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, String) {
+    ok(
+        &libratory(&["certs", "--out", "certs", "--nodes", "local"], d),
+        "certs",
+    );
+    std::fs::write(
+        d.join("cluster.toml"),
+        format!(
+            "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
+             start_timeout_s = 20\nlink_timeout_s = 2\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
+             set = {{ jobs = 100, nodes = {}, synthetic_arrival_max = 160, synthetic_mips = 1000 }}\n\
+             [[hosts]]\nname = \"local\"\nprocesses = {processes}\nnodes_per_process = 4\ncapacity = 0.15\n",
+            free_port(),
+            processes * 4
+        ),
+    )
+    .unwrap();
+    std::fs::write(d.join("faults.toml"), scenario).unwrap();
+    let text = ok(
+        &libratory(
+            &[
+                "run",
+                "--config",
+                "cluster.toml",
+                "--spawn-local",
+                "--faults",
+                "faults.toml",
+                "--out",
+                "out",
+                "--progress-every",
+                "60",
+            ],
+            d,
+        ),
+        "run --faults",
+    );
+    (d.join("out"), text)
+}
+
+/// Crash (SIGKILL, restarted) of node process 1, a long hang (SIGSTOP
+/// past the link timeout, SIGCONT) of node process 0 and a long partition
+/// (the node's link holds every frame) of node process 2, in one live
+/// run: each is journaled when it happens, each loss is noticed and
+/// blamed on its fault, each process comes back and registers again,
+/// every job has one record, and every lost job's reason names the fault
+/// that lost it.
+#[test]
+fn run_executes_crash_hang_and_partition_on_real_node_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, text) = live_run(
+        dir.path(),
+        3,
+        "link_timeout = 40.0\n\
+         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 60.0\n\
+         [[fault]]\nat = 40.0\nkind = \"hang\"\nprocess = 0\nduration = 60.0\n\
+         [[fault]]\nat = 20.0\nkind = \"partition\"\nprocess = 2\nduration = 60.0\n",
+    );
+    let journal = jsonl(&out.join("journal.jsonl"));
+    let warnings: Vec<&str> = journal
+        .iter()
+        .filter(|e| e["e"] == "warning")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    let has = |s: &str| warnings.iter().any(|w| w.contains(s));
+    let crash = "fault 1 (crash of node process 1 at +10 s, line 4)";
+    let partition = "fault 2 (partition of node process 2 at +20 s, line 14)";
+    let hang = "fault 3 (hang of node process 0 at +40 s, line 9)";
+    for what in [
+        format!("fault: {crash}: SIGKILL to node process local-1"),
+        format!("fault: {crash}: node process local-1 started again"),
+        format!("fault: {hang}: SIGSTOP to node process local-0"),
+        format!("fault: {hang}: SIGCONT to node process local-0"),
+        format!("fault: {hang}: node process local-0 exited after its hang"),
+        format!("fault: {partition}: `partition 3` (real seconds) to node process local-2's link"),
+        format!("fault: {partition}: node process local-2 exited after its partition"),
+        format!("after {crash}"),
+        format!("after {hang}"),
+        format!("after {partition}"),
+    ] {
+        assert!(has(&what), "no {what:?} in\n{warnings:#?}\n{text}");
+    }
+    // Each process registered twice: at the start and after its fault.
+    let regs: Vec<&str> = journal
+        .iter()
+        .filter(|e| e["e"] == "node")
+        .map(|e| e["host"].as_str().unwrap())
+        .collect();
+    for label in ["local-0 ", "local-1 ", "local-2 "] {
+        assert_eq!(
+            regs.iter().filter(|h| h.starts_with(label)).count(),
+            2,
+            "{regs:?}"
+        );
+    }
+    // The partitioned process was told it was given up.
+    let log2 = std::fs::read_to_string(out.join("logs/node-local-2.log")).unwrap();
+    assert!(
+        log2.contains("link partitioned for 3 s") && log2.contains("gave us up"),
+        "{log2}"
+    );
+    // Every job has exactly one record; a lost one names its fault.
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    let ids: BTreeSet<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!((jobs.len(), ids.len()), (100, 100));
+    let lost: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j["lost"] == true)
+        .map(|j| j["detail"].as_str().unwrap())
+        .collect();
+    assert!(!lost.is_empty(), "{text}");
+    for d in lost {
+        assert!(
+            d.ends_with(crash) || d.ends_with(hang) || d.ends_with(partition),
+            "{d}"
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 3);
+}
+
+/// A link delay of 150 ms each way on both node processes for the whole
+/// run: the manager's round-trip pings take at least 300 ms (the median
+/// is ~10-20 ms on this machine without it), and nothing is lost.
+#[test]
+fn run_delays_every_frame_in_the_node_link_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, text) = live_run(
+        dir.path(),
+        2,
+        "seed = 4\n\
+         [[fault]]\nat = 0.0\nkind = \"delay\"\nprocess = 0\ndelay_ms = 150.0\njitter_ms = 10.0\nduration = 10000.0\n\
+         [[fault]]\nat = 0.0\nkind = \"delay\"\nprocess = 1\ndelay_ms = 150.0\njitter_ms = 10.0\nduration = 10000.0\n",
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let p50 = summary["latency_us"]["quic_rtt_us"]["p50"]
+        .as_f64()
+        .unwrap();
+    assert!(p50 >= 300_000.0, "median round trip {p50} us\n{text}");
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    assert_eq!(jobs.len(), 100);
+    assert!(jobs.iter().all(|j| j["lost"] == false), "{text}");
+    let log0 = std::fs::read_to_string(out.join("logs/node-local-0.log")).unwrap();
+    assert!(
+        log0.contains("link delayed by 150 ms + up to 10 ms"),
+        "{log0}"
+    );
+}
+
+/// A cluster configuration's `[workload] faults` is the run's scenario
+/// (relative to the configuration): here one live runs refuse, so the
+/// run stops before starting anything, naming the fault.
+#[test]
+fn a_cluster_configuration_names_its_fault_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("conf")).unwrap();
+    std::fs::write(
+        d.join("conf/faults.toml"),
+        "[[fault]]\nat = 1.0\nkind = \"manager-crash\"\nduration = 5.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("conf/cluster.toml"),
+        format!(
+            "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nfaults = \"faults.toml\"\n\
+             [[hosts]]\nname = \"local\"\nprocesses = 1\nnodes_per_process = 2\ncapacity = 0.1\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let out = libratory(
+        &[
+            "run",
+            "--config",
+            "conf/cluster.toml",
+            "--spawn-local",
+            "--out",
+            "out",
+        ],
+        d,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fault 1 (manager-crash of the manager at +1 s, line 3)")
+            && err.contains("not executed live"),
+        "{err}"
+    );
+}
