@@ -8,6 +8,7 @@
 //! (File I/O exists only in [`swf`], which reads traces.)
 
 pub mod admission;
+pub mod batsim;
 pub mod busy_index;
 pub mod experiment;
 pub mod job;

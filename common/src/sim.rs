@@ -124,15 +124,29 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
     let mut busy_time = 0.0;
     let mut makespan = start;
     let mut out = Vec::new();
+    let (mut last, mut ended) = (start, false);
     loop {
         let t_arrival = jobs.get(next_arrival).map(|j| j.spec.details.submit_time);
         let t_done = heap.peek().map(|c| c.0.at);
-        let now = match (t_arrival, t_done) {
-            (None, None) => break,
-            (Some(a), None) => a,
-            (None, Some(d)) => d,
-            (Some(a), Some(d)) => a.min(d),
+        // A policy holding a decision for later (an external scheduler's)
+        // is called at that time too.
+        let t_wake = core.queue_wakeup();
+        let next = [t_arrival, t_done, t_wake]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp);
+        let now = match next {
+            Some(t) => t,
+            // Nothing left: the policy's last word (jobs it never decided),
+            // once.
+            None if ended => break,
+            None => {
+                ended = true;
+                core.end_queue(last, &mut out);
+                last
+            }
         };
+        last = now;
         // Completions first, then arrivals, then one scheduling pass (every
         // instant: a queue policy also drops jobs whose time has passed).
         while heap.peek().is_some_and(|c| c.0.at <= now) {
@@ -151,7 +165,9 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
             next_arrival += 1;
             events += 1;
         }
-        core.tick(now, &mut out);
+        if next.is_some() {
+            core.tick(now, &mut out);
+        }
         for o in out.drain(..) {
             let Output::Decided {
                 job,

@@ -8,8 +8,11 @@
 //! - [`lab`]: offline experiments in virtual time (simulate, sweep, figures,
 //!   report, compare) and the metric table they share;
 //! - [`results`]: the files a run leaves behind (run directory, result
-//!   formats, charts).
+//!   formats, charts);
+//! - [`batsim`]: an external Batsim scheduler over ZeroMQ (the `batsim`
+//!   policy's transport).
 
+pub mod batsim;
 pub mod cluster;
 pub mod lab;
 pub mod live;

@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload::Source;
 
+use crate::batsim::{self, BatsimArgs, SchedulerReport};
 use crate::lab::batch_heap;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
@@ -45,6 +46,9 @@ pub struct SimulateArgs {
     /// manifest.json and log.txt are always written.
     #[arg(long, value_delimiter = ',', value_enum)]
     pub outputs: Option<Vec<rundir::OutputKind>>,
+    /// The external scheduler of the `batsim` policy.
+    #[command(flatten)]
+    pub batsim: BatsimArgs,
 }
 
 /// Where the shared traces are when running from a checkout: beside the
@@ -166,9 +170,23 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     // thread (its allocator arena is warm from reading the workload, where
     // a new thread's starts empty, and no thread is started for the usual
     // single policy).
+    let batsim_reports = std::sync::Mutex::new(Vec::new());
     let run_one = |name: &String| -> Result<(PolicyRun, f64)> {
         let t = Instant::now();
-        let (outcome, summary) = exp.run_policy(name, &wl)?;
+        let (outcome, summary) = if name == "batsim" {
+            let (p, report) = batsim::policy(
+                &a.batsim,
+                exp.params.nodes,
+                wl.jobs.len(),
+                &exp.params.preset,
+                exp.policy.pbase,
+            )?;
+            let r = exp.run_built(name, &wl, p);
+            batsim_reports.lock().expect("not poisoned").push(report);
+            r
+        } else {
+            exp.run_policy(name, &wl)?
+        };
         Ok((PolicyRun { outcome, summary }, t.elapsed().as_secs_f64()))
     };
     let (first, rest) = exp
@@ -230,6 +248,23 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         ));
     }
 
+    let mut fault = None;
+    for r in batsim_reports.into_inner().expect("not poisoned") {
+        let r: std::sync::MutexGuard<'_, SchedulerReport> = r.lock().expect("not poisoned");
+        log.say(format_args!(
+            "batsim scheduler: {} round trips, {:.3} s waiting for replies ({:.1} us each)",
+            r.round_trips,
+            r.waited.as_secs_f64(),
+            1e6 * r.waited.as_secs_f64() / (r.round_trips.max(1) as f64)
+        ));
+        if let Some(f) = &r.fault {
+            log.say(format_args!(
+                "batsim scheduler FAILED: {f}; the jobs it had not decided are rejected with reason 'scheduler'"
+            ));
+            fault = Some(f.clone());
+        }
+    }
+
     let out = rundir::out_dir(a.out, || format!("runs/{}-seed{seed}", exp.params.preset));
     let files = rundir::write_chosen_run_files_with_heads(
         &out,
@@ -270,5 +305,11 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     std::mem::forget(runs);
     std::mem::forget(wl);
     std::mem::forget(heads);
+    if let Some(f) = fault {
+        anyhow::bail!(
+            "the batsim scheduler failed (results written to {}): {f}",
+            out.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -306,6 +306,7 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         sets: cfg.set_pairs(),
         out: Some(sim_dir.clone()),
         outputs: None,
+        batsim: Default::default(),
     })
     .context("the simulation")?;
     let sim = compare::read_run(&sim_dir, Some(&policy))?;
