@@ -5,6 +5,7 @@
 //! The protocol itself (messages, decisions, what the scheduler may do)
 //! is `common::batsim`, which does no I/O; this module only moves its text.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -112,6 +113,9 @@ impl ZmqExchange {
                 Command::new("sh")
                     .arg("-c")
                     .arg(cmd)
+                    // Its own process group, so the stop at the end reaches
+                    // whatever `sh -c` started.
+                    .process_group(0)
                     .stdin(Stdio::null())
                     // Its chatter (pybatsim logs every message) would
                     // drown the run's log; run it by hand to read it.
@@ -140,15 +144,23 @@ impl ZmqExchange {
         ))
     }
 
-    /// If the scheduler process this run started has exited: how.
+    /// If the scheduler process this run started has exited: how. Asked
+    /// when the socket failed, so it waits a moment for the exit the
+    /// broken connection announced.
     fn exited(&mut self) -> Option<String> {
         let child = self.child.as_mut()?;
-        match child.try_wait() {
-            Ok(Some(status)) => Some(format!(
-                "the scheduler process ('{}') exited ({status})",
-                self.cmd.as_deref().unwrap_or("")
-            )),
-            _ => None,
+        let until = Instant::now() + Duration::from_millis(500);
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    return Some(format!(
+                        "the scheduler process ('{}') exited ({status})",
+                        self.cmd.as_deref().unwrap_or("")
+                    ))
+                }
+                _ if Instant::now() >= until => return None,
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
         }
     }
 
@@ -237,7 +249,11 @@ impl Drop for ZmqExchange {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let _ = child.kill();
+            // SAFETY: kill(2) on the process group this run created for
+            // the scheduler (its id is the child's, see `open`).
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
             let _ = child.wait();
         }
     }

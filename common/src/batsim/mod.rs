@@ -56,6 +56,10 @@ enum State {
     Over,
 }
 
+/// Batsim time is the simulator's plus this: no job arrives at Batsim
+/// time 0 (pybatsim's `batsim.sched` refuses an allocation starting at 0).
+pub const EPOCH: Time = 1.0;
+
 /// Most request rounds at one instant (REQUESTED_CALL answered with
 /// CALL_ME_LATER at the same instant, again and again) before the
 /// scheduler is taken for livelocked.
@@ -79,7 +83,8 @@ pub struct BatsimQueue {
     held_seq: u64,
     /// CALL_ME_LATER times.
     calls: Vec<Time>,
-    /// The scheduler's latest now (messages never go back before it).
+    /// The scheduler's latest now, Batsim time (messages never go back
+    /// before it).
     last_now: Time,
     /// Jobs that will arrive in all (NOTIFY no_more_static_job_to_submit
     /// after the last).
@@ -161,17 +166,25 @@ impl BatsimQueue {
         self.fault = Some(why);
     }
 
-    /// One request with `events` at `now`; the reply's decisions are held.
+    /// One request with `events` (Batsim times) at simulator time `now`;
+    /// the reply's decisions are held, in simulator time.
     fn round(&mut self, now: Time, events: &[OutEvent]) -> Result<(), String> {
-        let now = now.max(self.last_now);
-        let text = protocol::encode(now, events);
+        let bs_now = (now + EPOCH).max(self.last_now);
+        let text = protocol::encode(bs_now, events);
         let reply = self.ex.exchange(&text)?;
         self.round_trips += 1;
-        let reply = protocol::decode_reply(&reply, now).map_err(|e| e.to_string())?;
+        let reply = protocol::decode_reply(&reply, bs_now).map_err(|e| e.to_string())?;
         self.last_now = reply.now;
         for (t, d) in reply.decisions {
+            // A decision dated the request's now is taken at `now` exactly
+            // (t - EPOCH could be an ulp off); a later one at its own time.
+            let at = if t <= now + EPOCH { now } else { t - EPOCH };
+            let d = match d {
+                Decision::CallMeLater { at } => Decision::CallMeLater { at: at - EPOCH },
+                d => d,
+            };
             self.held_seq += 1;
-            self.held.push((t, self.held_seq, d));
+            self.held.push((at, self.held_seq, d));
         }
         Ok(())
     }
@@ -257,7 +270,8 @@ impl BatsimQueue {
                     ids.push(name);
                 }
                 // Jobs already over: Batsim answers with an empty progress.
-                self.outbox.push(protocol::job_killed(now, &ids, &[]));
+                self.outbox
+                    .push(protocol::job_killed(now + EPOCH, &ids, &[]));
             }
             Decision::Notify { .. } => {}
         }
@@ -279,7 +293,7 @@ impl BatsimQueue {
     fn schedule_inner(&mut self, now: Time, out: &mut Vec<QueueAction>) -> Result<(), String> {
         if !self.begun {
             self.begun = true;
-            let begins = protocol::simulation_begins(now, self.nodes.len(), &self.workload);
+            let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
             self.round(now, &[begins])?;
         }
         for _ in 0..MAX_ROUNDS_PER_INSTANT {
@@ -287,7 +301,7 @@ impl BatsimQueue {
             let before = self.calls.len();
             self.calls.retain(|&t| t > now);
             for _ in self.calls.len()..before {
-                self.outbox.push(protocol::requested_call(now));
+                self.outbox.push(protocol::requested_call(now + EPOCH));
             }
             if self.outbox.is_empty() {
                 return Ok(());
@@ -315,16 +329,18 @@ impl QueuePolicy for BatsimQueue {
             .insert(job.id, (State::Waiting, job.processors(), job.estimate()));
         self.waiting.insert((self.seq, job.id));
         self.outbox.push(protocol::job_submitted(
-            now,
+            now + EPOCH,
             job.id,
             job.processors(),
             job.estimate(),
-            job.details.submit_time,
+            job.details.submit_time + EPOCH,
         ));
         self.submitted += 1;
         if self.submitted == self.total_jobs {
-            self.outbox
-                .push(protocol::notify(now, "no_more_static_job_to_submit"));
+            self.outbox.push(protocol::notify(
+                now + EPOCH,
+                "no_more_static_job_to_submit",
+            ));
         }
         None
     }
@@ -341,7 +357,7 @@ impl QueuePolicy for BatsimQueue {
         }
         if self.fault.is_none() {
             self.outbox
-                .push(protocol::job_completed(now, job, &alloc, false));
+                .push(protocol::job_completed(now + EPOCH, job, &alloc, false));
         }
     }
 
@@ -398,11 +414,152 @@ impl QueuePolicy for BatsimQueue {
             return;
         }
         self.ended = true;
-        let ends = protocol::simulation_ends(now.max(self.last_now));
+        let ends = protocol::simulation_ends((now + EPOCH).max(self.last_now));
         if let Err(e) = self.round(now, &[ends]) {
             // Every job is decided: nothing is lost, but say so.
             self.ex.failed(&format!("at SIMULATION_ENDS: {e}"));
             self.fault = Some(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::policy::{test_util::specs, Policy};
+    use crate::sim::simulate;
+    use crate::workload::WorkloadJob;
+
+    /// A scheduler written here: FCFS that thinks 0.5 s per request (its
+    /// decisions are dated now + 0.5, as pybatsim's `consume_time` does),
+    /// asks at SIMULATION_BEGINS to be called at Batsim time 3. It logs
+    /// every request.
+    struct Fcfs {
+        free: Vec<bool>,
+        queue: Vec<(String, usize)>,
+        running: Vec<(String, Vec<usize>)>,
+        log: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl Exchange for Fcfs {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let t = now + 0.5;
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                let d = &e["data"];
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => {
+                        let n = d["nb_compute_resources"].as_u64().unwrap() as usize;
+                        self.free = vec![true; n];
+                        out.push(json!({"timestamp": t, "type": "CALL_ME_LATER", "data": {"timestamp": 3.0}}));
+                    }
+                    "JOB_SUBMITTED" => self.queue.push((
+                        d["job_id"].as_str().unwrap().to_string(),
+                        d["job"]["res"].as_u64().unwrap() as usize,
+                    )),
+                    "JOB_COMPLETED" => {
+                        let k = self
+                            .running
+                            .iter()
+                            .position(|r| r.0 == d["job_id"])
+                            .unwrap();
+                        for n in self.running.remove(k).1 {
+                            self.free[n] = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            while let Some((job, res)) = self.queue.first().cloned() {
+                let free: Vec<usize> = (0..self.free.len()).filter(|&n| self.free[n]).collect();
+                if free.len() < res {
+                    break;
+                }
+                let alloc = free[..res].to_vec();
+                for &n in &alloc {
+                    self.free[n] = false;
+                }
+                out.push(json!({"timestamp": t, "type": "EXECUTE_JOB",
+                    "data": {"job_id": job, "alloc": protocol::procset(&alloc)}}));
+                self.running.push((job, alloc));
+                self.queue.remove(0);
+            }
+            Ok(json!({"now": t, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    #[test]
+    fn decisions_take_effect_at_their_timestamps() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let fcfs = Fcfs {
+            free: Vec::new(),
+            queue: Vec::new(),
+            running: Vec::new(),
+            log: log.clone(),
+        };
+        // Two nodes. Job 1: both nodes, runs 10 s, at 0. Job 2: one node,
+        // runs 5 s, at 1.
+        let jobs = vec![
+            WorkloadJob {
+                spec: JobSpec::new(1, 0.0, 20.0, 2, 1000.0, 1e9),
+                actual_runtime: 10.0,
+            },
+            WorkloadJob {
+                spec: JobSpec::new(2, 1.0, 8.0, 1, 1000.0, 1e9),
+                actual_runtime: 5.0,
+            },
+        ];
+        let q = BatsimQueue::new(Box::new(fcfs), 2, 2, "test", 1.0);
+        let o = simulate(&jobs, &specs(2), Policy::Queue(Box::new(q)));
+        // By hand (Batsim time = simulator time + 1): at 0 job 1 arrives;
+        // SIMULATION_BEGINS goes first (now 1, answered at 1.5), then the
+        // submission at the scheduler's 1.5 (now never goes back), answered
+        // at 2: job 1 starts at simulator time 1 and ends at 11. Job 2
+        // waits for both nodes; the completion at 11 (Batsim 12) is
+        // answered at 12.5: job 2 runs from 11.5 to 16.5.
+        let r1 = &o.records[0];
+        let r2 = &o.records[1];
+        assert_eq!((r1.start, r1.finish), (Some(1.0), Some(11.0)));
+        assert_eq!((r2.start, r2.finish), (Some(11.5), Some(16.5)));
+        let log = log.lock().unwrap();
+        let types: Vec<Vec<&str>> = log
+            .iter()
+            .map(|m| {
+                m["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["type"].as_str().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                vec!["SIMULATION_BEGINS"],
+                vec!["JOB_SUBMITTED"],
+                vec!["JOB_SUBMITTED", "NOTIFY"],
+                vec!["REQUESTED_CALL"],
+                vec!["JOB_COMPLETED"],
+                vec!["JOB_COMPLETED"],
+                vec!["SIMULATION_ENDS"],
+            ]
+        );
+        let nows: Vec<f64> = log.iter().map(|m| m["now"].as_f64().unwrap()).collect();
+        // The CALL_ME_LATER (3) is called at 3 exactly; SIMULATION_ENDS
+        // comes at the scheduler's last now (18), after the completion at
+        // 17.5.
+        assert_eq!(nows, vec![1.0, 1.5, 2.0, 3.0, 12.0, 17.5, 18.0]);
     }
 }
