@@ -7,7 +7,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -80,20 +80,89 @@ pub struct SchedulerReport {
 }
 
 /// A REQ socket to the scheduler, and the scheduler's process if this run
-/// started it.
+/// started it. The socket lives on a thread of its own with its own
+/// runtime, so a caller on any thread (the simulator's, or the live
+/// manager's actor inside actix's runtime) just waits on a channel.
 pub struct ZmqExchange {
-    rt: tokio::runtime::Runtime,
-    socket: Option<zeromq::ReqSocket>,
-    endpoint: String,
-    timeout: Duration,
+    requests: Option<mpsc::Sender<String>>,
+    replies: mpsc::Receiver<Result<String, String>>,
+    worker: Option<std::thread::JoinHandle<()>>,
     child: Option<Child>,
     cmd: Option<String>,
     report: Arc<Mutex<SchedulerReport>>,
 }
 
+/// The socket's thread: connects at the first request, then one request,
+/// one reply, each bounded by `timeout`.
+fn socket_thread(
+    endpoint: String,
+    timeout: Duration,
+    requests: mpsc::Receiver<String>,
+    replies: mpsc::Sender<Result<String, String>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = replies.send(Err(format!("cannot start the transport's runtime: {e}")));
+            return;
+        }
+    };
+    let mut socket: Option<zeromq::ReqSocket> = None;
+    while let Ok(request) = requests.recv() {
+        let r = rt.block_on(async {
+            if socket.is_none() {
+                let mut s = zeromq::ReqSocket::new();
+                match tokio::time::timeout(timeout, s.connect(&endpoint)).await {
+                    Ok(Ok(())) => socket = Some(s),
+                    Ok(Err(e)) => return Err(format!("cannot connect to {endpoint}: {e}")),
+                    Err(_) => {
+                        return Err(format!(
+                            "no scheduler at {endpoint} after {:.1} s (is it started? give --batsim-cmd or start it first)",
+                            timeout.as_secs_f64()
+                        ))
+                    }
+                }
+            }
+            let s = socket.as_mut().expect("connected above");
+            let reply = tokio::time::timeout(timeout, async {
+                s.send(zeromq::ZmqMessage::from(request)).await?;
+                s.recv().await
+            })
+            .await;
+            let reply = match reply {
+                Ok(Ok(m)) => m,
+                Ok(Err(e)) => return Err(format!("the scheduler at {endpoint} went away: {e}")),
+                Err(_) => {
+                    return Err(format!(
+                        "the scheduler at {endpoint} did not answer within {:.1} s (--batsim-timeout)",
+                        timeout.as_secs_f64()
+                    ))
+                }
+            };
+            if reply.len() != 1 {
+                return Err(format!(
+                    "the scheduler's reply has {} frames; Batsim messages have one",
+                    reply.len()
+                ));
+            }
+            String::from_utf8(reply.get(0).expect("one frame").to_vec())
+                .map_err(|_| "the scheduler's reply is not UTF-8 text".to_string())
+        });
+        let failed = r.is_err();
+        if replies.send(r).is_err() || failed {
+            break;
+        }
+    }
+    // The socket closes here, in its runtime.
+    drop(rt.block_on(async { socket.take() }));
+}
+
 impl ZmqExchange {
-    /// Starts `args.batsim_cmd` (if any) and connects to the endpoint.
-    /// A scheduler that is not there is not an error here: the first
+    /// Starts `args.batsim_cmd` (if any) and the socket's thread. A
+    /// scheduler that is not there is not an error here: the first
     /// request fails and the run goes on without it (every job dropped
     /// with the reason), as any other scheduler failure.
     pub fn open(args: &BatsimArgs) -> Result<(ZmqExchange, Arc<Mutex<SchedulerReport>>)> {
@@ -104,10 +173,6 @@ impl ZmqExchange {
                 endpoint: args.batsim_endpoint.clone(),
                 error: e.to_string(),
             })?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the Batsim transport's runtime")?;
         let child = match &args.batsim_cmd {
             Some(cmd) => Some(
                 Command::new("sh")
@@ -129,13 +194,20 @@ impl ZmqExchange {
             ),
             None => None,
         };
+        let (req_tx, req_rx) = mpsc::channel();
+        let (rep_tx, rep_rx) = mpsc::channel();
+        let endpoint = args.batsim_endpoint.clone();
+        let timeout = Duration::from_secs_f64(args.batsim_timeout.max(0.001));
+        let worker = std::thread::Builder::new()
+            .name("batsim-zmq".into())
+            .spawn(move || socket_thread(endpoint, timeout, req_rx, rep_tx))
+            .context("starting the Batsim transport's thread")?;
         let report = Arc::new(Mutex::new(SchedulerReport::default()));
         Ok((
             ZmqExchange {
-                rt,
-                socket: None,
-                endpoint: args.batsim_endpoint.clone(),
-                timeout: Duration::from_secs_f64(args.batsim_timeout.max(0.001)),
+                requests: Some(req_tx),
+                replies: rep_rx,
+                worker: Some(worker),
                 child,
                 cmd: args.batsim_cmd.clone(),
                 report: report.clone(),
@@ -165,57 +237,18 @@ impl ZmqExchange {
     }
 
     fn round_trip(&mut self, request: &str) -> Result<String, String> {
-        let timeout = self.timeout;
-        let endpoint = self.endpoint.clone();
-        if self.socket.is_none() {
-            let connected = self.rt.block_on(async {
-                let mut s = zeromq::ReqSocket::new();
-                tokio::time::timeout(timeout, s.connect(&endpoint))
-                    .await
-                    .map(|r| r.map(|()| s))
-            });
-            match connected {
-                Ok(Ok(s)) => self.socket = Some(s),
-                Ok(Err(e)) => return Err(format!("cannot connect to {endpoint}: {e}")),
-                Err(_) => {
-                    return Err(self.exited().unwrap_or(format!(
-                        "no scheduler at {endpoint} after {:.1} s (is it started? give --batsim-cmd or start it first)",
-                        timeout.as_secs_f64()
-                    )))
-                }
-            }
-        }
-        let socket = self.socket.as_mut().expect("connected above");
-        let msg = zeromq::ZmqMessage::from(request.to_string());
-        let reply = self.rt.block_on(async {
-            tokio::time::timeout(timeout, async {
-                socket.send(msg).await?;
-                socket.recv().await
-            })
-            .await
-        });
-        let reply = match reply {
-            Ok(Ok(m)) => m,
-            Ok(Err(e)) => {
-                return Err(self
-                    .exited()
-                    .unwrap_or(format!("the scheduler at {endpoint} went away: {e}")))
-            }
-            Err(_) => {
-                return Err(self.exited().unwrap_or(format!(
-                    "the scheduler at {endpoint} did not answer within {:.1} s (--batsim-timeout)",
-                    timeout.as_secs_f64()
-                )))
-            }
+        let sent = self
+            .requests
+            .as_ref()
+            .is_some_and(|tx| tx.send(request.to_string()).is_ok());
+        let r = if sent {
+            self.replies
+                .recv()
+                .unwrap_or_else(|_| Err("the transport's thread stopped".into()))
+        } else {
+            Err("the transport's thread stopped".into())
         };
-        if reply.len() != 1 {
-            return Err(format!(
-                "the scheduler's reply has {} frames; Batsim messages have one",
-                reply.len()
-            ));
-        }
-        String::from_utf8(reply.get(0).expect("one frame").to_vec())
-            .map_err(|_| "the scheduler's reply is not UTF-8 text".to_string())
+        r.map_err(|e| self.exited().unwrap_or(e))
     }
 }
 
@@ -238,7 +271,10 @@ impl Exchange for ZmqExchange {
 impl Drop for ZmqExchange {
     fn drop(&mut self) {
         // The socket goes first, so a scheduler waiting on it sees the end.
-        drop(self.socket.take());
+        drop(self.requests.take());
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
         if let Some(mut child) = self.child.take() {
             // A scheduler that received SIMULATION_ENDS exits by itself;
             // give it a moment, then stop it (it is this run's child).
@@ -257,6 +293,19 @@ impl Drop for ZmqExchange {
             let _ = child.wait();
         }
     }
+}
+
+/// The `batsim` policy for a live run of `jobs` jobs (nodes register
+/// later): decisions take effect on arrival, an empty request after
+/// `keepalive` trace seconds of silence.
+pub fn live_policy(
+    args: &BatsimArgs,
+    jobs: usize,
+    keepalive: f64,
+) -> Result<(Policy, Arc<Mutex<SchedulerReport>>)> {
+    let (ex, report) = ZmqExchange::open(args)?;
+    let q = BatsimQueue::new(Box::new(ex), 0, jobs, "live", 0.0).live(keepalive);
+    Ok((Policy::Queue(Box::new(q)), report))
 }
 
 /// The `batsim` policy for a run of `jobs` jobs on `nodes` nodes, with

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use libratory_manager::batsim::BatsimArgs;
 use libratory_manager::cluster::{self, launch};
 use libratory_manager::lab::{batch_heap, compare, figures, info, report, simulate, sweep};
 use libratory_manager::live::{calibrate, client, commands, liveview, loadtest, runcmd};
@@ -92,6 +93,13 @@ enum Command {
         /// binds 127.0.0.1; see docs/cli.md).
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// The policy (see `libratory policies`); `batsim` runs an
+        /// external Batsim scheduler (--batsim-cmd).
+        #[arg(long, default_value = "libra")]
+        policy: String,
+        /// The external scheduler of the `batsim` policy.
+        #[command(flatten)]
+        batsim: BatsimArgs,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -128,6 +136,10 @@ enum Command {
         /// this address: PORT or :PORT binds 127.0.0.1, IP:PORT as given.
         #[arg(long, value_name = "ADDR", value_parser = parse_http)]
         http: Option<std::net::SocketAddr>,
+        /// The external scheduler, when the configuration's policy is
+        /// `batsim`.
+        #[command(flatten)]
+        batsim: BatsimArgs,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -287,7 +299,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve,
             progress_every,
             http,
-        } => commands::run(&config, spawn_local, out, serve, progress_every, http)?,
+            batsim,
+        } => commands::run(
+            &config,
+            spawn_local,
+            out,
+            serve,
+            progress_every,
+            http,
+            &batsim,
+        )?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
@@ -305,7 +326,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port,
             out,
             http,
-        } => commands::demo(processes, nodes, jobs, port, &out, http)?,
+            policy,
+            batsim,
+        } => commands::demo(processes, nodes, jobs, port, &out, http, &policy, &batsim)?,
         Command::Policies => info::policies(),
         Command::Presets { name } => info::presets(name.as_deref())?,
         Command::TraceStats { trace, last } => info::trace_stats(&trace, &last)?,

@@ -97,6 +97,12 @@ pub struct BatsimQueue {
     fault: Option<String>,
     /// Request/reply round trips so far.
     pub round_trips: u64,
+    /// Live: decisions take effect when they arrive (time ran while the
+    /// scheduler thought), and an empty request goes out when none went
+    /// for `keepalive` trace seconds (pybatsim gives Batsim up after 2 s
+    /// of silence).
+    live: Option<Time>,
+    last_request: Time,
 }
 
 impl BatsimQueue {
@@ -130,7 +136,17 @@ impl BatsimQueue {
             ended: false,
             fault: None,
             round_trips: 0,
+            live: None,
+            last_request: 0.0,
         }
+    }
+
+    /// For a live run: decisions take effect on arrival, and an empty
+    /// request keeps the scheduler company after `keepalive` trace seconds
+    /// of silence.
+    pub fn live(mut self, keepalive: Time) -> BatsimQueue {
+        self.live = Some(keepalive.max(1e-9));
+        self
     }
 
     /// Why the scheduler was given up, if it was.
@@ -171,6 +187,7 @@ impl BatsimQueue {
     fn round(&mut self, now: Time, events: &[OutEvent]) -> Result<(), String> {
         let bs_now = (now + EPOCH).max(self.last_now);
         let text = protocol::encode(bs_now, events);
+        self.last_request = now;
         let reply = self.ex.exchange(&text)?;
         self.round_trips += 1;
         let reply = protocol::decode_reply(&reply, bs_now).map_err(|e| e.to_string())?;
@@ -178,7 +195,11 @@ impl BatsimQueue {
         for (t, d) in reply.decisions {
             // A decision dated the request's now is taken at `now` exactly
             // (t - EPOCH could be an ulp off); a later one at its own time.
-            let at = if t <= now + EPOCH { now } else { t - EPOCH };
+            let at = if t <= now + EPOCH || self.live.is_some() {
+                now
+            } else {
+                t - EPOCH
+            };
             let d = match d {
                 Decision::CallMeLater { at } => Decision::CallMeLater { at: at - EPOCH },
                 d => d,
@@ -304,6 +325,10 @@ impl BatsimQueue {
                 self.outbox.push(protocol::requested_call(now + EPOCH));
             }
             if self.outbox.is_empty() {
+                if self.live.is_some_and(|k| now - self.last_request >= k) {
+                    self.round(now, &[])?;
+                    continue;
+                }
                 return Ok(());
             }
             let events = std::mem::take(&mut self.outbox);

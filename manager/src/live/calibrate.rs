@@ -322,8 +322,16 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         cfg.manager.listen = format!("{host}:{}", free_port()?);
         let dir = a.out.join(format!("live-{s}"));
         eprintln!("calibrate: time scale {s}: live run into {}", dir.display());
-        runcmd::run(&cfg, &dir, true, runcmd::Progress::Quiet, false, None)
-            .with_context(|| format!("the live run at time scale {s}"))?;
+        runcmd::run(
+            &cfg,
+            &dir,
+            true,
+            runcmd::Progress::Quiet,
+            false,
+            None,
+            &Default::default(),
+        )
+        .with_context(|| format!("the live run at time scale {s}"))?;
         let live = compare::read_run(&dir, Some(&policy))?;
         points.push(point(&sim, &live, s, &dir)?);
     }

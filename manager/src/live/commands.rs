@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::batsim::BatsimArgs;
 use crate::cluster::config::ClusterConfig;
 use crate::live::{probe, runcmd};
 
@@ -21,6 +22,7 @@ pub fn run(
     serve: bool,
     progress_every: Option<f64>,
     http: Option<SocketAddr>,
+    batsim: &BatsimArgs,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
     let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
@@ -30,11 +32,13 @@ pub fn run(
         PathBuf::from("runs").join(stem)
     });
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, &out, spawn_local, progress, serve, http)
+    runcmd::run(&cfg, &out, spawn_local, progress, serve, http, batsim)
 }
 
 /// `libratory demo`: certificates in `out/certs` (made once), the built-in
 /// configuration, local node processes.
+// The demo's options one by one, as `main` parses them.
+#[allow(clippy::too_many_arguments)]
 pub fn demo(
     processes: usize,
     nodes: usize,
@@ -42,20 +46,24 @@ pub fn demo(
     port: u16,
     out: &Path,
     http: Option<SocketAddr>,
+    policy: &str,
+    batsim: &BatsimArgs,
 ) -> Result<()> {
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {
         runcmd::certs(&certs, &["local".to_string()], &[], false)?;
     }
-    let cfg = runcmd::demo_config(
+    let mut cfg = runcmd::demo_config(
         &std::fs::canonicalize(&certs)?,
         port,
         processes,
         nodes,
         jobs,
     );
+    common::policy::entry(policy)?;
+    cfg.workload.policy = policy.to_string();
     let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-    runcmd::run(&cfg, out, true, progress, false, http)
+    runcmd::run(&cfg, out, true, progress, false, http, batsim)
 }
 
 /// `libratory probe-server`: answer probes on the configuration's manager

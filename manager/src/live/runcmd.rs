@@ -364,6 +364,7 @@ pub fn run(
     progress: Progress,
     serve: bool,
     http: Option<SocketAddr>,
+    batsim: &crate::batsim::BatsimArgs,
 ) -> Result<()> {
     let inv = Invocation::capture();
     keep_heap();
@@ -424,6 +425,7 @@ pub fn run(
         serve,
         journal: Some(writer.journal()),
         view: view.as_ref().map(|v| v.publisher.clone()),
+        batsim: batsim.clone(),
     };
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();

@@ -51,6 +51,8 @@ pub struct LiveConfig {
     pub journal: Option<crate::live::journal::Journal>,
     /// Publish the state here for the live web view (`--http`).
     pub view: Option<crate::live::liveview::Publisher>,
+    /// The external scheduler, when `policy` is `batsim`.
+    pub batsim: crate::batsim::BatsimArgs,
 }
 
 /// Names of the manager's latency histograms (microseconds).
