@@ -330,3 +330,43 @@ fn fault_unknown_node() {
 fn fault_unknown_job() {
     faulty(Some("unknown-job"), "unknown job 'w0!999999999'");
 }
+
+/// pybatsim's fillerSched unchanged on a live cluster of real node
+/// processes (`demo`): the schedule holds, and the scheduler's decisions
+/// are timed in the run's histograms.
+#[test]
+fn pybatsim_filler_sched_runs_live() {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let cmd = format!("pybatsim fillerSched -s {ep} -v warning");
+    let run = dir.path().join("run");
+    let out = libratory(
+        &[
+            "demo",
+            "--processes",
+            "1",
+            "--nodes",
+            "4",
+            "--jobs",
+            "10",
+            "--policy",
+            "batsim",
+            "--batsim-endpoint",
+            &ep,
+            "--batsim-cmd",
+            &cmd,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("batsim scheduler:"), "{all}");
+    assert!(!all.contains("scheduler failed"), "{all}");
+    assert!(all.contains("submit_to_decision_us"), "{all}");
+    let rows = out_jobs(&run, "batsim");
+    let ran = check_schedule(&rows, 10, 4);
+    assert_eq!(ran, 10, "{all}");
+}
