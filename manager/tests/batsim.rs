@@ -370,3 +370,87 @@ fn pybatsim_filler_sched_runs_live() {
     let ran = check_schedule(&rows, 10, 4);
     assert_eq!(ran, 10, "{all}");
 }
+
+/// A Batsim JSON workload (tests/batsim/three-jobs.json: 4 resources, a
+/// 20 s delay profile and a 1e10-flop parallel_homogeneous one) through
+/// pybatsim's fillerSched. By hand, with fillerSched's 5 ms per decision
+/// and times rebased to the first submission: job 1 (2 nodes) runs
+/// 0.005-20.005; job 3 (1 node, at 2) 2.005-22.005 on node 2; job 2 (all
+/// 4, at 1) waits for both, is decided at 22.005 + 0.005 and runs 1e10 /
+/// 1e9 = 10 s: 22.01-32.01.
+#[test]
+fn batsim_json_workload_runs_as_worked_out_by_hand() {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let run = dir.path().join("run");
+    let w = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/batsim/three-jobs.json");
+    let cmd = format!("pybatsim fillerSched -s {ep} -v warning");
+    let out = libratory(
+        &[
+            "simulate",
+            "--workload",
+            w.to_str().unwrap(),
+            "--preset",
+            "libra-risk",
+            "--policies",
+            "batsim,fcfs-bf",
+            "--batsim-endpoint",
+            &ep,
+            "--batsim-cmd",
+            &cmd,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = out_jobs(&run, "batsim");
+    check_schedule(&rows, 3, 4);
+    let got: Vec<(String, f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["job_id"].clone(),
+                r["starting_time"].parse().unwrap(),
+                r["finish_time"].parse().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("1", 0.005, 20.005),
+        ("2", 22.01, 32.01),
+        ("3", 2.005, 22.005),
+    ];
+    for ((id, s, f), (wid, ws, wf)) in got.iter().zip(want) {
+        assert_eq!(id, wid);
+        assert!((s - ws).abs() < 1e-6 && (f - wf).abs() < 1e-6, "{got:?}");
+    }
+    // The built-in policies read it too.
+    check_schedule(&out_jobs(&run, "fcfs-bf"), 3, 4);
+    // An unsupported profile is named with its job.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&w)
+            .unwrap()
+            .replace("parallel_homogeneous", "smpi"),
+    )
+    .unwrap();
+    let out = libratory(
+        &[
+            "simulate",
+            "--workload",
+            bad.to_str().unwrap(),
+            "--policies",
+            "fcfs-bf",
+        ],
+        dir.path(),
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("bad.json") && all.contains("profile 'ph' (job '2')") && all.contains("smpi"),
+        "{all}"
+    );
+}

@@ -49,6 +49,36 @@ pub struct SimulateArgs {
     /// The external scheduler of the `batsim` policy.
     #[command(flatten)]
     pub batsim: BatsimArgs,
+    /// A Batsim JSON workload (nb_res, jobs, delay and
+    /// parallel_homogeneous profiles) instead of the trace; `nb_res` sets
+    /// the nodes and the preset annotates QoS (docs/batsim.md).
+    #[arg(long, value_name = "FILE.json")]
+    pub workload: Option<PathBuf>,
+    /// The reference node's speed in flop/s, turning
+    /// parallel_homogeneous profiles into seconds.
+    #[arg(long, default_value_t = 1e9)]
+    pub workload_flops: f64,
+}
+
+/// A Batsim JSON workload annotated by `exp`'s preset; its `nb_res` sets
+/// the nodes.
+pub fn batsim_workload(
+    exp: &mut Experiment,
+    file: &Path,
+    flops: f64,
+) -> Result<common::workload::Workload> {
+    if !(flops.is_finite() && flops > 0.0) {
+        bail!("--workload-flops must be > 0, got {flops}");
+    }
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the workload {}", file.display()))?;
+    let w = common::workload::batsim_json::parse(&file.display().to_string(), &text, flops)?;
+    exp.params.nodes = w.nb_res;
+    Ok(common::workload::from_records(
+        &exp.params,
+        file,
+        &w.records,
+    )?)
 }
 
 /// Where the shared traces are when running from a checkout: beside the
@@ -108,8 +138,11 @@ pub fn experiment(
 /// Runs `libratory simulate`.
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let inv = Invocation::capture();
-    let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
-    let trace = resolve_trace(&exp, a.trace)?;
+    let mut exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
+    let trace = match &a.workload {
+        Some(w) => Some(w.clone()),
+        None => resolve_trace(&exp, a.trace)?,
+    };
     let mut log = Log::new();
     let seed = exp.params.seed;
     log.say(format_args!(
@@ -124,8 +157,15 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     // entry; it is computed beside the entry's read when a hint names the
     // entry (see trace_cache).
     let t0 = Instant::now();
-    let (wl, trace_facts, cache_use) =
-        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env())?;
+    let (wl, trace_facts, cache_use) = match &a.workload {
+        Some(w) => (
+            batsim_workload(&mut exp, w, a.workload_flops)?,
+            Some(rundir::trace_facts(w)?),
+            trace_cache::CacheUse::Off,
+        ),
+        None => trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env())?,
+    };
+    let exp = exp;
     let load_time = t0.elapsed();
     match &trace {
         Some(t) => log.say(format_args!(

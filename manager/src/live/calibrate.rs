@@ -307,6 +307,8 @@ pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
         out: Some(sim_dir.clone()),
         outputs: None,
         batsim: Default::default(),
+        workload: None,
+        workload_flops: 1e9,
     })
     .context("the simulation")?;
     let sim = compare::read_run(&sim_dir, Some(&policy))?;
