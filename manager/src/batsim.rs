@@ -77,6 +77,9 @@ pub struct SchedulerReport {
     pub round_trips: u64,
     /// Total time spent waiting for replies.
     pub waited: Duration,
+    /// The first of them (with `--batsim-cmd`, it includes the
+    /// scheduler's start-up).
+    pub first: Duration,
 }
 
 /// A REQ socket to the scheduler, and the scheduler's process if this run
@@ -257,6 +260,9 @@ impl Exchange for ZmqExchange {
         let t = Instant::now();
         let r = self.round_trip(request);
         let mut rep = self.report.lock().expect("not poisoned");
+        if rep.round_trips == 0 {
+            rep.first = t.elapsed();
+        }
         rep.waited += t.elapsed();
         rep.round_trips += 1;
         r
