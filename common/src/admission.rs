@@ -708,6 +708,14 @@ impl ManagerCore {
                     let k = self.index.at(job);
                     self.reject(now, k, reject.reason, reject.detail, out);
                 }
+                QueueAction::Kill { job } => {
+                    // Its parts end now; the simulator's own completion of
+                    // them later is a duplicate, ignored. A live run would
+                    // have to stop the parts on their nodes: not asked.
+                    if matches!(self.tracking, Tracking::Simulated { .. }) {
+                        let _ = self.job_completed(now, 0, job, now, out);
+                    }
+                }
             }
         }
         // Kept for its capacity.

@@ -100,6 +100,16 @@ struct Completion {
     job: usize,
 }
 
+impl Completion {
+    /// The job was ended before this completion (an external scheduler's
+    /// KILL_JOB): its record is already final.
+    fn killed_before(&self, core: &ManagerCore, jobs: &[WorkloadJob]) -> bool {
+        core.record(jobs[self.job].spec.id)
+            .and_then(|r| r.finish)
+            .is_some_and(|f| f < self.at)
+    }
+}
+
 impl Eq for Completion {}
 
 impl Ord for Completion {
@@ -151,6 +161,9 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
         // instant: a queue policy also drops jobs whose time has passed).
         while heap.peek().is_some_and(|c| c.0.at <= now) {
             let Reverse(c) = heap.pop().expect("peeked");
+            if c.killed_before(&core, jobs) {
+                continue;
+            }
             // Every part of a space-shared job ends with its slowest node.
             core.job_completed(now, 0, jobs[c.job].spec.id, c.at, &mut out)
                 .expect("the simulator completes only parts it started");

@@ -103,6 +103,10 @@ pub struct BatsimQueue {
     /// of silence).
     live: Option<Time>,
     last_request: Time,
+    /// Jobs a KILL_JOB is ending.
+    killing: std::collections::HashSet<JobId>,
+    /// The instant of the latest scheduling pass (simulator time).
+    now: Time,
 }
 
 impl BatsimQueue {
@@ -138,6 +142,8 @@ impl BatsimQueue {
             round_trips: 0,
             live: None,
             last_request: 0.0,
+            killing: Default::default(),
+            now: 0.0,
         }
     }
 
@@ -280,19 +286,34 @@ impl BatsimQueue {
             }
             Decision::CallMeLater { at } => self.calls.push(at.max(now)),
             Decision::Kill { jobs } => {
-                let mut ids = Vec::new();
+                let mut over = Vec::new();
                 for name in jobs {
                     let job = self.job_of(&name)?;
-                    if matches!(self.jobs[&job].0, State::Running(_)) {
-                        return Err(format!(
-                            "KILL_JOB of running job '{name}': killing a running job is not supported yet (see docs/batsim.md)"
-                        ));
+                    match self.jobs[&job].0 {
+                        State::Running(_) if self.live.is_some() => {
+                            return Err(format!(
+                                "KILL_JOB of running job '{name}': a live run cannot kill a running job yet (see docs/batsim.md)"
+                            ))
+                        }
+                        // Answered when the engine has ended it
+                        // (`finished`).
+                        State::Running(_) => {
+                            self.killing.insert(job);
+                            out.push(QueueAction::Kill { job });
+                        }
+                        State::Waiting => {
+                            return Err(format!(
+                                "KILL_JOB of job '{name}', which has not started (REJECT_JOB it)"
+                            ))
+                        }
+                        State::Over => over.push(name),
                     }
-                    ids.push(name);
                 }
                 // Jobs already over: Batsim answers with an empty progress.
-                self.outbox
-                    .push(protocol::job_killed(now + EPOCH, &ids, &[]));
+                if !over.is_empty() {
+                    self.outbox
+                        .push(protocol::job_killed(now + EPOCH, &over, &[]));
+                }
             }
             Decision::Notify { .. } => {}
         }
@@ -381,8 +402,14 @@ impl QueuePolicy for BatsimQueue {
             self.nodes[n] = None;
         }
         if self.fault.is_none() {
+            let killed = self.killing.remove(&job);
             self.outbox
-                .push(protocol::job_completed(now + EPOCH, job, &alloc, false));
+                .push(protocol::job_completed(now + EPOCH, job, &alloc, killed));
+            if killed {
+                let name = protocol::job_name(job);
+                self.outbox
+                    .push(protocol::job_killed(now + EPOCH, &[name], &[job]));
+            }
         }
     }
 
@@ -390,6 +417,7 @@ impl QueuePolicy for BatsimQueue {
         if self.fault.is_some() || self.ended {
             return;
         }
+        self.now = now;
         if let Err(e) = self.schedule_inner(now, out) {
             self.give_up(e, out);
         }
@@ -412,10 +440,13 @@ impl QueuePolicy for BatsimQueue {
         if self.fault.is_some() || self.ended {
             return None;
         }
+        // Events left after a pass (a kill's completion) go at once.
+        let pending = (!self.outbox.is_empty()).then_some(self.now);
         self.held
             .iter()
             .map(|h| h.0)
             .chain(self.calls.iter().copied())
+            .chain(pending)
             .min_by(f64::total_cmp)
     }
 
@@ -586,5 +617,63 @@ mod tests {
         // comes at the scheduler's last now (18), after the completion at
         // 17.5.
         assert_eq!(nows, vec![1.0, 1.5, 2.0, 3.0, 12.0, 17.5, 18.0]);
+    }
+
+    /// Starts each job at once on node 0; asks to be called at Batsim 6
+    /// and then kills job 1.
+    struct Killer {
+        log: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl Exchange for Killer {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => out.push(json!({"timestamp": now, "type": "CALL_ME_LATER", "data": {"timestamp": 6.0}})),
+                    "JOB_SUBMITTED" => out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": e["data"]["job_id"], "alloc": "0"}})),
+                    "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
+                        "data": {"job_ids": ["w0!1"]}})),
+                    _ => {}
+                }
+            }
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    #[test]
+    fn kill_job_ends_a_running_job_at_its_time() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let jobs = vec![WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9),
+            actual_runtime: 100.0,
+        }];
+        let q = BatsimQueue::new(Box::new(Killer { log: log.clone() }), 1, 1, "test", 1.0);
+        let o = simulate(&jobs, &specs(1), Policy::Queue(Box::new(q)));
+        // Started at 0, killed at Batsim 6 = 5 instead of running 100 s.
+        assert_eq!(
+            (o.records[0].start, o.records[0].finish),
+            (Some(0.0), Some(5.0))
+        );
+        let log = log.lock().unwrap();
+        let after_kill: Vec<(&str, &Value)> = log
+            .iter()
+            .flat_map(|m| m["events"].as_array().unwrap())
+            .filter(|e| e["timestamp"] == 6.0)
+            .map(|e| (e["type"].as_str().unwrap(), &e["data"]))
+            .collect();
+        assert_eq!(after_kill[0].0, "REQUESTED_CALL");
+        assert_eq!(after_kill[1].0, "JOB_COMPLETED");
+        assert_eq!(after_kill[1].1["job_state"], "COMPLETED_KILLED");
+        assert_eq!(after_kill[2].0, "JOB_KILLED");
+        assert!(after_kill[2].1["job_progress"].get("w0!1").is_some());
     }
 }

@@ -187,6 +187,12 @@ pub enum QueueAction {
         /// The cost.
         cost: f64,
     },
+    /// End a started job now, as if it completed (an external scheduler's
+    /// KILL_JOB). Carried out by the simulator; never asked of a live run.
+    Kill {
+        /// The job.
+        job: JobId,
+    },
     /// Remove the job from the queue without running it.
     Drop {
         /// The job.
