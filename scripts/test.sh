@@ -26,6 +26,10 @@ need shellcheck:shellcheck
 echo "== shellcheck"
 shellcheck -x scripts/*.sh scripts/slurm/*.sh scripts/slurm/libratory.sbatch tests/launch/*.sh tests/web/*.sh .ci/run
 
+# The Batsim tests run pybatsim's schedulers unchanged.
+echo "== pybatsim"
+bash scripts/install-pybatsim.sh
+
 # The live tests start the real binaries of both crates: build them all
 # before any test runs.
 cargo build --workspace --bins "$@"

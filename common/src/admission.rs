@@ -702,6 +702,11 @@ impl ManagerCore {
         };
         self.actions.clear();
         q.schedule(now, &mut self.actions);
+        self.apply_actions(now, out);
+    }
+
+    /// Books the queue policy's actions in `self.actions`.
+    fn apply_actions(&mut self, now: Time, out: &mut Vec<Output>) {
         let mut actions = std::mem::take(&mut self.actions);
         for a in actions.drain(..) {
             match a {
@@ -718,6 +723,14 @@ impl ManagerCore {
                     self.queued -= 1;
                     let k = self.index.at(job);
                     self.reject(now, k, reject.reason, reject.detail, out);
+                }
+                QueueAction::Kill { job } => {
+                    // Its parts end now; the simulator's own completion of
+                    // them later is a duplicate, ignored. A live run would
+                    // have to stop the parts on their nodes: not asked.
+                    if matches!(self.tracking, Tracking::Simulated { .. }) {
+                        let _ = self.job_completed(now, 0, job, now, out);
+                    }
                 }
             }
         }
@@ -1188,6 +1201,26 @@ impl ManagerCore {
     /// Completions of parts already completed, ignored so far.
     pub fn duplicate_completions(&self) -> u64 {
         self.duplicate_completions
+    }
+
+    /// When a queue policy next wants a scheduling pass although nothing
+    /// arrives or completes ([`crate::policy::QueuePolicy::wakeup`]).
+    pub fn queue_wakeup(&self) -> Option<Time> {
+        match &self.policy {
+            Policy::Queue(q) => q.wakeup(),
+            Policy::Admission(_) => None,
+        }
+    }
+
+    /// Nothing is left to happen: a queue policy's last decisions
+    /// ([`crate::policy::QueuePolicy::end`]) are booked.
+    pub fn end_queue(&mut self, now: Time, out: &mut Vec<Output>) {
+        let Policy::Queue(q) = &mut self.policy else {
+            return;
+        };
+        self.actions.clear();
+        q.end(now, &mut self.actions);
+        self.apply_actions(now, out);
     }
 
     /// Periodic work (queue policies drop lapsed jobs).

@@ -145,9 +145,21 @@ impl Experiment {
     ) -> Result<(SimOutcome, Summary), UnknownPolicy> {
         let specs = self.params.node_specs();
         let p = policy::build(name, &self.policy, &specs)?;
+        Ok(self.run_built(name, workload, p))
+    }
+
+    /// Runs a policy built by the caller (the `batsim` policy with its
+    /// scheduler connected) under `name`.
+    pub fn run_built(
+        &self,
+        name: &str,
+        workload: &Workload,
+        p: policy::Policy,
+    ) -> (SimOutcome, Summary) {
+        let specs = self.params.node_specs();
         let outcome = simulate(&workload.jobs, &specs, p);
         let summary = Summary::compute(name, &outcome.records);
-        Ok((outcome, summary))
+        (outcome, summary)
     }
 
     /// Runs one policy on the workload in virtual time with the faults of

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod batsim;
 pub mod busy_index;
 pub mod experiment;
 pub mod faults;

@@ -100,6 +100,16 @@ struct Completion {
     job: usize,
 }
 
+impl Completion {
+    /// The job was ended before this completion (an external scheduler's
+    /// KILL_JOB): its record is already final.
+    fn killed_before(&self, core: &ManagerCore, jobs: &[WorkloadJob]) -> bool {
+        core.record(jobs[self.job].spec.id)
+            .and_then(|r| r.finish)
+            .is_some_and(|f| f < self.at)
+    }
+}
+
 impl Eq for Completion {}
 
 impl Ord for Completion {
@@ -124,19 +134,36 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
     let mut busy_time = 0.0;
     let mut makespan = start;
     let mut out = Vec::new();
+    let (mut last, mut ended) = (start, false);
     loop {
         let t_arrival = jobs.get(next_arrival).map(|j| j.spec.details.submit_time);
         let t_done = heap.peek().map(|c| c.0.at);
-        let now = match (t_arrival, t_done) {
-            (None, None) => break,
-            (Some(a), None) => a,
-            (None, Some(d)) => d,
-            (Some(a), Some(d)) => a.min(d),
+        // A policy holding a decision for later (an external scheduler's)
+        // is called at that time too.
+        let t_wake = core.queue_wakeup();
+        let next = [t_arrival, t_done, t_wake]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp);
+        let now = match next {
+            Some(t) => t,
+            // Nothing left: the policy's last word (jobs it never decided),
+            // once.
+            None if ended => break,
+            None => {
+                ended = true;
+                core.end_queue(last, &mut out);
+                last
+            }
         };
+        last = now;
         // Completions first, then arrivals, then one scheduling pass (every
         // instant: a queue policy also drops jobs whose time has passed).
         while heap.peek().is_some_and(|c| c.0.at <= now) {
             let Reverse(c) = heap.pop().expect("peeked");
+            if c.killed_before(&core, jobs) {
+                continue;
+            }
             // Every part of a space-shared job ends with its slowest node.
             core.job_completed(now, 0, jobs[c.job].spec.id, c.at, &mut out)
                 .expect("the simulator completes only parts it started");
@@ -151,7 +178,9 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
             next_arrival += 1;
             events += 1;
         }
-        core.tick(now, &mut out);
+        if next.is_some() {
+            core.tick(now, &mut out);
+        }
         for o in out.drain(..) {
             let Output::Decided {
                 job,

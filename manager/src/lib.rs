@@ -8,11 +8,14 @@
 //! - [`lab`]: offline experiments in virtual time (simulate, sweep, figures,
 //!   report, compare) and the metric table they share;
 //! - [`results`]: the files a run leaves behind (run directory, result
-//!   formats, charts).
+//!   formats, charts);
+//! - [`batsim`]: an external Batsim scheduler over ZeroMQ (the `batsim`
+//!   policy's transport).
 //!
 //! [`environment`] holds the environment variables `main` reads once and
 //! hands to the commands.
 
+pub mod batsim;
 pub mod cluster;
 pub mod environment;
 pub mod lab;

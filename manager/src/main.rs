@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use libratory_manager::batsim::BatsimArgs;
 use libratory_manager::cluster::{self, launch};
 use libratory_manager::environment::Environment;
 use libratory_manager::lab::{compare, figures, info, report, simulate, sweep};
@@ -102,6 +103,13 @@ enum Command {
         /// processes: crashes (SIGKILL, restart) and hangs (SIGSTOP/SIGCONT).
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
+        /// The policy (see `libratory policies`); `batsim` runs an
+        /// external Batsim scheduler (--batsim-cmd).
+        #[arg(long, default_value = "libra")]
+        policy: String,
+        /// The external scheduler of the `batsim` policy.
+        #[command(flatten)]
+        batsim: BatsimArgs,
     },
     /// Rebuild the result files of a live run from its journal (a manager
     /// that was killed, ran out of memory or lost power).
@@ -147,6 +155,10 @@ enum Command {
         /// processes (needs --spawn-local and local hosts only).
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
+        /// The external scheduler, when the configuration's policy is
+        /// `batsim`.
+        #[command(flatten)]
+        batsim: BatsimArgs,
     },
     /// Cluster configurations: check one, or print what the launch scripts
     /// need from it.
@@ -324,6 +336,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             http,
             http_token,
             faults,
+            batsim,
         } => commands::run(
             &config,
             spawn_local,
@@ -332,6 +345,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             progress_every,
             view(http, http_token),
             faults.as_deref(),
+            &batsim,
             env,
         )?,
         Command::Recover { run, force } => runcmd::recover(&run, force)?,
@@ -353,6 +367,8 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             http,
             http_token,
             faults,
+            policy,
+            batsim,
         } => commands::demo(
             processes,
             nodes,
@@ -361,6 +377,8 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             &out,
             view(http, http_token),
             faults.as_deref(),
+            &policy,
+            &batsim,
             env,
         )?,
         Command::Policies => info::policies(),

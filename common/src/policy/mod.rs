@@ -60,17 +60,21 @@ pub enum RejectReason {
     Return,
     /// Dropped from a queue after its deadline lapsed (space-shared).
     Expired,
+    /// Rejected by an external Batsim scheduler (REJECT_JOB), or left
+    /// undecided by one that failed.
+    Scheduler,
 }
 
 impl RejectReason {
     /// Every reason, in report order.
-    pub const ALL: [RejectReason; 6] = [
+    pub const ALL: [RejectReason; 7] = [
         RejectReason::Resources,
         RejectReason::Deadline,
         RejectReason::Budget,
         RejectReason::Risk,
         RejectReason::Return,
         RejectReason::Expired,
+        RejectReason::Scheduler,
     ];
 
     /// Stable lowercase name.
@@ -82,6 +86,7 @@ impl RejectReason {
             RejectReason::Risk => "risk",
             RejectReason::Return => "return",
             RejectReason::Expired => "expired",
+            RejectReason::Scheduler => "scheduler",
         }
     }
 }
@@ -182,6 +187,12 @@ pub enum QueueAction {
         /// The cost.
         cost: f64,
     },
+    /// End a started job now, as if it completed (an external scheduler's
+    /// KILL_JOB). Carried out by the simulator; never asked of a live run.
+    Kill {
+        /// The job.
+        job: JobId,
+    },
     /// Remove the job from the queue without running it.
     Drop {
         /// The job.
@@ -214,6 +225,16 @@ pub trait QueuePolicy: Send {
     /// the pool for good, one that (re)joined is put in. Nodes are indexed
     /// as at construction; `node == len` appends a new node.
     fn set_node_available(&mut self, node: usize, available: bool);
+
+    /// The next time the policy must be called although nothing arrives
+    /// or completes (a decision it holds for later); none by default.
+    fn wakeup(&self) -> Option<Time> {
+        None
+    }
+
+    /// Nothing is left to arrive, run or wake for: last decisions (drops)
+    /// go to `out`. Nothing by default.
+    fn end(&mut self, _now: Time, _out: &mut Vec<QueueAction>) {}
 
     /// What [`QueuePolicy::submit`] would answer for `job` at `now`,
     /// without queueing it (`libratory quote`), given `usable` nodes.
@@ -419,6 +440,21 @@ pub const REGISTRY: &[PolicyEntry] = &[
         name: "dvqops",
         about: "VQoPS paper: VQoPS re-choosing OC-Factor and rollback window by what-if replays",
         build: |c, n| Policy::Queue(Box::new(Qops::dvqops(c, n))),
+    },
+    PolicyEntry {
+        name: "batsim",
+        about: "an external Batsim scheduler (pybatsim, batsched) over ZeroMQ, space-shared; see docs/batsim.md",
+        // The CLI connects it (--batsim-endpoint); built here it has no
+        // scheduler and drops every job with reason `scheduler`.
+        build: |c, n| {
+            Policy::Queue(Box::new(crate::batsim::BatsimQueue::new(
+                Box::new(crate::batsim::NoScheduler),
+                n.len(),
+                usize::MAX,
+                "w0",
+                c.pbase,
+            )))
+        },
     },
     PolicyEntry {
         name: "fifo",

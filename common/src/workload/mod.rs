@@ -17,6 +17,7 @@
 //! jobs.
 
 mod annotate;
+pub mod batsim_json;
 mod params;
 mod presets;
 mod synthetic;

@@ -868,6 +868,7 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
                     threads,
                     progress: sweep::show_progress(),
                     run_dirs: None,
+                    batsim: None,
                 },
             )
             .with_context(|| format!("figure {}", f.id))?;

@@ -13,6 +13,7 @@ use common::experiment::Experiment;
 use common::metrics::JobRecord;
 use common::workload::Source;
 
+use crate::batsim::{self, BatsimArgs, SchedulerReport};
 use crate::environment::Environment;
 use crate::lab::trace_cache::{self, CacheDir};
 use crate::results::output;
@@ -50,6 +51,39 @@ pub struct SimulateArgs {
     /// time. Its seed is printed and stored in manifest.json.
     #[arg(long, value_name = "FILE")]
     pub faults: Option<PathBuf>,
+    /// The external scheduler of the `batsim` policy.
+    #[command(flatten)]
+    pub batsim: BatsimArgs,
+    /// A Batsim JSON workload (nb_res, jobs, delay and
+    /// parallel_homogeneous profiles) instead of the trace; `nb_res` sets
+    /// the nodes and the preset annotates QoS (docs/batsim.md).
+    #[arg(long, value_name = "FILE.json")]
+    pub workload: Option<PathBuf>,
+    /// The reference node's speed in flop/s, turning
+    /// parallel_homogeneous profiles into seconds.
+    #[arg(long, default_value_t = 1e9)]
+    pub workload_flops: f64,
+}
+
+/// A Batsim JSON workload annotated by `exp`'s preset; its `nb_res` sets
+/// the nodes.
+pub fn batsim_workload(
+    exp: &mut Experiment,
+    file: &Path,
+    flops: f64,
+) -> Result<common::workload::Workload> {
+    if !(flops.is_finite() && flops > 0.0) {
+        bail!("--workload-flops must be > 0, got {flops}");
+    }
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the workload {}", file.display()))?;
+    let w = common::workload::batsim_json::parse(&file.display().to_string(), &text, flops)?;
+    exp.params.nodes = w.nb_res;
+    Ok(common::workload::from_records(
+        &exp.params,
+        file,
+        &w.records,
+    )?)
 }
 
 /// Where the shared traces are when running from a checkout: beside the
@@ -104,8 +138,11 @@ pub fn experiment(
 /// Runs `libratory simulate`; the trace cache is where `env` says.
 pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let inv = Invocation::capture();
-    let exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
-    let trace = resolve_trace(&exp, a.trace)?;
+    let mut exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
+    let trace = match &a.workload {
+        Some(w) => Some(w.clone()),
+        None => resolve_trace(&exp, a.trace)?,
+    };
     // Read before the workload: a bad scenario is refused at once.
     let scenario = a
         .faults
@@ -123,8 +160,17 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     // entry; it is computed beside the entry's read when a hint names the
     // entry (see trace_cache).
     let t0 = Instant::now();
-    let (wl, trace_facts, cache_use) =
-        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env(env))?;
+    let (wl, trace_facts, cache_use) = match &a.workload {
+        Some(w) => (
+            batsim_workload(&mut exp, w, a.workload_flops)?,
+            Some(rundir::trace_facts(w)?),
+            trace_cache::CacheUse::Off,
+        ),
+        None => {
+            trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env(env))?
+        }
+    };
+    let exp = exp;
     let load_time = t0.elapsed();
     match &trace {
         Some(t) => log.say(format_args!(
@@ -199,12 +245,28 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     // thread (its allocator arena is warm from reading the workload, where
     // a new thread's starts empty, and no thread is started for the usual
     // single policy).
+    let batsim_reports = std::sync::Mutex::new(Vec::new());
     let run_one = |name: &String| -> Result<(PolicyRun, f64, Option<String>)> {
         let t = Instant::now();
         let (outcome, summary, note) = match &faults {
+            None if name == "batsim" => {
+                let (p, report) = batsim::policy(
+                    &a.batsim,
+                    exp.params.nodes,
+                    wl.jobs.len(),
+                    &exp.params.preset,
+                    exp.policy.pbase,
+                )?;
+                let (o, s) = exp.run_built(name, &wl, p);
+                batsim_reports.lock().expect("not poisoned").push(report);
+                (o, s, None)
+            }
             None => {
                 let (o, s) = exp.run_policy(name, &wl)?;
                 (o, s, None)
+            }
+            Some(_) if name == "batsim" => {
+                bail!("--faults: the batsim policy runs without fault scenarios (docs/faults.md)")
             }
             Some((plan, shape, _)) => {
                 let (f, summary) = exp.run_policy_with_faults(name, &wl, plan, shape)?;
@@ -284,6 +346,23 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
         ));
     }
 
+    let mut fault = None;
+    for r in batsim_reports.into_inner().expect("not poisoned") {
+        let r: std::sync::MutexGuard<'_, SchedulerReport> = r.lock().expect("not poisoned");
+        log.say(format_args!(
+            "batsim scheduler: {} round trips, {:.3} s waiting for replies ({:.1} us each)",
+            r.round_trips,
+            r.waited.as_secs_f64(),
+            1e6 * r.waited.as_secs_f64() / (r.round_trips.max(1) as f64)
+        ));
+        if let Some(f) = &r.fault {
+            log.say(format_args!(
+                "batsim scheduler FAILED: {f}; the jobs it had not decided are rejected with reason 'scheduler'"
+            ));
+            fault = Some(f.clone());
+        }
+    }
+
     let out = rundir::out_dir(a.out, || format!("runs/{}-seed{seed}", exp.params.preset));
     let files = rundir::write_chosen_run_files_with_heads(
         &out,
@@ -328,5 +407,11 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     std::mem::forget(runs);
     std::mem::forget(wl);
     std::mem::forget(heads);
+    if let Some(f) = fault {
+        anyhow::bail!(
+            "the batsim scheduler failed (results written to {}): {f}",
+            out.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

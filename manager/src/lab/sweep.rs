@@ -25,6 +25,7 @@ use common::workload::{self, Source, Workload};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
+use crate::batsim::{self, BatsimArgs};
 use crate::lab::metric_table::{self, Metric, METRICS};
 use crate::lab::simulate;
 use crate::results::plot::{self, Chart, Line, XAxis};
@@ -72,6 +73,9 @@ pub struct SweepArgs {
     /// Output directory (default: runs/sweep-<param>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The external scheduler of the `batsim` policy.
+    #[command(flatten)]
+    pub batsim: BatsimArgs,
 }
 
 /// One series of a sweep: a policy, with knobs of its own.
@@ -280,6 +284,8 @@ pub struct RunOptions<'a> {
     pub progress: bool,
     /// Write a run directory per cell under this directory.
     pub run_dirs: Option<&'a Path>,
+    /// The external scheduler of the `batsim` policy, if a series runs it.
+    pub batsim: Option<&'a BatsimArgs>,
 }
 
 /// Runs every cell of `spec` on `threads` workers. The cells come back in
@@ -341,7 +347,7 @@ pub fn run_sweep(spec: SweepSpec, opts: &RunOptions) -> Result<SweepResult> {
                     break;
                 }
                 let (p, s, seed) = tasks[i];
-                let r = run_cell(&spec, records.as_ref(), p, s, seed, opts.run_dirs);
+                let r = run_cell(&spec, records.as_ref(), p, s, seed, opts);
                 if r.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
@@ -386,21 +392,52 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
+/// One cell with the external scheduler. One at a time: the scheduler
+/// listens on one endpoint (with `--batsim-cmd` each cell starts its own).
+fn run_batsim_cell(
+    exp: &Experiment,
+    wl: &common::workload::Workload,
+    args: Option<&BatsimArgs>,
+) -> Result<(common::sim::SimOutcome, common::metrics::Summary)> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let default = BatsimArgs::default();
+    let (p, report) = batsim::policy(
+        args.unwrap_or(&default),
+        exp.params.nodes,
+        wl.jobs.len(),
+        &exp.params.preset,
+        exp.policy.pbase,
+    )?;
+    let r = exp.run_built("batsim", wl, p);
+    if let Some(f) = &report.lock().expect("not poisoned").fault {
+        anyhow::bail!("the batsim scheduler failed: {f}");
+    }
+    Ok(r)
+}
+
 fn run_cell(
     spec: &SweepSpec,
     records: Option<&Records>,
     p: usize,
     s: usize,
     seed: u64,
-    run_dirs: Option<&Path>,
+    opts: &RunOptions,
 ) -> Result<Cell> {
+    let run_dirs = opts.run_dirs;
     let exp = spec.experiment(p, s, seed)?;
     let wl = match (exp.params.source, records) {
         (Source::Trace, Some(r)) => r.workload(&exp)?,
         _ => workload::build(&exp.params, None)?,
     };
     let series = &spec.series[s];
-    let (outcome, summary) = exp.run_policy(&series.policy, &wl)?;
+    let (outcome, summary) = if series.policy == "batsim" {
+        run_batsim_cell(&exp, &wl, opts.batsim)?
+    } else {
+        exp.run_policy(&series.policy, &wl)?
+    };
     let mut summary = summary;
     if let Some(root) = run_dirs {
         let dir = root.join(format!(
@@ -702,6 +739,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             threads: threads(a.threads),
             progress: show_progress(),
             run_dirs: a.run_dirs.then_some(runs_dir.as_path()),
+            batsim: Some(&a.batsim),
         },
     )?;
     log.say(format_args!("simulated in {:.1} s", result.seconds));
@@ -874,6 +912,7 @@ mod tests {
                 threads: 2,
                 progress: false,
                 run_dirs: None,
+                batsim: None,
             },
         )
         .unwrap();

@@ -302,6 +302,9 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
             out: Some(sim_dir.clone()),
             outputs: None,
             faults: None,
+            batsim: Default::default(),
+            workload: None,
+            workload_flops: 1e9,
         },
         env,
     )
@@ -322,8 +325,16 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
         );
         let dir = a.out.join(format!("live-{s}"));
         eprintln!("calibrate: time scale {s}: live run into {}", dir.display());
-        runcmd::run(&cfg, &dir, true, runcmd::Progress::Quiet, false, None, env)
-            .with_context(|| format!("the live run at time scale {s}"))?;
+        runcmd::run(
+            &cfg,
+            &dir,
+            true,
+            runcmd::Progress::Quiet,
+            false,
+            runcmd::RunExtras::default(),
+            env,
+        )
+        .with_context(|| format!("the live run at time scale {s}"))?;
         let live = compare::read_run(&dir, Some(&policy))?;
         points.push(point(&sim, &live, s, &dir)?);
     }

@@ -299,6 +299,9 @@ fn print_decision(decision: &Decision, what: &str) -> ExitCode {
                 common::policy::RejectReason::Risk => "relax the deadline or try later",
                 common::policy::RejectReason::Return => "raise the budget or relax the deadline",
                 common::policy::RejectReason::Expired => "submit earlier or relax the deadline",
+                common::policy::RejectReason::Scheduler => {
+                    "the external scheduler refused it or failed (see the manager's log)"
+                }
             };
             println!("hint: {hint}");
             ExitCode::from(3)

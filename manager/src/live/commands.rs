@@ -8,12 +8,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::batsim::BatsimArgs;
 use crate::cluster::config::ClusterConfig;
 use crate::environment::Environment;
 use crate::live::{probe, runcmd};
 
 /// `libratory run`: the results go to `out`, else the configuration's
 /// `[output] dir`, else `runs/<config file stem>`.
+// The command's options one by one, as `main` parses them.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     config: &Path,
     spawn_local: bool,
@@ -22,6 +25,7 @@ pub fn run(
     progress_every: Option<f64>,
     http: Option<crate::live::liveview::ViewAddr>,
     faults: Option<&Path>,
+    batsim: &BatsimArgs,
     env: &Environment,
 ) -> Result<()> {
     let cfg = ClusterConfig::load(config)?;
@@ -34,11 +38,18 @@ pub fn run(
     let progress = runcmd::Progress::choose(progress_every, std::io::stderr().is_terminal())?;
     // `--faults` wins over the configuration's `[workload] faults`.
     let faults = faults.or(cfg.workload.faults.as_deref());
-    runcmd::run_with_faults(&cfg, &out, spawn_local, progress, serve, http, faults, env)
+    let extras = runcmd::RunExtras {
+        http,
+        faults,
+        batsim: batsim.clone(),
+    };
+    runcmd::run(&cfg, &out, spawn_local, progress, serve, extras, env)
 }
 
 /// `libratory demo`: certificates in `out/certs` (made once), the built-in
 /// configuration, local node processes.
+// The demo's options one by one, as `main` parses them.
+#[allow(clippy::too_many_arguments)]
 pub fn demo(
     processes: usize,
     nodes: usize,
@@ -47,21 +58,30 @@ pub fn demo(
     out: &Path,
     http: Option<crate::live::liveview::ViewAddr>,
     faults: Option<&Path>,
+    policy: &str,
+    batsim: &BatsimArgs,
     env: &Environment,
 ) -> Result<()> {
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {
         runcmd::certs(&certs, &["local".to_string()], &[], false)?;
     }
-    let cfg = runcmd::demo_config(
+    let mut cfg = runcmd::demo_config(
         &std::fs::canonicalize(&certs)?,
         port,
         processes,
         nodes,
         jobs,
     );
+    common::policy::entry(policy)?;
+    cfg.workload.policy = policy.to_string();
     let progress = runcmd::Progress::choose(None, std::io::stderr().is_terminal())?;
-    runcmd::run_with_faults(&cfg, out, true, progress, false, http, faults, env)
+    let extras = runcmd::RunExtras {
+        http,
+        faults,
+        batsim: batsim.clone(),
+    };
+    runcmd::run(&cfg, out, true, progress, false, extras, env)
 }
 
 /// `libratory probe-server`: answer probes on the configuration's manager

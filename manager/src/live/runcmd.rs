@@ -401,6 +401,18 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// What a live run takes besides its configuration and where it goes.
+#[derive(Default)]
+pub struct RunExtras<'a> {
+    /// The live view's address and token (`--http`, `--http-token`).
+    pub http: Option<crate::live::liveview::ViewAddr>,
+    /// A fault scenario (`--faults FILE`) executed on the local node
+    /// processes (see [`crate::live::faultinject`]).
+    pub faults: Option<&'a Path>,
+    /// The external scheduler of the `batsim` policy.
+    pub batsim: crate::batsim::BatsimArgs,
+}
+
 /// Runs the configuration live; when `spawn_local` is set, starts the node
 /// processes of every host without an ssh target on this machine.
 pub fn run(
@@ -409,25 +421,15 @@ pub fn run(
     spawn_local: bool,
     progress: Progress,
     serve: bool,
-    http: Option<crate::live::liveview::ViewAddr>,
-    env: &Environment,
-) -> Result<()> {
-    run_with_faults(cfg, out, spawn_local, progress, serve, http, None, env)
-}
-
-/// [`run`] with a fault scenario (`--faults FILE`) executed on the local
-/// node processes (see [`crate::live::faultinject`]).
-pub fn run_with_faults(
-    cfg: &ClusterConfig,
-    out: &Path,
-    spawn_local: bool,
-    progress: Progress,
-    serve: bool,
-    http: Option<crate::live::liveview::ViewAddr>,
-    faults: Option<&Path>,
+    extras: RunExtras<'_>,
     env: &Environment,
 ) -> Result<()> {
     let inv = Invocation::capture();
+    let RunExtras {
+        http,
+        faults,
+        batsim,
+    } = extras;
     // Read first: a bad scenario is refused before anything starts.
     let scenario = faults
         .map(crate::lab::faults::ScenarioFile::load)
@@ -536,6 +538,7 @@ pub fn run_with_faults(
         threads: Threads::parse(env.manager_threads().as_deref())?,
         replay_started: None,
         fault_notes: None,
+        batsim,
     };
     let mut live_cfg = live_cfg;
     let replay_rx = faults.as_ref().map(|_| {

@@ -60,6 +60,8 @@ pub struct LiveConfig {
     /// not yet blamed: a lost link whose label is here takes the fault's
     /// name into its jobs' reasons (and the entry is consumed).
     pub fault_notes: Option<FaultNotes>,
+    /// The external scheduler, when `policy` is `batsim`.
+    pub batsim: crate::batsim::BatsimArgs,
 }
 
 /// (process label, fault name) of faults applied and not yet blamed.

@@ -332,7 +332,17 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = String> + 'static,
 ) -> Result<LiveOutcome> {
     let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
-    let policy = policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?;
+    let (policy, batsim) = if cfg.policy == "batsim" {
+        // Kept company every half wall second (in trace seconds).
+        let keepalive = 0.5 / cfg.time_scale.max(1e-9);
+        let (p, report) = crate::batsim::live_policy(&cfg.batsim, jobs.len(), keepalive)?;
+        (p, Some(report))
+    } else {
+        (
+            policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?,
+            None,
+        )
+    };
     if cfg.time_scale <= 0.0 {
         bail!("time_scale must be > 0, got {}", cfg.time_scale);
     }
@@ -456,7 +466,21 @@ pub async fn run(
     for a in [admission, links].into_iter().flatten() {
         a.stop();
     }
-    Ok(outcome.0)
+    let mut outcome = outcome.0;
+    if let Some(r) = batsim {
+        let r = r.lock().expect("not poisoned");
+        outcome.warnings.push(format!(
+            "batsim scheduler: {} round trips, {:.3} s waiting for replies",
+            r.round_trips,
+            r.waited.as_secs_f64()
+        ));
+        if let Some(f) = &r.fault {
+            outcome.warnings.push(format!(
+                "the batsim scheduler failed: {f}; the jobs it had not decided are rejected with reason 'scheduler'"
+            ));
+        }
+    }
+    Ok(outcome)
 }
 
 /// Re-reads the revocation list on every SIGHUP, closing the connections

@@ -14,14 +14,14 @@ fn cell(v: Option<f64>, prec: usize) -> String {
 pub fn print_table(out: &mut impl Write, summaries: &[Summary]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>8} {:>9} {:>12}  rejected (res/dl/bud/risk/ret/exp)",
+        "{:<18} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>8} {:>9} {:>12}  rejected (res/dl/bud/risk/ret/exp/sched)",
         "policy", "jobs", "accept", "met", "%met", "QoS", "profit", "slowdown", "utility", "revenue"
     )?;
     for s in summaries {
         let r = |k: &str| s.rejected_by_reason.get(k).copied().unwrap_or(0);
         writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>6} {:>7.2} {:>7.4} {:>7} {:>8} {:>9.3e} {:>12.4e}  {}/{}/{}/{}/{}/{}",
+            "{:<18} {:>6} {:>6} {:>6} {:>7.2} {:>7.4} {:>7} {:>8} {:>9.3e} {:>12.4e}  {}/{}/{}/{}/{}/{}/{}",
             s.policy,
             s.submitted,
             s.accepted,
@@ -38,6 +38,7 @@ pub fn print_table(out: &mut impl Write, summaries: &[Summary]) -> std::io::Resu
             r("risk"),
             r("return"),
             r("expired"),
+            r("scheduler"),
         )?;
     }
     Ok(())

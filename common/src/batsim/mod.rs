@@ -1,0 +1,679 @@
+//! An external Batsim scheduler as a space-shared queue policy.
+//!
+//! [`BatsimQueue`] turns the engine's calls (`submit`, `finished`,
+//! `schedule(now)`) into Batsim events and the scheduler's replies into
+//! [`QueueAction`]s. The exchange itself (a ZeroMQ REQ socket in the
+//! manager) sits behind the [`Exchange`] trait, so this crate still does no
+//! I/O. Decisions take effect at their own timestamps: a reply dated later
+//! than the request is held and applied when the engine reaches that time
+//! ([`QueuePolicy::wakeup`]).
+//!
+//! A scheduler that fails (no answer, malformed JSON, an impossible
+//! decision) is given up: every job it has not decided is dropped with
+//! reason `scheduler` and the failure's text, jobs already running finish,
+//! later arrivals are dropped the same way, and [`Exchange::failed`] is
+//! told once so the caller can report it.
+
+pub mod protocol;
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::job::{JobId, JobSpec};
+use crate::policy::{QueueAction, QueuePolicy, Reject, RejectReason};
+use crate::time::Time;
+use protocol::{Decision, OutEvent};
+
+/// One request/reply round trip with the scheduler.
+pub trait Exchange: Send {
+    /// Sends `request` and waits for the reply's text.
+    fn exchange(&mut self, request: &str) -> Result<String, String>;
+
+    /// The scheduler is given up for `why` (told once).
+    fn failed(&mut self, why: &str);
+}
+
+/// An exchange with no scheduler behind it: every request fails. The
+/// registry's `batsim` entry builds on it; the CLI replaces it with a real
+/// endpoint.
+pub struct NoScheduler;
+
+impl Exchange for NoScheduler {
+    fn exchange(&mut self, _request: &str) -> Result<String, String> {
+        Err("no Batsim scheduler is connected (the batsim policy needs --batsim-endpoint)".into())
+    }
+
+    fn failed(&mut self, _why: &str) {}
+}
+
+/// Where a job is, as far as the scheduler's decisions go.
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    /// Submitted, not decided.
+    Waiting,
+    /// Started on these nodes.
+    Running(Vec<usize>),
+    /// Over (completed, rejected or dropped).
+    Over,
+}
+
+/// Batsim time is the simulator's plus this: no job arrives at Batsim
+/// time 0 (pybatsim's `batsim.sched` refuses an allocation starting at 0).
+pub const EPOCH: Time = 1.0;
+
+/// Most request rounds at one instant (REQUESTED_CALL answered with
+/// CALL_ME_LATER at the same instant, again and again) before the
+/// scheduler is taken for livelocked.
+const MAX_ROUNDS_PER_INSTANT: usize = 10_000;
+
+/// An external scheduler speaking Batsim's protocol, as a queue policy.
+pub struct BatsimQueue {
+    ex: Box<dyn Exchange>,
+    /// Free or the job holding each node.
+    nodes: Vec<Option<JobId>>,
+    usable: Vec<bool>,
+    /// State, processors asked for, estimate.
+    jobs: HashMap<JobId, (State, usize, Time)>,
+    /// Jobs not yet decided, in submission order.
+    waiting: BTreeSet<(u64, JobId)>,
+    seq: u64,
+    /// Events for the next request.
+    outbox: Vec<OutEvent>,
+    /// Decisions dated after the instant they were received at.
+    held: Vec<(Time, u64, Decision)>,
+    held_seq: u64,
+    /// CALL_ME_LATER times.
+    calls: Vec<Time>,
+    /// The scheduler's latest now, Batsim time (messages never go back
+    /// before it).
+    last_now: Time,
+    /// Jobs that will arrive in all (NOTIFY no_more_static_job_to_submit
+    /// after the last).
+    total_jobs: usize,
+    submitted: usize,
+    workload: String,
+    pbase: f64,
+    begun: bool,
+    ended: bool,
+    fault: Option<String>,
+    /// Request/reply round trips so far.
+    pub round_trips: u64,
+    /// Live: decisions take effect when they arrive (time ran while the
+    /// scheduler thought), and an empty request goes out when none went
+    /// for `keepalive` trace seconds (pybatsim gives Batsim up after 2 s
+    /// of silence).
+    live: Option<Time>,
+    last_request: Time,
+    /// Jobs a KILL_JOB is ending.
+    killing: std::collections::HashSet<JobId>,
+    /// The instant of the latest scheduling pass (simulator time).
+    now: Time,
+}
+
+impl BatsimQueue {
+    /// A scheduler on `nodes` nodes behind `ex`, for a workload of
+    /// `total_jobs` jobs named `workload`; accepted jobs cost
+    /// `pbase` x their estimate, as the built-in queue policies charge.
+    pub fn new(
+        ex: Box<dyn Exchange>,
+        nodes: usize,
+        total_jobs: usize,
+        workload: &str,
+        pbase: f64,
+    ) -> BatsimQueue {
+        BatsimQueue {
+            ex,
+            nodes: vec![None; nodes],
+            usable: vec![true; nodes],
+            jobs: HashMap::new(),
+            waiting: BTreeSet::new(),
+            seq: 0,
+            outbox: Vec::new(),
+            held: Vec::new(),
+            held_seq: 0,
+            calls: Vec::new(),
+            last_now: 0.0,
+            total_jobs,
+            submitted: 0,
+            workload: workload.to_string(),
+            pbase,
+            begun: false,
+            ended: false,
+            fault: None,
+            round_trips: 0,
+            live: None,
+            last_request: 0.0,
+            killing: Default::default(),
+            now: 0.0,
+        }
+    }
+
+    /// For a live run: decisions take effect on arrival, and an empty
+    /// request keeps the scheduler company after `keepalive` trace seconds
+    /// of silence.
+    pub fn live(mut self, keepalive: Time) -> BatsimQueue {
+        self.live = Some(keepalive.max(1e-9));
+        self
+    }
+
+    /// Why the scheduler was given up, if it was.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+
+    fn reject(detail: String) -> Reject {
+        Reject {
+            reason: RejectReason::Scheduler,
+            detail,
+        }
+    }
+
+    /// Gives the scheduler up: every undecided job is dropped.
+    fn give_up(&mut self, why: String, out: &mut Vec<QueueAction>) {
+        if self.fault.is_some() {
+            return;
+        }
+        self.ex.failed(&why);
+        for (_, job) in std::mem::take(&mut self.waiting) {
+            if let Some(j) = self.jobs.get_mut(&job) {
+                j.0 = State::Over;
+            }
+            out.push(QueueAction::Drop {
+                job,
+                reject: Self::reject(format!("the scheduler failed: {why}")),
+            });
+        }
+        self.held.clear();
+        self.calls.clear();
+        self.outbox.clear();
+        self.fault = Some(why);
+    }
+
+    /// One request with `events` (Batsim times) at simulator time `now`;
+    /// the reply's decisions are held, in simulator time.
+    fn round(&mut self, now: Time, events: &[OutEvent]) -> Result<(), String> {
+        let bs_now = (now + EPOCH).max(self.last_now);
+        let text = protocol::encode(bs_now, events);
+        self.last_request = now;
+        let reply = self.ex.exchange(&text)?;
+        self.round_trips += 1;
+        let reply = protocol::decode_reply(&reply, bs_now).map_err(|e| e.to_string())?;
+        self.last_now = reply.now;
+        for (t, d) in reply.decisions {
+            // A decision dated the request's now is taken at `now` exactly
+            // (t - EPOCH could be an ulp off); a later one at its own time.
+            let at = if t <= now + EPOCH || self.live.is_some() {
+                now
+            } else {
+                t - EPOCH
+            };
+            let d = match d {
+                Decision::CallMeLater { at } => Decision::CallMeLater { at: at - EPOCH },
+                d => d,
+            };
+            self.held_seq += 1;
+            self.held.push((at, self.held_seq, d));
+        }
+        Ok(())
+    }
+
+    fn job_of(&self, name: &str) -> Result<JobId, String> {
+        protocol::parse_job_name(name)
+            .filter(|j| self.jobs.contains_key(j))
+            .ok_or_else(|| format!("the scheduler named an unknown job '{name}'"))
+    }
+
+    /// Applies one held decision at `now`.
+    fn apply(&mut self, now: Time, d: Decision, out: &mut Vec<QueueAction>) -> Result<(), String> {
+        match d {
+            Decision::Execute { job: name, alloc } => {
+                let job = self.job_of(&name)?;
+                let (state, procs, _) = &self.jobs[&job];
+                if *state != State::Waiting {
+                    return Err(format!("EXECUTE_JOB of job '{name}', which is not waiting"));
+                }
+                if alloc.len() != *procs {
+                    return Err(format!(
+                        "EXECUTE_JOB of job '{name}' on {} resources; it asks for {procs}",
+                        alloc.len()
+                    ));
+                }
+                for &n in &alloc {
+                    match self.nodes.get(n) {
+                        None => {
+                            return Err(format!(
+                                "EXECUTE_JOB of job '{name}' names resource {n}; there are {} (ids 0-{})",
+                                self.nodes.len(),
+                                self.nodes.len().saturating_sub(1)
+                            ))
+                        }
+                        Some(Some(other)) => {
+                            return Err(format!(
+                                "EXECUTE_JOB of job '{name}' on resource {n}, which job '{}' is running on",
+                                protocol::job_name(*other)
+                            ))
+                        }
+                        Some(None) if !self.usable[n] => {
+                            return Err(format!(
+                                "EXECUTE_JOB of job '{name}' on resource {n}, which is down"
+                            ))
+                        }
+                        Some(None) => {}
+                    }
+                }
+                for &n in &alloc {
+                    self.nodes[n] = Some(job);
+                }
+                self.waiting.retain(|&(_, j)| j != job);
+                let estimate = self.jobs[&job].2;
+                self.jobs.get_mut(&job).expect("known").0 = State::Running(alloc.clone());
+                out.push(QueueAction::Start {
+                    job,
+                    nodes: alloc,
+                    cost: estimate * self.pbase,
+                });
+            }
+            Decision::Reject { job: name } => {
+                let job = self.job_of(&name)?;
+                if self.jobs[&job].0 != State::Waiting {
+                    return Err(format!("REJECT_JOB of job '{name}', which is not waiting"));
+                }
+                self.waiting.retain(|&(_, j)| j != job);
+                self.jobs.get_mut(&job).expect("known").0 = State::Over;
+                out.push(QueueAction::Drop {
+                    job,
+                    reject: Self::reject("rejected by the scheduler (REJECT_JOB)".into()),
+                });
+            }
+            Decision::CallMeLater { at } => self.calls.push(at.max(now)),
+            Decision::Kill { jobs } => {
+                let mut over = Vec::new();
+                for name in jobs {
+                    let job = self.job_of(&name)?;
+                    match self.jobs[&job].0 {
+                        State::Running(_) if self.live.is_some() => {
+                            return Err(format!(
+                                "KILL_JOB of running job '{name}': a live run cannot kill a running job yet (see docs/batsim.md)"
+                            ))
+                        }
+                        // Answered when the engine has ended it
+                        // (`finished`).
+                        State::Running(_) => {
+                            self.killing.insert(job);
+                            out.push(QueueAction::Kill { job });
+                        }
+                        State::Waiting => {
+                            return Err(format!(
+                                "KILL_JOB of job '{name}', which has not started (REJECT_JOB it)"
+                            ))
+                        }
+                        State::Over => over.push(name),
+                    }
+                }
+                // Jobs already over: Batsim answers with an empty progress.
+                if !over.is_empty() {
+                    self.outbox
+                        .push(protocol::job_killed(now + EPOCH, &over, &[]));
+                }
+            }
+            Decision::Notify { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Applies the held decisions due at `now`, in time then message order.
+    fn apply_due(&mut self, now: Time, out: &mut Vec<QueueAction>) -> Result<(), String> {
+        self.held
+            .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let due = self.held.partition_point(|h| h.0 <= now);
+        let mut ready: Vec<_> = self.held.drain(..due).collect();
+        for (_, _, d) in ready.drain(..) {
+            self.apply(now, d, out)?;
+        }
+        Ok(())
+    }
+
+    fn schedule_inner(&mut self, now: Time, out: &mut Vec<QueueAction>) -> Result<(), String> {
+        if !self.begun {
+            self.begun = true;
+            let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
+            self.round(now, &[begins])?;
+        }
+        for _ in 0..MAX_ROUNDS_PER_INSTANT {
+            self.apply_due(now, out)?;
+            let before = self.calls.len();
+            self.calls.retain(|&t| t > now);
+            for _ in self.calls.len()..before {
+                self.outbox.push(protocol::requested_call(now + EPOCH));
+            }
+            if self.outbox.is_empty() {
+                if self.live.is_some_and(|k| now - self.last_request >= k) {
+                    self.round(now, &[])?;
+                    continue;
+                }
+                return Ok(());
+            }
+            let events = std::mem::take(&mut self.outbox);
+            self.round(now, &events)?;
+        }
+        Err(format!(
+            "more than {MAX_ROUNDS_PER_INSTANT} requests at time {now}: the scheduler keeps asking to be called at once"
+        ))
+    }
+}
+
+impl QueuePolicy for BatsimQueue {
+    fn name(&self) -> &'static str {
+        "batsim"
+    }
+
+    fn submit(&mut self, now: Time, job: &JobSpec) -> Option<Reject> {
+        if let Some(f) = &self.fault {
+            return Some(Self::reject(format!("the scheduler failed: {f}")));
+        }
+        self.seq += 1;
+        self.jobs
+            .insert(job.id, (State::Waiting, job.processors(), job.estimate()));
+        self.waiting.insert((self.seq, job.id));
+        self.outbox.push(protocol::job_submitted(
+            now + EPOCH,
+            job.id,
+            job.processors(),
+            job.estimate(),
+            job.details.submit_time + EPOCH,
+        ));
+        self.submitted += 1;
+        if self.submitted == self.total_jobs {
+            self.outbox.push(protocol::notify(
+                now + EPOCH,
+                "no_more_static_job_to_submit",
+            ));
+        }
+        None
+    }
+
+    fn finished(&mut self, now: Time, job: JobId) {
+        let Some((state, _, _)) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        let State::Running(alloc) = std::mem::replace(state, State::Over) else {
+            return;
+        };
+        for &n in &alloc {
+            self.nodes[n] = None;
+        }
+        if self.fault.is_none() {
+            let killed = self.killing.remove(&job);
+            self.outbox
+                .push(protocol::job_completed(now + EPOCH, job, &alloc, killed));
+            if killed {
+                let name = protocol::job_name(job);
+                self.outbox
+                    .push(protocol::job_killed(now + EPOCH, &[name], &[job]));
+            }
+        }
+    }
+
+    fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        if self.fault.is_some() || self.ended {
+            return;
+        }
+        self.now = now;
+        if let Err(e) = self.schedule_inner(now, out) {
+            self.give_up(e, out);
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn set_node_available(&mut self, node: usize, available: bool) {
+        if node == self.usable.len() {
+            self.usable.push(available);
+            self.nodes.push(None);
+        } else if let Some(u) = self.usable.get_mut(node) {
+            *u = available;
+        }
+    }
+
+    fn wakeup(&self) -> Option<Time> {
+        if self.fault.is_some() || self.ended {
+            return None;
+        }
+        // Events left after a pass (a kill's completion) go at once.
+        let pending = (!self.outbox.is_empty()).then_some(self.now);
+        self.held
+            .iter()
+            .map(|h| h.0)
+            .chain(self.calls.iter().copied())
+            .chain(pending)
+            .min_by(f64::total_cmp)
+    }
+
+    fn end(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        if self.fault.is_some() || self.ended {
+            return;
+        }
+        // Events not yet sent (none after a scheduling pass) go first.
+        if let Err(e) = self.schedule_inner(now, out) {
+            self.give_up(e, out);
+            return;
+        }
+        if !self.waiting.is_empty() {
+            let n = self.waiting.len();
+            self.give_up(
+                format!(
+                    "the simulation ran out of events with {n} jobs the scheduler never started or rejected"
+                ),
+                out,
+            );
+            return;
+        }
+        self.ended = true;
+        let ends = protocol::simulation_ends((now + EPOCH).max(self.last_now));
+        if let Err(e) = self.round(now, &[ends]) {
+            // Every job is decided: nothing is lost, but say so.
+            self.ex.failed(&format!("at SIMULATION_ENDS: {e}"));
+            self.fault = Some(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::policy::{test_util::specs, Policy};
+    use crate::sim::simulate;
+    use crate::workload::WorkloadJob;
+
+    /// A scheduler written here: FCFS that thinks 0.5 s per request (its
+    /// decisions are dated now + 0.5, as pybatsim's `consume_time` does),
+    /// asks at SIMULATION_BEGINS to be called at Batsim time 3. It logs
+    /// every request.
+    struct Fcfs {
+        free: Vec<bool>,
+        queue: Vec<(String, usize)>,
+        running: Vec<(String, Vec<usize>)>,
+        log: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl Exchange for Fcfs {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let t = now + 0.5;
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                let d = &e["data"];
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => {
+                        let n = d["nb_compute_resources"].as_u64().unwrap() as usize;
+                        self.free = vec![true; n];
+                        out.push(json!({"timestamp": t, "type": "CALL_ME_LATER", "data": {"timestamp": 3.0}}));
+                    }
+                    "JOB_SUBMITTED" => self.queue.push((
+                        d["job_id"].as_str().unwrap().to_string(),
+                        d["job"]["res"].as_u64().unwrap() as usize,
+                    )),
+                    "JOB_COMPLETED" => {
+                        let k = self
+                            .running
+                            .iter()
+                            .position(|r| r.0 == d["job_id"])
+                            .unwrap();
+                        for n in self.running.remove(k).1 {
+                            self.free[n] = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            while let Some((job, res)) = self.queue.first().cloned() {
+                let free: Vec<usize> = (0..self.free.len()).filter(|&n| self.free[n]).collect();
+                if free.len() < res {
+                    break;
+                }
+                let alloc = free[..res].to_vec();
+                for &n in &alloc {
+                    self.free[n] = false;
+                }
+                out.push(json!({"timestamp": t, "type": "EXECUTE_JOB",
+                    "data": {"job_id": job, "alloc": protocol::procset(&alloc)}}));
+                self.running.push((job, alloc));
+                self.queue.remove(0);
+            }
+            Ok(json!({"now": t, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    #[test]
+    fn decisions_take_effect_at_their_timestamps() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let fcfs = Fcfs {
+            free: Vec::new(),
+            queue: Vec::new(),
+            running: Vec::new(),
+            log: log.clone(),
+        };
+        // Two nodes. Job 1: both nodes, runs 10 s, at 0. Job 2: one node,
+        // runs 5 s, at 1.
+        let jobs = vec![
+            WorkloadJob {
+                spec: JobSpec::new(1, 0.0, 20.0, 2, 1000.0, 1e9),
+                actual_runtime: 10.0,
+            },
+            WorkloadJob {
+                spec: JobSpec::new(2, 1.0, 8.0, 1, 1000.0, 1e9),
+                actual_runtime: 5.0,
+            },
+        ];
+        let q = BatsimQueue::new(Box::new(fcfs), 2, 2, "test", 1.0);
+        let o = simulate(&jobs, &specs(2), Policy::Queue(Box::new(q)));
+        // By hand (Batsim time = simulator time + 1): at 0 job 1 arrives;
+        // SIMULATION_BEGINS goes first (now 1, answered at 1.5), then the
+        // submission at the scheduler's 1.5 (now never goes back), answered
+        // at 2: job 1 starts at simulator time 1 and ends at 11. Job 2
+        // waits for both nodes; the completion at 11 (Batsim 12) is
+        // answered at 12.5: job 2 runs from 11.5 to 16.5.
+        let r1 = &o.records[0];
+        let r2 = &o.records[1];
+        assert_eq!((r1.start, r1.finish), (Some(1.0), Some(11.0)));
+        assert_eq!((r2.start, r2.finish), (Some(11.5), Some(16.5)));
+        let log = log.lock().unwrap();
+        let types: Vec<Vec<&str>> = log
+            .iter()
+            .map(|m| {
+                m["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["type"].as_str().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                vec!["SIMULATION_BEGINS"],
+                vec!["JOB_SUBMITTED"],
+                vec!["JOB_SUBMITTED", "NOTIFY"],
+                vec!["REQUESTED_CALL"],
+                vec!["JOB_COMPLETED"],
+                vec!["JOB_COMPLETED"],
+                vec!["SIMULATION_ENDS"],
+            ]
+        );
+        let nows: Vec<f64> = log.iter().map(|m| m["now"].as_f64().unwrap()).collect();
+        // The CALL_ME_LATER (3) is called at 3 exactly; SIMULATION_ENDS
+        // comes at the scheduler's last now (18), after the completion at
+        // 17.5.
+        assert_eq!(nows, vec![1.0, 1.5, 2.0, 3.0, 12.0, 17.5, 18.0]);
+    }
+
+    /// Starts each job at once on node 0; asks to be called at Batsim 6
+    /// and then kills job 1.
+    struct Killer {
+        log: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl Exchange for Killer {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => out.push(json!({"timestamp": now, "type": "CALL_ME_LATER", "data": {"timestamp": 6.0}})),
+                    "JOB_SUBMITTED" => out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": e["data"]["job_id"], "alloc": "0"}})),
+                    "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
+                        "data": {"job_ids": ["w0!1"]}})),
+                    _ => {}
+                }
+            }
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    #[test]
+    fn kill_job_ends_a_running_job_at_its_time() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let jobs = vec![WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9),
+            actual_runtime: 100.0,
+        }];
+        let q = BatsimQueue::new(Box::new(Killer { log: log.clone() }), 1, 1, "test", 1.0);
+        let o = simulate(&jobs, &specs(1), Policy::Queue(Box::new(q)));
+        // Started at 0, killed at Batsim 6 = 5 instead of running 100 s.
+        assert_eq!(
+            (o.records[0].start, o.records[0].finish),
+            (Some(0.0), Some(5.0))
+        );
+        let log = log.lock().unwrap();
+        let after_kill: Vec<(&str, &Value)> = log
+            .iter()
+            .flat_map(|m| m["events"].as_array().unwrap())
+            .filter(|e| e["timestamp"] == 6.0)
+            .map(|e| (e["type"].as_str().unwrap(), &e["data"]))
+            .collect();
+        assert_eq!(after_kill[0].0, "REQUESTED_CALL");
+        assert_eq!(after_kill[1].0, "JOB_COMPLETED");
+        assert_eq!(after_kill[1].1["job_state"], "COMPLETED_KILLED");
+        assert_eq!(after_kill[2].0, "JOB_KILLED");
+        assert!(after_kill[2].1["job_progress"].get("w0!1").is_some());
+    }
+}

@@ -1,0 +1,456 @@
+//! The `batsim` policy as a user runs it: pybatsim 3.2.1's schedulers
+//! unchanged against `libratory simulate` on a slice of the SDSC SP2
+//! trace, each schedule checked, read back by `compare` and `report`; and
+//! one run per scheduler fault (tests/batsim/peer.py misbehaves on
+//! purpose), each ending cleanly with every job recorded.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn libratory(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_libratory"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run libratory")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn sdsc() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces/SDSC-SP2-1998-4.2-cln.swf.gz");
+    assert!(p.is_file(), "trace missing at {}", p.display());
+    p.display().to_string()
+}
+
+/// pybatsim 3.2.1, installed by scripts/install-pybatsim.sh (as root; a
+/// loud failure otherwise).
+fn pybatsim() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-pybatsim.sh");
+        let out = Command::new("bash").arg(script).output().expect("run bash");
+        assert!(
+            out.status.success(),
+            "pybatsim 3.2.1 is needed and could not be installed:\n{}",
+            text(&out)
+        );
+    });
+}
+
+/// A loopback endpoint on a port free now (tests run side by side).
+fn endpoint() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("tcp://127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+/// `out_jobs-<policy>.csv` rows as maps (Batsim's layout).
+fn out_jobs(dir: &Path, policy: &str) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(dir.join(format!("out_jobs-{policy}.csv"))).unwrap();
+    let head = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            head.iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// `jobs-<policy>.csv` rows as maps.
+fn jobs(dir: &Path, policy: &str) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(dir.join(format!("jobs-{policy}.csv"))).unwrap();
+    let head = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            head.iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn ids(alloc: &str) -> Vec<usize> {
+    alloc
+        .split(' ')
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| {
+            let (a, b) = p.split_once('-').unwrap_or((p, p));
+            a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()
+        })
+        .collect()
+}
+
+/// The schedule is one a cluster can run: every job one record, each
+/// started job after its submission on exactly the resources it asked
+/// for, no two jobs on a node at once. Returns how many jobs ran.
+fn check_schedule(rows: &[HashMap<String, String>], jobs: usize, nodes: usize) -> usize {
+    assert_eq!(rows.len(), jobs, "one record per job");
+    let mut seen = std::collections::HashSet::new();
+    let mut per_node: Vec<Vec<(f64, f64, String)>> = vec![Vec::new(); nodes];
+    let mut ran = 0;
+    for r in rows {
+        assert!(
+            seen.insert(r["job_id"].clone()),
+            "job {} twice",
+            r["job_id"]
+        );
+        if r["starting_time"].is_empty() {
+            continue;
+        }
+        ran += 1;
+        let (sub, start, end) = (
+            r["submission_time"].parse::<f64>().unwrap(),
+            r["starting_time"].parse::<f64>().unwrap(),
+            r["finish_time"].parse::<f64>().unwrap(),
+        );
+        assert!(
+            start >= sub,
+            "job {} starts {start} before its submission {sub}",
+            r["job_id"]
+        );
+        assert!(end >= start);
+        let alloc = ids(&r["allocated_resources"]);
+        assert_eq!(
+            alloc.len().to_string(),
+            r["requested_number_of_resources"],
+            "job {}",
+            r["job_id"]
+        );
+        for n in alloc {
+            assert!(n < nodes, "job {} on node {n}", r["job_id"]);
+            per_node[n].push((start, end, r["job_id"].clone()));
+        }
+    }
+    for (n, spans) in per_node.iter_mut().enumerate() {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in spans.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1,
+                "node {n}: job {} [{}, {}) overlaps job {} from {}",
+                w[0].2,
+                w[0].0,
+                w[0].1,
+                w[1].2,
+                w[1].0
+            );
+        }
+    }
+    ran
+}
+
+/// Nodes of the libra-risk preset (SDSC SP2's 128).
+const NODES: usize = 128;
+
+fn run_pybatsim(scheduler: &str, jobs_n: usize) {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let cmd = format!("pybatsim {scheduler} -s {ep} -v warning");
+    let run = dir.path().join("run");
+    let n = jobs_n.to_string();
+    let out = libratory(
+        &[
+            "simulate",
+            "--trace",
+            &sdsc(),
+            "--preset",
+            "libra-risk",
+            "--set",
+            &format!("jobs={n}"),
+            "--policies",
+            "batsim,fcfs-bf",
+            "--batsim-endpoint",
+            &ep,
+            "--batsim-cmd",
+            &cmd,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("batsim scheduler:"), "{stdout}");
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    let rows = out_jobs(&run, "batsim");
+    let ran = check_schedule(&rows, jobs_n, NODES);
+    // These schedulers reject only jobs wider than the cluster (none in
+    // this slice): every job runs.
+    assert_eq!(ran, jobs_n, "{stdout}");
+    check_schedule(&out_jobs(&run, "fcfs-bf"), jobs_n, NODES);
+    // compare and report read the run like any other.
+    let cmp = libratory(
+        &[
+            "compare",
+            run.to_str().unwrap(),
+            run.to_str().unwrap(),
+            "--policy-a",
+            "batsim",
+            "--policy-b",
+            "fcfs-bf",
+        ],
+        dir.path(),
+    );
+    assert!(cmp.status.success(), "{}", text(&cmp));
+    let report_dir = dir.path().join("report");
+    let rep = libratory(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            report_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(rep.status.success(), "{}", text(&rep));
+    let html = std::fs::read_to_string(report_dir.join("report.html")).unwrap();
+    assert!(html.contains("batsim"));
+}
+
+#[test]
+fn pybatsim_filler_sched_runs_unchanged() {
+    run_pybatsim("fillerSched", 200);
+}
+
+#[test]
+fn pybatsim_easy_backfill_runs_unchanged() {
+    run_pybatsim("easyBackfill", 200);
+}
+
+#[test]
+fn pybatsim_sched_fcfs_runs_unchanged() {
+    run_pybatsim("schedFcfs", 120);
+}
+
+#[test]
+fn pybatsim_sched_easy_sjf_backfill_runs_unchanged() {
+    run_pybatsim("schedEasySjfBackfill", 80);
+}
+
+/// A run whose scheduler fails: the error names the failure, the run
+/// directory is written, every job has one record and each job the
+/// scheduler did not decide is rejected with reason `scheduler`.
+fn faulty(mode: Option<&str>, want: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let run = dir.path().join("run");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/batsim/peer.py");
+    let cmd = mode.map(|m| format!("python3 {} {ep} {m}", peer.display()));
+    let mut args = vec![
+        "simulate",
+        "--trace",
+        &sdsc(),
+        "--preset",
+        "libra-risk",
+        "--set",
+        "jobs=30",
+        "--policies",
+        "batsim",
+        "--batsim-endpoint",
+        &ep,
+        "--batsim-timeout",
+        "2",
+        "--out",
+        run.to_str().unwrap(),
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    if let Some(c) = cmd {
+        args.push("--batsim-cmd".into());
+        args.push(c);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = libratory(&args, dir.path());
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("the batsim scheduler failed"), "{all}");
+    assert!(all.contains(want), "wanted {want:?} in {all}");
+    assert!(run.join("summary.json").is_file(), "{all}");
+    let rows = jobs(&run, "batsim");
+    assert_eq!(rows.len(), 30, "one record per job");
+    let mut lost = 0;
+    for r in &rows {
+        if r["accepted"] != "true" {
+            assert_eq!(r["reason"], "scheduler", "{r:?}");
+            assert!(r["detail"].contains("the scheduler failed"), "{r:?}");
+            lost += 1;
+        }
+    }
+    assert!(lost > 0, "{all}");
+    check_schedule(&out_jobs(&run, "batsim"), 30, NODES);
+}
+
+#[test]
+fn fault_scheduler_not_there() {
+    faulty(None, "no scheduler at tcp://127.0.0.1:");
+}
+
+#[test]
+fn fault_scheduler_dies_mid_run() {
+    faulty(Some("dies"), "exited");
+}
+
+#[test]
+fn fault_scheduler_hangs() {
+    faulty(Some("hangs"), "did not answer within 2.0 s");
+}
+
+#[test]
+fn fault_malformed_json() {
+    faulty(Some("malformed"), "malformed message from the scheduler");
+}
+
+#[test]
+fn fault_overlapping_allocation() {
+    faulty(Some("overlap"), "which job 'w0!");
+}
+
+#[test]
+fn fault_unknown_node() {
+    faulty(Some("unknown-node"), "names resource 100000; there are 128");
+}
+
+#[test]
+fn fault_unknown_job() {
+    faulty(Some("unknown-job"), "unknown job 'w0!999999999'");
+}
+
+/// pybatsim's fillerSched unchanged on a live cluster of real node
+/// processes (`demo`): the schedule holds, and the scheduler's decisions
+/// are timed in the run's histograms.
+#[test]
+fn pybatsim_filler_sched_runs_live() {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let cmd = format!("pybatsim fillerSched -s {ep} -v warning");
+    let run = dir.path().join("run");
+    let out = libratory(
+        &[
+            "demo",
+            "--processes",
+            "1",
+            "--nodes",
+            "4",
+            "--jobs",
+            "10",
+            "--policy",
+            "batsim",
+            "--batsim-endpoint",
+            &ep,
+            "--batsim-cmd",
+            &cmd,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("batsim scheduler:"), "{all}");
+    assert!(!all.contains("scheduler failed"), "{all}");
+    assert!(all.contains("submit_to_decision_us"), "{all}");
+    let rows = out_jobs(&run, "batsim");
+    let ran = check_schedule(&rows, 10, 4);
+    assert_eq!(ran, 10, "{all}");
+}
+
+/// A Batsim JSON workload (tests/batsim/three-jobs.json: 4 resources, a
+/// 20 s delay profile and a 1e10-flop parallel_homogeneous one) through
+/// pybatsim's fillerSched. By hand, with fillerSched's 5 ms per decision
+/// and times rebased to the first submission: job 1 (2 nodes) runs
+/// 0.005-20.005; job 3 (1 node, at 2) 2.005-22.005 on node 2; job 2 (all
+/// 4, at 1) waits for both, is decided at 22.005 + 0.005 and runs 1e10 /
+/// 1e9 = 10 s: 22.01-32.01.
+#[test]
+fn batsim_json_workload_runs_as_worked_out_by_hand() {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let run = dir.path().join("run");
+    let w = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/batsim/three-jobs.json");
+    let cmd = format!("pybatsim fillerSched -s {ep} -v warning");
+    let out = libratory(
+        &[
+            "simulate",
+            "--workload",
+            w.to_str().unwrap(),
+            "--preset",
+            "libra-risk",
+            "--policies",
+            "batsim,fcfs-bf",
+            "--batsim-endpoint",
+            &ep,
+            "--batsim-cmd",
+            &cmd,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = out_jobs(&run, "batsim");
+    check_schedule(&rows, 3, 4);
+    let got: Vec<(String, f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["job_id"].clone(),
+                r["starting_time"].parse().unwrap(),
+                r["finish_time"].parse().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("1", 0.005, 20.005),
+        ("2", 22.01, 32.01),
+        ("3", 2.005, 22.005),
+    ];
+    for ((id, s, f), (wid, ws, wf)) in got.iter().zip(want) {
+        assert_eq!(id, wid);
+        assert!((s - ws).abs() < 1e-6 && (f - wf).abs() < 1e-6, "{got:?}");
+    }
+    // The built-in policies read it too.
+    check_schedule(&out_jobs(&run, "fcfs-bf"), 3, 4);
+    // An unsupported profile is named with its job.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&w)
+            .unwrap()
+            .replace("parallel_homogeneous", "smpi"),
+    )
+    .unwrap();
+    let out = libratory(
+        &[
+            "simulate",
+            "--workload",
+            bad.to_str().unwrap(),
+            "--policies",
+            "fcfs-bf",
+        ],
+        dir.path(),
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("bad.json") && all.contains("profile 'ph' (job '2')") && all.contains("smpi"),
+        "{all}"
+    );
+}
