@@ -692,7 +692,27 @@ fn compare_counts_identical_decisions_and_lists_the_jobs_that_differ() {
         text.contains(&format!("{same} of 40 common jobs")),
         "{text}"
     );
-    assert!(text.contains(&format!("job {} ", differ[0])) || text.contains("jobs that differ"));
+    // Every differing job of the JSON, in its order, up to the default
+    // --limit of 30, each with its arrival; the header counts them.
+    let jobs = c["jobs"].as_array().unwrap();
+    let shown = jobs.len().min(30);
+    assert!(
+        text.contains(&format!("jobs that differ ({shown} of {};", jobs.len())),
+        "{text}"
+    );
+    let mut from = 0;
+    for j in &jobs[..shown] {
+        let head = format!(
+            "\njob {} (arrived {:.2}): ",
+            j["id"],
+            j["submit"].as_f64().unwrap()
+        );
+        let at = text[from..]
+            .find(&head)
+            .unwrap_or_else(|| panic!("{head:?} missing or out of order in\n{text}"));
+        from += at + head.len();
+    }
+    assert_eq!(text.matches("\njob ").count(), shown, "{text}");
     // A run with several policies and none chosen: a clear error.
     let o = libratory(&["compare", "two", "two"], dir.path());
     assert!(!o.status.success());
