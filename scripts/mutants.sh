@@ -21,7 +21,7 @@ if ! command -v cargo-mutants >/dev/null; then
 fi
 
 out=${MUTANTS_OUT:-target/mutants}
-timeout=${MUTANT_TIMEOUT:-240}
+timeout=${MUTANT_TIMEOUT:-120}
 # Mutants build in their own target directory so that they never race a
 # developer's build; no debug info: linking the test binaries dominates
 # each mutant's build.
