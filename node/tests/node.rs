@@ -89,9 +89,12 @@ fn three_parts_get_their_shares_of_processor_time() {
             .collect();
         let total: f64 = d.iter().sum();
         assert!(total > 0.2e9, "node barely ran: {total} ns");
+        // Within 0.05 of q: 0.02 on a quiet host; under stress-ng --cpu 2
+        // the flake check saw 0.533, 0.291, 0.177 (the executor thread is
+        // preempted mid-slice and the slicer corrects on its next tick).
         for (got, want) in d.iter().map(|x| x / total).zip([0.5, 0.3, 0.2]) {
             assert!(
-                (got - want).abs() < 0.02,
+                (got - want).abs() < 0.05,
                 "shares {:?}",
                 d.iter().map(|x| x / total).collect::<Vec<_>>()
             );
