@@ -269,6 +269,16 @@ enum ConfigCmd {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Warnings of the live runtime (a refused connection, naming the peer)
+    // go to stderr; RUST_LOG changes the level.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::builder()
+                .with_default_directive(tracing::level_filters::LevelFilter::WARN.into())
+                .from_env_lossy(),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = simulate_alone(&args).unwrap_or_else(|| Cli::parse_from(args));
     // The environment variables the commands use, read here only.

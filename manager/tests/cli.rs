@@ -687,7 +687,27 @@ fn compare_counts_identical_decisions_and_lists_the_jobs_that_differ() {
         text.contains(&format!("{same} of 40 common jobs")),
         "{text}"
     );
-    assert!(text.contains(&format!("job {} ", differ[0])) || text.contains("jobs that differ"));
+    // Every differing job of the JSON, in its order, up to the default
+    // --limit of 30, each with its arrival; the header counts them.
+    let jobs = c["jobs"].as_array().unwrap();
+    let shown = jobs.len().min(30);
+    assert!(
+        text.contains(&format!("jobs that differ ({shown} of {};", jobs.len())),
+        "{text}"
+    );
+    let mut from = 0;
+    for j in &jobs[..shown] {
+        let head = format!(
+            "\njob {} (arrived {:.2}): ",
+            j["id"],
+            j["submit"].as_f64().unwrap()
+        );
+        let at = text[from..]
+            .find(&head)
+            .unwrap_or_else(|| panic!("{head:?} missing or out of order in\n{text}"));
+        from += at + head.len();
+    }
+    assert_eq!(text.matches("\njob ").count(), shown, "{text}");
     // A run with several policies and none chosen: a clear error.
     let o = libratory(&["compare", "two", "two"], dir.path());
     assert!(!o.status.success());
@@ -777,4 +797,121 @@ fn config_errors_name_the_file_and_the_key() {
         stderr.contains("bad.toml: manager.advertise: the manager listens on 0.0.0.0:7878"),
         "{stderr}"
     );
+}
+
+/// `--trace` with every preset: a trace preset reads the file given (its
+/// jobs, its name and size in the manifest), a missing file is an error
+/// naming it, and a preset that generates its workload refuses a trace
+/// rather than ignoring it.
+#[test]
+fn trace_is_used_or_refused_by_every_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve jobs with estimates 110..=220 s: distinct from every job of
+    // the default SDSC SP2 trace's tail and from the synthetic batch.
+    let small = dir.path().join("small.swf");
+    let mut text = String::from("; MaxNodes: 4\n");
+    for i in 1..=12 {
+        text.push_str(&format!(
+            "{i} {} 0 {} 1 -1 -1 1 {} -1 1 1 1 1 1 1 -1 -1\n",
+            i * 30,
+            100 + i * 10,
+            100 + i * 10
+        ));
+    }
+    std::fs::write(&small, &text).unwrap();
+    let small_s = small.to_str().unwrap();
+    let presets = libratory(&["presets"], dir.path());
+    let listed: Vec<String> = String::from_utf8_lossy(&presets.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    // A new preset has to be added here (and to what it must do with a
+    // trace) for this test to pass.
+    assert_eq!(
+        listed,
+        [
+            "libra",
+            "libra-plus-dollar",
+            "libra-risk",
+            "libra-sla",
+            "vqops"
+        ]
+    );
+    let cache = dir.path().join("cache");
+    let sim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_libratory"))
+            .arg("simulate")
+            .args(args)
+            .current_dir(dir.path())
+            .env("LIBRATORY_CACHE_DIR", &cache)
+            .output()
+            .unwrap()
+    };
+    for preset in &listed {
+        let missing = dir.path().join("missing.swf");
+        let o = sim(&["--preset", preset, "--trace", missing.to_str().unwrap()]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{preset}: {e}");
+        assert!(e.contains("missing.swf"), "{preset}: {e}");
+        if preset == "libra" {
+            // Generated workload: the trace would be ignored, so refused,
+            // naming the presets that do read one.
+            assert!(
+                e.contains("reads no trace") && e.contains("libra-risk"),
+                "{e}"
+            );
+            let o = sim(&["--preset", preset, "--trace", small_s]);
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{e}");
+            assert!(
+                e.contains("small.swf") && e.contains("reads no trace"),
+                "{e}"
+            );
+            continue;
+        }
+        assert!(e.contains("no such file"), "{preset}: {e}");
+        let out = format!("o-{preset}");
+        let o = sim(&[
+            "--preset", preset, "--trace", small_s, "--set", "jobs=10", "--set", "nodes=4",
+            "--out", &out,
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{preset}: {stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("last 10 jobs of {small_s} ")),
+            "{preset}: {stdout}"
+        );
+        let run = dir.path().join(&out);
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(m["trace"]["file_name"], "small.swf", "{preset}");
+        assert_eq!(m["trace"]["bytes"], text.len(), "{preset}");
+        // Every policy ran the file's last ten jobs (ids 3..=12) with the
+        // file's estimates (exact estimates for these presets' inaccuracy
+        // settings: an estimate is the requested time, 100 + 10 id).
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("summary.json")).unwrap()).unwrap();
+        for p in s["policies"].as_array().unwrap() {
+            let name = p["policy"].as_str().unwrap();
+            assert_eq!(p["submitted"], 10, "{preset} {name}");
+            let jobs = std::fs::read_to_string(run.join(format!("jobs-{name}.jsonl"))).unwrap();
+            let mut ids = Vec::new();
+            for l in jobs.lines() {
+                let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                let id = j["id"].as_u64().unwrap();
+                assert_eq!(
+                    j["estimate"],
+                    (100 + 10 * id) as f64,
+                    "{preset} {name}: {j}"
+                );
+                ids.push(id);
+            }
+            ids.sort_unstable();
+            assert_eq!(ids, (3..=12).collect::<Vec<_>>(), "{preset} {name}");
+        }
+    }
 }

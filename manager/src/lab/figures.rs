@@ -823,10 +823,19 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
         .map(|f| simulate::experiment(f.preset, None, &[], None))
         .collect::<Result<Vec<_>>>()?;
     let mut trace = None;
-    for exp in &needs_trace {
-        if let Some(t) = simulate::resolve_trace(exp, a.trace.clone())? {
-            trace = Some(t);
-        }
+    // Only the figures that read a trace take --trace; one given to a set
+    // of figures that all generate their workload is an error, not ignored.
+    for exp in needs_trace
+        .iter()
+        .filter(|e| e.params.source == common::workload::Source::Trace)
+    {
+        trace = simulate::resolve_trace(exp, a.trace.clone())?;
+    }
+    if let (Some(t), None) = (&a.trace, &trace) {
+        bail!(
+            "--trace {}: none of these figures reads a trace (they generate their workload)",
+            t.display()
+        );
     }
     let out = &a.out;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

@@ -100,20 +100,41 @@ pub fn default_trace() -> Option<PathBuf> {
 }
 
 /// The trace an experiment reads: the one given, else the default; `None`
-/// for generated workloads. An error if a trace is needed and none exists.
+/// for generated workloads. An error if a trace is needed and none exists,
+/// if the one given is not a file, or if one is given to a preset that
+/// generates its workload (it would be ignored, and the user would believe
+/// the results came from their trace).
 pub fn resolve_trace(exp: &Experiment, given: Option<PathBuf>) -> Result<Option<PathBuf>> {
-    match exp.params.source {
-        Source::Trace => Ok(Some(match given {
-            Some(t) => t,
-            None => default_trace().with_context(|| {
-                format!(
-                    "preset '{}' reads a trace and none was found at ../shared/traces: give --trace FILE.swf[.gz]",
-                    exp.params.preset
-                )
-            })?,
-        })),
-        Source::SyntheticLibra => Ok(None),
+    let preset = &exp.params.preset;
+    match (exp.params.source, given) {
+        (Source::Trace, Some(t)) if t.is_file() => Ok(Some(t)),
+        (Source::Trace, Some(t)) => bail!(
+            "--trace {}: no such file (preset '{preset}' reads an SWF trace, .swf or .swf.gz)",
+            t.display()
+        ),
+        (Source::Trace, None) => Ok(Some(default_trace().with_context(|| {
+            format!(
+                "preset '{preset}' reads a trace and none was found at ../shared/traces: give --trace FILE.swf[.gz]"
+            )
+        })?)),
+        (Source::SyntheticLibra, Some(t)) => bail!(
+            "--trace {}: preset '{preset}' generates its workload (the Libra paper's synthetic batch) and reads no trace; drop --trace, or use a preset that reads one: {}",
+            t.display(),
+            trace_presets().join(", ")
+        ),
+        (Source::SyntheticLibra, None) => Ok(None),
     }
+}
+
+/// The presets whose workload comes from an SWF trace.
+pub fn trace_presets() -> Vec<&'static str> {
+    common::workload::PRESETS
+        .iter()
+        .map(|p| p.name)
+        .filter(|&name| {
+            common::workload::Params::preset(name).is_ok_and(|p| p.source == Source::Trace)
+        })
+        .collect()
 }
 
 /// The experiment of a preset with a seed, `key=value` overrides (applied

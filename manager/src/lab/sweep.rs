@@ -930,6 +930,8 @@ mod tests {
         }
         // Improvement of a series over itself is 0.
         let imp = improvement(&r, m, &[(0, 0)]);
+        assert_eq!(imp.len(), 1);
+        assert_eq!(imp[0].points.len(), 2);
         assert!(imp[0].points.iter().all(|p| p.mean == 0.0));
     }
 }

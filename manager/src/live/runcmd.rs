@@ -362,7 +362,16 @@ fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)
                 .clone()
                 .context("the preset reads a trace: give [workload] trace = \"FILE.swf.gz\"")?,
         ),
-        workload::Source::SyntheticLibra => None,
+        workload::Source::SyntheticLibra => {
+            if let Some(t) = &cfg.workload.trace {
+                anyhow::bail!(
+                    "[workload] trace = {:?}: preset '{}' generates its workload and reads no trace; remove the line or use a preset that reads one",
+                    t.display().to_string(),
+                    exp.params.preset
+                );
+            }
+            None
+        }
     };
     let wl = workload::build(&exp.params, trace.as_deref())?;
     Ok((exp, wl))

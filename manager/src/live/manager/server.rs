@@ -88,7 +88,14 @@ pub(super) async fn admit(
         Role::Manager,
         format!("libratory {}", env!("CARGO_PKG_VERSION")),
     );
-    let theirs = s.handshake(&hello).await.map_err(|e| e.to_string())?;
+    // A peer that connects and says nothing (or hello and then nothing)
+    // is dropped after the link timeout, the silence a node is allowed,
+    // rather than held for as long as its QUIC keep-alives last.
+    let silent = |what: &str| format!("{peer}: {what} for {timeout:?}; dropped");
+    let theirs = tokio::time::timeout(timeout, s.handshake(&hello))
+        .await
+        .map_err(|_| silent("no hello"))?
+        .map_err(|e| e.to_string())?;
     if theirs.role == Role::Client {
         let r = serve_client(conn, s, manager, &id).await;
         gate.leave(link);
@@ -102,7 +109,10 @@ pub(super) async fn admit(
             .await;
         return Err(format!("{peer}: not a node ({:?})", theirs.role));
     }
-    let reg: Option<NodeMsg> = s.recv("node message").await.map_err(|e| e.to_string())?;
+    let reg: Option<NodeMsg> = tokio::time::timeout(timeout, s.recv("node message"))
+        .await
+        .map_err(|_| silent("hello and then nothing"))?
+        .map_err(|e| e.to_string())?;
     let Some(NodeMsg::Register { host, nodes, pid }) = reg else {
         let _ = s
             .send(&ManagerMsg::Reject {
