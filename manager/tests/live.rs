@@ -563,7 +563,7 @@ fn wait_status<T>(
 
 /// `libratory run --serve --spawn-local` on `cfg`, writing to `out`,
 /// returned once its `nodes` emulated nodes have registered.
-fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Child {
+fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Serving {
     let manager = Command::new(libratory())
         .args(["run", "--serve", "--spawn-local", "--config"])
         .arg(cfg)
@@ -573,14 +573,43 @@ fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Chi
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let manager = Serving(manager);
     wait_for_status(port, certs, nodes);
     manager
+}
+
+/// A serving manager that is killed when the test lets go of it, so a
+/// failed assertion leaves no manager (and, once their link times out, no
+/// node processes) burning CPU behind it: a serving manager never ends on
+/// its own.
+struct Serving(Child);
+
+impl std::ops::Deref for Serving {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Serving {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// [`serving`] a fresh [`serve_config`] for `policy` with `nodes` node
 /// processes of one node each, on a free port, writing to `dir/run`:
 /// the port and the manager.
-fn serve_policy(dir: &Path, certs: &Path, policy: &str, nodes: usize, run: &str) -> (u16, Child) {
+fn serve_policy(dir: &Path, certs: &Path, policy: &str, nodes: usize, run: &str) -> (u16, Serving) {
     let port = free_port();
     let cfg = serve_config(dir, port, policy, nodes);
     let manager = serving(&cfg, &dir.join(run), port, certs, nodes);
