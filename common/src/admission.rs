@@ -649,7 +649,7 @@ impl ManagerCore {
         let Policy::Admission(p) = &mut self.policy else {
             return None;
         };
-        if self.busy.busy_len() < self.bounded_from {
+        if self.busy.busy_len() < self.bounded_from || !p.decides_bounded() {
             self.busy.stop_bounds();
             return None;
         }

@@ -55,6 +55,10 @@ impl AdmissionPolicy for Libra {
         })
     }
 
+    fn decides_bounded(&self) -> bool {
+        self.cfg.placement == Placement::BestFit
+    }
+
     fn decide_bounded(
         &mut self,
         now: Time,

@@ -152,6 +152,12 @@ pub trait AdmissionPolicy: Send {
         self.decide(now, nodes, job)
     }
 
+    /// Whether [`Self::decide_bounded`] may answer at all (so the caller
+    /// keeps the bounds only for a policy that reads them).
+    fn decides_bounded(&self) -> bool {
+        false
+    }
+
     /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
     /// is the live view with busy nodes possibly behind `now` (read for
     /// speeds and which nodes hold parts), and `index` keeps every busy
