@@ -1,5 +1,8 @@
 //! Decision cost of the live admission core at 128, 1,000 and 10,000 nodes
-//! (issue 13). Run with `cargo bench -p libratory-benches --bench decide`.
+//! (the live path's budget), and at the size of Fugaku (158,976 nodes, with
+//! `DECIDE_NODES=128,10000,158976`: then it prints the p50 against its
+//! target and the p50 at 158,976 over the p50 at 10,000). Run with
+//! `cargo bench -p libratory-benches --bench decide`.
 //!
 //! Builds a live [`ManagerCore`] (reported tracking, as the live manager
 //! keeps it) with the nodes registered by node processes of up to 500 nodes
@@ -292,9 +295,12 @@ fn main() {
         "ratio",
         "decisions/s"
     );
+    // p50 per (policy, size), for the flatness ratios below.
+    let mut p50s: Vec<(String, usize, f64)> = Vec::new();
     for &n in &sizes {
         for name in policies.split(',') {
             let c = run_case(name.trim(), n, timed, seed, burst, per_node);
+            p50s.push((name.trim().to_string(), n, c.p50));
             println!(
                 "{:>6} {:<18} {:>6} {:>6} {:>5.1} {:>9.2} {:>9.2} {:>9.3} {:>7.1} {:>12.0}",
                 n,
@@ -309,5 +315,30 @@ fn main() {
                 1e9 / c.mean
             );
         }
+    }
+    // Issue 31's targets at the size of Fugaku (158,976 nodes): p50 <= 10
+    // us (Libra, Libra+$) or 50 us (LibraRisk, LibraSLA), and p50 there at
+    // most 3x the p50 at 10,000 nodes, both from this run.
+    let p50 = |name: &str, n: usize| {
+        p50s.iter()
+            .find(|(p, m, _)| p == name && *m == n)
+            .map(|c| c.2)
+    };
+    for name in policies.split(',').map(str::trim) {
+        let (Some(big), Some(ten)) = (p50(name, 158_976), p50(name, 10_000)) else {
+            continue;
+        };
+        let target = if name == "libra" || name == "libra-plus-dollar" {
+            10.0
+        } else {
+            50.0
+        };
+        println!(
+            "{name:<18} p50 at 158,976 nodes {:.2} us (target <= {target} us: {:.2}x of it); \
+             p50 at 158,976 / at 10,000 = {:.2} (target <= 3)",
+            big / 1e3,
+            big / 1e3 / target,
+            big / ten
+        );
     }
 }

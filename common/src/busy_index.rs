@@ -18,12 +18,25 @@
 //! [`NodeState::required_share`] gives at that instant (the same sum in
 //! the same order); any change to the node forgets it.
 //!
+//! For Libra's share test and best fit it also keeps every busy node's
+//! load *bounded* over a window of time ([`LoadBound`]): an order of the
+//! busy nodes by the lower bound of their load (a B-tree), so that a
+//! decision computes the exact load of the few nodes whose bounds reach
+//! the band that can matter (between the job's share test and the best
+//! fits found so far) and no other (see
+//! [`crate::policy::steps::best_fit_filter_bounded`]). A node's bounds are
+//! computed again only when it changes, is reported on, or its window
+//! runs out: the cost follows the events, not the cluster's size.
+//!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
 
 use crate::node_model::NodeState;
-use crate::time::Time;
+use crate::share::ON_TRACK_EPS;
+use crate::time::{Time, TIME_EPS};
 
 /// A set of node indices, walked in ascending order: a bit per node of the
 /// view. Libra's walk goes over the busy nodes for every decision; under a
@@ -107,6 +120,9 @@ pub struct BusyIndex {
     /// again, only these need renewing (a burst's decisions change one
     /// node each), not a walk over every busy node.
     stale: Vec<usize>,
+    /// Bounds on the busy nodes' loads (kept once [`Self::rebound`] was
+    /// first called; the simulator never does).
+    bounds: Bounds,
 }
 
 impl Default for BusyIndex {
@@ -117,7 +133,221 @@ impl Default for BusyIndex {
             loads: Vec::new(),
             renewed_at: Time::NAN,
             stale: Vec::new(),
+            bounds: Bounds::default(),
         }
+    }
+}
+
+/// How long a node's load bounds hold (seconds of the core's time) before
+/// they are computed again. Longer windows cost fewer renewals but wider
+/// bounds, so more exact loads per decision; progress reports (every few
+/// seconds live) renew a busy node's bounds anyway.
+pub const BOUND_WINDOW: Time = 10.0;
+
+/// Bounds wider than this put a node among the few whose load every
+/// decision computes exactly (a part near its deadline, whose required
+/// share may grow without bound): the walk by lower bound must stop
+/// within the widest bound of the order.
+pub const WIDE_BOUND: f64 = 0.02;
+
+/// One part's load as the live core dead-reckons it, in a few numbers:
+/// kept in the index beside the bounds so that a decision computes a
+/// node's exact load from one contiguous run of memory rather than from
+/// the node, its parts and their reports (four places in memory: at
+/// 158,976 nodes, each a cache miss).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartFn {
+    /// Estimated processor time on the node.
+    pub est_cpu: f64,
+    /// Processor time done at the last report (or as the view holds it,
+    /// without one).
+    pub done: f64,
+    /// The share reported (0 without a report).
+    pub share: f64,
+    /// When the report was taken (NaN without one).
+    pub at: Time,
+    /// The part's absolute deadline.
+    pub deadline: Time,
+}
+
+impl PartFn {
+    /// Processor time done at `t`: the report carried forward at its
+    /// share.
+    pub fn done_at(&self, t: Time) -> f64 {
+        if self.at.is_nan() {
+            self.done
+        } else {
+            self.done + self.share * (t - self.at).max(0.0)
+        }
+    }
+
+    /// The required share at `t`: bit for bit what
+    /// [`crate::node_model::PartView::share_input`]`(t).required()` gives
+    /// for the part with [`Self::done_at`]`(t)` done (the same operations
+    /// in the same order).
+    pub fn required(&self, t: Time) -> f64 {
+        let snap = |v: f64| if v <= TIME_EPS { 0.0 } else { v };
+        let rem = snap(self.est_cpu - self.done_at(t));
+        let rd = snap(self.deadline - t);
+        if rem > ON_TRACK_EPS && rd > ON_TRACK_EPS {
+            rem / rd
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The width of the slots bounds run out by (seconds).
+pub const EXPIRY_SLOT: Time = BOUND_WINDOW / 64.0;
+
+/// The slot a bound ending at `to` runs out in: the one that starts before
+/// `to`.
+fn expiry_slot(to: Time) -> i64 {
+    (to / EXPIRY_SLOT).floor() as i64
+}
+
+/// Classes of bound width: the order by lower bound is kept per class,
+/// class `c` holding the widths up to [`class_width`]`(c)` (half the next
+/// class's), so that a walk stops within its own class's width
+/// rather than the widest bound of all: the nodes a decision looks at
+/// follow the typical width, not the worst.
+pub const WIDTH_CLASSES: usize = 10;
+
+/// The widest `hi - lo` of class `c` (the last: [`WIDE_BOUND`]).
+pub fn class_width(c: usize) -> f64 {
+    WIDE_BOUND / f64::from(1u32 << (WIDTH_CLASSES - 1 - c))
+}
+
+/// The class of a bound of width `w` (at most [`WIDE_BOUND`]).
+fn width_class(w: f64) -> usize {
+    (0..WIDTH_CLASSES)
+        .find(|&c| w <= class_width(c))
+        .unwrap_or(WIDTH_CLASSES - 1)
+}
+
+/// A busy node's load over `[from, to]`: every value
+/// [`NodeState::required_share`] gives at an instant of the window, as
+/// the live core dead-reckons the node there, lies in `[lo, hi]`
+/// (rounding included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadBound {
+    /// Lower bound (>= 0).
+    pub lo: f64,
+    /// Upper bound (may be infinite).
+    pub hi: f64,
+}
+
+/// Where a node's bound is filed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Filed {
+    /// Not busy, or bounds not kept.
+    #[default]
+    None,
+    /// Changed since its bound was computed: waiting for [`BusyIndex::rebound`].
+    Dirty,
+    /// In the order by lower bound.
+    Ordered,
+    /// Among the wide ones.
+    Wide,
+}
+
+/// The bounds of the busy nodes, ordered.
+#[derive(Debug, Clone, Default)]
+struct Bounds {
+    /// Whether bounds are kept at all.
+    on: bool,
+    /// Per node: its bound, until when it holds, and where it is filed.
+    of: Vec<(LoadBound, Time, Filed)>,
+    /// Per node: where its parts' [`PartFn`]s are in `fns` (start, count),
+    /// in the order of its parts.
+    fn_at: Vec<(u32, u32)>,
+    /// The [`PartFn`]s of the bounded nodes; a node bounded again appends
+    /// its own, and the space left behind is reclaimed when it outgrows
+    /// what is in use.
+    fns: Vec<PartFn>,
+    /// [`PartFn`]s in use in `fns`.
+    fns_live: usize,
+    /// Per class of width (see [`width_class`]): `(order key of lo,
+    /// node)` for every node filed `Ordered` in it.
+    by_lo: [BTreeSet<(u64, usize)>; WIDTH_CLASSES],
+    /// Nodes filed `Wide` (few: a set of them, not a bit per node).
+    wide: BTreeSet<usize>,
+    /// When bounds run out: per slot of [`EXPIRY_SLOT`] seconds (by the
+    /// slot's number), the `(end of the window, node)` pairs ending in it.
+    /// A slot is taken as soon as it starts, a little early, which is
+    /// safe: a node bounded again early only costs its computation. Slots
+    /// rather than a heap: every report bounds its nodes again, and the
+    /// entries it leaves behind cost a look each, not a heap's pop.
+    expiry: BTreeMap<i64, Vec<(Time, usize)>>,
+    /// Nodes filed `Dirty`.
+    dirty: Vec<usize>,
+    /// The latest instant bounds were computed from: a decision before it
+    /// (time never runs back in the live core, but the index must not rely
+    /// on it) computes every bound again.
+    latest: Time,
+}
+
+/// A key whose integer order is the order of the (non-NaN) `f64`s.
+fn order_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+/// The `f64` of an [`order_key`].
+fn from_order_key(k: u64) -> f64 {
+    if k >> 63 == 1 {
+        f64::from_bits(k & !(1 << 63))
+    } else {
+        f64::from_bits(!k)
+    }
+}
+
+impl Bounds {
+    /// Moves the [`PartFn`]s in use to the front of `fns`.
+    fn compact(&mut self) {
+        let mut fns = Vec::with_capacity(2 * self.fns_live);
+        for (k, &(_, _, filed)) in self.of.iter().enumerate() {
+            if matches!(filed, Filed::Ordered | Filed::Wide) {
+                let (start, count) = self.fn_at[k];
+                let at = fns.len() as u32;
+                fns.extend_from_slice(&self.fns[start as usize..(start + count) as usize]);
+                self.fn_at[k] = (at, count);
+            }
+        }
+        self.fns = fns;
+    }
+
+    /// Takes node `k` out of wherever it was filed and marks it dirty.
+    fn mark(&mut self, k: usize) {
+        if !self.on {
+            return;
+        }
+        if k >= self.of.len() {
+            self.of.resize(
+                k + 1,
+                (LoadBound { lo: 0.0, hi: 0.0 }, Time::NAN, Filed::None),
+            );
+        }
+        let (b, _, filed) = self.of[k];
+        match filed {
+            Filed::Dirty => return,
+            Filed::Ordered => {
+                self.by_lo[width_class(b.hi - b.lo)].remove(&(order_key(b.lo), k));
+            }
+            Filed::Wide => {
+                self.wide.remove(&k);
+            }
+            Filed::None => {}
+        }
+        if matches!(filed, Filed::Ordered | Filed::Wide) {
+            self.fns_live -= self.fn_at[k].1 as usize;
+        }
+        self.of[k].2 = Filed::Dirty;
+        self.dirty.push(k);
     }
 }
 
@@ -150,6 +380,7 @@ impl BusyIndex {
 
     /// Takes node `k` out of the index.
     pub fn remove(&mut self, k: usize, node: &NodeState) {
+        self.bounds.mark(k);
         if !self.busy.remove(k) {
             self.idle_group(node.spec.speed).remove(k);
         }
@@ -171,6 +402,7 @@ impl BusyIndex {
     /// Node `k`'s parts changed in place (a progress report): its load
     /// must be computed again.
     pub fn forget_load(&mut self, k: usize) {
+        self.bounds.mark(k);
         if let Some(l) = self.loads.get_mut(k) {
             l.0 = Time::NAN;
         }
@@ -235,6 +467,153 @@ impl BusyIndex {
         }
     }
 
+    /// Brings the bounds of the busy nodes up to `now`: from the first
+    /// call on, the index keeps them. Every busy node changed since its
+    /// bound was computed, or whose bound runs out before `now`, gets
+    /// `bound(k, now, now + BOUND_WINDOW)`, which must hold over that
+    /// window (see [`LoadBound`]).
+    pub fn rebound(
+        &mut self,
+        now: Time,
+        bound: impl FnMut(usize, Time, Time, &mut Vec<PartFn>) -> LoadBound,
+    ) {
+        let b = &mut self.bounds;
+        if !b.on || now < b.latest {
+            // First use, or time ran back: every busy node, from scratch.
+            *b = Bounds {
+                on: true,
+                latest: now,
+                ..Bounds::default()
+            };
+            for k in self.busy.iter() {
+                b.mark(k);
+            }
+        }
+        b.latest = now;
+        while let Some(entry) = b.expiry.first_entry() {
+            if *entry.key() as f64 * EXPIRY_SLOT > now {
+                break;
+            }
+            for (to, k) in entry.remove() {
+                let (_, until, filed) = b.of[k];
+                if until.to_bits() == to.to_bits() && matches!(filed, Filed::Ordered | Filed::Wide)
+                {
+                    b.mark(k);
+                }
+            }
+        }
+        self.bound_dirty(now, now + BOUND_WINDOW, bound);
+    }
+
+    /// Computes the bounds of the nodes changed since (a progress report
+    /// on them, taken at `at`), if bounds are kept: over the window from
+    /// the last decision's instant to `BOUND_WINDOW` past `at`, so that the
+    /// next decisions find them ready (a report is the node process's
+    /// cost; a decision then does not pay for a whole report period's).
+    pub fn settle(
+        &mut self,
+        at: Time,
+        bound: impl FnMut(usize, Time, Time, &mut Vec<PartFn>) -> LoadBound,
+    ) {
+        if !self.bounds.on || self.bounds.dirty.is_empty() {
+            return;
+        }
+        let from = self.bounds.latest;
+        let to = at.max(from) + BOUND_WINDOW;
+        self.bound_dirty(from, to, bound);
+    }
+
+    /// Stops keeping bounds (a small cluster decides faster without them).
+    pub fn stop_bounds(&mut self) {
+        if self.bounds.on {
+            self.bounds = Bounds::default();
+        }
+    }
+
+    fn bound_dirty(
+        &mut self,
+        now: Time,
+        to: Time,
+        mut bound: impl FnMut(usize, Time, Time, &mut Vec<PartFn>) -> LoadBound,
+    ) {
+        let b = &mut self.bounds;
+        if b.fns.len() > 1024 && b.fns.len() > 4 * b.fns_live {
+            b.compact();
+        }
+        if b.fn_at.len() < b.of.len() {
+            b.fn_at.resize(b.of.len(), (0, 0));
+        }
+        for k in std::mem::take(&mut b.dirty) {
+            if !self.busy.contains(k) {
+                b.of[k].2 = Filed::None;
+                continue;
+            }
+            let start = b.fns.len();
+            let lb = bound(k, now, to, &mut b.fns);
+            let count = b.fns.len() - start;
+            b.fn_at[k] = (start as u32, count as u32);
+            b.fns_live += count;
+            debug_assert!(lb.lo >= 0.0 && lb.lo <= lb.hi, "node {k}: {lb:?}");
+            let width = lb.hi - lb.lo;
+            let filed = if width <= WIDE_BOUND {
+                b.by_lo[width_class(width)].insert((order_key(lb.lo), k));
+                Filed::Ordered
+            } else {
+                b.wide.insert(k);
+                Filed::Wide
+            };
+            b.of[k] = (lb, to, filed);
+            b.expiry.entry(expiry_slot(to)).or_default().push((to, k));
+        }
+    }
+
+    /// Whether [`Self::rebound`] keeps bounds (and they are up to date
+    /// after its last call, unless nodes changed since).
+    pub fn bounded(&self) -> bool {
+        self.bounds.on && self.bounds.dirty.is_empty()
+    }
+
+    /// The ordered busy nodes of width class `class` whose lower bound is
+    /// at most `at_most`, highest lower bound first: `(lo, node)`. Their
+    /// bounds are at most [`class_width`]`(class)` wide.
+    pub fn by_lower_bound_desc(
+        &self,
+        class: usize,
+        at_most: f64,
+    ) -> impl Iterator<Item = (f64, usize)> + '_ {
+        self.bounds.by_lo[class]
+            .range(..=(order_key(at_most), usize::MAX))
+            .rev()
+            .map(|&(lo, k)| (from_order_key(lo), k))
+    }
+
+    /// The busy nodes whose bounds are too wide for the order: their loads
+    /// are computed every time.
+    pub fn wide(&self) -> impl Iterator<Item = usize> + '_ {
+        self.bounds.wide.iter().copied()
+    }
+
+    /// Bounded node `k`'s exact load at `t` (within its window): the sum of
+    /// its parts' [`PartFn::required`] in the order of its parts, so bit
+    /// for bit the [`NodeState::required_share`] of the node brought to
+    /// `t`.
+    pub fn exact_load(&self, k: usize, t: Time) -> f64 {
+        debug_assert!(matches!(self.bounds.of[k].2, Filed::Ordered | Filed::Wide));
+        let (start, count) = self.bounds.fn_at[k];
+        self.bounds.fns[start as usize..(start + count) as usize]
+            .iter()
+            .map(|f| f.required(t))
+            .sum()
+    }
+
+    /// Node `k`'s bound, if it has one on file.
+    pub fn bound(&self, k: usize) -> Option<LoadBound> {
+        match self.bounds.of.get(k) {
+            Some(&(b, _, Filed::Ordered | Filed::Wide)) => Some(b),
+            _ => None,
+        }
+    }
+
     fn idle_group(&mut self, speed: f64) -> &mut NodeSet {
         // Compared bit for bit, as the filter compares speeds (`!=`); a
         // handful of distinct speeds at most, so a scan is cheapest.
@@ -250,6 +629,11 @@ impl BusyIndex {
             }
         };
         &mut self.idle[at].1
+    }
+
+    /// How many nodes are busy.
+    pub fn busy_len(&self) -> usize {
+        self.busy.len()
     }
 
     /// Busy nodes, ascending.

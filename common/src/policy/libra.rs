@@ -3,8 +3,8 @@
 //! deadline-based proportional-share test on every node, then best fit.
 
 use super::steps::{
-    budget_permit, resource_deadline_filter, resource_deadline_filter_indexed, too_many_processors,
-    top_k, Better,
+    best_fit_filter_bounded, budget_permit, resource_deadline_filter,
+    resource_deadline_filter_indexed, too_many_processors, top_k, Better,
 };
 use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
 use crate::busy_index::BusyIndex;
@@ -54,6 +54,34 @@ impl AdmissionPolicy for Libra {
         self.decide_with(nodes, job, |cands| {
             resource_deadline_filter_indexed(now, nodes, index, job, cands, job.processors())
         })
+    }
+
+    fn decides_bounded(&self) -> bool {
+        self.cfg.placement == Placement::BestFit
+    }
+
+    fn decide_bounded(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        // Least loaded would walk the other end of the order; it keeps the
+        // indexed walk.
+        if self.cfg.placement != Placement::BestFit
+            || job.resources.memory_kb != 0
+            || job.resources.disk_mb != 0
+            || index.speeds() != 1
+            || !index.bounded()
+        {
+            return None;
+        }
+        let d = self.decide_with(nodes, job, |cands| {
+            best_fit_filter_bounded(now, nodes, index, job, cands)
+                .expect("the same conditions were checked above")
+        });
+        Some(d)
     }
 }
 

@@ -157,6 +157,32 @@ pub trait AdmissionPolicy: Send {
         self.decide(now, nodes, job)
     }
 
+    /// Whether [`Self::decide_bounded`] may answer at all (so the caller
+    /// keeps the bounds only for a policy that reads them).
+    fn decides_bounded(&self) -> bool {
+        false
+    }
+
+    /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
+    /// is the live view with busy nodes possibly behind `now` (read for
+    /// speeds and which nodes hold parts), and `index` keeps every busy
+    /// node's load bounded (up to date at `now`) and gives its exact
+    /// [`NodeState::required_share`] at `now`
+    /// ([`crate::busy_index::BusyIndex::exact_load`]). A policy that
+    /// can decide on the few nodes the bounds leave open answers exactly
+    /// as `decide` would on the snapshot at `now`; `None` (the default)
+    /// asks the caller to bring the snapshot up to date and call
+    /// [`Self::decide_indexed`].
+    fn decide_bounded(
+        &mut self,
+        _now: Time,
+        _nodes: &[NodeState],
+        _index: &crate::busy_index::BusyIndex,
+        _job: &JobSpec,
+    ) -> Option<Decision> {
+        None
+    }
+
     /// The Job Control spare-capacity rule nodes should run with.
     fn spare_rule(&self) -> SpareRule;
 

@@ -17,7 +17,7 @@
 //! The steps that belong to one paper only stay beside it.
 
 use super::{Decision, PolicyConfig, RejectReason};
-use crate::busy_index::BusyIndex;
+use crate::busy_index::{class_width, BusyIndex, WIDTH_CLASSES};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::time::{Time, KEY_TIE_EPS};
@@ -261,6 +261,142 @@ pub fn resource_deadline_filter_indexed(
         return Some(too_few_with_resources(job, with_res));
     }
     (fit < job.processors()).then(|| too_few_in_time(job, fit))
+}
+
+/// Libra's share test and best fit over the bounds of `index`
+/// ([`BusyIndex::rebound`], up to date at `now`), with the outcome of
+/// [`resource_deadline_filter_indexed`] followed by [`top_k`] (best fit,
+/// `Better::Higher`, `keep` = P): into `out`, a subset of that filter's
+/// candidates from which `top_k` chooses the very same nodes, in node
+/// order; the same rejection, with the same count, when fewer than P
+/// nodes fit. A busy node's exact load at `now` (its
+/// [`NodeState::required_share`] as the live core dead-reckons it,
+/// [`BusyIndex::exact_load`]) is computed only for the nodes whose bounds
+/// leave the outcome open; `nodes` is read for speeds and emptiness only.
+///
+/// Why the subset chooses the same: `top_k` keeps the k best keys and
+/// breaks ties within [`KEY_TIE_EPS`] by node index, so its choice depends
+/// only on the candidates whose key is at least the k-th best key less
+/// the tolerance. The walk goes over the busy nodes by lower bound,
+/// highest first, from the highest that can pass the share test (a node
+/// whose lower bound fails it fails it), and stops once k candidates are
+/// known and no node left can come within the tolerance of the k-th best
+/// of them (its key is at most its lower bound plus the widest bound plus
+/// the job's share). The k-th best key of the whole set is at least that
+/// of the subset, so every node left out ranks below the choice. When it
+/// never stops early, every node that can fit was looked at, so the count
+/// of those that fit is exact.
+///
+/// `None` (decide another way) unless the job needs no memory or disk and
+/// every node has one speed (`index` has seen one).
+pub fn best_fit_filter_bounded(
+    now: Time,
+    nodes: &[NodeState],
+    index: &BusyIndex,
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+) -> Option<Option<Decision>> {
+    if job.resources.memory_kb != 0
+        || job.resources.disk_mb != 0
+        || index.speeds() != 1
+        || nodes.is_empty()
+        || !index.bounded()
+    {
+        return None;
+    }
+    let k = job.processors();
+    out.clear();
+    let mut fit = 0;
+    let mut after = LoadAfter::new(job);
+    // The k best keys so far (a min-heap: the k-th best on top).
+    let mut best: std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>> =
+        std::collections::BinaryHeap::with_capacity(k + 1);
+    fn take(
+        best: &mut std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>>,
+        k: usize,
+        key: f64,
+    ) {
+        if best.len() < k {
+            best.push(std::cmp::Reverse(KeyOrd(key)));
+        } else if best.peek().is_some_and(|b| key > b.0 .0) {
+            best.pop();
+            best.push(std::cmp::Reverse(KeyOrd(key)));
+        }
+    }
+    for (_, group) in index.idle_by_speed() {
+        let Some(first) = group.first() else {
+            continue;
+        };
+        // Computed on a member, as the walk computes it on each.
+        let Some(l) = LoadAfter::new(job).load_if_fits(&nodes[first], now) else {
+            continue;
+        };
+        fit += group.len();
+        for n in group.iter().take(k) {
+            out.push((n, l));
+            take(&mut best, k, l);
+        }
+    }
+    for n in index.wide() {
+        if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
+            fit += 1;
+            out.push((n, v));
+            take(&mut best, k, v);
+        }
+    }
+    // Every node of one speed: the job's share on any node.
+    let add = nodes[0].est_cpu(job) / job.qos.deadline;
+    // Room for rounding in the stopping test below (bounds already hold
+    // their own).
+    const SLACK: f64 = 1e-9;
+    let top = 1.0 + SHARE_SUM_EPS - add + SLACK;
+    let kth_of = |best: &std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>>| {
+        (best.len() == k).then(|| best.peek().map_or(f64::NAN, |b| b.0 .0))
+    };
+    let mut kth = kth_of(&best);
+    // Narrow classes first: their good fits raise the k-th best key, so
+    // the wider classes' walks stop sooner (the k-th best only rises, so a
+    // stop on an earlier one is safe).
+    for class in 0..WIDTH_CLASSES {
+        let widest = class_width(class);
+        for (lo, n) in index.by_lower_bound_desc(class, top) {
+            if lo + add > 1.0 + SHARE_SUM_EPS {
+                // Its load is at least `lo`: it fails the share test.
+                continue;
+            }
+            if let Some(kth) = kth {
+                if lo + widest + add + SLACK < kth - KEY_TIE_EPS {
+                    break;
+                }
+            }
+            if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
+                fit += 1;
+                out.push((n, v));
+                take(&mut best, k, v);
+                kth = kth_of(&best);
+            }
+        }
+    }
+    out.sort_unstable_by_key(|c| c.0);
+    Some((fit < k).then(|| too_few_in_time(job, fit)))
+}
+
+/// An `f64` key ordered by `total_cmp` (keys here are finite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct KeyOrd(f64);
+
+impl Eq for KeyOrd {}
+
+impl PartialOrd for KeyOrd {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KeyOrd {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// Deadline filter (Libra's share test over the nodes `res`): the nodes
@@ -575,6 +711,54 @@ mod tests {
             }
         }
     }
+    #[test]
+    fn the_bounded_best_fit_keeps_a_tie_below_the_first_fit() {
+        // Loads at 0: n0 0.5 - 5e-10, n1 0.5 (a tie within KEY_TIE_EPS),
+        // n2 0.2, n3 idle; exact bounds. Job share 0.3: keys 0.8 - 5e-10,
+        // 0.8, 0.5, 0.3. Best fit of one: the tie group {n1, n0} heads
+        // the ranking and the lower index wins, n0, although the walk by
+        // lower bound meets n1 first; it must not stop there.
+        use crate::busy_index::{BusyIndex, LoadBound, PartFn};
+        use crate::policy::test_util::{busy, job, nodes};
+        let mut n = nodes(4);
+        busy(&mut n[0], 10, 50.0 - 5e-8, 100.0);
+        busy(&mut n[1], 11, 50.0, 100.0);
+        busy(&mut n[2], 12, 20.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(n[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                done: p.cpu_done,
+                share: 0.0,
+                at: f64::NAN,
+                deadline: p.deadline,
+            }));
+            let l = n[k].required_share(0.0);
+            LoadBound { lo: l, hi: l }
+        });
+        let j = job(1, 30.0, 1, 100.0, 1e9);
+        let mut got = Vec::new();
+        let v = best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got);
+        assert_eq!(v, Some(None));
+        top_k(&mut got, 1, Better::Higher);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0]);
+        let mut all = Vec::new();
+        assert_eq!(resource_deadline_filter(0.0, &n, &j, &mut all, None), None);
+        top_k(&mut all, 1, Better::Higher);
+        assert_eq!(all, got);
+        // A share of 0.6 fits only n2 (0.8) and the idle n3 (0.6); two
+        // processors take both, three are refused with the count, 2.
+        let mut got = Vec::new();
+        let v = best_fit_filter_bounded(0.0, &n, &ix, &job(2, 60.0, 3, 100.0, 1e9), &mut got);
+        match v {
+            Some(Some(Decision::Reject(r))) => {
+                assert_eq!(r.reason, RejectReason::Deadline);
+                assert!(r.detail.ends_with(", 2 can"), "{}", r.detail);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn the_busy_index_gives_the_candidates_of_the_walk() {
         // Seeded clusters as above, with up to ten speeds (more than the
