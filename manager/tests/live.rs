@@ -1179,6 +1179,8 @@ capacity = 0.5
     }
     let window = t0.elapsed().max(Duration::from_secs(2));
     let before = 0.2;
+    // SAFETY: a signal to a node process this test started; no memory is
+    // passed.
     unsafe {
         libc::kill(victim as i32, libc::SIGKILL);
     }

@@ -457,6 +457,7 @@ fn aioquic_python() -> String {
     if has(&py) {
         return py;
     }
+    // SAFETY: geteuid takes no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     assert!(
         root,
