@@ -1,6 +1,6 @@
 //! `quote` (what `libratory quote` asks the manager) for every registered
 //! policy, on small clusters whose answers are worked out by hand below
-//! from the formulas of /work/shared/spec/policies.md, not read from the
+//! from the formulas of ../shared/spec/policies.md, not read from the
 //! output. Each cluster holds one running job first, so the answer
 //! depends on the state and not only on the job; each quote is asked
 //! twice to show that asking changes nothing.
@@ -89,6 +89,7 @@ fn every_registered_policy_has_a_quote_test() {
             "qops",
             "vqops",
             "dvqops",
+            "batsim",
             "fifo"
         ]
     );
@@ -255,4 +256,24 @@ fn qops_family_quotes_the_deadline_guarantee_and_the_revenue_test() {
         }
         assert_eq!(c.queued(), 0, "{name}: quoting queued nothing");
     }
+}
+
+#[test]
+fn batsim_quotes_as_a_queue_without_asking_its_scheduler() {
+    // Batsim's protocol has no quote: the external scheduler is not asked,
+    // and the answer is the queue's (docs/batsim.md). Built from the
+    // registry, the policy has no scheduler connected, so job 1's
+    // submission is dropped with reason `scheduler` (the decision cannot
+    // be had): nothing waits and both nodes stay free.
+    let mut c = core_with_job_1("batsim", 2);
+    assert_eq!(
+        ask(&mut c, &spec(2, 10.0, 1, 1000.0, 1e6)),
+        QuoteAnswer::Queued {
+            waiting: 0,
+            free_nodes: 2
+        }
+    );
+    // Three processors on two nodes: refused for resources, as a queue.
+    let a = ask(&mut c, &spec(2, 10.0, 3, 1000.0, 1e6));
+    rejected(&a, RejectReason::Resources);
 }
