@@ -261,12 +261,14 @@ enum ConfigCmd {
     },
 }
 
-/// mimalloc for every command. A short `simulate` process spends much of
-/// its time faulting in memory it touches once: on the 4,531-job EASY run
-/// with `--outputs summary`, glibc's allocator at its defaults took 1.42x
-/// the processor time mimalloc takes (medians of 41, interleaved).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator (glibc's), at its defaults. mimalloc saved a short
+// `simulate` process processor time (glibc took 1.42x its CPU on the
+// 4,531-job EASY run with `--outputs summary`), but under the live
+// manager it stalled admissions: `live_latency`'s 10,000/s step read
+// 38-41x the echo p99 with it against 1.23x without, and the sustained
+// step's p99 54-94 ms against 3.4 ms (same build otherwise, one run each,
+// 2026-11-25). One allocator serves both, and the live path is the one
+// measured against its targets.
 
 fn main() -> ExitCode {
     // Warnings of the live runtime (a refused connection, naming the peer)
