@@ -92,12 +92,13 @@ fn simulate_time_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy
     }
 }
 
-/// A completion in the event queue, ordered by time then sequence.
+/// A completion in the event queue, ordered by time then sequence (the
+/// engine with faults, `sim_faults`, queues the same events).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Completion {
-    at: Time,
-    seq: u64,
-    job: usize,
+pub(crate) struct Completion {
+    pub(crate) at: Time,
+    pub(crate) seq: u64,
+    pub(crate) job: usize,
 }
 
 impl Completion {

@@ -31,7 +31,7 @@ use crate::admission::{ManagerCore, Output};
 use crate::faults::{ClusterShape, FaultKind, Plan};
 use crate::node_model::NodeSpec;
 use crate::policy::{Decision, Policy};
-use crate::sim::SimOutcome;
+use crate::sim::{Completion, SimOutcome};
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
@@ -286,27 +286,6 @@ struct Engine<'a> {
     makespan: Time,
     events: u64,
     out: Vec<Output>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Completion {
-    at: Time,
-    seq: u64,
-    job: usize,
-}
-
-impl Eq for Completion {}
-
-impl Ord for Completion {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.at.total_cmp(&other.at).then(self.seq.cmp(&other.seq))
-    }
-}
-
-impl PartialOrd for Completion {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 impl Engine<'_> {
