@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use crate::lab::metric_table::{self, Metric};
 use crate::lab::simulate;
 use crate::lab::sweep::{self, RunOptions, Series, SweepPoint, SweepResult, SweepSpec};
+use crate::results::names;
 use crate::results::plot::{self, Chart, Line};
 use crate::results::rundir::{self, Invocation, Log, Manifest, TraceFacts};
 
@@ -702,16 +703,6 @@ pub fn spec(f: &Figure, panel: Option<&Panel>, seeds: &[u64], trace: Option<Path
     }
 }
 
-fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect::<String>()
-        .split('-')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
 /// The lines a figure plots for one metric: per series, or the improvement
 /// pairs.
 pub fn figure_lines(f: &Figure, r: &SweepResult, m: &Metric) -> Result<Vec<Line>> {
@@ -881,7 +872,7 @@ pub fn run(a: FiguresArgs) -> Result<ExitCode> {
                 },
             )
             .with_context(|| format!("figure {}", f.id))?;
-            let suffix = panel.map_or(String::new(), |p| format!("-{}", slug(p.name)));
+            let suffix = panel.map_or(String::new(), |p| format!("-{}", names::kebab(p.name)));
             let csv = format!("{}/sweep{suffix}.csv", f.id);
             std::fs::write(out.join(&csv), sweep::tidy_csv(&r))
                 .with_context(|| format!("writing {csv}"))?;

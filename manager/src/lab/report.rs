@@ -16,6 +16,7 @@ use common::metrics::Summary;
 use serde::Deserialize;
 
 use crate::lab::metric_table::{self, Metric, METRICS};
+use crate::results::names;
 use crate::results::output;
 use crate::results::plot::{self, Chart, Line, XAxis};
 use crate::results::rundir::{self, Invocation, Log, Manifest};
@@ -237,21 +238,6 @@ pub fn chart(runs: &[RunIn], m: &Metric) -> Chart {
     }
 }
 
-/// A directory name from a run label: letters, digits, `-`, `_`, `.`.
-fn slug(s: &str) -> String {
-    let t: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    t.trim_matches('.').chars().take(60).collect()
-}
-
 /// Whether a policy time-shares nodes (an admission policy); for a name
 /// this build does not know, whether any two parts overlapped on a node.
 fn time_shared(policy: &str, records: &[common::metrics::JobRecord]) -> bool {
@@ -412,7 +398,7 @@ fn html_page(
                 ("util", &p.written.utilisation),
                 ("queue", &p.written.queue),
             ] {
-                let prefix = format!("r{}-{}-{what}", k + 1, slug(&p.policy));
+                let prefix = format!("r{}-{}-{what}", k + 1, names::file_safe(&p.policy));
                 let _ = writeln!(
                     h,
                     "<figure class=\"{what}\">{}</figure>",
@@ -472,7 +458,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
     // The schedule of every run and policy, and the page holding it all.
     let mut pictures = Vec::new();
     for (k, r) in runs.iter().enumerate() {
-        let sub = format!("run{}-{}", k + 1, slug(&r.label));
+        let sub = format!("run{}-{}", k + 1, names::file_safe(&r.label));
         let _ = writeln!(md, "## {}\n", r.label);
         for p in &r.policies {
             let w = schedule_pictures(r, &p.policy, &out.join(&sub))?;

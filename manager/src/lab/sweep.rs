@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::batsim::{self, BatsimArgs};
 use crate::lab::metric_table::{self, Metric, METRICS};
 use crate::lab::simulate;
+use crate::results::names;
 use crate::results::plot::{self, Chart, Line, XAxis};
 use crate::results::rundir::{self, Invocation, Log, Manifest, PolicyRun, Run, TraceFacts};
 
@@ -380,18 +381,6 @@ pub fn run_sweep(spec: SweepSpec, opts: &RunOptions) -> Result<SweepResult> {
     })
 }
 
-fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// One cell with the external scheduler. One at a time: the scheduler
 /// listens on one endpoint (with `--batsim-cmd` each cell starts its own).
 fn run_batsim_cell(
@@ -442,9 +431,9 @@ fn run_cell(
     if let Some(root) = run_dirs {
         let dir = root.join(format!(
             "{}-{}/{}/seed{seed}",
-            slug(&spec.param),
-            slug(&spec.points[p].label),
-            slug(&series.label)
+            names::file_safe(&spec.param),
+            names::file_safe(&spec.points[p].label),
+            names::file_safe(&series.label)
         ));
         let runs = [PolicyRun { outcome, summary }];
         rundir::write_run_files(
@@ -715,7 +704,9 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     };
     // Refuse a bad configuration before anything is written.
     spec.check()?;
-    let out = rundir::out_dir(a.out, || format!("runs/sweep-{}", slug(&a.param)));
+    let out = rundir::out_dir(a.out, || {
+        format!("runs/sweep-{}", names::file_safe(&a.param))
+    });
     let mut log = Log::new();
     log.say(format_args!(
         "libratory sweep: preset {}, {} = {}, series {}, seeds {:?}; {} runs on {} threads",

@@ -1,6 +1,7 @@
 //! What a run leaves behind: the run directory (manifest, log), the result
 //! file formats, and the SVG charts drawn from them.
 
+pub mod names;
 pub mod num;
 pub mod output;
 pub mod plot;
