@@ -355,6 +355,50 @@ mod tests {
         }
     }
 
+    /// What calibrate compares in memory is what `libratory compare`
+    /// finds in the files the same runs write: two policies of one
+    /// workload, held in memory, then written and read back.
+    #[test]
+    fn comparing_in_memory_is_comparing_the_written_runs() {
+        let env = Environment::from_pairs(&[("LIBRATORY_CACHE_DIR", "off")]);
+        let sets = ["jobs=40".to_string(), "nodes=8".to_string()];
+        let dir = tempfile::tempdir().unwrap();
+        let mut mem = Vec::new();
+        let mut disk = Vec::new();
+        for policy in ["libra", "edf"] {
+            let s = simulate::simulate_policy("libra", Some(7), &sets, None, policy, &env).unwrap();
+            let out = dir.path().join(policy);
+            s.write(&out).unwrap();
+            disk.push(compare::read_run(&out, Some(policy)).unwrap());
+            mem.push(compare::RunJobs::in_memory(
+                &out,
+                "simulated",
+                &s.experiment.params.preset,
+                s.experiment.params.seed,
+                None,
+                s.run.summary,
+                s.run.outcome.records,
+            ));
+        }
+        let json = |c: compare::Comparison| {
+            let mut v = serde_json::to_value(c).unwrap();
+            for side in ["a", "b"] {
+                v[side]["jobs_file"] = serde_json::Value::Null;
+            }
+            v
+        };
+        let from_mem = compare::compare(&mem[0], &mem[1]);
+        // The two policies place jobs differently: the comparison has
+        // jobs to list, not only equal counts.
+        assert!(
+            from_mem.common_jobs == 40 && from_mem.identical_decisions < 40,
+            "{} of {} decisions identical",
+            from_mem.identical_decisions,
+            from_mem.common_jobs
+        );
+        assert_eq!(json(from_mem), json(compare::compare(&disk[0], &disk[1])));
+    }
+
     #[test]
     fn the_safe_scale_is_the_smallest_passing_one_with_all_larger_passing() {
         assert_eq!(
