@@ -98,3 +98,22 @@ capacity = {capacity}
 fn num_cpus_f64() -> f64 {
     std::thread::available_parallelism().map_or(1, |n| n.get()) as f64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_configuration_is_one_local_host_of_the_asked_shape() {
+        let c = demo_config(Path::new("/tmp/certs"), 7000, 2, 3, 12);
+        assert_eq!(c.manager.listen, "127.0.0.1:7000");
+        assert_eq!(c.hosts.len(), 1);
+        assert!(c.hosts[0].is_local());
+        assert_eq!((c.hosts[0].processes, c.hosts[0].nodes_per_process), (2, 3));
+        assert_eq!(c.total_nodes(), 6);
+        // Six nodes share the host's cores, at most one core each.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        assert!((c.hosts[0].capacity - (cores / 6.0).min(1.0)).abs() < 1e-12);
+        assert_eq!(c.workload.preset, "libra");
+    }
+}

@@ -37,3 +37,34 @@ pub fn seconds(option: &str, s: f64) -> Result<Duration> {
     }
     Ok(Duration::from_secs_f64(s))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_positive_and_finite_or_the_option_is_named() {
+        assert_eq!(seconds("--x", 0.25).unwrap(), Duration::from_millis(250));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = seconds("--every", bad).unwrap_err().to_string();
+            assert!(e.starts_with("--every must be"), "{e}");
+        }
+    }
+
+    #[test]
+    fn lines_when_asked_else_a_bar_on_a_terminal_else_quiet() {
+        assert!(matches!(
+            Progress::choose(Some(2.0), true).unwrap(),
+            Progress::Lines(d) if d == Duration::from_secs(2)
+        ));
+        assert!(matches!(
+            Progress::choose(None, true).unwrap(),
+            Progress::Bar
+        ));
+        assert!(matches!(
+            Progress::choose(None, false).unwrap(),
+            Progress::Quiet
+        ));
+        assert!(Progress::choose(Some(0.0), false).is_err());
+    }
+}

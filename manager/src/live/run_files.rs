@@ -178,3 +178,48 @@ pub fn write_live_results(
     }
     Ok((files, node_latency))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_processes_started_here_carry_their_log_and_exit_and_missing_ones_show() {
+        let o = LiveOutcome {
+            records: Vec::new(),
+            parts: Vec::new(),
+            replay_offset: 0.0,
+            histograms: BTreeMap::new(),
+            node_histograms: Vec::new(),
+            node_processes: vec![
+                ("remote-0 (10.0.0.2:4000)".into(), 4),
+                ("local-0 (127.0.0.1:5000)".into(), 2),
+            ],
+            warnings: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let exits = [
+            ("local-0".to_string(), "exit status: 0".to_string()),
+            (
+                "local-1".to_string(),
+                "killed after the grace period".to_string(),
+            ),
+        ];
+        let f = node_process_facts(&o, &exits);
+        let hosts: Vec<&str> = f.iter().map(|x| x.host.as_str()).collect();
+        assert_eq!(
+            hosts,
+            [
+                "local-0 (127.0.0.1:5000)",
+                "local-1 (never registered)",
+                "remote-0 (10.0.0.2:4000)"
+            ]
+        );
+        assert_eq!(f[0].log.as_deref(), Some("logs/node-local-0.log"));
+        assert_eq!(f[0].exit.as_deref(), Some("exit status: 0"));
+        assert_eq!((f[0].nodes, f[1].nodes, f[2].nodes), (2, 0, 4));
+        assert_eq!(f[1].exit.as_deref(), Some("killed after the grace period"));
+        // Not started here: no log, no exit status.
+        assert_eq!((f[2].log.as_deref(), f[2].exit.as_deref()), (None, None));
+    }
+}

@@ -147,3 +147,50 @@ pub fn merge_by_name<'a>(
     }
     Ok(merged)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_one_to_a_hundred() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 1..=100 {
+            h.record(v).unwrap();
+        }
+        let p = percentiles(&h);
+        assert_eq!(
+            (p.count, p.p50, p.p90, p.p99, p.max),
+            (100, 50, 90, 99, 100)
+        );
+        assert!((p.mean - 50.5).abs() < 1e-9, "{}", p.mean);
+    }
+
+    #[test]
+    fn histograms_of_one_name_merge_whatever_their_ranges() {
+        // A histogram decoded off the wire has a fixed range: the second
+        // interval's values lie beyond the first's.
+        let mut small = Histogram::<u64>::new_with_bounds(1, 1_000, 2).unwrap();
+        small.record(10).unwrap();
+        let mut large = Histogram::<u64>::new_with_bounds(1, 10_000_000, 2).unwrap();
+        large.record(5_000_000).unwrap();
+        let mut other = Histogram::<u64>::new(2).unwrap();
+        other.record(7).unwrap();
+        let merged = merge_by_name([
+            ("share_error_ppm", &small),
+            ("share_error_ppm", &large),
+            ("tick_jitter_us", &other),
+        ])
+        .unwrap();
+        assert_eq!(merged.len(), 2);
+        let s = &merged["share_error_ppm"];
+        assert_eq!(s.len(), 2);
+        assert!(
+            s.max() >= 5_000_000 && s.min() <= 10,
+            "{} {}",
+            s.min(),
+            s.max()
+        );
+        assert_eq!(merged["tick_jitter_us"].len(), 1);
+    }
+}
