@@ -10,10 +10,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use libratory_manager::batsim::BatsimArgs;
+use libratory_manager::calibrate;
 use libratory_manager::cluster::{self, launch};
 use libratory_manager::environment::Environment;
 use libratory_manager::lab::{compare, figures, info, report, simulate, sweep};
-use libratory_manager::live::{calibrate, client, commands, liveview, loadtest, runcmd};
+use libratory_manager::live::{certs, client, demo, liveview, loadtest, probe, recover};
 
 /// `--http ADDR`: a port alone binds loopback.
 fn parse_http(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -338,7 +339,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             manager_names,
             add,
             revoke,
-        } => runcmd::certs_or_revoke(&out, &nodes, &manager_names, add, &revoke)?,
+        } => certs::certs_or_revoke(&out, &nodes, &manager_names, add, &revoke)?,
         Command::Run {
             config,
             spawn_local,
@@ -349,7 +350,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             http_token,
             faults,
             batsim,
-        } => commands::run(
+        } => libratory_manager::live::run::from_file(
             &config,
             spawn_local,
             out,
@@ -360,7 +361,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             &batsim,
             env,
         )?,
-        Command::Recover { run, force } => runcmd::recover(&run, force)?,
+        Command::Recover { run, force } => recover::recover(&run, force)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,
@@ -369,7 +370,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             config,
             for_s,
             expect,
-        } => commands::probe_server(&config, for_s, expect)?,
+        } => probe::server(&config, for_s, expect)?,
         Command::Demo {
             processes,
             nodes,
@@ -381,7 +382,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             faults,
             policy,
             batsim,
-        } => commands::demo(
+        } => demo::demo(
             processes,
             nodes,
             jobs,

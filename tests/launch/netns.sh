@@ -41,7 +41,6 @@ started=$SECONDS
 T=$(mktemp -d /tmp/libratory-netns.XXXXXX)
 P=lbt$$
 sshd_pids=()
-namespaces=()
 keep=0
 
 cleanup() {
@@ -53,7 +52,7 @@ cleanup() {
   fi
   for p in "${sshd_pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${sshd_pids[@]}"; do wait "$p" 2>/dev/null; done
-  for n in "${namespaces[@]}"; do ip netns del "$n" 2>/dev/null; done
+  t_cleanup_namespaces
   if ((rc != 0)); then
     keep=1
     echo "netns test failed; its files (configs, run directories, sshd logs) are in $T" >&2
@@ -65,22 +64,9 @@ trap cleanup EXIT
 
 # ---- namespaces and addresses
 say "namespaces $P-{br,mgr,h1..h4} on a bridge, addresses 10.77.0.x"
-ip netns add "$P-br"
-namespaces+=("$P-br")
-ip -n "$P-br" link add br0 type bridge
-ip -n "$P-br" link set br0 up
-ip -n "$P-br" link set lo up
-addnode() { # NAMESPACE ADDRESS VETH
-  ip netns add "$1"
-  namespaces+=("$1")
-  ip -n "$P-br" link add "$3" type veth peer name eth0 netns "$1"
-  ip -n "$P-br" link set "$3" master br0 up
-  ip -n "$1" addr add "$2/24" dev eth0
-  ip -n "$1" link set eth0 up
-  ip -n "$1" link set lo up
-}
-addnode "$P-mgr" 10.77.0.1 vmgr
-for k in 1 2 3 4; do addnode "$P-h$k" "10.77.0.1$k" "vh$k"; done
+t_bridge "$P"
+t_addnode "$P-mgr" 10.77.0.1 vmgr
+for k in 1 2 3 4; do t_addnode "$P-h$k" "10.77.0.1$k" "vh$k"; done
 
 # ---- sshd in every host namespace
 mkdir -p /run/sshd "$T/state"
@@ -333,12 +319,7 @@ say "an interrupted launch stops every node process and collects every log"
 for p in "${sshd_pids[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${sshd_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 sshd_pids=()
-for n in "${namespaces[@]}"; do
-  in_ns=$(ip netns pids "$n" | tr '\n' ' ')
-  [[ -z $in_ns ]] || fail "processes left in namespace $n: $(ps -o pid=,args= -p "${in_ns// /,}" 2>/dev/null)"
-  ip netns del "$n"
-done
-namespaces=()
+t_delete_namespaces
 [[ -z $(ip netns list | grep "^$P-" || true) ]] || fail "namespaces left: $(ip netns list)"
 left=$(alive_matching "$T")
 [[ -z $left ]] || fail "processes of the test left running: $left"

@@ -40,22 +40,13 @@ started=$SECONDS
 T=$(mktemp -d /tmp/libratory-slurmn.XXXXXX)
 chmod 755 "$T"
 P=lbs$$
-daemons=()
-namespaces=()
 keep=0
 inctl() { ip netns exec "$P-ctl" "$@"; }
 cleanup() {
   local rc=$?
   set +e
-  if [[ -n ${SLURM_CONF:-} && ${#daemons[@]} -gt 0 ]]; then
-    timeout 10 ip netns exec "$P-ctl" scancel --full --quiet --user=root 2>/dev/null
-  fi
-  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${daemons[@]}"; do wait "$p" 2>/dev/null; done
-  for n in "${namespaces[@]}"; do
-    for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    ip netns del "$n" 2>/dev/null
-  done
+  t_stop_daemons "$P-ctl"
+  t_cleanup_namespaces
   if ((rc != 0)); then
     keep=1
     echo "multi-node slurm test failed; its files (slurm.conf, daemon logs, run directories) are in $T" >&2
@@ -66,35 +57,13 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- namespaces on a bridge
-ip netns add "$P-br"
-namespaces+=("$P-br")
-ip -n "$P-br" link add br0 type bridge
-ip -n "$P-br" link set br0 up
-ip -n "$P-br" link set lo up
-addnode() { # NAMESPACE ADDRESS VETH
-  ip netns add "$1"
-  namespaces+=("$1")
-  ip -n "$P-br" link add "$3" type veth peer name eth0 netns "$1"
-  ip -n "$P-br" link set "$3" master br0 up
-  ip -n "$1" addr add "$2/24" dev eth0
-  ip -n "$1" link set eth0 up
-  ip -n "$1" link set lo up
-}
-addnode "$P-ctl" 10.78.0.1 vctl
-for k in 1 2 3; do addnode "$P-n$k" "10.78.0.1$k" "vn$k"; done
+t_bridge "$P"
+t_addnode "$P-ctl" 10.78.0.1 vctl
+for k in 1 2 3; do t_addnode "$P-n$k" "10.78.0.1$k" "vn$k"; done
 
 # ---- munge, with a key and socket of its own
-mkdir -p "$T/munge" "$T/state" "$T/log"
-chmod 700 "$T/munge"
-head -c 1024 /dev/urandom >"$T/munge/munge.key"
-chmod 600 "$T/munge/munge.key"
-munged --foreground --force --key-file="$T/munge/munge.key" --socket="$T/munge/munge.sock" \
-  --pid-file="$T/munge/munged.pid" --log-file="$T/munge/munged.log" --seed-file="$T/munge/seed" \
-  >"$T/munge/munged.out" 2>&1 </dev/null &
-daemons+=($!)
-for _ in $(seq 100); do [[ -S $T/munge/munge.sock ]] && break; sleep 0.05; done
-[[ -S $T/munge/munge.sock ]] || fail "munged did not start: $(cat "$T/munge/munged.log")"
-chmod 755 "$T/munge"
+mkdir -p "$T/state" "$T/log"
+t_munge
 
 # ---- slurm.conf: the controller in <ns>-ctl, nodes n1..n3
 host=$(hostname -s)
@@ -105,34 +74,15 @@ ClusterName=libratory-nodes
 SlurmctldHost=$host(10.78.0.1)
 SlurmctldPort=16827
 SlurmdPort=16828
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/munge.sock
-StateSaveLocation=$T/state
 SlurmdSpoolDir=$T/spool-%n
 SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd-%n.pid
 SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd-%n.log
 SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
 KillWait=10
-MinJobAge=300
 EOF
+  t_slurm_conf_common
   for k in 1 2 3; do
     echo "NodeName=n$k NodeAddr=10.78.0.1$k CPUs=2 RealMemory=1000 State=UNKNOWN"
   done
@@ -305,15 +255,5 @@ grep -q 'manager exited (0)' "$T"/run2/logs/slurm-"$job2".out ||
 say "job $job2: n3's node process killed mid-run, its parts lost with reasons, the run completed"
 
 # ---- stop the daemons; nothing of the test may be left
-for p in "${daemons[@]}"; do kill "$p" 2>/dev/null || true; done
-for p in "${daemons[@]}"; do wait "$p" 2>/dev/null || true; done
-daemons=()
-for _ in $(seq 50); do
-  [[ -z $(alive_matching "$T") && -z $(alive_matching slurmstepd) ]] && break
-  sleep 0.1
-done
-left=$(alive_matching "$T")
-[[ -z $left ]] || fail "processes of the test left running: $left"
-left=$(alive_matching slurmstepd)
-[[ -z $left ]] || fail "slurmstepd left running: $left"
+t_stop_daemons_checked
 say "multi-node slurm test passed in $((SECONDS - started)) s (first job: $job_s s)"

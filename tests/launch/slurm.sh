@@ -25,18 +25,13 @@ need_bins
 started=$SECONDS
 T=$(mktemp -d /tmp/libratory-slurm.XXXXXX)
 chmod 755 "$T"
-daemons=()
 keep=0
 cleanup() {
   local rc=$?
   set +e
   # Jobs still queued or running (a failure): cancel them while the
   # controller is up.
-  if [[ -n ${SLURM_CONF:-} && ${#daemons[@]} -gt 0 ]]; then
-    timeout 10 scancel --full --quiet --user=root 2>/dev/null
-  fi
-  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${daemons[@]}"; do wait "$p" 2>/dev/null; done
+  t_stop_daemons ""
   if ((rc != 0)); then
     keep=1
     echo "slurm test failed; its files (slurm.conf, daemon logs, the run directory) are in $T" >&2
@@ -47,58 +42,33 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- munge, with a key and socket of its own
-mkdir -p "$T/munge" "$T/state" "$T/spool" "$T/log"
-chmod 700 "$T/munge"
-head -c 1024 /dev/urandom >"$T/munge/munge.key"
-chmod 600 "$T/munge/munge.key"
-munged --foreground --force --key-file="$T/munge/munge.key" --socket="$T/munge/munge.sock" \
-  --pid-file="$T/munge/munged.pid" --log-file="$T/munge/munged.log" --seed-file="$T/munge/seed" \
-  >"$T/munge/munged.out" 2>&1 </dev/null &
-daemons+=($!)
-for _ in $(seq 100); do [[ -S $T/munge/munge.sock ]] && break; sleep 0.05; done
-[[ -S $T/munge/munge.sock ]] || fail "munged did not start: $(cat "$T/munge/munged.log")"
-# The socket's directory must be searchable by everyone (munge checks).
-chmod 755 "$T/munge"
+mkdir -p "$T/state" "$T/spool" "$T/log"
+t_munge
 
 # ---- slurm.conf: this machine is the controller and the only node
 host=$(hostname -s)
 cpus=$(nproc)
 mem=$(($(awk '/MemTotal/ { print $2 }' /proc/meminfo) / 1024 / 2))
 export SLURM_CONF=$T/slurm.conf
-cat >"$SLURM_CONF" <<EOF
+{
+  cat <<EOF
 ClusterName=libratory-test
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=16817
 SlurmdPort=16818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/munge.sock
-StateSaveLocation=$T/state
 SlurmdSpoolDir=$T/spool
 SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd.pid
 SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
 KillWait=30
-MinJobAge=300
+EOF
+  t_slurm_conf_common
+  cat <<EOF
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP
 EOF
+} >"$SLURM_CONF"
 slurmctld -D -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 </dev/null &
 daemons+=($!)
 slurmd -D -f "$SLURM_CONF" >"$T/log/slurmd.out" 2>&1 </dev/null &
@@ -209,15 +179,5 @@ left=$(alive_matching "$T/run2/bin/libratory")
 say "scancel of job $job2 mid-run: partial results written, nothing left"
 
 # ---- stop the daemons; nothing of the test may be left
-for p in "${daemons[@]}"; do kill "$p" 2>/dev/null || true; done
-for p in "${daemons[@]}"; do wait "$p" 2>/dev/null || true; done
-daemons=()
-for _ in $(seq 50); do
-  [[ -z $(alive_matching "$T") && -z $(alive_matching slurmstepd) ]] && break
-  sleep 0.1
-done
-left=$(alive_matching "$T")
-[[ -z $left ]] || fail "processes of the test left running: $left"
-left=$(alive_matching slurmstepd)
-[[ -z $left ]] || fail "slurmstepd left running: $left"
+t_stop_daemons_checked
 say "slurm test passed in $((SECONDS - started)) s (job: $job_s s)"

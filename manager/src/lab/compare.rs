@@ -6,10 +6,11 @@
 //! the evidence of why (its response time against its deadline in both
 //! runs, earlier decisions that already differed, the rejection details).
 //!
-//! It reads only files: `summary.json` and `jobs-<policy>.jsonl` (or, when
-//! there is none, `jobs-<policy>.csv`) of each directory. The fidelity
-//! bench calls [`compare`] directly; the command prints [`render`] or the
-//! [`Comparison`] as JSON.
+//! The command reads only files: `summary.json` and `jobs-<policy>.jsonl`
+//! (or, when there is none, `jobs-<policy>.csv`) of each directory.
+//! [`compare`] takes runs read ([`read_run`]) or held in memory
+//! ([`RunJobs::in_memory`]): the fidelity bench and `calibrate` call it
+//! directly; the command prints [`render`] or the [`Comparison`] as JSON.
 //!
 //! Not here: running anything, plotting.
 
@@ -63,6 +64,32 @@ struct SummaryIn {
 struct ManifestIn {
     #[serde(default)]
     mode: Option<String>,
+}
+
+impl RunJobs {
+    /// A run held in memory (the records a simulation or a live run
+    /// returned), compared without reading its files back; `dir` is
+    /// where its files are, for the report only.
+    pub fn in_memory(
+        dir: &Path,
+        mode: &str,
+        preset: &str,
+        seed: u64,
+        time_scale: Option<f64>,
+        summary: Summary,
+        records: Vec<JobRecord>,
+    ) -> RunJobs {
+        RunJobs {
+            dir: dir.to_path_buf(),
+            mode: mode.into(),
+            seed,
+            preset: preset.into(),
+            time_scale,
+            summary,
+            records,
+            jobs_file: PathBuf::from("(in memory)"),
+        }
+    }
 }
 
 fn read_summary(dir: &Path) -> Result<SummaryIn> {

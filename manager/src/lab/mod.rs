@@ -2,7 +2,6 @@
 //! the papers' figures, and comparisons of run directories.
 
 pub mod compare;
-pub mod faults;
 pub mod figures;
 pub mod info;
 pub mod metric_table;

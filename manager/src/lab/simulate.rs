@@ -168,7 +168,7 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let scenario = a
         .faults
         .as_deref()
-        .map(crate::lab::faults::ScenarioFile::load)
+        .map(crate::faults::ScenarioFile::load)
         .transpose()?;
     let mut log = Log::new();
     let seed = exp.params.seed;
@@ -253,7 +253,7 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
                 plan.link_timeout,
                 plan.faults.len()
             ));
-            for line in crate::lab::faults::describe(&plan) {
+            for line in crate::faults::describe(&plan) {
                 log.say(format_args!("  {line}"));
             }
             let facts = sf.facts(&plan, &shape);
@@ -435,4 +435,100 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One policy through one workload in virtual time, held in memory.
+pub struct Simulated {
+    /// The experiment (preset, seed, overrides, the one policy).
+    pub experiment: Experiment,
+    /// Its workload.
+    pub workload: common::workload::Workload,
+    /// The trace's facts (path, SHA-256) when it read one.
+    pub trace_facts: Option<rundir::TraceFacts>,
+    /// The simulator's outcome and its metrics.
+    pub run: PolicyRun,
+}
+
+/// `policy` through the workload of `preset`, `seed` and `sets` (the
+/// `trace` given, else the default one for presets that read one; read
+/// through the trace cache where `env` says), in memory: what
+/// `calibrate` compares live runs with. The same experiment, workload and
+/// simulator as `libratory simulate --policies POLICY`.
+pub fn simulate_policy(
+    preset: &str,
+    seed: Option<u64>,
+    sets: &[String],
+    trace: Option<PathBuf>,
+    policy: &str,
+    env: &Environment,
+) -> Result<Simulated> {
+    let exp = experiment(preset, seed, sets, Some(vec![policy.to_string()]))?;
+    let trace = resolve_trace(&exp, trace)?;
+    let (wl, trace_facts, _) =
+        trace_cache::build_workload(&exp.params, trace.as_deref(), &CacheDir::from_env(env))?;
+    let (outcome, summary) = if policy == "batsim" {
+        let (p, _) = batsim::policy(
+            &BatsimArgs::default(),
+            exp.params.nodes,
+            wl.jobs.len(),
+            &exp.params.preset,
+            exp.policy.pbase,
+        )?;
+        exp.run_built(policy, &wl, p)
+    } else {
+        exp.run_policy(policy, &wl)?
+    };
+    Ok(Simulated {
+        experiment: exp,
+        workload: wl,
+        trace_facts,
+        run: PolicyRun { outcome, summary },
+    })
+}
+
+impl Simulated {
+    /// Writes its run directory into `out`, as `simulate` does (the result
+    /// files, manifest.json, log.txt with the summary table).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        let inv = Invocation::capture();
+        let exp = &self.experiment;
+        let mut log = Log::new();
+        log.say(format_args!(
+            "simulation: preset {}, seed {}, policy {}, {} jobs, {} nodes",
+            exp.params.preset,
+            exp.params.seed,
+            self.run.summary.policy,
+            self.workload.jobs.len(),
+            exp.params.nodes
+        ));
+        let mut table = Vec::new();
+        output::print_table(&mut table, std::slice::from_ref(&self.run.summary))?;
+        log.say("");
+        log.block(&String::from_utf8_lossy(&table));
+        let files = rundir::write_run_files(
+            out,
+            &Run {
+                experiment: exp,
+                workload: &self.workload,
+                trace: self.workload.trace.as_deref(),
+                policies: &[self.run.result()],
+                live: None,
+            },
+        )?;
+        let files = rundir::with_manifest_and_log(files);
+        let manifest = Manifest::new(
+            "simulate",
+            &inv,
+            exp.params.seed,
+            exp,
+            self.trace_facts.as_ref(),
+            &files,
+        );
+        rundir::finish(
+            out,
+            manifest,
+            &mut log,
+            format_args!("\nresults in {}", out.display()),
+        )
+    }
 }

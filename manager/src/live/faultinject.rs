@@ -24,8 +24,8 @@ use anyhow::{bail, Result};
 use common::faults::{FaultKind, Plan, Target};
 
 use crate::live::journal::{Entry, Journal};
+use crate::live::local_nodes::start_node;
 use crate::live::manager::FaultNotes;
-use crate::live::runcmd::start_node;
 
 /// Refuses the faults a live run cannot execute (see the module docs).
 pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {

@@ -36,7 +36,7 @@ use net::FrameReceiver;
 use serde::Serialize;
 
 use crate::live::client::{self, ConnArgs};
-use crate::live::runcmd::{percentiles, Percentiles};
+use crate::results::histograms::{percentiles, Percentiles};
 use crate::results::plot::{self, Chart, Line, Point, XAxis};
 use crate::results::rundir::{self, Invocation, Log, Manifest};
 
@@ -411,8 +411,8 @@ pub fn run(a: LoadtestArgs) -> Result<ExitCode> {
     if !a.seconds.is_finite() || a.seconds <= 0.0 {
         bail!("--seconds must be > 0, got {}", a.seconds);
     }
-    crate::live::runcmd::seconds("--echo-seconds", a.echo_seconds)?;
-    crate::live::runcmd::seconds("--answer-timeout", a.answer_timeout)?;
+    crate::live::progress::seconds("--echo-seconds", a.echo_seconds)?;
+    crate::live::progress::seconds("--answer-timeout", a.answer_timeout)?;
     job(a.processors, a.estimate, a.deadline).validate()?;
     let inv = Invocation::capture();
     let rt = tokio::runtime::Builder::new_current_thread()

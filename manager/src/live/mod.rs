@@ -1,14 +1,19 @@
 //! A live run: real node processes over QUIC, and the commands that start,
 //! feed, watch and load one.
 
-pub mod calibrate;
+pub mod certs;
 pub mod client;
-pub mod commands;
+pub mod demo;
 pub mod faultinject;
 pub mod journal;
 pub mod liveview;
 pub mod loadtest;
+pub mod local_nodes;
 pub mod manager;
 pub mod probe;
 pub mod procstat;
-pub mod runcmd;
+pub mod progress;
+pub mod recover;
+pub mod run;
+pub mod run_files;
+pub mod setup;

@@ -80,3 +80,16 @@ pub fn run(cfg: &ClusterConfig, duration: Duration, expect: usize) -> Result<usi
     }))?;
     Ok(ok.len())
 }
+
+/// `libratory probe-server`: answer probes on the configuration's manager
+/// address, print how many were answered.
+pub fn server(config: &std::path::Path, for_s: f64, expect: usize) -> anyhow::Result<()> {
+    let cfg = ClusterConfig::load(config)?;
+    let ok = run(
+        &cfg,
+        crate::live::progress::seconds("--for-s", for_s)?,
+        expect,
+    )?;
+    println!("probe server: {ok} probe(s) answered");
+    Ok(())
+}

@@ -3,32 +3,29 @@
 //!
 //! One preset's workload runs live (local node processes, as `demo` or
 //! `run --spawn-local`) at several time scales and once in the simulator;
-//! each live run is compared with the simulation by the compare code. The
-//! recommended scale is the smallest tested one at which it, and every
-//! larger tested scale, meets the fidelity targets (a noisy host can pass
-//! a small scale by luck after failing a larger one: that is not trusted).
-//! The result goes to `calibration.json` in the output directory and to a
-//! host-level file that `libratory run` reads to warn about smaller scales.
+//! each live run is compared with the simulation, in memory, by the
+//! compare code. The recommended scale is the smallest tested one at
+//! which it, and every larger tested scale, meets the fidelity targets (a
+//! noisy host can pass a small scale by luck after failing a larger one:
+//! that is not trusted). The result goes to `calibration.json` in the
+//! output directory and to a host-level file that `libratory run` reads
+//! to warn about smaller scales.
+//!
+//! It sits above both `live` and `lab`: it drives one of each.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{bail, Context as _, Result};
+
 use crate::cluster::config::ClusterConfig;
 use crate::environment::Environment;
-use crate::lab::compare;
-use anyhow::{bail, Context as _, Result};
-use serde::{Deserialize, Serialize};
-
-use crate::lab::simulate::{self, SimulateArgs};
-use crate::live::runcmd;
+use crate::lab::{compare, simulate};
+use crate::live::{certs, demo, progress::Progress, run as live_run};
+use crate::results::calibration::{
+    host_file, Calibration, ScalePoint, TARGET_ADMISSION, TARGET_OUTCOME, TARGET_QOS_PP,
+};
 use crate::results::plot::{self, Chart, Line, Point, XAxis};
-
-/// Share of jobs with the same accept/reject decision, at least.
-pub const TARGET_ADMISSION: f64 = 0.98;
-/// Share of jobs with the same deadline outcome (met or not), at least.
-pub const TARGET_OUTCOME: f64 = 0.95;
-/// QoS satisfaction difference, at most (percentage points).
-pub const TARGET_QOS_PP: f64 = 1.0;
 
 /// Arguments of `libratory calibrate`.
 #[derive(clap::Args, Debug)]
@@ -63,142 +60,16 @@ pub struct CalibrateArgs {
     pub host_file: Option<PathBuf>,
 }
 
-/// One tested time scale.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScalePoint {
-    /// Real seconds per trace second.
-    pub time_scale: f64,
-    /// Jobs in both runs.
-    pub jobs: usize,
-    /// Share of jobs accepted in both or rejected in both.
-    pub admission_agreement: f64,
-    /// Share of jobs whose deadline outcome (met, or not) is the same.
-    pub outcome_agreement: f64,
-    /// Live QoS satisfaction less the simulator's (percentage points).
-    pub qos_diff_pp: f64,
-    /// Share error the nodes measured (delivered vs assigned share, ppm):
-    /// median and 99th percentile.
-    pub share_error_ppm_p50: Option<f64>,
-    /// See `share_error_ppm_p50`.
-    pub share_error_ppm_p99: Option<f64>,
-    /// Whether the three targets are met.
-    pub meets_targets: bool,
-    /// The live run's directory.
-    pub run_dir: String,
-}
-
-/// What `calibrate` found, as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Host name.
-    pub host: String,
-    /// Host cores.
-    pub cores: usize,
-    /// When (seconds since the Unix epoch).
-    pub at_unix_s: u64,
-    /// Preset, policy and seed of the workload.
-    pub preset: String,
-    /// Policy.
-    pub policy: String,
-    /// Seed.
-    pub seed: u64,
-    /// Emulated nodes.
-    pub nodes: usize,
-    /// The targets (admission share, outcome share, QoS pp).
-    pub targets: (f64, f64, f64),
-    /// Every tested scale, largest first.
-    pub points: Vec<ScalePoint>,
-    /// The smallest safe scale (None: no tested scale met the targets).
-    pub safe_time_scale: Option<f64>,
-    /// Where the full results are.
-    pub out: String,
-}
-
-/// The host-level calibration file: the one given, else the
-/// environment's ([`Environment::calibration_file`]).
-pub fn host_file(given: Option<&Path>, env: &Environment) -> Option<PathBuf> {
-    match given {
-        Some(p) => Some(p.to_path_buf()),
-        None => env.calibration_file(),
-    }
-}
-
-/// For `libratory run`: a warning when `time_scale` is below the safe
-/// scale this host measured (None when it is not, or nothing was measured).
-pub fn below_safe_scale(time_scale: f64, env: &Environment) -> Option<String> {
-    below_safe_scale_in(&host_file(None, env)?, time_scale)
-}
-
-/// [`below_safe_scale`] with the calibration file `path` (absent: None).
-fn below_safe_scale_in(path: &Path, time_scale: f64) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let c: Calibration = match serde_json::from_str(&text) {
-        Ok(c) => c,
-        Err(e) => {
-            return Some(format!(
-                "{}: unreadable calibration ({e}); rerun libratory calibrate",
-                path.display()
-            ))
-        }
-    };
-    match c.safe_time_scale {
-        Some(safe) if time_scale < safe * (1.0 - 1e-9) => Some(format!(
-            "time_scale {time_scale} is below {safe}, the smallest scale at which live runs matched \
-             the simulator on this host ({}; preset {}, policy {}, {} nodes; {}): live results may \
-             differ from the simulator's",
-            c.host,
-            c.preset,
-            c.policy,
-            c.nodes,
-            path.display()
-        )),
-        None => Some(format!(
-            "no tested time scale matched the simulator on this host ({}): live results may differ \
-             from the simulator's",
-            path.display()
-        )),
-        Some(_) => None,
-    }
-}
-
-/// The node's minimum slice (node/src/spec.rs `SliceConfig::min_slice`).
-const MIN_SLICE_S: f64 = 250e-6;
-
-/// For `libratory run`: a warning when some jobs' whole processor time on
-/// the smallest configured node (`actual / speed x time_scale x capacity`
-/// real seconds) is under ten minimum slices, so that the node burns it in
-/// a few slices at once instead of spreading it over the job's run.
-pub fn tiny_parts(cfg: &ClusterConfig, actuals: &[f64], time_scale: f64) -> Option<String> {
-    let per_trace_s = cfg
-        .hosts
-        .iter()
-        .map(|h| h.capacity / h.speed)
-        .fold(f64::INFINITY, f64::min);
-    if !per_trace_s.is_finite() {
-        return None;
-    }
-    let short = actuals
-        .iter()
-        .filter(|a| *a * time_scale * per_trace_s < 10.0 * MIN_SLICE_S)
-        .count();
-    (short > 0).then(|| {
-        format!(
-            "{short} of {} jobs need less than 10 minimum slices ({} ms) of processor time on the \
-             smallest node (capacity / speed {per_trace_s}) at time_scale {time_scale}: they run in a \
-             few slices, not spread over their runtime (raise time_scale or the capacity)",
-            actuals.len(),
-            10.0 * MIN_SLICE_S * 1e3
-        )
-    })
-}
-
-/// The calibration's own statistics of a live run against the simulation.
+/// The calibration's own statistics of a live run against the simulation;
+/// `share` is the nodes' share error (p50, p99 in ppm) when they measured
+/// it.
 fn point(
     sim: &compare::RunJobs,
     live: &compare::RunJobs,
     scale: f64,
+    share: (Option<f64>, Option<f64>),
     dir: &Path,
-) -> Result<ScalePoint> {
+) -> ScalePoint {
     let c = compare::compare(sim, live);
     // Per-job deadline outcome, whatever the nodes: rejected jobs count as
     // not met on both sides.
@@ -217,27 +88,21 @@ fn point(
     } else {
         same as f64 / both as f64
     };
-    let summary: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.join("summary.json"))
-            .with_context(|| format!("reading {}/summary.json", dir.display()))?,
-    )
-    .with_context(|| format!("{}/summary.json", dir.display()))?;
-    let share = &summary["node_latency_us"]["share_error_ppm"];
     let admission = c.identical_admission_share;
     let qos = c.qos_satisfaction_diff_pp;
-    Ok(ScalePoint {
+    ScalePoint {
         time_scale: scale,
         jobs: both,
         admission_agreement: admission,
         outcome_agreement: outcome,
         qos_diff_pp: qos,
-        share_error_ppm_p50: share["p50"].as_f64(),
-        share_error_ppm_p99: share["p99"].as_f64(),
+        share_error_ppm_p50: share.0,
+        share_error_ppm_p99: share.1,
         meets_targets: admission >= TARGET_ADMISSION
             && outcome >= TARGET_OUTCOME
             && qos.abs() <= TARGET_QOS_PP,
         run_dir: dir.display().to_string(),
-    })
+    }
 }
 
 /// The smallest scale that passes along with every larger one.
@@ -268,12 +133,12 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
         None => {
             let certs = a.out.join("certs");
             if !certs.join("ca.key").exists() {
-                runcmd::certs(&certs, &["local".to_string()], &[], false)?;
+                certs::certs(&certs, &["local".to_string()], &[], false)?;
             }
             if !(a.cores > 0.0 && a.cores.is_finite()) {
                 bail!("--cores must be > 0, got {}", a.cores);
             }
-            let mut c = runcmd::demo_config(
+            let mut c = demo::demo_config(
                 &std::fs::canonicalize(&certs)?,
                 0,
                 a.processes,
@@ -290,26 +155,30 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
         bail!("calibrate measures this host: the configuration names remote hosts (ssh)");
     }
     let policy = cfg.workload.policy.clone();
-    // The simulation, once.
-    let sim_dir = a.out.join("simulated");
-    simulate::run(
-        SimulateArgs {
-            trace: cfg.workload.trace.clone(),
-            preset: cfg.workload.preset.clone(),
-            policies: Some(vec![policy.clone()]),
-            seed: cfg.workload.seed,
-            sets: cfg.set_pairs(),
-            out: Some(sim_dir.clone()),
-            outputs: None,
-            faults: None,
-            batsim: Default::default(),
-            workload: None,
-            workload_flops: 1e9,
-        },
+    // The simulation, once, in memory; its run directory is written for
+    // the reader.
+    let sim = simulate::simulate_policy(
+        &cfg.workload.preset,
+        cfg.workload.seed,
+        &cfg.set_pairs(),
+        cfg.workload.trace.clone(),
+        &policy,
         env,
     )
     .context("the simulation")?;
-    let sim = compare::read_run(&sim_dir, Some(&policy))?;
+    let sim_dir = a.out.join("simulated");
+    sim.write(&sim_dir).context("the simulation")?;
+    let preset = sim.experiment.params.preset.clone();
+    let seed = sim.experiment.params.seed;
+    let sim = compare::RunJobs::in_memory(
+        &sim_dir,
+        "simulated",
+        &preset,
+        seed,
+        None,
+        sim.run.summary,
+        sim.run.outcome.records,
+    );
     let mut points = Vec::new();
     for &s in &scales {
         cfg.manager.time_scale = s;
@@ -325,18 +194,23 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
         );
         let dir = a.out.join(format!("live-{s}"));
         eprintln!("calibrate: time scale {s}: live run into {}", dir.display());
-        runcmd::run(
+        let live = live_run::run(
             &cfg,
             &dir,
             true,
-            runcmd::Progress::Quiet,
+            Progress::Quiet,
             false,
-            runcmd::RunExtras::default(),
+            live_run::RunExtras::default(),
             env,
         )
         .with_context(|| format!("the live run at time scale {s}"))?;
-        let live = compare::read_run(&dir, Some(&policy))?;
-        points.push(point(&sim, &live, s, &dir)?);
+        let share = live.node_latency_us.get("share_error_ppm");
+        let share = (share.map(|p| p.p50 as f64), share.map(|p| p.p99 as f64));
+        let records = live.outcome.records;
+        let summary = common::metrics::Summary::compute(&policy, &records);
+        let live =
+            compare::RunJobs::in_memory(&dir, "live", &preset, seed, Some(s), summary, records);
+        points.push(point(&sim, &live, s, share, &dir));
     }
     let safe = safe_scale(&points);
     let usage = crate::live::procstat::own_usage();
@@ -346,9 +220,9 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
         at_unix_s: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        preset: sim.preset.clone(),
+        preset,
         policy: policy.clone(),
-        seed: sim.seed,
+        seed,
         nodes: cfg.total_nodes(),
         targets: (TARGET_ADMISSION, TARGET_OUTCOME, TARGET_QOS_PP),
         points,
@@ -481,59 +355,48 @@ mod tests {
         }
     }
 
+    /// What calibrate compares in memory is what `libratory compare`
+    /// finds in the files the same runs write: two policies of one
+    /// workload, held in memory, then written and read back.
     #[test]
-    fn run_warns_below_the_stored_safe_scale_only() {
+    fn comparing_in_memory_is_comparing_the_written_runs() {
+        let env = Environment::from_pairs(&[("LIBRATORY_CACHE_DIR", "off")]);
+        let sets = ["jobs=40".to_string(), "nodes=8".to_string()];
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("calibration.json");
-        assert_eq!(
-            below_safe_scale_in(&path, 0.01),
-            None,
-            "no file, no warning"
-        );
-        let mut c = Calibration {
-            host: "h".into(),
-            cores: 2,
-            at_unix_s: 0,
-            preset: "libra".into(),
-            policy: "libra".into(),
-            seed: 1,
-            nodes: 4,
-            targets: (TARGET_ADMISSION, TARGET_OUTCOME, TARGET_QOS_PP),
-            points: vec![p(0.05, true), p(0.02, false)],
-            safe_time_scale: Some(0.05),
-            out: String::new(),
+        let mut mem = Vec::new();
+        let mut disk = Vec::new();
+        for policy in ["libra", "edf"] {
+            let s = simulate::simulate_policy("libra", Some(7), &sets, None, policy, &env).unwrap();
+            let out = dir.path().join(policy);
+            s.write(&out).unwrap();
+            disk.push(compare::read_run(&out, Some(policy)).unwrap());
+            mem.push(compare::RunJobs::in_memory(
+                &out,
+                "simulated",
+                &s.experiment.params.preset,
+                s.experiment.params.seed,
+                None,
+                s.run.summary,
+                s.run.outcome.records,
+            ));
+        }
+        let json = |c: compare::Comparison| {
+            let mut v = serde_json::to_value(c).unwrap();
+            for side in ["a", "b"] {
+                v[side]["jobs_file"] = serde_json::Value::Null;
+            }
+            v
         };
-        std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
-        let w = below_safe_scale_in(&path, 0.02).expect("0.02 < 0.05 warns");
-        assert!(w.contains("0.05") && w.contains("calibration.json"), "{w}");
-        assert_eq!(below_safe_scale_in(&path, 0.05), None);
-        assert_eq!(below_safe_scale_in(&path, 0.1), None);
-        c.safe_time_scale = None;
-        std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
-        assert!(below_safe_scale_in(&path, 1.0).is_some());
-        std::fs::write(&path, "{").unwrap();
-        assert!(below_safe_scale_in(&path, 1.0)
-            .unwrap()
-            .contains("unreadable"));
-    }
-
-    #[test]
-    fn run_warns_about_parts_shorter_than_ten_minimum_slices() {
-        let cfg = ClusterConfig::parse(
-            Path::new("t.toml"),
-            "[manager]\nlisten = \"127.0.0.1:1\"\ncerts = \"c\"\ntime_scale = 0.01\n\
-             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
-             [[hosts]]\nname = \"a\"\nnodes_per_process = 2\ncapacity = 0.002\n",
-        )
-        .unwrap();
-        // 2.5 ms of processor time at capacity 0.002 and scale 0.01 is
-        // 2.5e-3 / (0.002 x 0.01) = 125 trace seconds of work.
-        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.01).unwrap();
-        assert!(w.starts_with("2 of 3 jobs"), "{w}");
-        // At scale 0.1 the bound is 12.5 trace seconds.
-        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.1).unwrap();
-        assert!(w.starts_with("1 of 3 jobs"), "{w}");
-        assert_eq!(tiny_parts(&cfg, &[100.0, 130.0], 0.1), None);
+        let from_mem = compare::compare(&mem[0], &mem[1]);
+        // The two policies place jobs differently: the comparison has
+        // jobs to list, not only equal counts.
+        assert!(
+            from_mem.common_jobs == 40 && from_mem.identical_decisions < 40,
+            "{} of {} decisions identical",
+            from_mem.identical_decisions,
+            from_mem.common_jobs
+        );
+        assert_eq!(json(from_mem), json(compare::compare(&disk[0], &disk[1])));
     }
 
     #[test]

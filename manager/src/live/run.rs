@@ -1,0 +1,303 @@
+//! `libratory run`: a configuration run live. It sets the run up
+//! ([`crate::live::setup`]), starts local node processes when asked, hands
+//! the run to [`crate::live::manager::run`], and writes the run directory
+//! ([`crate::live::run_files`]).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+
+use crate::cluster::config::{ClusterConfig, HostSection};
+use crate::environment::Environment;
+use crate::live::journal::{Entry, JournalWriter, JOURNAL};
+use crate::live::local_nodes::LocalNodes;
+use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
+use crate::live::progress::Progress;
+use crate::live::{recover, run_files, setup};
+use crate::results::calibration;
+use crate::results::histograms::Percentiles;
+use crate::results::rundir::{self, Invocation, Log, Manifest};
+
+/// What a live run takes besides its configuration and where it goes.
+#[derive(Default)]
+pub struct RunExtras<'a> {
+    /// The live view's address and token (`--http`, `--http-token`).
+    pub http: Option<crate::live::liveview::ViewAddr>,
+    /// A fault scenario (`--faults FILE`) executed on the local node
+    /// processes (see [`crate::live::faultinject`]).
+    pub faults: Option<&'a Path>,
+    /// The external scheduler of the `batsim` policy.
+    pub batsim: crate::batsim::BatsimArgs,
+}
+
+/// `libratory run`: the results go to `out`, else the configuration's
+/// `[output] dir`, else `runs/<config file stem>`.
+// The command's options one by one, as `main` parses them.
+#[allow(clippy::too_many_arguments)]
+pub fn from_file(
+    config: &Path,
+    spawn_local: bool,
+    out: Option<PathBuf>,
+    serve: bool,
+    progress_every: Option<f64>,
+    http: Option<crate::live::liveview::ViewAddr>,
+    faults: Option<&Path>,
+    batsim: &crate::batsim::BatsimArgs,
+    env: &Environment,
+) -> Result<()> {
+    let cfg = ClusterConfig::load(config)?;
+    let out = out.or_else(|| cfg.output.dir.clone()).unwrap_or_else(|| {
+        let stem = config
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().to_string());
+        PathBuf::from("runs").join(stem)
+    });
+    let progress = Progress::choose(progress_every, std::io::stderr().is_terminal())?;
+    // `--faults` wins over the configuration's `[workload] faults`.
+    let faults = faults.or(cfg.workload.faults.as_deref());
+    let extras = RunExtras {
+        http,
+        faults,
+        batsim: batsim.clone(),
+    };
+    run(&cfg, &out, spawn_local, progress, serve, extras, env).map(drop)
+}
+
+/// What a live run returns beside its run directory: what `calibrate`
+/// compares with the simulator.
+pub struct LiveRun {
+    /// The manager's outcome: records, parts, histograms.
+    pub outcome: LiveOutcome,
+    /// The node processes' histograms merged by name, as percentiles
+    /// (`summary.json`'s `node_latency_us`).
+    pub node_latency_us: BTreeMap<String, Percentiles>,
+}
+
+/// Runs the configuration live and writes its run directory into `out`;
+/// when `spawn_local` is set, starts the node processes of every host
+/// without an ssh target on this machine.
+pub fn run(
+    cfg: &ClusterConfig,
+    out: &Path,
+    spawn_local: bool,
+    progress: Progress,
+    serve: bool,
+    extras: RunExtras<'_>,
+    env: &Environment,
+) -> Result<LiveRun> {
+    let inv = Invocation::capture();
+    let RunExtras {
+        http,
+        faults,
+        batsim,
+    } = extras;
+    // Read first: a bad scenario is refused before anything starts.
+    let scenario = faults.map(crate::faults::ScenarioFile::load).transpose()?;
+    // The live view binds first, so a taken port fails before anything runs.
+    let view = http.map(crate::live::liveview::Server::start).transpose()?;
+    if let Some(v) = &view {
+        eprintln!("live view: {}", v.url());
+    }
+    let (exp, wl) = setup::experiment_of(cfg)?;
+    let seed = exp.params.seed;
+    let listen: SocketAddr = cfg.manager.listen.parse()?;
+    // Local node processes dial the advertised address, else loopback.
+    let local_dial = cfg.local_dial_address();
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut log = Log::new();
+    recover::recover_interrupted(out, &mut log)?;
+    // Before the journal: a scenario a live run cannot execute leaves
+    // nothing behind.
+    let faults = scenario
+        .as_ref()
+        .map(|sf| setup::fault_plan(sf, cfg, spawn_local, &wl, seed, &mut log))
+        .transpose()?;
+    let trace = wl.trace.clone();
+    let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    let writer = JournalWriter::create(
+        &out.join(JOURNAL),
+        setup::journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+    )?;
+    log.say(format_args!(
+        "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
+        cfg.workload.policy,
+        exp.params.preset,
+        wl.jobs.len(),
+        cfg.manager.time_scale,
+        cfg.manager.time_scale,
+        cfg.total_nodes()
+    ));
+    setup::warn_short_jobs(&wl, cfg.manager.time_scale);
+    if let Some(w) = calibration::below_safe_scale(cfg.manager.time_scale, env) {
+        eprintln!("warning: {w}");
+    }
+    let actuals: Vec<f64> = wl.jobs.iter().map(|j| j.actual_runtime).collect();
+    if let Some(w) = setup::tiny_parts(cfg, &actuals, cfg.manager.time_scale) {
+        eprintln!("warning: {w}");
+    }
+    let live_cfg = LiveConfig {
+        listen,
+        certs: cfg.manager.certs.clone(),
+        time_scale: cfg.manager.time_scale,
+        expect_nodes: cfg.total_nodes(),
+        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
+        policy: cfg.workload.policy.clone(),
+        policy_config: exp.policy.clone(),
+        report_ms: cfg.manager.report_ms,
+        heartbeat_ms: cfg.manager.heartbeat_ms,
+        histogram_ms: cfg.manager.histogram_ms,
+        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
+        histogram_timeout: Duration::from_secs(5),
+        progress: matches!(progress, Progress::Bar),
+        progress_lines: match progress {
+            Progress::Lines(every) => Some(every),
+            Progress::Quiet | Progress::Bar => None,
+        },
+        serve,
+        journal: Some(writer.journal()),
+        view: view.as_ref().map(|v| v.publisher.clone()),
+        threads: Threads::parse(env.manager_threads().as_deref())?,
+        replay_started: None,
+        fault_notes: None,
+        batsim,
+    };
+    let mut live_cfg = live_cfg;
+    let replay_rx = faults.as_ref().map(|_| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        live_cfg.replay_started = Some(tx);
+        rx
+    });
+    let notes = faults.as_ref().map(|_| {
+        let notes = crate::live::manager::FaultNotes::default();
+        live_cfg.fault_notes = Some(notes.clone());
+        notes
+    });
+    let first_submit = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+    let injector_journal = writer.journal();
+    let plan = faults.as_ref().map(|(p, _)| p.clone());
+    let jobs = wl.jobs.clone();
+    let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
+    let logs = out.join("logs");
+    // The manager's histograms count from here (the logs' StartTime).
+    let started = SystemTime::now();
+    let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
+        actix_rt::System::new().block_on(async move {
+            let nodes = if spawn_local {
+                Some(LocalNodes::spawn(
+                    cfg,
+                    &local_hosts,
+                    local_dial,
+                    &logs,
+                    plan.is_some(),
+                )?)
+            } else {
+                None
+            };
+            // (faults) The injector signals the processes from its own
+            // thread, timed from the replay's start.
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let injector = match (&nodes, plan, replay_rx) {
+                (Some(n), Some(plan), Some(rx)) => Some(crate::live::faultinject::spawn(
+                    plan,
+                    crate::live::faultinject::Procs {
+                        children: n.shared(),
+                        commands: (0..).map_while(|p| n.command(p).cloned()).collect(),
+                        journal: Some(injector_journal),
+                        notes: notes.unwrap_or_default(),
+                    },
+                    cfg.manager.time_scale,
+                    first_submit,
+                    rx,
+                    stop.clone(),
+                )),
+                _ => None,
+            };
+            let shutdown = stop_signal();
+            let outcome = live::run(live_cfg, jobs, shutdown).await;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(h) = injector {
+                let _ = h.join();
+            }
+            let manager_seconds = started.elapsed().unwrap_or_default().as_secs_f64();
+            let mut exits = Vec::new();
+            if let Some(n) = nodes {
+                for (label, status) in n.finish(Duration::from_secs(5)) {
+                    if !status.contains("exit status: 0") {
+                        eprintln!("node process {label}: {status}");
+                    }
+                    exits.push((label, status));
+                }
+            }
+            outcome.map(|o| (o, exits, manager_seconds))
+        })?;
+    let node_facts = run_files::node_process_facts(&outcome, &exits);
+    let (files, node_latency_us) = run_files::write_live_results(
+        out,
+        &exp,
+        &wl,
+        cfg.manager.time_scale,
+        &outcome,
+        (started, manager_seconds),
+        &mut log,
+    )?;
+    // The result files are written: the journal is complete.
+    let j = writer.journal();
+    j.send(Entry::End {
+        t: j.t(),
+        wall_seconds: outcome.wall_seconds,
+    });
+    if let Err(e) = writer.close() {
+        log.say(format_args!("warning: the run journal is incomplete: {e}"));
+    }
+    let mut files = files;
+    files.push(JOURNAL.into());
+    let files = rundir::with_manifest_and_log(files);
+    let config = run_files::LiveRunConfig {
+        experiment: &exp,
+        cluster: cfg,
+    };
+    let manifest =
+        Manifest::new("run", &inv, seed, &config, trace_facts.as_ref(), &files).live(&node_facts);
+    let manifest = match &faults {
+        Some((_, facts)) => manifest.with_faults(facts),
+        None => manifest,
+    };
+    rundir::finish(
+        out,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults in {o} (summary.json, jobs-{p}.csv/.jsonl, out_jobs-{p}.csv, schedule-{p}.swf, parts-{p}.csv, histograms/*.hlog, journal.jsonl, logs/, manifest.json, log.txt; see it: libratory report {o})",
+            o = out.display(),
+            p = cfg.workload.policy
+        ),
+    )?;
+    std::io::stdout().flush()?;
+    Ok(LiveRun {
+        outcome,
+        node_latency_us,
+    })
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM (`kill`, `scancel`, a batch
+/// system's time limit), naming which: either ends the run early and the
+/// results so far are still written.
+async fn stop_signal() -> String {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: SIGTERM will not stop the run cleanly: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return "interrupted (Ctrl-C)".into();
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted (Ctrl-C)".into(),
+        _ = term.recv() => "terminated (SIGTERM)".into(),
+    }
+}
