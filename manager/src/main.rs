@@ -223,6 +223,8 @@ enum Command {
     Status {
         #[command(flatten)]
         conn: client::ConnArgs,
+        #[command(flatten)]
+        view: client::StatusArgs,
     },
     /// List the registered policies.
     Policies,
@@ -332,7 +334,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
         Command::Calibrate(a) => return calibrate::run(a, env),
         Command::Submit { conn, job } => return client::submit(&conn, &job),
         Command::Quote { conn, job } => return client::quote(&conn, &job),
-        Command::Status { conn } => return client::status(&conn),
+        Command::Status { conn, view } => return client::status(&conn, &view),
         Command::Certs {
             out,
             nodes,

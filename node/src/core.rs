@@ -274,7 +274,10 @@ pub struct NodeEngine {
     mem_used: u64,
     disk_used: u64,
     events: VecDeque<NodeEvent>,
-    tel: NodeTelemetry,
+    /// Made at the first thing recorded: its five histograms cost ~10 KB,
+    /// most of an idle node's memory (a Fugaku-sized cluster keeps
+    /// 158,976 nodes, most of them idle, in eight processes).
+    tel: Option<Box<NodeTelemetry>>,
 }
 
 impl NodeEngine {
@@ -305,7 +308,7 @@ impl NodeEngine {
             mem_used: 0,
             disk_used: 0,
             events: VecDeque::new(),
-            tel: NodeTelemetry::new(spec.id),
+            tel: None,
         })
     }
 
@@ -515,7 +518,7 @@ impl NodeEngine {
             p.share = *s;
             p.on_track = i.on_track();
         }
-        self.tel.recomputes += 1;
+        self.tel_mut().recomputes += 1;
         if self.cfg.share_events {
             self.events.push_back(NodeEvent::SharesChanged {
                 at: now,
@@ -666,10 +669,10 @@ impl NodeEngine {
         let ns = ns.ceil().max(1.0) as u64;
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.tel_mut().slices += 1;
         let p = &mut self.parts[k];
         p.in_flight.push((seq, ns));
         self.in_flight += 1;
-        self.tel.slices += 1;
         Some(Slice {
             part_id: p.spec.part_id,
             seq,
@@ -704,7 +707,7 @@ impl NodeEngine {
         self.in_flight -= 1;
         self.accrue(now);
         record(
-            &mut self.tel.slice_overrun_ns,
+            &mut self.tel_mut().slice_overrun_ns,
             burned_ns.saturating_sub(slice.ns) as f64,
         );
         let p = &mut self.parts[k];
@@ -722,7 +725,7 @@ impl NodeEngine {
             let mut tel = p.tel;
             tel.finished = true;
             let assigned_ns = tel.assigned_ns;
-            self.tel.parts.push(tel);
+            self.tel_mut().parts.push(tel);
             self.events.push_back(NodeEvent::Completed(PartCompletion {
                 node_id: self.spec.id,
                 part_id: p.spec.part_id,
@@ -758,7 +761,7 @@ impl NodeEngine {
             .extend(p.in_flight.iter().map(|f| (f.0, p.share)));
         self.mem_used -= p.spec.memory_kb;
         self.disk_used -= p.spec.disk_mb;
-        self.tel.parts.push(p.tel);
+        self.tel_mut().parts.push(p.tel);
         if self.parts.is_empty() {
             self.next_tick = None;
         } else {
@@ -776,7 +779,7 @@ impl NodeEngine {
         if let Some(t) = self.next_tick {
             if now >= t {
                 let jitter = self.real_ns(now - t);
-                record(&mut self.tel.tick_jitter_ns, jitter);
+                record(&mut self.tel_mut().tick_jitter_ns, jitter);
                 self.tick(now);
                 let step = self.trace_dt(self.cfg.tick.as_nanos() as f64);
                 // Skip ticks missed entirely rather than running a burst.
@@ -790,12 +793,16 @@ impl NodeEngine {
     fn tick(&mut self, now: Time) {
         let window = self.real_ns(now - self.last_tick) * self.spec.capacity;
         if window > 0.0 {
+            let id = self.spec.id;
+            let tel = self
+                .tel
+                .get_or_insert_with(|| Box::new(NodeTelemetry::new(id)));
             for p in &mut self.parts {
                 let assigned = p.win_assigned_ns / window;
                 let delivered = p.win_burned_ns as f64 / window;
-                record(&mut self.tel.assigned_ppm, assigned * PPM);
-                record(&mut self.tel.delivered_ppm, delivered * PPM);
-                record(&mut self.tel.error_ppm, (delivered - assigned).abs() * PPM);
+                record(&mut tel.assigned_ppm, assigned * PPM);
+                record(&mut tel.delivered_ppm, delivered * PPM);
+                record(&mut tel.error_ppm, (delivered - assigned).abs() * PPM);
                 p.tel.windows += 1;
                 p.win_assigned_ns = 0.0;
                 p.win_burned_ns = 0;
@@ -819,7 +826,7 @@ impl NodeEngine {
             for p in &mut self.parts {
                 p.credit_ns -= excess * p.share / total_share;
             }
-            self.tel.forgiven_ns += excess;
+            self.tel_mut().forgiven_ns += excess;
         }
         self.ticks += 1;
         if self.cfg.progress_ticks > 0
@@ -886,10 +893,20 @@ impl NodeEngine {
         self.events.pop_front()
     }
 
+    /// The node's telemetry, made when first needed.
+    fn tel_mut(&mut self) -> &mut NodeTelemetry {
+        let id = self.spec.id;
+        self.tel
+            .get_or_insert_with(|| Box::new(NodeTelemetry::new(id)))
+    }
+
     /// A snapshot of the node's telemetry: finished parts since the last
     /// reset, then the running ones.
     pub fn telemetry(&self) -> NodeTelemetry {
-        let mut t = self.tel.clone();
+        let mut t = match &self.tel {
+            Some(t) => NodeTelemetry::clone(t),
+            None => NodeTelemetry::new(self.spec.id),
+        };
         t.parts.extend(self.parts.iter().map(|p| p.tel.clone()));
         t
     }
@@ -897,7 +914,7 @@ impl NodeEngine {
     /// Forgets finished parts' telemetry and clears every histogram (after
     /// the telemetry was shipped).
     pub fn reset_telemetry(&mut self) {
-        self.tel = NodeTelemetry::new(self.spec.id);
+        self.tel = None;
         for p in &mut self.parts {
             let (a, b) = (p.tel.assigned_ns, p.tel.burned_ns);
             p.tel = PartTelemetry::new(p.spec.part_id, p.spec.job_id);

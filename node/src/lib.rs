@@ -14,10 +14,13 @@
 //! - [`standalone`]: run nodes against a local list of parts.
 //! - [`kernel`]: the baseline under the kernel's CPU bandwidth control.
 //! - [`link`]: the QUIC link to the manager.
+//! - [`exception`]: reports by exception (which parts' progress the link
+//!   sends).
 //! - [`probe`]: the pre-flight check that this host reaches the manager.
 pub mod actor;
 pub mod clock;
 pub mod core;
+pub mod exception;
 pub mod exec;
 pub mod host;
 pub mod kernel;

@@ -165,6 +165,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         parts: parts.clone(),
         out: Some(out_tx.clone()),
         gathered: HashMap::new(),
+        exceptions: crate::exception::rule_for(welcome.time_scale, cfg.node.speed),
     }));
     let relay = Relay {
         state: relay_state.clone(),
@@ -330,6 +331,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 match addr.send(WithdrawPart(local)).await {
                     Ok(Some(burned_ns)) => {
                         parts.borrow_mut().remove(&local);
+                        relay_state.borrow_mut().exceptions.forget(part);
                         eprintln!(
                             "libratory-node {}: withdrew part {}/{} (cancelled by the manager)",
                             cfg.label, part.job, part.index
@@ -437,6 +439,8 @@ struct RelayState {
     /// end once the goodbye is out.
     out: Option<tokio::sync::mpsc::UnboundedSender<NodeMsg>>,
     gathered: HashMap<u32, protocol::NodeProgress>,
+    /// Reports by exception: which gathered parts the manager needs.
+    exceptions: crate::exception::ExceptionRule,
 }
 
 /// The relay's timer: sends what is gathered every report period.
@@ -456,6 +460,10 @@ impl RelayState {
         if !self.gathered.is_empty() {
             let mut reports: Vec<protocol::NodeProgress> =
                 self.gathered.drain().map(|(_, r)| r).collect();
+            crate::exception::retain_reports(&mut self.exceptions, &mut reports);
+            if reports.is_empty() {
+                return;
+            }
             reports.sort_by(|a, b| a.at.total_cmp(&b.at));
             self.send(NodeMsg::Reports { reports });
         }
@@ -498,6 +506,7 @@ impl RelayState {
             }
             NodeEvent::Refused { part_id, error } => {
                 if let Some(Wired { part, .. }) = self.parts.borrow_mut().remove(&part_id) {
+                    self.exceptions.forget(part);
                     self.send(NodeMsg::Refused {
                         part,
                         reason: error.to_string(),
@@ -508,6 +517,7 @@ impl RelayState {
                 let wire = self.parts.borrow_mut().remove(&c.part_id);
                 if let Some(Wired { part, .. }) = wire {
                     self.flush();
+                    self.exceptions.forget(part);
                     self.send(NodeMsg::Completed {
                         part,
                         at: c.finished_at,

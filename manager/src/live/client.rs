@@ -400,8 +400,36 @@ pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
     }
 }
 
-/// `libratory status`: nodes, their jobs and shares, recent decisions.
-pub fn status(conn: &ConnArgs) -> Result<ExitCode> {
+/// Which nodes `libratory status` lists: a large cluster is summarised
+/// and listed a page at a time.
+#[derive(Args, Clone, Debug)]
+pub struct StatusArgs {
+    /// List this page of nodes (1-based; each of `--per` nodes). Without
+    /// it every node is listed when there are at most `--per`, else only
+    /// the summary.
+    #[arg(long = "nodes", value_name = "PAGE")]
+    pub page: Option<usize>,
+    /// Nodes per page.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub per: u64,
+    /// Only nodes holding parts (in the list and the page count).
+    #[arg(long)]
+    pub busy: bool,
+}
+
+/// The indexes of page `page` (1-based) of `per` nodes among `n`; a page
+/// past the end (or 0) is an error naming the pages there are.
+pub fn status_page(n: usize, page: usize, per: usize) -> Result<std::ops::Range<usize>> {
+    let pages = n.div_ceil(per).max(1);
+    if page == 0 || page > pages {
+        bail!("--nodes {page}: pages run from 1 to {pages} ({n} nodes, {per} a page)");
+    }
+    Ok((page - 1) * per..(page * per).min(n))
+}
+
+/// `libratory status`: nodes (summarised, a page of them), their jobs and
+/// shares, recent decisions.
+pub fn status(conn: &ConnArgs, view: &StatusArgs) -> Result<ExitCode> {
     let reply = rt()?.block_on(request(conn, ClientMsg::Status { token: 1 }))?;
     if conn.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
@@ -423,7 +451,40 @@ pub fn status(conn: &ConnArgs) -> Result<ExitCode> {
                 counts.1,
                 counts.2
             );
-            for n in &nodes {
+            let busy = nodes.iter().filter(|n| !n.parts.is_empty()).count();
+            let parts: usize = nodes.iter().map(|n| n.parts.len()).sum();
+            let max_load = nodes.iter().map(|n| n.load).fold(0.0, f64::max);
+            println!(
+                "nodes: {busy} of {} hold {parts} parts, largest load {max_load:.3}",
+                nodes.len()
+            );
+            let kept: Vec<_> = nodes
+                .iter()
+                .filter(|n| !view.busy || !n.parts.is_empty())
+                .collect();
+            let per = view.per as usize;
+            let shown = match view.page {
+                Some(page) => {
+                    let r = status_page(kept.len(), page, per)?;
+                    println!(
+                        "page {page} of {}{}:",
+                        kept.len().div_ceil(per).max(1),
+                        if view.busy { " (nodes with parts)" } else { "" }
+                    );
+                    &kept[r]
+                }
+                None if kept.len() <= per => &kept[..],
+                None => {
+                    println!(
+                        "({} nodes{}: list them a page at a time with --nodes 1 .. {}, --per N)",
+                        kept.len(),
+                        if view.busy { " with parts" } else { "" },
+                        kept.len().div_ceil(per)
+                    );
+                    &kept[..0]
+                }
+            };
+            for n in shown {
                 println!("node {:>4} ({}) load {:.3}", n.id, n.host, n.load);
                 for p in &n.parts {
                     println!(
@@ -451,5 +512,22 @@ pub fn status(conn: &ConnArgs) -> Result<ExitCode> {
         }
         ClientReply::Error { message, .. } => bail!("the manager refused the request: {message}"),
         other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_page;
+
+    #[test]
+    fn status_pages_cover_the_nodes_and_name_the_range_when_asked_past_it() {
+        // 158,976 nodes by 50: 3,180 pages, the last of 26.
+        assert_eq!(status_page(158_976, 1, 50).unwrap(), 0..50);
+        assert_eq!(status_page(158_976, 3180, 50).unwrap(), 158_950..158_976);
+        let e = status_page(158_976, 3181, 50).unwrap_err().to_string();
+        assert!(e.contains("1 to 3180"), "{e}");
+        assert!(status_page(10, 0, 50).is_err());
+        // No node at all: one empty page.
+        assert_eq!(status_page(0, 1, 50).unwrap(), 0..0);
     }
 }

@@ -27,6 +27,8 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 use thiserror::Error;
 
+use super::nodepage::{self, NodeSummary, PageQuery};
+
 /// The page, served at `/`.
 const PAGE: &str = include_str!("liveview.html");
 
@@ -362,7 +364,9 @@ fn header(name: &str, value: &str) -> tiny_http::Header {
 
 /// The body and content type of a GET of `path`, or None (404).
 pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
-    let path = path.split('?').next().unwrap_or("");
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    // Nodes come summarised and one page at a time (nodepage.rs).
+    let q = PageQuery::parse(query);
     let json = |v: serde_json::Result<String>| {
         Some((
             v.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
@@ -371,7 +375,23 @@ pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
     };
     match path {
         "/" | "/index.html" => Some((PAGE.to_string(), "text/html; charset=utf-8")),
-        "/api/state" => json(serde_json::to_string(s)),
+        "/api/state" => {
+            let page = nodepage::page(&s.nodes, q);
+            json(serde_json::to_string(&StateView {
+                seq: s.seq,
+                policy: &s.policy,
+                trace_time: s.trace_time,
+                wall_seconds: s.wall_seconds,
+                progress: &s.progress,
+                node_summary: nodepage::summary(&s.nodes),
+                nodes: &page.nodes,
+                node_page: PageInfo::of(&page),
+                processes: &s.processes,
+                recent: &s.recent,
+                latency_us: &s.latency_us,
+                warnings: &s.warnings,
+            }))
+        }
         "/api/progress" => json(serde_json::to_string(&serde_json::json!({
             "seq": s.seq,
             "policy": s.policy,
@@ -379,11 +399,16 @@ pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
             "wall_seconds": s.wall_seconds,
             "progress": s.progress,
         }))),
-        "/api/nodes" => json(serde_json::to_string(&serde_json::json!({
-            "seq": s.seq,
-            "nodes": s.nodes,
-            "processes": s.processes,
-        }))),
+        "/api/nodes" => {
+            let page = nodepage::page(&s.nodes, q);
+            json(serde_json::to_string(&serde_json::json!({
+                "seq": s.seq,
+                "summary": nodepage::summary(&s.nodes),
+                "page": PageInfo::of(&page),
+                "nodes": page.nodes,
+                "processes": s.processes,
+            })))
+        }
         "/api/decisions" => json(serde_json::to_string(&serde_json::json!({
             "seq": s.seq,
             "recent": s.recent,
@@ -393,6 +418,45 @@ pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
             "latency_us": s.latency_us,
         }))),
         _ => None,
+    }
+}
+
+/// `/api/state`: the snapshot with its nodes summarised and paged.
+#[derive(Serialize)]
+struct StateView<'a> {
+    seq: u64,
+    policy: &'a str,
+    trace_time: f64,
+    wall_seconds: f64,
+    progress: &'a Progress,
+    node_summary: NodeSummary,
+    nodes: &'a [&'a NodeView],
+    node_page: PageInfo,
+    processes: &'a [ProcessView],
+    recent: &'a [DecisionView],
+    latency_us: &'a BTreeMap<String, Latency>,
+    warnings: &'a [String],
+}
+
+/// Where a page of nodes stands (its nodes apart).
+#[derive(Serialize)]
+struct PageInfo {
+    page: usize,
+    per: usize,
+    pages: usize,
+    busy: bool,
+    matching: usize,
+}
+
+impl PageInfo {
+    fn of(p: &nodepage::NodePage<'_>) -> PageInfo {
+        PageInfo {
+            page: p.page,
+            per: p.per,
+            pages: p.pages,
+            busy: p.busy,
+            matching: p.matching,
+        }
     }
 }
 

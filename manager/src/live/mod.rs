@@ -10,6 +10,7 @@ pub mod liveview;
 pub mod loadtest;
 pub mod local_nodes;
 pub mod manager;
+pub mod nodepage;
 pub mod probe;
 pub mod procstat;
 pub mod progress;
