@@ -39,22 +39,34 @@ pub const TOLERANCE: Duration = Duration::from_millis(20);
 /// comparing the two on the same build.
 pub const TOLERANCE_ENV: &str = "LIBRATORY_REPORT_TOLERANCE_MS";
 
-/// The rule a node process's link uses: [`TOLERANCE`], or
+/// The tolerance for nodes of `capacity` (of one core) whose slices are
+/// at least `min_slice` of processor time: [`TOLERANCE`], or two of the
+/// shortest slices in the node's own time when that is longer. A node of
+/// 0.00002 of a core burns a 250 us slice in 12.5 s of real time; its
+/// reported work moves in steps that large, so a tolerance below them
+/// would send every report.
+pub fn tolerance_for(capacity: f64, min_slice: Duration) -> Duration {
+    let step = min_slice.as_secs_f64() / capacity.max(f64::MIN_POSITIVE);
+    TOLERANCE.max(Duration::from_secs_f64((2.0 * step).min(1e9)))
+}
+
+/// The rule a node process's link uses: [`tolerance_for`] the nodes, or
 /// [`TOLERANCE_ENV`] when set to a number >= 0 (anything else is reported
 /// and ignored).
-pub fn rule_for(time_scale: f64, speed: f64) -> ExceptionRule {
+pub fn rule_for(time_scale: f64, speed: f64, capacity: f64, min_slice: Duration) -> ExceptionRule {
+    let default = tolerance_for(capacity, min_slice);
     let tolerance = match std::env::var(TOLERANCE_ENV) {
         Ok(v) => match v.trim().parse::<f64>() {
             Ok(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1000.0),
             _ => {
                 eprintln!(
                     "libratory-node: {TOLERANCE_ENV}={v:?} is not a number of ms >= 0; using {} ms",
-                    TOLERANCE.as_millis()
+                    default.as_millis()
                 );
-                TOLERANCE
+                default
             }
         },
-        Err(_) => TOLERANCE,
+        Err(_) => default,
     };
     ExceptionRule::new(tolerance, time_scale, speed)
 }
@@ -193,6 +205,17 @@ mod tests {
         let mut v = vec![part(1, 0.0, 1.0)];
         r.retain(31.0, &mut v);
         assert_eq!(v.len(), 1);
+    }
+
+    #[test]
+    fn the_tolerance_covers_two_of_the_shortest_slices_of_a_small_node() {
+        let us250 = Duration::from_micros(250);
+        // A node of a whole core: 250 us slices are well under 20 ms.
+        assert_eq!(tolerance_for(1.0, us250), TOLERANCE);
+        // 0.01 core: a slice lasts 25 ms of real time, two 50 ms.
+        assert_eq!(tolerance_for(0.01, us250), Duration::from_millis(50));
+        // Fugaku-scale nodes of 0.00002 core: 12.5 s a slice, 25 s.
+        assert_eq!(tolerance_for(0.00002, us250), Duration::from_secs(25));
     }
 
     #[test]

@@ -165,7 +165,12 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         parts: parts.clone(),
         out: Some(out_tx.clone()),
         gathered: HashMap::new(),
-        exceptions: crate::exception::rule_for(welcome.time_scale, cfg.node.speed),
+        exceptions: crate::exception::rule_for(
+            welcome.time_scale,
+            cfg.node.speed,
+            cfg.node.capacity,
+            cfg.slice.min_slice,
+        ),
     }));
     let relay = Relay {
         state: relay_state.clone(),
