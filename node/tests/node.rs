@@ -101,7 +101,13 @@ fn three_parts_get_their_shares_of_processor_time() {
         }
         // Telemetry is there to hand over.
         assert!(b.tick_jitter_ns.len() >= 5);
-        assert!(b.slice_overrun_ns.len() > 50);
+        assert!(
+            b.slice_overrun_ns.len() > 50,
+            "overruns {} slices {} jitter {}",
+            b.slice_overrun_ns.len(),
+            b.slices,
+            b.tick_jitter_ns.len()
+        );
         assert!(b.parts.iter().all(|p| p.windows >= 5));
         let windows: u64 = b.parts.iter().map(|p| p.windows).sum();
         assert_eq!(b.assigned_ppm.len(), windows);
