@@ -1,13 +1,17 @@
 //! The `batsim` policy as a user runs it: pybatsim 3.2.1's schedulers
 //! unchanged against `libratory simulate` on a slice of the SDSC SP2
-//! trace, each schedule checked, read back by `compare` and `report`; and
-//! one run per scheduler fault (tests/batsim/peer.py misbehaves on
-//! purpose), each ending cleanly with every job recorded.
+//! trace and on a live run of real node processes, each schedule checked,
+//! read back by `compare` and `report`; and one run per scheduler fault
+//! (tests/batsim/peer.py misbehaves on purpose) in the simulator, the
+//! process faults and one impossible decision live too, each ending
+//! cleanly with every job recorded.
 
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 fn libratory(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_libratory"))
@@ -246,6 +250,8 @@ fn pybatsim_sched_easy_sjf_backfill_runs_unchanged() {
 /// directory is written, every job has one record and each job the
 /// scheduler did not decide is rejected with reason `scheduler`.
 fn faulty(mode: Option<&str>, want: &str) {
+    // The peer needs pyzmq, which comes with pybatsim.
+    pybatsim();
     let dir = tempfile::tempdir().unwrap();
     let ep = endpoint();
     let run = dir.path().join("run");
@@ -331,44 +337,239 @@ fn fault_unknown_job() {
     faulty(Some("unknown-job"), "unknown job 'w0!999999999'");
 }
 
-/// pybatsim's fillerSched unchanged on a live cluster of real node
-/// processes (`demo`): the schedule holds, and the scheduler's decisions
-/// are timed in the run's histograms.
-#[test]
-fn pybatsim_filler_sched_runs_live() {
+/// A live run (`libratory run --spawn-local`: real node processes over
+/// QUIC) of `jobs` jobs of the Libra paper's batch on `nodes` emulated
+/// nodes under the `batsim` policy, its scheduler started with `cmd`. At
+/// time_scale 0.01 (the demo's 0.05 takes a minute for 10 jobs), which is
+/// plenty for a schedule check. Stopped (SIGINT, then SIGKILL to its
+/// process group) if the test lets go of it before it ends: a failed
+/// assertion leaves nothing running.
+struct Live {
+    child: std::process::Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Live {
+    fn start(
+        dir: &Path,
+        run: &Path,
+        ep: &str,
+        cmd: &str,
+        jobs: usize,
+        nodes: usize,
+        timeout: &str,
+    ) -> Live {
+        let certs = dir.join("certs");
+        let o = libratory(
+            &[
+                "certs",
+                "--out",
+                certs.to_str().unwrap(),
+                "--nodes",
+                "local",
+            ],
+            dir,
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let port = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cfg = dir.join("cluster.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[manager]\nlisten = \"127.0.0.1:{port}\"\ncerts = \"{}\"\ntime_scale = 0.01\n\
+                 start_timeout_s = 20\nlink_timeout_s = 5\n\
+                 [workload]\npreset = \"libra\"\npolicy = \"batsim\"\n\
+                 set = {{ jobs = {jobs}, nodes = {nodes}, synthetic_arrival_max = {jobs} }}\n\
+                 [[hosts]]\nname = \"local\"\nprocesses = 1\nnodes_per_process = {nodes}\ncapacity = {}\n",
+                certs.display(),
+                1.0 / nodes as f64
+            ),
+        )
+        .unwrap();
+        let (out, err) = (dir.join("live.out"), dir.join("live.err"));
+        let child = Command::new(env!("CARGO_BIN_EXE_libratory"))
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .args(["--batsim-endpoint", ep, "--batsim-cmd", cmd])
+            .args(["--batsim-timeout", timeout, "--out"])
+            .arg(run)
+            .current_dir(dir)
+            // Its own group, so the guard reaches its node process.
+            .process_group(0)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start libratory run");
+        Live { child, out, err }
+    }
+
+    /// Waits for the run to end (at most `limit`): its exit status and
+    /// its output.
+    fn wait(&mut self, limit: Duration) -> (std::process::ExitStatus, String) {
+        let end = Instant::now() + limit;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < end,
+                "the live run did not end within {limit:?}:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        (status, self.output())
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "stdout:\n{}\nstderr:\n{}",
+            std::fs::read_to_string(&self.out).unwrap_or_default(),
+            std::fs::read_to_string(&self.err).unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = self.child.id() as libc::pid_t;
+            // SIGINT first: the run stops its scheduler and node processes
+            // itself; then nothing of its group is left running.
+            // SAFETY: kill(2) on the child and on the group it leads.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // SAFETY: as above, the group this test's child leads.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// How long a live run of these tests may take (they end in seconds;
+/// generous for a loaded host).
+const LIVE_LIMIT: Duration = Duration::from_secs(180);
+
+/// pybatsim's `scheduler` unchanged on a live cluster of real node
+/// processes: the schedule holds, the scheduler's decisions are
+/// timed in the run's histograms, and `compare` and `report` read the run.
+fn run_pybatsim_live(scheduler: &str) {
     pybatsim();
     let dir = tempfile::tempdir().unwrap();
     let ep = endpoint();
-    let cmd = format!("pybatsim fillerSched -s {ep} -v warning");
+    let cmd = format!("pybatsim {scheduler} -s {ep} -v warning");
     let run = dir.path().join("run");
-    let out = libratory(
-        &[
-            "demo",
-            "--processes",
-            "1",
-            "--nodes",
-            "4",
-            "--jobs",
-            "10",
-            "--policy",
-            "batsim",
-            "--batsim-endpoint",
-            &ep,
-            "--batsim-cmd",
-            &cmd,
-            "--out",
-            run.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    let all = text(&out);
-    assert!(out.status.success(), "{all}");
+    let (jobs, nodes) = (8, 4);
+    let mut live = Live::start(dir.path(), &run, &ep, &cmd, jobs, nodes, "30");
+    let (status, all) = live.wait(LIVE_LIMIT);
+    assert!(status.success(), "{all}");
     assert!(all.contains("batsim scheduler:"), "{all}");
     assert!(!all.contains("scheduler failed"), "{all}");
     assert!(all.contains("submit_to_decision_us"), "{all}");
     let rows = out_jobs(&run, "batsim");
-    let ran = check_schedule(&rows, 10, 4);
-    assert_eq!(ran, 10, "{all}");
+    let ran = check_schedule(&rows, jobs, nodes);
+    // The batch's jobs all fit the cluster: every one runs.
+    assert_eq!(ran, jobs, "{all}");
+    let cmp = libratory(
+        &[
+            "compare",
+            run.to_str().unwrap(),
+            run.to_str().unwrap(),
+            "--policy-a",
+            "batsim",
+            "--policy-b",
+            "batsim",
+        ],
+        dir.path(),
+    );
+    assert!(cmp.status.success(), "{}", text(&cmp));
+    let report_dir = dir.path().join("report");
+    let rep = libratory(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            report_dir.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(rep.status.success(), "{}", text(&rep));
+    let html = std::fs::read_to_string(report_dir.join("report.html")).unwrap();
+    assert!(html.contains("batsim"));
+}
+
+#[test]
+fn pybatsim_filler_sched_runs_live() {
+    run_pybatsim_live("fillerSched");
+}
+
+#[test]
+fn pybatsim_easy_backfill_runs_live() {
+    run_pybatsim_live("easyBackfill");
+}
+
+#[test]
+fn pybatsim_sched_fcfs_runs_live() {
+    run_pybatsim_live("schedFcfs");
+}
+
+#[test]
+fn pybatsim_sched_easy_sjf_backfill_runs_live() {
+    run_pybatsim_live("schedEasySjfBackfill");
+}
+
+/// A live run whose scheduler fails (tests/batsim/peer.py in `mode`):
+/// the run ends by itself, says what happened, and records every job,
+/// each one the scheduler did not decide rejected with reason `scheduler`.
+fn live_faulty(mode: &str, want: &str) {
+    // The peer needs pyzmq, which comes with pybatsim.
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let run = dir.path().join("run");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/batsim/peer.py");
+    let cmd = format!("python3 {} {ep} {mode}", peer.display());
+    let (jobs, nodes) = (8, 4);
+    let mut live = Live::start(dir.path(), &run, &ep, &cmd, jobs, nodes, "2");
+    let (status, all) = live.wait(LIVE_LIMIT);
+    assert!(status.success(), "{all}");
+    assert!(all.contains("the batsim scheduler failed"), "{all}");
+    assert!(all.contains(want), "wanted {want:?} in {all}");
+    let rows = self::jobs(&run, "batsim");
+    assert_eq!(rows.len(), jobs, "one record per job: {all}");
+    let lost = rows
+        .iter()
+        .filter(|r| r["accepted"] != "true")
+        .inspect(|r| {
+            assert_eq!(r["reason"], "scheduler", "{r:?}");
+            assert!(r["detail"].contains("the scheduler failed"), "{r:?}");
+        })
+        .count();
+    assert!(lost > 0, "{all}");
+    check_schedule(&out_jobs(&run, "batsim"), jobs, nodes);
+}
+
+#[test]
+fn fault_scheduler_dies_mid_run_live() {
+    live_faulty("dies", "exited (exit status: 3)");
+}
+
+#[test]
+fn fault_scheduler_hangs_live() {
+    live_faulty("hangs", "did not answer within 2.0 s");
+}
+
+#[test]
+fn fault_overlapping_allocation_live() {
+    live_faulty("overlap", "which job 'w0!");
 }
 
 /// A Batsim JSON workload (tests/batsim/three-jobs.json: 4 resources, a
