@@ -2,8 +2,6 @@
 //! (handshake, hello, registration) and [`run`], which starts everything
 //! and returns the outcome.
 
-use std::collections::{HashMap, VecDeque};
-
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
@@ -21,6 +19,7 @@ use std::sync::Arc;
 
 use super::actor::*;
 use super::config::*;
+use super::core::{CoreConfig, LiveCore};
 use super::gate::{self, Gate};
 use super::link::*;
 use super::messages::*;
@@ -97,7 +96,7 @@ pub(super) async fn admit(
         .map_err(|_| silent("no hello"))?
         .map_err(|e| e.to_string())?;
     if theirs.role == Role::Client {
-        let r = serve_client(conn, s, manager, &id).await;
+        let r = serve_client(conn, s, manager, &id, link).await;
         gate.leave(link);
         return r.map_err(|e| format!("{peer}: {e}"));
     }
@@ -197,6 +196,7 @@ pub(super) async fn serve_client(
     s: FramedStream,
     manager: Addr<ManagerActor>,
     id: &net::Identity,
+    client: LinkId,
 ) -> Result<(), String> {
     let mut refused = None;
     let (mut tx, mut rx) = s.split();
@@ -266,6 +266,7 @@ pub(super) async fn serve_client(
                 }
                 if manager
                     .send(FromClient {
+                        client,
                         reply: reply_tx.clone(),
                         msgs,
                     })
@@ -377,11 +378,6 @@ pub async fn run(
             .with_context(|| "reading the revocation list at start".to_string())?,
     );
     let (done_tx, done_rx) = oneshot::channel();
-    let hists = MANAGER_HISTOGRAMS
-        .iter()
-        .map(|n| (n.to_string(), new_hist()))
-        .collect();
-    let total = jobs.len();
     let timeout = cfg.link_timeout;
     // Threads (see docs/manager.md, "Threads"). By default the admission
     // actor runs on the thread of the QUIC endpoint, with the client
@@ -397,40 +393,32 @@ pub async fn run(
     let arrangement = cfg.threads;
     let links = (arrangement == Threads::Split).then(Arbiter::new);
     let admission = (arrangement == Threads::Admission).then(Arbiter::new);
-    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
-        core: ManagerCore::new(policy),
-        clock: None,
-        cfg,
-        links: FxHashMap::default(),
-        jobs: jobs.into(),
-        total_jobs: total,
-        submitted: 0,
-        decided: 0,
-        finished: 0,
-        started_replay: false,
-        offset: 0.0,
-        ending: false,
-        hists,
-        node_hists: Vec::new(),
-        hist_marks: HashMap::new(),
-        born: Instant::now(),
-        hist_pending: 0,
-        warnings: Vec::new(),
-        warnings_journaled: 0,
-        journal_buf: Vec::new(),
-        turn_t: None,
-        handover: Default::default(),
-        done: Some(done_tx),
-        out: Vec::new(),
-        ping_sent: HashMap::new(),
-        nonce: 0,
-        registered_nodes: 0,
-        replay_started: None,
-        ended: None,
-        bar: None,
-        pending: FxHashMap::default(),
-        next_client_job: 1 << 40,
-        recent: VecDeque::new(),
+    let core_cfg = CoreConfig {
+        time_scale: cfg.time_scale,
+        expect_nodes: cfg.expect_nodes,
+        serve: cfg.serve,
+        journal: cfg.journal.is_some(),
+        start_timeout: cfg.start_timeout,
+        histogram_timeout: cfg.histogram_timeout,
+        report_ms: cfg.report_ms,
+        heartbeat_ms: cfg.heartbeat_ms,
+        histogram_ms: cfg.histogram_ms,
+        spare_rule: cfg.policy_config.spare_rule,
+    };
+    let make = move |_: &mut Context<ManagerActor>| {
+        let born = Instant::now();
+        ManagerActor {
+            core: LiveCore::new(ManagerCore::new(policy), core_cfg, jobs)
+                .with_meter(Box::new(move || born.elapsed().as_secs_f64())),
+            clock: None,
+            cfg,
+            links: FxHashMap::default(),
+            clients: FxHashMap::default(),
+            born,
+            handover: Default::default(),
+            done: Some(done_tx),
+            bar: None,
+        }
     };
     let manager = match &admission {
         Some(a) => ManagerActor::start_in_arbiter(&a.handle(), make),
