@@ -193,6 +193,12 @@ fn bounded_against_scan(seed: u64, policy_name: &str, cfg: &PolicyConfig) -> (u6
                 if rng.random_range(0..12) == 0 {
                     j.spec.qos.budget = re;
                 }
+                // Some hard deadlines with penalties (LibraSLA turns down
+                // nodes where they would be late).
+                if rng.random_range(0..3) == 0 {
+                    let rate = rng.random_range(0.0..2.0);
+                    j.spec = j.spec.with_deadline_type(DeadlineType::Hard, rate);
+                }
                 let want = {
                     let view = c.fresh_view(now);
                     let ids = c.view_ids.clone();
@@ -252,8 +258,9 @@ proptest::proptest! {
     /// the bounds leave open brought up to date) are the plain scan's
     /// on the snapshot at that instant: accept or reject, the nodes,
     /// the cost, the reason and its detail, ties included; for Libra
-    /// (best fit, least loaded) and the policies that take the full
-    /// refresh (Libra+$, LibraRisk, LibraSLA).
+    /// (best fit, least loaded), and for Libra+$, LibraRisk (node order,
+    /// best fit) and LibraSLA (whole and per-part returns) deciding on
+    /// the busy index's candidates.
     #[test]
     fn decisions_from_bounds_equal_the_plain_scan(seed in proptest::prelude::any::<u64>()) {
         let (decided, bounded, accepted) =
@@ -263,8 +270,18 @@ proptest::proptest! {
         proptest::prop_assert!(accepted > 0 || decided == 0);
         let least = PolicyConfig { placement: policy::Placement::LeastLoaded, ..PolicyConfig::default() };
         bounded_against_scan(seed, "libra", &least);
-        let other = ["libra-plus-dollar", "libra-risk", "libra-sla"][(seed % 3) as usize];
-        bounded_against_scan(seed, other, &PolicyConfig::default());
+        // The rest of the family decides on the candidates the busy
+        // index yields (busy nodes, one idle node per speed standing in
+        // for its group): every decision the plain scan's.
+        let default = PolicyConfig::default();
+        for other in ["libra-plus-dollar", "libra-risk", "libra-sla"] {
+            let (decided, _, accepted) = bounded_against_scan(seed, other, &default);
+            proptest::prop_assert!(accepted > 0 || decided == 0, "{other}");
+        }
+        let risk_fit = PolicyConfig { risk_order: policy::RiskOrder::BestFit, ..default.clone() };
+        bounded_against_scan(seed, "libra-risk", &risk_fit);
+        let sla_part = PolicyConfig { sla_return_per_part: true, ..default };
+        bounded_against_scan(seed, "libra-sla", &sla_part);
     }
 }
 
