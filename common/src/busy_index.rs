@@ -3,11 +3,13 @@
 //! A decision over a large, mostly idle cluster need not look at every
 //! node: an idle node's load is zero, so every idle node of one speed
 //! gives the same answer, and Libra ranks equal loads by node index. The
-//! live core keeps this index as parts come and go, and Libra decides on
-//! the busy nodes plus the first few idle nodes of each speed
-//! ([`crate::policy::steps::resource_deadline_filter_indexed`]): the same
-//! decision as a walk over every node, at a cost that follows the busy
-//! nodes, not the cluster's size (10,000 emulated nodes per host).
+//! live core keeps this index as parts come and go, and the Libra family
+//! decides on the busy nodes plus the first few idle nodes of each speed
+//! ([`crate::policy::steps::resource_deadline_filter_indexed`] for the
+//! share test, [`crate::policy::steps::idle_stand_ins`] for LibraRisk's
+//! zero risk and LibraSLA's return, which an idle node's speed alone
+//! decides): the same decision as a walk over every node, at a cost that
+//! follows the busy nodes, not the cluster's size.
 //!
 //! The index also remembers each busy node's load (Libra's required
 //! share) at the instant the live core last brought the node up to date:
