@@ -35,14 +35,18 @@ use crate::sim::{Completion, SimOutcome};
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
-/// A node event the engine applies at a time.
+/// What happens to nodes at an instant: the engine's fault hook. A
+/// scenario ([`Plan`]) is turned into these by its model (module docs,
+/// [`timeline`]); `libratory replay` builds them from what a live run's
+/// journal observed.
 #[derive(Debug, Clone, PartialEq)]
-enum Act {
+pub enum NodeAct {
     /// Stop computing (crash, hang).
     Stop,
     /// Compute again where it stopped (a short hang ends).
     Resume,
-    /// The manager loses the nodes (detection).
+    /// The manager loses the nodes (detection): their unfinished jobs are
+    /// lost, the nodes leave the pool.
     Lose,
     /// The nodes come back, idle.
     Rejoin,
@@ -52,13 +56,27 @@ enum Act {
     ManagerUp,
 }
 
-#[derive(Debug, Clone)]
-struct Ev {
-    at: Time,
-    act: Act,
-    nodes: Vec<u32>,
-    /// Index of the fault in the plan.
-    fault: usize,
+/// One node event at a time (trace seconds, the jobs' axis).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeEvent {
+    /// When.
+    pub at: Time,
+    /// What.
+    pub act: NodeAct,
+    /// The nodes (global ids) it applies to.
+    pub nodes: Vec<u32>,
+    /// What caused it: the name lost jobs' reasons and the notes carry.
+    pub cause: String,
+}
+
+/// Everything that happens to the nodes and the manager during a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    /// Node events, in time order (ties: applied in this order).
+    pub events: Vec<NodeEvent>,
+    /// The manager's downtimes `[from, until)`, ordered by start: no
+    /// decision in them (arrivals wait until `until`).
+    pub down: Vec<(Time, Time)>,
 }
 
 /// What happened, for the run's log: one line per fault event applied.
@@ -79,63 +97,66 @@ pub struct FaultedOutcome {
     pub notes: Vec<FaultNote>,
 }
 
-fn events(plan: &Plan, shape: &ClusterShape, start: Time) -> (Vec<Ev>, Vec<(Time, Time)>) {
+/// The scenario's faults as node events under the model of the module
+/// docs (`start`: the first arrival, which fault times count from).
+pub fn timeline(plan: &Plan, shape: &ClusterShape, start: Time) -> Timeline {
     let l = plan.link_timeout;
     let mut evs = Vec::new();
     let mut down = Vec::new();
-    for (i, f) in plan.faults.iter().enumerate() {
+    for f in &plan.faults {
         let t = start + f.at;
         let nodes: Vec<u32> = shape.nodes_of(f.target).map(|n| n as u32).collect();
-        let mut ev = |at: Time, act: Act| {
-            evs.push(Ev {
+        let cause = f.to_string();
+        let mut ev = |at: Time, act: NodeAct| {
+            evs.push(NodeEvent {
                 at,
                 act,
                 nodes: nodes.clone(),
-                fault: i,
+                cause: cause.clone(),
             })
         };
         match f.kind {
             FaultKind::Crash => {
-                ev(t, Act::Stop);
-                ev(t + l, Act::Lose);
+                ev(t, NodeAct::Stop);
+                ev(t + l, NodeAct::Lose);
                 if let Some(d) = f.duration {
-                    ev(t + d.max(l), Act::Rejoin);
+                    ev(t + d.max(l), NodeAct::Rejoin);
                 }
             }
             FaultKind::Hang => {
                 let d = f.duration.expect("checked: hang has a duration");
-                ev(t, Act::Stop);
+                ev(t, NodeAct::Stop);
                 if d < l {
-                    ev(t + d, Act::Resume);
+                    ev(t + d, NodeAct::Resume);
                 } else {
-                    ev(t + l, Act::Lose);
-                    ev(t + d, Act::Rejoin);
+                    ev(t + l, NodeAct::Lose);
+                    ev(t + d, NodeAct::Rejoin);
                 }
             }
             FaultKind::Slow { factor } => {
                 let d = f.duration.expect("checked: slow has a duration");
-                ev(t, Act::Rate(factor));
-                ev(t + d, Act::Rate(1.0));
+                ev(t, NodeAct::Rate(factor));
+                ev(t + d, NodeAct::Rate(1.0));
             }
             FaultKind::Partition => {
                 let d = f.duration.expect("checked: partition has a duration");
                 if d >= l {
-                    ev(t + l, Act::Lose);
-                    ev(t + d, Act::Rejoin);
+                    ev(t + l, NodeAct::Lose);
+                    ev(t + d, NodeAct::Rejoin);
                 }
             }
             FaultKind::Delay { .. } => {}
             FaultKind::ManagerCrash => {
                 let d = f.duration.expect("checked: manager-crash has a duration");
                 down.push((t, t + d));
-                ev(t + d, Act::ManagerUp);
+                ev(t + d, NodeAct::ManagerUp);
             }
         }
     }
     // Stable: at one instant, events keep the plan's order.
     evs.sort_by(|a, b| a.at.total_cmp(&b.at));
     down.sort_by(|a, b| a.0.total_cmp(&b.0));
-    (evs, down)
+    Timeline { events: evs, down }
 }
 
 /// When an arrival at `t` is decided: `t`, or the end of the manager's
@@ -189,13 +210,28 @@ pub fn simulate_with_faults(
         "the plan's cluster is the simulated one"
     );
     let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-    let (evs, down) = events(plan, shape, start);
+    simulate_timeline(jobs, specs, policy, &timeline(plan, shape, start))
+}
+
+/// Runs `jobs` through `policy` on `specs` with the node events and
+/// manager downtimes of `tl` (absolute times, the jobs' axis).
+///
+/// # Panics
+/// If a job fails validation (workloads are validated when built), or an
+/// event names a node `specs` does not have.
+pub fn simulate_timeline(
+    jobs: &[WorkloadJob],
+    specs: &[NodeSpec],
+    policy: Policy,
+    tl: &Timeline,
+) -> FaultedOutcome {
+    let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+    let (evs, down) = (&tl.events, &tl.down);
     let space = matches!(policy, Policy::Queue(_));
     let mut core = ManagerCore::simulated(policy, specs, start);
     let mut engine = Engine {
         jobs,
         specs,
-        plan,
         nf: NodeFaults {
             stopped: vec![false; specs.len()],
             factor: vec![1.0; specs.len()],
@@ -214,7 +250,7 @@ pub fn simulate_with_faults(
     loop {
         let t_job = jobs
             .get(next_job)
-            .map(|j| decided_at(j.spec.details.submit_time, &down));
+            .map(|j| decided_at(j.spec.details.submit_time, down));
         let t_ev = evs.get(next_ev).map(|e| e.at);
         let t_done = if space {
             engine.heap.peek().map(|c| c.0.at)
@@ -239,7 +275,7 @@ pub fn simulate_with_faults(
         }
         while jobs
             .get(next_job)
-            .is_some_and(|j| decided_at(j.spec.details.submit_time, &down) <= now)
+            .is_some_and(|j| decided_at(j.spec.details.submit_time, down) <= now)
         {
             if let Err(e) = core.arrive(now, jobs[next_job].clone(), &mut engine.out) {
                 panic!("simulate: {e}");
@@ -248,7 +284,7 @@ pub fn simulate_with_faults(
             engine.events += 1;
         }
         if space {
-            if !is_down(now, &down) {
+            if !is_down(now, down) {
                 core.tick(now, &mut engine.out);
             }
             engine.start_runs(&mut core, now);
@@ -275,7 +311,6 @@ struct Run {
 struct Engine<'a> {
     jobs: &'a [WorkloadJob],
     specs: &'a [NodeSpec],
-    plan: &'a Plan,
     nf: NodeFaults,
     notes: Vec<FaultNote>,
     runs: Vec<Option<Run>>,
@@ -289,27 +324,27 @@ struct Engine<'a> {
 }
 
 impl Engine<'_> {
-    fn apply(&mut self, core: &mut ManagerCore, now: Time, ev: &Ev) {
-        let fault = &self.plan.faults[ev.fault];
+    fn apply(&mut self, core: &mut ManagerCore, now: Time, ev: &NodeEvent) {
+        let fault = &ev.cause;
         self.events += 1;
         let what = match &ev.act {
-            Act::Stop => {
+            NodeAct::Stop => {
                 for &g in &ev.nodes {
                     self.nf.stopped[g as usize] = true;
                 }
                 format!("{fault}: stopped")
             }
-            Act::Resume => {
+            NodeAct::Resume => {
                 for &g in &ev.nodes {
                     self.nf.stopped[g as usize] = false;
                 }
                 format!("{fault}: resumed")
             }
-            Act::Lose => {
-                core.sim_nodes_lost(now, &ev.nodes, &fault.to_string(), &mut self.out);
+            NodeAct::Lose => {
+                core.sim_nodes_lost(now, &ev.nodes, fault, &mut self.out);
                 format!("{fault}: lost by the manager")
             }
-            Act::Rejoin => {
+            NodeAct::Rejoin => {
                 let specs: Vec<NodeSpec> = ev
                     .nodes
                     .iter()
@@ -321,7 +356,7 @@ impl Engine<'_> {
                 core.sim_nodes_rejoin(now, &specs);
                 format!("{fault}: rejoined")
             }
-            Act::Rate(r) => {
+            NodeAct::Rate(r) => {
                 for &g in &ev.nodes {
                     self.nf.factor[g as usize] = *r;
                 }
@@ -331,9 +366,12 @@ impl Engine<'_> {
                     format!("{fault}: capacity x{r}")
                 }
             }
-            Act::ManagerUp => format!("{fault}: manager restarted"),
+            NodeAct::ManagerUp => format!("{fault}: manager restarted"),
         };
-        if matches!(ev.act, Act::Stop | Act::Resume | Act::Rejoin | Act::Rate(_)) {
+        if matches!(
+            ev.act,
+            NodeAct::Stop | NodeAct::Resume | NodeAct::Rejoin | NodeAct::Rate(_)
+        ) {
             for &g in &ev.nodes {
                 if core.node_alive(g) {
                     core.sim_set_rate(now, &[g], self.nf.rate(g as usize));

@@ -6,6 +6,7 @@ pub mod faults;
 pub mod figures;
 pub mod info;
 pub mod metric_table;
+pub mod replay;
 pub mod report;
 pub mod simulate;
 pub mod sweep;

@@ -58,6 +58,25 @@ pub struct Header {
     pub workload: WorkloadFacts,
 }
 
+/// What the fault injector did to a node process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultAct {
+    /// SIGKILL (a crash).
+    Kill,
+    /// Started again after a crash, or after it exited when woken from a
+    /// hang or a partition (it registers as new).
+    Restart,
+    /// SIGSTOP (a hang).
+    Stop,
+    /// SIGCONT (the hang is over).
+    Cont,
+    /// A link fault (partition, delay) handed to the node's link layer.
+    Link,
+    /// The link fault is over.
+    Heal,
+}
+
 /// One line of the journal. `t` is real seconds since the manager started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "e", rename_all = "snake_case")]
@@ -129,6 +148,21 @@ pub enum Entry {
         /// The final record (the record form).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<Box<JobRecord>>,
+    },
+    /// The fault injector acted on a node process (`run`/`demo
+    /// --faults`), written when it did, beside its `warning`. Journals
+    /// written before have the warning only.
+    Fault {
+        /// When.
+        t: f64,
+        /// What it did.
+        act: FaultAct,
+        /// The node process's label (the first word of its `node` entry's
+        /// `host`).
+        process: String,
+        /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
+        /// line 12)`).
+        fault: String,
     },
     /// Something the user should know (a lost node process, a late
     /// start, a refused part), journaled within a heartbeat.

@@ -37,7 +37,7 @@ pub mod reader;
 pub mod rebuild;
 pub mod writer;
 
-pub use format::{Entry, Header, WorkloadFacts};
+pub use format::{Entry, FaultAct, Header, WorkloadFacts};
 pub use reader::{parse, read, Contents};
 pub use rebuild::{rebuild, Rebuilt, UNDECIDED, UNFINISHED};
 pub use writer::{Journal, JournalWriter, FSYNC_EVERY, GATHER};
