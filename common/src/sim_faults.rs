@@ -1,8 +1,11 @@
-//! The virtual-time engine with a fault scenario ([`crate::faults::Plan`]):
-//! the same admission core and fluid model as [`crate::sim`], plus node
-//! processes and nodes that stop, are lost, come back, slow down, and a
-//! manager that is down for a while. Kept apart from [`crate::sim`] so
-//! that a run without faults takes exactly the code it always took.
+//! Faults in virtual time: the fault hook of [`crate::sim`]'s engine
+//! (node processes and nodes that stop, are lost, come back, slow down,
+//! and a manager that is down for a while), as a [`Timeline`] of node
+//! events and downtimes, and the model that makes a timeline from a
+//! fault scenario ([`crate::faults::Plan`], [`timeline`]). The engine is
+//! the one of runs without faults, which run it with no hook and take no
+//! fault path; `libratory replay` builds its timeline from a live run's
+//! journal instead.
 //!
 //! How each fault is modelled (docs/faults.md, "In the simulator"), with
 //! `L` the scenario's `link_timeout` (trace seconds):
@@ -24,14 +27,11 @@
 //!   and are decided at `t + d` (their submit time stays), nodes go on
 //!   running and completing their parts.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::admission::{ManagerCore, Output};
 use crate::faults::{ClusterShape, FaultKind, Plan};
 use crate::node_model::NodeSpec;
-use crate::policy::{Decision, Policy};
-use crate::sim::{Completion, SimOutcome};
+use crate::policy::Policy;
+use crate::sim::SimOutcome;
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
@@ -175,19 +175,125 @@ fn is_down(t: Time, down: &[(Time, Time)]) -> bool {
     down.iter().any(|&(from, until)| from <= t && t < until)
 }
 
-/// Per-node fault state: stopped, and the capacity factor.
-struct NodeFaults {
+/// The engine's fault hook ([`crate::sim`] runs with one when there are
+/// faults): the timeline's events applied as their times come, each
+/// node's state (stopped, capacity factor), the manager's downtimes, and
+/// a note per event applied.
+pub(crate) struct Hook<'a> {
+    tl: &'a Timeline,
+    specs: &'a [NodeSpec],
+    next: usize,
     stopped: Vec<bool>,
     factor: Vec<f64>,
+    notes: Vec<FaultNote>,
 }
 
-impl NodeFaults {
-    fn rate(&self, g: usize) -> f64 {
+impl<'a> Hook<'a> {
+    fn new(tl: &'a Timeline, specs: &'a [NodeSpec]) -> Hook<'a> {
+        Hook {
+            tl,
+            specs,
+            next: 0,
+            stopped: vec![false; specs.len()],
+            factor: vec![1.0; specs.len()],
+            notes: Vec::new(),
+        }
+    }
+
+    /// Node `g`'s work rate: 0 stopped, else its capacity factor.
+    pub(crate) fn rate(&self, g: usize) -> f64 {
         if self.stopped[g] {
             0.0
         } else {
             self.factor[g]
         }
+    }
+
+    /// When the next node event is due.
+    pub(crate) fn next_at(&self) -> Option<Time> {
+        self.tl.events.get(self.next).map(|e| e.at)
+    }
+
+    /// When an arrival at `t` is decided (after a downtime covering it).
+    pub(crate) fn decided_at(&self, t: Time) -> Time {
+        decided_at(t, &self.tl.down)
+    }
+
+    /// Whether the manager is down at `t` (no scheduling pass).
+    pub(crate) fn is_down(&self, t: Time) -> bool {
+        is_down(t, &self.tl.down)
+    }
+
+    /// Applies the events due by `now`, in order; `rerate` is told the
+    /// nodes whose pace changed (the engine's space-shared runs on them
+    /// change pace). Returns the events applied.
+    pub(crate) fn apply_due(
+        &mut self,
+        core: &mut ManagerCore,
+        now: Time,
+        out: &mut Vec<Output>,
+        mut rerate: impl FnMut(&Hook<'a>, &[u32]),
+    ) -> u64 {
+        let mut applied = 0;
+        while let Some(ev) = self.tl.events.get(self.next).filter(|e| e.at <= now) {
+            self.next += 1;
+            applied += 1;
+            let fault = &ev.cause;
+            let what = match &ev.act {
+                NodeAct::Stop => {
+                    for &g in &ev.nodes {
+                        self.stopped[g as usize] = true;
+                    }
+                    format!("{fault}: stopped")
+                }
+                NodeAct::Resume => {
+                    for &g in &ev.nodes {
+                        self.stopped[g as usize] = false;
+                    }
+                    format!("{fault}: resumed")
+                }
+                NodeAct::Lose => {
+                    core.sim_nodes_lost(now, &ev.nodes, fault, out);
+                    format!("{fault}: lost by the manager")
+                }
+                NodeAct::Rejoin => {
+                    let specs: Vec<NodeSpec> = ev
+                        .nodes
+                        .iter()
+                        .map(|&g| self.specs[g as usize].clone())
+                        .collect();
+                    for &g in &ev.nodes {
+                        self.stopped[g as usize] = false;
+                    }
+                    core.sim_nodes_rejoin(now, &specs);
+                    format!("{fault}: rejoined")
+                }
+                NodeAct::Rate(r) => {
+                    for &g in &ev.nodes {
+                        self.factor[g as usize] = *r;
+                    }
+                    if *r == 1.0 {
+                        format!("{fault}: full capacity again")
+                    } else {
+                        format!("{fault}: capacity x{r}")
+                    }
+                }
+                NodeAct::ManagerUp => format!("{fault}: manager restarted"),
+            };
+            if matches!(
+                ev.act,
+                NodeAct::Stop | NodeAct::Resume | NodeAct::Rejoin | NodeAct::Rate(_)
+            ) {
+                for &g in &ev.nodes {
+                    if core.node_alive(g) {
+                        core.sim_set_rate(now, &[g], self.rate(g as usize));
+                    }
+                }
+                rerate(self, &ev.nodes);
+            }
+            self.notes.push(FaultNote { at: now, what });
+        }
+        applied
     }
 }
 
@@ -214,7 +320,8 @@ pub fn simulate_with_faults(
 }
 
 /// Runs `jobs` through `policy` on `specs` with the node events and
-/// manager downtimes of `tl` (absolute times, the jobs' axis).
+/// manager downtimes of `tl` (absolute times, the jobs' axis): the
+/// engine of [`crate::sim`] with its fault hook.
 ///
 /// # Panics
 /// If a job fails validation (workloads are validated when built), or an
@@ -225,283 +332,10 @@ pub fn simulate_timeline(
     policy: Policy,
     tl: &Timeline,
 ) -> FaultedOutcome {
-    let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-    let (evs, down) = (&tl.events, &tl.down);
-    let space = matches!(policy, Policy::Queue(_));
-    let mut core = ManagerCore::simulated(policy, specs, start);
-    let mut engine = Engine {
-        jobs,
-        specs,
-        nf: NodeFaults {
-            stopped: vec![false; specs.len()],
-            factor: vec![1.0; specs.len()],
-        },
-        notes: Vec::new(),
-        runs: vec![None; jobs.len()],
-        heap: BinaryHeap::new(),
-        seq: 0,
-        busy_time: 0.0,
-        makespan: start,
-        events: 0,
-        out: Vec::new(),
-    };
-    let mut next_job = 0;
-    let mut next_ev = 0;
-    loop {
-        let t_job = jobs
-            .get(next_job)
-            .map(|j| decided_at(j.spec.details.submit_time, down));
-        let t_ev = evs.get(next_ev).map(|e| e.at);
-        let t_done = if space {
-            engine.heap.peek().map(|c| c.0.at)
-        } else {
-            None
-        };
-        let Some(now) = [t_job, t_ev, t_done]
-            .into_iter()
-            .flatten()
-            .reduce(Time::min)
-        else {
-            break;
-        };
-        // Completions first (space-shared; the fluid model books its own
-        // inside the core), then node events, then arrivals.
-        if space {
-            engine.complete_until(&mut core, now);
-        }
-        while evs.get(next_ev).is_some_and(|e| e.at <= now) {
-            engine.apply(&mut core, now, &evs[next_ev]);
-            next_ev += 1;
-        }
-        while jobs
-            .get(next_job)
-            .is_some_and(|j| decided_at(j.spec.details.submit_time, down) <= now)
-        {
-            if let Err(e) = core.arrive(now, jobs[next_job].clone(), &mut engine.out) {
-                panic!("simulate: {e}");
-            }
-            next_job += 1;
-            engine.events += 1;
-        }
-        if space {
-            if !is_down(now, down) {
-                core.tick(now, &mut engine.out);
-            }
-            engine.start_runs(&mut core, now);
-        }
-        engine.out.clear();
-    }
-    let FaultedOutcome { outcome, notes } = engine.finish(core, space);
-    FaultedOutcome { outcome, notes }
-}
-
-/// A space-shared job in flight: its work left at rate 1 since
-/// `updated`, its rate (its slowest node's), and the sequence number of
-/// its live completion in the heap (older entries are stale).
-#[derive(Debug, Clone)]
-struct Run {
-    nodes: Vec<usize>,
-    left: f64,
-    started: Time,
-    updated: Time,
-    rate: f64,
-    seq: u64,
-}
-
-struct Engine<'a> {
-    jobs: &'a [WorkloadJob],
-    specs: &'a [NodeSpec],
-    nf: NodeFaults,
-    notes: Vec<FaultNote>,
-    runs: Vec<Option<Run>>,
-    /// (end, sequence, job position)
-    heap: BinaryHeap<Reverse<Completion>>,
-    seq: u64,
-    busy_time: f64,
-    makespan: Time,
-    events: u64,
-    out: Vec<Output>,
-}
-
-impl Engine<'_> {
-    fn apply(&mut self, core: &mut ManagerCore, now: Time, ev: &NodeEvent) {
-        let fault = &ev.cause;
-        self.events += 1;
-        let what = match &ev.act {
-            NodeAct::Stop => {
-                for &g in &ev.nodes {
-                    self.nf.stopped[g as usize] = true;
-                }
-                format!("{fault}: stopped")
-            }
-            NodeAct::Resume => {
-                for &g in &ev.nodes {
-                    self.nf.stopped[g as usize] = false;
-                }
-                format!("{fault}: resumed")
-            }
-            NodeAct::Lose => {
-                core.sim_nodes_lost(now, &ev.nodes, fault, &mut self.out);
-                format!("{fault}: lost by the manager")
-            }
-            NodeAct::Rejoin => {
-                let specs: Vec<NodeSpec> = ev
-                    .nodes
-                    .iter()
-                    .map(|&g| self.specs[g as usize].clone())
-                    .collect();
-                for &g in &ev.nodes {
-                    self.nf.stopped[g as usize] = false;
-                }
-                core.sim_nodes_rejoin(now, &specs);
-                format!("{fault}: rejoined")
-            }
-            NodeAct::Rate(r) => {
-                for &g in &ev.nodes {
-                    self.nf.factor[g as usize] = *r;
-                }
-                if *r == 1.0 {
-                    format!("{fault}: full capacity again")
-                } else {
-                    format!("{fault}: capacity x{r}")
-                }
-            }
-            NodeAct::ManagerUp => format!("{fault}: manager restarted"),
-        };
-        if matches!(
-            ev.act,
-            NodeAct::Stop | NodeAct::Resume | NodeAct::Rejoin | NodeAct::Rate(_)
-        ) {
-            for &g in &ev.nodes {
-                if core.node_alive(g) {
-                    core.sim_set_rate(now, &[g], self.nf.rate(g as usize));
-                }
-            }
-            self.rerate(now, &ev.nodes);
-        }
-        self.notes.push(FaultNote { at: now, what });
-    }
-
-    /// Space-shared runs on `nodes` change pace from `now` on.
-    fn rerate(&mut self, now: Time, nodes: &[u32]) {
-        for k in 0..self.runs.len() {
-            let Some(run) = &self.runs[k] else { continue };
-            if !run.nodes.iter().any(|&g| nodes.contains(&(g as u32))) {
-                continue;
-            }
-            let rate = run
-                .nodes
-                .iter()
-                .map(|&g| self.nf.rate(g))
-                .fold(f64::INFINITY, f64::min);
-            let run = self.runs[k].as_mut().expect("checked");
-            run.left = (run.left - (now - run.updated) * run.rate).max(0.0);
-            run.updated = now;
-            run.rate = rate;
-            self.seq += 1;
-            run.seq = self.seq;
-            if rate > 0.0 {
-                self.heap.push(Reverse(Completion {
-                    at: now + run.left / rate,
-                    seq: run.seq,
-                    job: k,
-                }));
-            }
-        }
-    }
-
-    /// Books the space-shared completions due by `now`.
-    fn complete_until(&mut self, core: &mut ManagerCore, now: Time) {
-        while self.heap.peek().is_some_and(|c| c.0.at <= now) {
-            let Reverse(c) = self.heap.pop().expect("peeked");
-            let live = self.runs[c.job].as_ref().is_some_and(|r| r.seq == c.seq);
-            if !live {
-                continue;
-            }
-            let run = self.runs[c.job].take().expect("checked");
-            let id = self.jobs[c.job].spec.id;
-            if core.job_over(id) {
-                // Lost to a fault while it ran.
-                continue;
-            }
-            core.job_completed(now, 0, id, c.at, &mut self.out)
-                .expect("the simulator completes only parts it started");
-            // Processor time held: the nodes are the job's for its whole
-            // run, whatever their pace.
-            self.busy_time += (c.at - run.started) * run.nodes.len() as f64;
-            self.makespan = self.makespan.max(c.at);
-            self.events += 1;
-        }
-    }
-
-    /// Starts the runs of the jobs a queue policy just started.
-    fn start_runs(&mut self, core: &mut ManagerCore, now: Time) {
-        for o in self.out.drain(..) {
-            let Output::Decided {
-                job,
-                decision: Decision::Accept(a),
-            } = o
-            else {
-                continue;
-            };
-            let k = core.job_position(job).expect("a decided job was submitted");
-            let speed = a
-                .nodes
-                .iter()
-                .map(|&n| self.specs[n].speed)
-                .fold(f64::INFINITY, f64::min);
-            let run = self.jobs[k].actual_runtime / speed;
-            let rate = a
-                .nodes
-                .iter()
-                .map(|&g| self.nf.rate(g))
-                .fold(f64::INFINITY, f64::min);
-            self.seq += 1;
-            if rate > 0.0 {
-                self.heap.push(Reverse(Completion {
-                    at: now + run / rate,
-                    seq: self.seq,
-                    job: k,
-                }));
-            }
-            self.runs[k] = Some(Run {
-                nodes: a.nodes,
-                left: run,
-                started: now,
-                updated: now,
-                rate,
-                seq: self.seq,
-            });
-        }
-    }
-
-    fn finish(mut self, mut core: ManagerCore, space: bool) -> FaultedOutcome {
-        let busy_time = if space {
-            self.busy_time
-        } else {
-            core.run_to_end();
-            core.busy_time()
-        };
-        let (records, parts) = core.into_books();
-        let start = records.first().map_or(0.0, |r| r.submit);
-        let makespan = records
-            .iter()
-            .filter_map(|r| r.finish)
-            .fold(self.makespan.max(start), Time::max);
-        if !space {
-            // One event per part, as without faults (arrivals and fault
-            // events are counted as they happen).
-            self.events += parts.len() as u64;
-        }
-        FaultedOutcome {
-            outcome: SimOutcome {
-                records,
-                events: self.events,
-                busy_time,
-                makespan,
-                parts,
-            },
-            notes: self.notes,
-        }
+    let mut hook = Hook::new(tl, specs);
+    let outcome = crate::sim::run(jobs, specs, policy, Some(&mut hook));
+    FaultedOutcome {
+        outcome,
+        notes: hook.notes,
     }
 }
