@@ -121,6 +121,14 @@ fn losses_in_records(records: &[JobRecord]) -> Vec<(String, Time)> {
     out
 }
 
+/// The manager's words for a lost link (`lost node process HOST (link
+/// N): REASON`, manager/actor.rs): `HOST (link N)` and the reason.
+fn lost_warning(text: &str) -> Option<(String, &str)> {
+    let rest = text.strip_prefix("lost node process ")?;
+    let (who, reason) = rest.split_once("): ")?;
+    Some((format!("{who})"), reason))
+}
+
 /// Translates a journal (read and rebuilt) into the simulator's inputs.
 /// `speed` gives a node process's node speed from its label (the cluster
 /// configuration's), `base` the memory and disk of every node.
@@ -161,7 +169,37 @@ pub fn observe(
     });
     let first = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
 
+    // Every loss, by the incarnation it lost (`HOST (link N)`): its time
+    // and its cause. Read ahead: a process woken from a hang can register
+    // again before the warning of its loss is journaled (warnings wait
+    // for the next heartbeat tick).
     let exact = losses_in_records(&r.records);
+    let losses: Vec<(String, Time, String)> = c
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Warning { t, text } => {
+                let (who, reason) = lost_warning(text)?;
+                let at = exact
+                    .iter()
+                    .find(|(w, _)| *w == who)
+                    .map_or(axis(*t), |(_, at)| at - r.replay_offset);
+                Some((
+                    who.clone(),
+                    at,
+                    format!("node process {who} gone: {reason}"),
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let loss_of = |host: &str| {
+        losses
+            .iter()
+            .find(|(who, _, _)| who.rsplit_once(" (link ").is_some_and(|(h, _)| h == host))
+    };
+    // Each process's current incarnation (`LABEL (ADDRESS)`).
+    let mut current: Vec<String> = Vec::new();
     let mut processes: Vec<Process> = Vec::new();
     let mut specs: Vec<NodeSpec> = Vec::new();
     // Per process: lost (out of the pool), stopped by the injector.
@@ -204,21 +242,28 @@ pub fn observe(
                             });
                         }
                         processes.push(p);
+                        current.push(host.clone());
                         lost.push(false);
                         stopped.push(false);
                     }
                     Some(k) => {
                         let at = axis(*t);
                         if !lost[k] {
-                            // Registered again with no loss journaled:
-                            // its old self is gone.
+                            // Registered again before its loss was
+                            // journaled, or with none: its old self is
+                            // gone, when the manager lost it if it says.
+                            let (when, cause) = match loss_of(&current[k]) {
+                                Some((_, l, cause)) => (l.min(at), cause.clone()),
+                                None => (at, format!("node process {host} registered again")),
+                            };
                             events.push(NodeEvent {
-                                at,
+                                at: when,
                                 act: NodeAct::Lose,
                                 nodes: ids(&processes[k]),
-                                cause: format!("node process {host} registered again"),
+                                cause,
                             });
                         }
+                        current[k] = host.clone();
                         events.push(NodeEvent {
                             at,
                             act: NodeAct::Rejoin,
@@ -260,33 +305,27 @@ pub fn observe(
                     cause: fault.clone(),
                 });
             }
-            Entry::Warning { t, text } => {
-                // The manager's words for a lost link (manager/actor.rs):
-                // `lost node process HOST (link N): REASON`.
-                let Some(rest) = text.strip_prefix("lost node process ") else {
+            Entry::Warning { text, .. } => {
+                let Some((who, _)) = lost_warning(text) else {
                     continue;
                 };
-                let Some((who, reason)) = rest.split_once("): ") else {
-                    continue;
-                };
-                let who = format!("{who})");
-                let Some(k) = processes.iter().position(|p| p.label == label_of(&who)) else {
+                // Only a loss of a process's current incarnation: an older
+                // one's was applied when it registered again.
+                let host = who.rsplit_once(" (link ").map_or(who.as_str(), |(h, _)| h);
+                let Some(k) = current.iter().position(|h| h == host) else {
                     continue;
                 };
                 if lost[k] {
                     continue;
                 }
-                let at = exact
-                    .iter()
-                    .find(|(w, _)| *w == who)
-                    .map_or(axis(*t), |(_, at)| at - r.replay_offset);
+                let (_, at, cause) = loss_of(host).expect("read ahead from the same entries");
                 lost[k] = true;
                 stopped[k] = false;
                 events.push(NodeEvent {
-                    at,
+                    at: *at,
                     act: NodeAct::Lose,
                     nodes: ids(&processes[k]),
-                    cause: format!("node process {who} gone: {reason}"),
+                    cause: cause.clone(),
                 });
             }
             _ => {}
@@ -620,6 +659,57 @@ mod tests {
             "node process b-0 (127.0.0.1:2) (link 2) gone: silent for more than 1s, after fault 1"
         );
         assert!(o.timeline.down.is_empty());
+    }
+
+    /// A process woken from a hang that registers again before the
+    /// warning of its loss is journaled: lost then (at the registration,
+    /// the earlier of the two), back at once, and the late warning (of
+    /// its old incarnation) loses nothing more.
+    #[test]
+    fn a_loss_journaled_after_the_process_came_back_is_applied_once() {
+        let mut h = header();
+        h.time_scale = 0.01;
+        let c = contents(
+            h,
+            vec![
+                node(1.0, "a-0 (127.0.0.1:1)", 2),
+                Entry::Replay {
+                    t: 2.0,
+                    offset: 0.0,
+                },
+                Entry::Submitted {
+                    t: 2.0,
+                    record: record(1),
+                },
+                fault(2.1, FaultAct::Stop, "a-0"),
+                fault(2.2, FaultAct::Cont, "a-0"),
+                node(2.3, "a-0 (127.0.0.1:5)", 2),
+                warning(
+                    2.4,
+                    "lost node process a-0 (127.0.0.1:1) (link 1): silent for more than 1s",
+                ),
+            ],
+        );
+        let o = observe(&c, &rebuild(&c), "j", |_| 1.0, &base()).unwrap();
+        let ev: Vec<(f64, NodeAct)> = o
+            .timeline
+            .events
+            .iter()
+            .map(|e| ((e.at * 1e6).round() / 1e6, e.act.clone()))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (10.0, NodeAct::Stop),
+                (20.0, NodeAct::Resume),
+                (30.0, NodeAct::Lose),
+                (30.0, NodeAct::Rejoin),
+            ]
+        );
+        assert_eq!(
+            o.timeline.events[2].cause,
+            "node process a-0 (127.0.0.1:1) (link 1) gone: silent for more than 1s"
+        );
     }
 
     #[test]
