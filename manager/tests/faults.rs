@@ -249,7 +249,7 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
 
 /// `replay` of the run above: the same jobs at the same submit times, the
 /// node events it observed applied (each process stopped or lost, then
-/// back), and `compare` reads the two run directories.
+/// back), and `compare` and `report` read the two run directories.
 fn replay_is_the_runs_twin(d: &Path, out: &Path, live: &[serde_json::Value]) {
     let text = ok(
         &libratory(&["replay", out.to_str().unwrap(), "--out", "twin"], d),
@@ -284,6 +284,14 @@ fn replay_is_the_runs_twin(d: &Path, out: &Path, live: &[serde_json::Value]) {
         "compare",
     );
     assert!(cmp.contains("100"), "{cmp}");
+    ok(
+        &libratory(
+            &["report", out.to_str().unwrap(), "twin", "--out", "report"],
+            d,
+        ),
+        "report",
+    );
+    assert!(d.join("report/report.html").is_file());
 }
 
 /// A link delay of 150 ms each way on both node processes for the whole
