@@ -687,6 +687,10 @@ impl ManagerActor {
                 self.warnings.push(format!("{host} left: {reason}"));
                 Ok(())
             }
+            NodeMsg::Rejoin(r) => {
+                self.rejoin(m.link, host, r);
+                Ok(())
+            }
         };
         if let Err(e) = res {
             // Core errors name the node process and link themselves.

@@ -28,6 +28,7 @@ mod config;
 mod gate;
 mod link;
 mod messages;
+mod rejoin;
 mod server;
 
 pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
