@@ -557,7 +557,7 @@ impl LinkMachine {
                 self.reported.clear();
                 self.finished_pending.clear();
                 self.out.push_back(Action::Log(format!(
-                    "the manager at {} gave this process up ({reason}): dropped its {n} part(s), \
+                    "the manager at {} gave this process up ({reason}): dropped {n} part(s), \
                      rejoining as new",
                     self.cfg.manager
                 )));
