@@ -76,6 +76,15 @@ pub enum LinkError {
         /// The first welcome's.
         ours: f64,
     },
+    /// The manager closed the link refusing this process (a revoked
+    /// identity): not a lost manager, so not retried.
+    #[error("the manager at {manager} closed the link refusing this process: {reason}")]
+    Refused {
+        /// The manager's address.
+        manager: String,
+        /// Its close reason.
+        reason: String,
+    },
     /// A welcome on a link that already had one.
     #[error("the manager at {0} sent a second welcome on one link")]
     SecondWelcome(String),
@@ -398,6 +407,19 @@ impl LinkMachine {
         )));
         self.out.push_back(Action::Disconnect);
         self.go_down(now, why, delay);
+    }
+
+    /// The manager closed the link with its refusal code (`CLOSE_REFUSED`:
+    /// the identity was revoked): the process ends, its parts with it.
+    pub fn refused(&mut self, reason: String) {
+        if matches!(self.state, State::Over) {
+            return;
+        }
+        self.state = State::Over;
+        self.out.push_back(Action::Exit(Err(LinkError::Refused {
+            manager: self.cfg.manager.clone(),
+            reason,
+        })));
     }
 
     fn go_down(&mut self, now: Instant, why: String, delay: Duration) {
@@ -1105,6 +1127,19 @@ mod tests {
         );
         assert!(waits[4] > waits[0], "{waits:?}");
         assert!(waits.len() > 10 && waits.len() < 30, "{waits:?}");
+    }
+
+    #[test]
+    fn a_refusing_close_ends_the_link_without_retrying() {
+        let t0 = Instant::now();
+        let mut m = up_with_two_parts(t0);
+        m.refused("identity node-a is revoked".into());
+        let a = drain(&mut m);
+        assert!(
+            matches!(&a[..], [Action::Exit(Err(LinkError::Refused { reason, .. }))] if reason.contains("revoked")),
+            "{a:?}"
+        );
+        assert_eq!(m.poll_timeout(), None);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
-use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome};
+use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOSE_REFUSED};
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, NetError, Timeouts};
@@ -372,7 +372,22 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     tokio::time::sleep_until(due).await;
                 }
                 let now = Instant::now();
+                // Closed by the manager refusing us (a revoked identity)
+                // is not a lost manager.
+                let refusal = match (&frame, conn.as_ref().and_then(|c| c.conn.close_reason())) {
+                    (Some((_, Ok(Some(_)))), _) => None,
+                    (_, Some(quinn::ConnectionError::ApplicationClosed(c)))
+                        if c.error_code == quinn::VarInt::from_u32(CLOSE_REFUSED) =>
+                    {
+                        Some(String::from_utf8_lossy(&c.reason).into_owned())
+                    }
+                    _ => None,
+                };
                 let mut m = machine.borrow_mut();
+                if let Some(reason) = refusal {
+                    m.refused(reason);
+                    continue 'serve;
+                }
                 match frame {
                     Some((_, Ok(Some(msg)))) => m.frame(now, msg),
                     Some((_, Ok(None))) => m.link_lost(now, "the manager closed the link".into()),
