@@ -308,6 +308,23 @@ impl LinkMachine {
         self.out.pop_front()
     }
 
+    /// Whether actions wait.
+    pub fn has_actions(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// The next action if it is a [`Action::Send`] (the I/O side's fast
+    /// path for node events); any other stays first in the queue.
+    pub fn poll_send(&mut self) -> Option<NodeMsg> {
+        match self.out.front() {
+            Some(Action::Send(_)) => match self.out.pop_front() {
+                Some(Action::Send(m)) => Some(m),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// When [`Self::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
@@ -1007,6 +1024,22 @@ mod tests {
             ]
         );
         assert_eq!(m.running(), 0);
+    }
+
+    #[test]
+    fn poll_send_takes_only_sends_from_the_front() {
+        let t0 = Instant::now();
+        let mut m = machine(t0);
+        m.connected(t0, &welcome(vec![4, 5], 100.0), 100.0);
+        m.frame(t0, ManagerMsg::Ping { nonce: 1 });
+        m.frame(t0, ManagerMsg::SendHistograms);
+        m.frame(t0, ManagerMsg::Ping { nonce: 2 });
+        assert_eq!(m.poll_send(), Some(NodeMsg::Pong { nonce: 1 }));
+        assert_eq!(m.poll_send(), None);
+        assert!(m.has_actions());
+        assert_eq!(m.poll_action(), Some(Action::Histograms { last: true }));
+        assert_eq!(m.poll_send(), Some(NodeMsg::Pong { nonce: 2 }));
+        assert!(!m.has_actions());
     }
 
     #[test]

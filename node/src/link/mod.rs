@@ -283,16 +283,34 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // reports a part, each an envelope otherwise) and wakes the loop
     // below, which sends what the machine then says to.
     let wake = Rc::new(tokio::sync::Notify::new());
+    // The current connection's writer, for the nodes' hot path: what a
+    // node event makes the machine send goes straight to the writer when
+    // nothing else waits in the machine's queue (so the order holds), as
+    // the starts and completions of a flood of parts did before the
+    // machine; anything else wakes the loop.
+    let direct: Rc<RefCell<Option<UnboundedSender<NodeMsg>>>> =
+        Rc::new(RefCell::new(Some(conn.out.clone())));
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for k in 0..cfg.nodes {
         let spec = EmulatedNodeSpec {
             id: k as u32,
             ..cfg.node
         };
-        let (m, w) = (machine.clone(), wake.clone());
+        let (m, w, d) = (machine.clone(), wake.clone(), direct.clone());
         let sink: crate::actor::LocalSink = Rc::new(move |r: NodeReport| {
-            m.borrow_mut().node_event(r.node_id, r.event);
-            w.notify_one();
+            let mut m = m.borrow_mut();
+            let was_idle = !m.has_actions();
+            m.node_event(r.node_id, r.event);
+            if was_idle {
+                if let Some(out) = &*d.borrow() {
+                    while let Some(msg) = m.poll_send() {
+                        let _ = out.send(msg);
+                    }
+                }
+            }
+            if m.has_actions() {
+                w.notify_one();
+            }
         });
         nodes.push(host.spawn_node_local(spec, sink)?);
     }
@@ -337,6 +355,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     }
                 }
                 Action::Disconnect => {
+                    direct.borrow_mut().take();
                     if let Some(c) = conn.take() {
                         c.abandon();
                     }
@@ -400,6 +419,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 let now = Instant::now();
                 match r {
                     Ok((c, w)) => {
+                        *direct.borrow_mut() = Some(c.out.clone());
                         conn = Some(c);
                         eprintln!(
                             "libratory-node {}: admitted again by {} as {}",
@@ -417,6 +437,8 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     if let Some(f) = fault_listener {
         f.abort();
     }
+    // The writer ends once every sender is gone.
+    direct.borrow_mut().take();
     if let Some(c) = conn.take() {
         c.finish().await;
     }
