@@ -87,12 +87,18 @@ fn manager(cfg: &Path, out: &Path, log: &Path) -> Guard {
 
 /// Node process `name` (one node of capacity 0.5), its log in `log`.
 fn node(port: u16, certs: &Path, name: &str, log: &Path) -> Guard {
+    node_with_grace(port, certs, name, log, 60)
+}
+
+/// [`node`] with a grace period of `grace_s`.
+fn node_with_grace(port: u16, certs: &Path, name: &str, log: &Path, grace_s: u32) -> Guard {
     Guard(
         Command::new(node_bin())
             .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
             .arg(certs)
             .args(["--name", name, "--nodes", "1", "--capacity", "0.5"])
-            .args(["--link-timeout-s", "3", "--manager-grace-s", "60"])
+            .args(["--link-timeout-s", "3", "--manager-grace-s"])
+            .arg(grace_s.to_string())
             .args(["--reconnect-seed", "11"])
             .stdout(Stdio::null())
             .stderr(File::create(log).unwrap())
@@ -370,4 +376,48 @@ impl Drop for Resume<'_> {
     fn drop(&mut self) {
         let _ = Command::new("kill").args(["-CONT", self.0]).output();
     }
+}
+
+#[test]
+fn past_the_grace_period_without_a_manager_the_node_stops_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config(d, port, 1);
+    let m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let alog = d.join("a.log");
+    let mut a = node_with_grace(port, &certs_dir, "a", &alog, 2);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    submit(port, &certs_dir, 1, 5000);
+    wait_status(port, &certs_dir, "a part running on a", |s| {
+        runs_a_part(s, "a")
+    });
+    m.kill();
+    wait_log(&alog, &["lost the manager"]);
+    // The process's own end is the event: exit 1 within the grace period
+    // and a few reconnection attempts (a loose bound).
+    let end = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = a.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < end,
+            "still running 30 s after a 2 s grace period"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(&alog).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("no manager at 127.0.0.1:")
+            && log.contains("(the grace period, --manager-grace-s)")
+            && log.contains("reconnection attempt(s) failed")
+            && log.contains("running part(s)"),
+        "{log}"
+    );
 }
