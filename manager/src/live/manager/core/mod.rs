@@ -36,6 +36,7 @@ use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS};
 
 mod clients;
 mod nodes;
+mod rejoin;
 mod views;
 
 /// A client connection, as the caller names it (unique per connection).

@@ -180,6 +180,10 @@ impl LiveCore {
                 self.warnings.push(format!("{host} left: {reason}"));
                 Ok(())
             }
+            NodeMsg::Rejoin(r) => {
+                self.rejoin(link, host, r);
+                Ok(())
+            }
         };
         if let Err(e) = res {
             // Core errors name the node process and link themselves.
