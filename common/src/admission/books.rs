@@ -170,7 +170,7 @@ impl ManagerCore {
         let j = &mut self.jobs[k];
         let job = j.job.spec.id;
         self.parts[j.first_part + index].finish = at;
-        if j.done {
+        if j.over {
             return false;
         }
         j.parts_left -= 1;
@@ -178,7 +178,7 @@ impl ManagerCore {
         if j.parts_left > 0 {
             return false;
         }
-        j.done = true;
+        j.over = true;
         self.open -= 1;
         if let Policy::Queue(q) = &mut self.policy {
             q.finished(now, job);

@@ -41,7 +41,7 @@ impl ManagerCore {
             first_part: 0,
             n_parts: 0,
             parts_left: 0,
-            done: false,
+            over: false,
         });
         self.open += 1;
         match &self.policy {
@@ -158,7 +158,7 @@ impl ManagerCore {
     ) {
         let j = &mut self.jobs[k];
         self.records[k].reject(now, reason, detail.clone());
-        j.done = true;
+        j.over = true;
         self.open -= 1;
         let id = j.job.spec.id;
         out.push(Output::Decided {

@@ -46,7 +46,7 @@ impl ManagerCore {
             .iter()
             .enumerate()
             .filter(|&(k, j)| {
-                !j.done
+                !j.over
                     && self
                         .job_parts(k)
                         .iter()
@@ -110,7 +110,7 @@ impl ManagerCore {
         let j = &mut self.jobs[k];
         let id = j.job.spec.id;
         self.records[k].lose(detail);
-        j.done = true;
+        j.over = true;
         self.open -= 1;
         let (first, n_parts) = (j.first_part, j.n_parts);
         for index in 0..n_parts {
@@ -148,7 +148,7 @@ impl ManagerCore {
     ) -> Result<(), CoreError> {
         self.global_of(link, part)?;
         let k = self.index.at(part.job);
-        if self.jobs[k].done {
+        if self.jobs[k].over {
             return Ok(());
         }
         let detail = format!(

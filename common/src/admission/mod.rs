@@ -121,7 +121,8 @@ struct LiveJob {
     /// How many parts it has (0 until placed).
     n_parts: usize,
     parts_left: usize,
-    done: bool,
+    /// Its record is final (completed, lost or rejected).
+    over: bool,
 }
 
 /// The admission state machine.
@@ -358,6 +359,6 @@ impl ManagerCore {
 
     /// Whether job `job`'s record is final (completed, lost or rejected).
     pub fn job_over(&self, job: JobId) -> bool {
-        self.index.get(job).is_some_and(|k| self.jobs[k].done)
+        self.index.get(job).is_some_and(|k| self.jobs[k].over)
     }
 }

@@ -56,14 +56,14 @@ pub(super) fn load_bound(
     fns.extend(node.parts.iter().zip(reports).map(|(p, r)| match r {
         Some(r) => PartFn {
             est_cpu: p.est_cpu,
-            done: r.cpu_done,
+            cpu_done: r.cpu_done,
             share: r.share,
             at: r.at,
             deadline: p.deadline,
         },
         None => PartFn {
             est_cpu: p.est_cpu,
-            done: p.cpu_done,
+            cpu_done: p.cpu_done,
             share: 0.0,
             at: Time::NAN,
             deadline: p.deadline,
@@ -97,7 +97,7 @@ pub(super) fn load_bound(
         }
         // On track at `to`: more than TIME_EPS of time left there. The
         // instants enter the subtractions too (`t - at`, `deadline - t`).
-        let scale = 1.0 + f.est_cpu.abs() + f.done_at(to).abs() + to.abs() + f.deadline.abs();
+        let scale = 1.0 + f.est_cpu.abs() + f.cpu_done_at(to).abs() + to.abs() + f.deadline.abs();
         let room = ROUND * scale / (f.deadline - to) + ROUND * h;
         lo += l - room;
         hi += h + room;

@@ -763,7 +763,7 @@ mod tests {
         ix.rebound(0.0, |k, _, _, fns| {
             fns.extend(n[k].parts.iter().map(|p| PartFn {
                 est_cpu: p.est_cpu,
-                done: p.cpu_done,
+                cpu_done: p.cpu_done,
                 share: 0.0,
                 at: f64::NAN,
                 deadline: p.deadline,
