@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod util;
-use util::{certs, free_port, libratory, node_bin};
+use util::{certs, free_port, libratory, node_bin, Guard};
 
 /// A cluster of `processes` x 2 nodes on loopback running `jobs` jobs of
 /// the synthetic Libra workload, arriving over `arrival` trace seconds.
@@ -305,15 +305,15 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     certs(&dir.path().join("certs"), "local");
     let cfg = config(dir.path(), 2, 40, 40.0, 0.05);
     let out = dir.path().join("run");
-    let mut child = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     let journal = out.join("journal.jsonl");
     let start = std::time::Instant::now();
     // Kill once some jobs are over and others are not (the run lasts
@@ -326,8 +326,12 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    child.kill().unwrap(); // SIGKILL
+    // SIGKILL to the manager alone, as a crash would; then its orphaned
+    // node processes (the guard kills the group), rather than leaving them
+    // to their link timeout.
+    child.kill().unwrap();
     child.wait().unwrap();
+    drop(child);
     assert!(!out.join("summary.json").exists());
     let submitted = submitted_in_journal(&journal);
     assert!(submitted.len() >= 3);
