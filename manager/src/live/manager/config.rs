@@ -74,6 +74,7 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
     "dispatch_to_start_us",
     "report_latency_us",
     "quic_rtt_us",
+    "scheduler_reply_us",
 ];
 
 /// One histogram interval from a node process.
