@@ -474,6 +474,8 @@ fn run_pybatsim_live(scheduler: &str) {
     assert!(all.contains("batsim scheduler:"), "{all}");
     assert!(!all.contains("scheduler failed"), "{all}");
     assert!(all.contains("submit_to_decision_us"), "{all}");
+    // The scheduler's round trips are timed beside them.
+    assert!(all.contains("scheduler_reply_us"), "{all}");
     let rows = out_jobs(&run, "batsim");
     let ran = check_schedule(&rows, jobs, nodes);
     // The batch's jobs all fit the cluster: every one runs.

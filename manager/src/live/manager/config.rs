@@ -74,8 +74,11 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
     "dispatch_to_start_us",
     "report_latency_us",
     "quic_rtt_us",
-    "scheduler_reply_us",
 ];
+
+/// The histogram of an external scheduler's round trips (the `batsim`
+/// policy's runs only).
+pub const SCHEDULER_HISTOGRAM: &str = "scheduler_reply_us";
 
 /// One histogram interval from a node process.
 pub struct NodeHistogram {

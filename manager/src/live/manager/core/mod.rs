@@ -33,7 +33,7 @@ use rustc_hash::FxHashMap;
 
 use crate::live::journal::Entry;
 
-use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS};
+use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS, SCHEDULER_HISTOGRAM};
 
 mod clients;
 mod nodes;
@@ -319,6 +319,8 @@ impl LiveCore {
     /// Carries the requests of the `batsim` policy, which shares `mailbox`.
     pub(super) fn with_scheduler(mut self, mailbox: Mailbox) -> LiveCore {
         self.scheduler = Some(mailbox);
+        self.hists
+            .insert(SCHEDULER_HISTOGRAM.to_string(), new_hist());
         self
     }
 
@@ -489,7 +491,7 @@ impl LiveCore {
                 self.queue_pass(now);
             }
             Event::SchedulerReplied { reply, waited } => {
-                self.measured("scheduler_reply_us", waited.as_secs_f64() * 1e6);
+                self.measured(SCHEDULER_HISTOGRAM, waited.as_secs_f64() * 1e6);
                 if let Some(m) = &self.scheduler {
                     m.replied(reply);
                 }
