@@ -350,9 +350,9 @@ fn main() {
             let p99 = |i: usize| r[i].0.value_at_quantile(0.99).max(1) as f64;
             println!("  ratio  batsim p99 / fcfs-bf p99           = {:.2}", p99(1) / p99(3));
             println!("  ratio  batsim p99 / its manager's echo p99  = {:.2}", p99(1) / p99(0));
-            // The batsim manager's echo is late too when its actor is
-            // still waiting on the scheduler (a backlog outlasting its
-            // slot): the other manager's echo is the network alone.
+            // The batsim manager's echo shares its actor's thread with
+            // the scheduler's traffic: the other manager's echo is the
+            // network alone.
             println!("  ratio  batsim p99 / fcfs-bf manager's echo p99 = {:.2}", p99(1) / p99(2));
             println!("  ratio  fcfs-bf p99 / its manager's echo p99 = {:.2}", p99(3) / p99(2));
         }

@@ -474,6 +474,8 @@ fn run_pybatsim_live(scheduler: &str) {
     assert!(all.contains("batsim scheduler:"), "{all}");
     assert!(!all.contains("scheduler failed"), "{all}");
     assert!(all.contains("submit_to_decision_us"), "{all}");
+    // The scheduler's round trips are timed beside them.
+    assert!(all.contains("scheduler_reply_us"), "{all}");
     let rows = out_jobs(&run, "batsim");
     let ran = check_schedule(&rows, jobs, nodes);
     // The batch's jobs all fit the cluster: every one runs.
@@ -752,4 +754,62 @@ fn evalys_reads_out_jobs() {
         }
         assert!(completed > 100, "{policy}: {completed} completed");
     }
+}
+
+/// Live, time runs while the scheduler thinks: with a scheduler that takes
+/// 0.5 s per request (tests/batsim/peer.py slow), the arrivals and
+/// completions of meanwhile go together in its next request, one request
+/// at a time; its KILL_JOB of a running job stops the job on its node; the
+/// run ends with SIMULATION_ENDS.
+#[test]
+fn live_requests_batch_the_events_of_a_slow_scheduler() {
+    pybatsim();
+    let dir = tempfile::tempdir().unwrap();
+    let ep = endpoint();
+    let run = dir.path().join("run");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/batsim/peer.py");
+    let log = dir.path().join("requests.log");
+    let cmd = format!("python3 {} {ep} slow {}", peer.display(), log.display());
+    let (jobs, nodes) = (8, 4);
+    let mut live = Live::start(dir.path(), &run, &ep, &cmd, jobs, nodes, "30");
+    let (status, all) = live.wait(LIVE_LIMIT);
+    assert!(status.success(), "{all}");
+    assert!(!all.contains("scheduler failed"), "{all}");
+    // The peer has read SIMULATION_ENDS once its log says so; the run
+    // waits for that reply before it stops the peer.
+    let requests: Vec<Vec<String>> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests[0], ["SIMULATION_BEGINS"]);
+    assert!(
+        requests.last().unwrap().last().unwrap() == "SIMULATION_ENDS",
+        "{requests:?}"
+    );
+    // The 8 arrivals (within 0.08 s of each other at time_scale 0.01)
+    // came while the scheduler thought about SIMULATION_BEGINS or the
+    // first of them: fewer requests than submissions, and one carrying
+    // several.
+    let submitted: Vec<usize> = requests
+        .iter()
+        .map(|r| r.iter().filter(|t| *t == "JOB_SUBMITTED").count())
+        .collect();
+    assert_eq!(submitted.iter().sum::<usize>(), jobs, "{requests:?}");
+    assert!(submitted.iter().any(|&n| n >= 2), "{requests:?}");
+    // Each job one record; the first one started was killed while it ran.
+    let rows = self::jobs(&run, "batsim");
+    assert_eq!(rows.len(), jobs, "{all}");
+    let killed: Vec<_> = rows
+        .iter()
+        .filter(|r| r["detail"].contains("by the scheduler (KILL_JOB)"))
+        .collect();
+    assert_eq!(killed.len(), 1, "{rows:?}");
+    let ended = requests
+        .iter()
+        .flatten()
+        .filter(|t| *t == "JOB_KILLED")
+        .count();
+    assert_eq!(ended, 1, "{requests:?}");
+    assert_eq!(check_schedule(&out_jobs(&run, "batsim"), jobs, nodes), jobs);
 }

@@ -308,16 +308,54 @@ impl ManagerCore {
                 }
                 QueueAction::Kill { job } => {
                     // Its parts end now; the simulator's own completion of
-                    // them later is a duplicate, ignored. A live run would
-                    // have to stop the parts on their nodes: not asked.
+                    // them later is a duplicate, ignored. Live, they are
+                    // stopped on their nodes.
                     if matches!(self.tracking, Tracking::Simulated { .. }) {
                         let _ = self.job_completed(now, 0, job, now, out);
+                    } else {
+                        self.kill_live(now, job, out);
                     }
                 }
             }
         }
         // Kept for its capacity.
         self.actions = actions;
+    }
+
+    /// Ends a started job of a live run now (a queue policy's KILL_JOB):
+    /// its parts still running are cancelled on their nodes, and its
+    /// record finishes now, saying it was killed.
+    fn kill_live(&mut self, now: Time, job: JobId, out: &mut Vec<Output>) {
+        let Some(k) = self.index.get(job) else {
+            return;
+        };
+        if self.jobs[k].over {
+            return;
+        }
+        self.records[k].detail = format!("killed at {now:.3} by the scheduler (KILL_JOB)");
+        let (first, n_parts) = (self.jobs[k].first_part, self.jobs[k].n_parts);
+        for index in 0..n_parts {
+            if self.part_done[first + index] {
+                continue;
+            }
+            self.part_done[first + index] = true;
+            let g = self.parts[first + index].node as u32;
+            let part = PartId {
+                job,
+                index: index as u32,
+            };
+            let n = &self.nodes[g as usize];
+            if n.alive {
+                out.push(Output::Send {
+                    link: n.link,
+                    msg: ManagerMsg::Cancel { part },
+                });
+            }
+            self.remove_part(g, part);
+            if self.book_part_finished(now, k, index, now) {
+                out.push(Output::Finished { job });
+            }
+        }
     }
 
     /// What the running policy would answer `job` (already validated,

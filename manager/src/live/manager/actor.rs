@@ -63,6 +63,9 @@ pub(super) struct ManagerActor {
     pub(super) handover: Rc<RefCell<Handover>>,
     pub(super) done: Option<oneshot::Sender<()>>,
     pub(super) bar: Option<indicatif::ProgressBar>,
+    /// Posts requests to the external scheduler's transport (the `batsim`
+    /// policy); its replies come back as [`SchedulerReplied`].
+    pub(super) scheduler: Option<crate::batsim::Poster>,
 }
 
 impl ManagerActor {
@@ -129,6 +132,14 @@ impl ManagerActor {
                         (When::Trace(_), None) => Duration::ZERO,
                     };
                     ctx.run_later(wait, move |a, ctx| a.fire(ctx, timer));
+                }
+                Action::SchedulerRequest(request) => {
+                    // Posted to the transport's thread: the actor goes on
+                    // while the scheduler thinks. A transport that is gone
+                    // already delivered the failure that ended it.
+                    if let Some(p) = &self.scheduler {
+                        p.post(request);
+                    }
                 }
                 Action::ReplayStarted { offset } => self.replay_started(ctx, offset),
                 Action::Finish => {
@@ -401,6 +412,20 @@ impl Handler<Abort> for ManagerActor {
 
     fn handle(&mut self, m: Abort, ctx: &mut Self::Context) {
         self.step(ctx, Event::Abort { reason: m.0 });
+    }
+}
+
+/// The external scheduler's reply, forwarded from its transport.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct SchedulerReplied(pub(super) crate::batsim::LiveReply);
+
+impl Handler<SchedulerReplied> for ManagerActor {
+    type Result = ();
+
+    fn handle(&mut self, m: SchedulerReplied, ctx: &mut Self::Context) {
+        let (reply, waited) = m.0;
+        self.step(ctx, Event::SchedulerReplied { reply, waited });
     }
 }
 

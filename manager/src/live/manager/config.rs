@@ -76,6 +76,10 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
     "quic_rtt_us",
 ];
 
+/// The histogram of an external scheduler's round trips (the `batsim`
+/// policy's runs only).
+pub const SCHEDULER_HISTOGRAM: &str = "scheduler_reply_us";
+
 /// One histogram interval from a node process.
 pub struct NodeHistogram {
     /// The node process.

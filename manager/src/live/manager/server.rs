@@ -343,11 +343,14 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = String> + 'static,
 ) -> Result<LiveOutcome> {
     let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
-    let (policy, batsim) = if cfg.policy == "batsim" {
+    let (policy, mut batsim) = if cfg.policy == "batsim" {
         // Kept company every half wall second (in trace seconds).
         let keepalive = 0.5 / cfg.time_scale.max(1e-9);
-        let (p, report) = crate::batsim::live_policy(&cfg.batsim, jobs.len(), keepalive)?;
-        (p, Some(report))
+        // A serving run takes clients' submissions until it ends: the
+        // scheduler is told there are no more jobs only then.
+        let total = (!cfg.serve).then_some(jobs.len());
+        let (p, s) = crate::batsim::live_policy(&cfg.batsim, total, keepalive)?;
+        (p, Some(s))
     } else {
         (
             policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?,
@@ -405,11 +408,32 @@ pub async fn run(
         histogram_ms: cfg.histogram_ms,
         spare_rule: cfg.policy_config.spare_rule,
     };
-    let make = move |_: &mut Context<ManagerActor>| {
+    // The scheduler's replies, forwarded to the actor as they come.
+    let scheduler = batsim.as_mut().map(|s| {
+        (
+            s.transport.poster(),
+            s.mailbox.clone(),
+            std::mem::replace(&mut s.replies, mpsc::unbounded_channel().1),
+        )
+    });
+    let make = move |ctx: &mut Context<ManagerActor>| {
         let born = Instant::now();
+        let mut core = LiveCore::new(ManagerCore::new(policy), core_cfg, jobs)
+            .with_meter(Box::new(move || born.elapsed().as_secs_f64()));
+        let mut poster = None;
+        if let Some((p, mailbox, mut replies)) = scheduler {
+            core = core.with_scheduler(mailbox);
+            poster = Some(p);
+            let addr = ctx.address();
+            actix::spawn(async move {
+                while let Some(r) = replies.recv().await {
+                    addr.do_send(SchedulerReplied(r));
+                }
+            });
+        }
         ManagerActor {
-            core: LiveCore::new(ManagerCore::new(policy), core_cfg, jobs)
-                .with_meter(Box::new(move || born.elapsed().as_secs_f64())),
+            core,
+            scheduler: poster,
             clock: None,
             cfg,
             links: FxHashMap::default(),
@@ -465,8 +489,11 @@ pub async fn run(
         a.stop();
     }
     let mut outcome = outcome.0;
-    if let Some(r) = batsim {
-        let r = r.lock().expect("not poisoned");
+    if let Some(s) = batsim {
+        // Sends SIMULATION_ENDS (posted at the end of the run), reads its
+        // reply, closes the socket and stops the scheduler's process.
+        drop(s.transport);
+        let r = s.report.lock().expect("not poisoned");
         outcome.warnings.push(format!(
             "batsim scheduler: {} round trips, {:.3} s waiting for replies",
             r.round_trips,

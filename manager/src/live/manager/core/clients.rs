@@ -5,7 +5,7 @@ use common::job::{JobId, JobSpec};
 use common::protocol::{ClientMsg, ClientReply, ProcessUsage};
 use common::workload::WorkloadJob;
 
-use super::{Action, ClientId, LiveCore, Now, MANAGER_HISTOGRAMS};
+use super::{Action, ClientId, LiveCore, Now, MANAGER_HISTOGRAMS, SCHEDULER_HISTOGRAM};
 
 impl LiveCore {
     /// Whether `client` waits for a decision (its connection must be
@@ -102,7 +102,8 @@ impl LiveCore {
             ClientMsg::Latency { token } => {
                 let mut ser = hdrhistogram::serialization::V2Serializer::new();
                 let mut histograms = Vec::new();
-                for name in MANAGER_HISTOGRAMS {
+                // The scheduler's, when the run has one.
+                for name in MANAGER_HISTOGRAMS.iter().chain(&[SCHEDULER_HISTOGRAM]) {
                     let mut bytes = Vec::new();
                     if let Some(h) = self.hists.get(*name) {
                         if hdrhistogram::serialization::Serializer::serialize(

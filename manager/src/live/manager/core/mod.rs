@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 use common::admission::{LinkId, ManagerCore, Output};
+use common::batsim::Mailbox;
 use common::job::JobId;
 use common::metrics::JobRecord;
 use common::protocol::{
@@ -32,7 +33,7 @@ use rustc_hash::FxHashMap;
 
 use crate::live::journal::Entry;
 
-use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS};
+use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS, SCHEDULER_HISTOGRAM};
 
 mod clients;
 mod nodes;
@@ -87,6 +88,13 @@ pub(super) enum Event {
     /// Stop the run now (Ctrl-C, or a test's shutdown): open jobs are lost
     /// with `reason`.
     Abort { reason: String },
+    /// The external scheduler answered the request of the last
+    /// [`Action::SchedulerRequest`] (or the transport failed), after
+    /// `waited` of real time.
+    SchedulerReplied {
+        reply: Result<String, String>,
+        waited: Duration,
+    },
 }
 
 /// The core's timers.
@@ -102,6 +110,9 @@ pub(super) enum Timer {
     StartTimeout,
     /// The nodes had their time to hand over their histograms.
     Histograms,
+    /// The queue policy asked to be called now (an external scheduler's
+    /// CALL_ME_LATER, or events left to send).
+    Queue,
 }
 
 /// When a timer fires.
@@ -129,6 +140,9 @@ pub(super) enum Action {
     Journal(Vec<Entry>),
     /// Fire [`Event::Timer`] at that time.
     Arm { timer: Timer, when: When },
+    /// Send this request to the external scheduler; its reply comes back
+    /// as [`Event::SchedulerReplied`] (one request is out at a time).
+    SchedulerRequest(String),
     /// The replay started, `offset` trace seconds after the clock's start.
     ReplayStarted { offset: Time },
     /// The run is over: the shutdown frames are sent; hand the outcome
@@ -236,6 +250,10 @@ pub(super) struct LiveCore {
     /// the one measurement the core makes, around the policy's call and
     /// nothing else. None: not measured (tests, a virtual-time harness).
     meter: Option<Meter>,
+    /// An external scheduler's requests and replies (the `batsim` policy).
+    scheduler: Option<Mailbox>,
+    /// When [`Timer::Queue`] is armed for.
+    queue_timer: Option<Time>,
 }
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
@@ -287,6 +305,8 @@ impl LiveCore {
             replay_wall: None,
             end_wall: None,
             meter: None,
+            scheduler: None,
+            queue_timer: None,
             cfg,
         }
     }
@@ -295,6 +315,46 @@ impl LiveCore {
     pub(super) fn with_meter(mut self, meter: Meter) -> LiveCore {
         self.meter = Some(meter);
         self
+    }
+
+    /// Carries the requests of the `batsim` policy, which shares `mailbox`.
+    pub(super) fn with_scheduler(mut self, mailbox: Mailbox) -> LiveCore {
+        self.scheduler = Some(mailbox);
+        self.hists
+            .insert(SCHEDULER_HISTOGRAM.to_string(), new_hist());
+        self
+    }
+
+    /// After each event: the external scheduler's request to send, if the
+    /// policy made one, and a timer for when the policy wants a pass.
+    fn scheduler_io(&mut self) {
+        let Some(m) = &self.scheduler else {
+            return;
+        };
+        if let Some(request) = m.take_request() {
+            self.actions.push_back(Action::SchedulerRequest(request));
+        }
+        if self.phase != Phase::Replaying {
+            return;
+        }
+        if let Some(t) = self.core.queue_wakeup() {
+            if self.queue_timer.is_none_or(|armed| t < armed) {
+                self.queue_timer = Some(t);
+                self.actions.push_back(Action::Arm {
+                    timer: Timer::Queue,
+                    when: When::Trace(t),
+                });
+            }
+        }
+    }
+
+    /// A scheduling pass of the queue policy at `now`.
+    fn queue_pass(&mut self, now: Now) {
+        if self.phase == Phase::Replaying {
+            self.core.tick(now.trace, &mut self.out);
+            self.flush(now);
+            self.check_end(now);
+        }
     }
 
     /// Hands `job` to the admission core, timing the policy.
@@ -376,6 +436,11 @@ impl LiveCore {
 
     /// Handles one event.
     pub(super) fn handle(&mut self, now: Now, event: Event) {
+        self.handle_event(now, event);
+        self.scheduler_io();
+    }
+
+    fn handle_event(&mut self, now: Now, event: Event) {
         match event {
             Event::Connected {
                 link,
@@ -422,6 +487,17 @@ impl LiveCore {
             }
             Event::Timer(Timer::Replay) => self.submit_due(now),
             Event::Timer(Timer::Tick) => self.tick(now),
+            Event::Timer(Timer::Queue) => {
+                self.queue_timer = None;
+                self.queue_pass(now);
+            }
+            Event::SchedulerReplied { reply, waited } => {
+                self.measured(SCHEDULER_HISTOGRAM, waited.as_secs_f64() * 1e6);
+                if let Some(m) = &self.scheduler {
+                    m.replied(reply);
+                }
+                self.queue_pass(now);
+            }
             Event::Timer(Timer::StartTimeout) => self.start_timeout(now),
             Event::Timer(Timer::Histograms) => {
                 if let Phase::Collecting { pending } = self.phase {
@@ -575,6 +651,12 @@ impl LiveCore {
             return;
         }
         self.end_wall = Some(now.wall);
+        if self.scheduler.is_some() {
+            // The external scheduler is told the run is over
+            // (SIMULATION_ENDS).
+            self.core.end_queue(now.trace, &mut self.out);
+            self.flush(now);
+        }
         let mut alive: Vec<LinkId> = self
             .links
             .iter()

@@ -510,3 +510,96 @@ fn ticks_ping_live_links_and_round_trips_are_measured() {
         vec![1]
     );
 }
+
+/// The requests the core asks to send to the external scheduler, decoded.
+fn requests(a: &[Action]) -> Vec<serde_json::Value> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::SchedulerRequest(r) => Some(serde_json::from_str(r).unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn event_types(request: &serde_json::Value) -> Vec<&str> {
+    request["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect()
+}
+
+/// With an external scheduler, time runs while it thinks: one request is
+/// out at a time, what happens meanwhile goes in the next, its decisions
+/// take effect when its reply comes, and a CALL_ME_LATER arms a timer.
+#[test]
+fn a_batsim_scheduler_is_asked_one_request_at_a_time() {
+    let mailbox = common::batsim::Mailbox::default();
+    let q = common::batsim::BatsimQueue::new(Box::new(common::batsim::NoScheduler), 0, 3, "w", 0.0)
+        .live(100.0, mailbox.clone());
+    let jobs = vec![
+        job(1, 0.0, 50.0, 1, 100.0),
+        job(2, 1.0, 50.0, 1, 100.0),
+        job(3, 2.0, 50.0, 1, 100.0),
+    ];
+    let mut c = LiveCore::new(
+        ManagerCore::new(common::policy::Policy::Queue(Box::new(q))),
+        cfg(1),
+        jobs,
+    )
+    .with_scheduler(mailbox);
+    connect(&mut c, at(0.0), 1, "h1");
+    // Job 1 arrives: the scheduler is first told the simulation begins.
+    c.handle(at(0.0), Event::Timer(Timer::Replay));
+    let a = actions(&mut c);
+    let r = requests(&a);
+    assert_eq!(r.len(), 1);
+    assert_eq!(event_types(&r[0]), ["SIMULATION_BEGINS"]);
+    // Jobs 2 and 3 arrive while it thinks: nothing is sent.
+    c.handle(at(1.0), Event::Timer(Timer::Replay));
+    c.handle(at(2.0), Event::Timer(Timer::Replay));
+    assert!(requests(&actions(&mut c)).is_empty());
+    // Its reply at 2.5 (after 2.5 s): the three arrivals in one request,
+    // at now 2.5 + 1 (Batsim time is Libratory's + 1).
+    c.handle(
+        at(2.5),
+        Event::SchedulerReplied {
+            reply: Ok(r#"{"now": 1, "events": []}"#.into()),
+            waited: Duration::from_millis(2500),
+        },
+    );
+    let r = requests(&actions(&mut c));
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["now"], 3.5);
+    assert_eq!(
+        event_types(&r[0]),
+        ["JOB_SUBMITTED", "JOB_SUBMITTED", "JOB_SUBMITTED", "NOTIFY"]
+    );
+    let h = &c.hists["scheduler_reply_us"];
+    assert_eq!(h.len(), 1);
+    assert!(h.equivalent(h.max(), 2_500_000), "{}", h.max());
+    // It starts job 1 on node 0 and asks to be called at Batsim 10: job 1
+    // is dispatched when the reply comes (3), a timer is armed for 9.
+    c.handle(
+        at(3.0),
+        Event::SchedulerReplied {
+            reply: Ok(r#"{"now": 3.5, "events": [
+                {"timestamp": 3.5, "type": "EXECUTE_JOB", "data": {"job_id": "w0!1", "alloc": "0"}},
+                {"timestamp": 3.5, "type": "CALL_ME_LATER", "data": {"timestamp": 10}}]}"#
+                .into()),
+            waited: Duration::from_millis(500),
+        },
+    );
+    let a = actions(&mut c);
+    assert_eq!(dispatched(&a), [(1, 1, 0)]);
+    assert_eq!(arms(&a, Timer::Queue), [When::Trace(9.0)]);
+    assert_eq!(c.core.record(1).unwrap().start, Some(3.0));
+    // Nothing new to say (the keepalive is 100 s): no request.
+    assert!(requests(&a).is_empty());
+    c.handle(at(9.0), Event::Timer(Timer::Queue));
+    let r = requests(&actions(&mut c));
+    assert_eq!(r.len(), 1);
+    assert_eq!(event_types(&r[0]), ["REQUESTED_CALL"]);
+    assert_eq!(r[0]["now"], 10.0);
+}
