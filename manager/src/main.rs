@@ -122,6 +122,17 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Continue an unfinished live run after its manager died: same
+    /// address, books rebuilt from its journal, the node processes' running
+    /// parts taken back, the replay going on where it stopped.
+    Resume {
+        /// The run directory (holding journal.jsonl).
+        run: PathBuf,
+        /// Print a progress line every this many seconds (instead of the
+        /// bar).
+        #[arg(long)]
+        progress_every: Option<f64>,
+    },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
         /// The cluster configuration (cluster-configs/*.toml).
@@ -362,6 +373,17 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             env,
         )?,
         Command::Recover { run, force } => recover::recover(&run, force)?,
+        Command::Resume {
+            run,
+            progress_every,
+        } => libratory_manager::live::resume::resume(
+            &run,
+            libratory_manager::live::progress::Progress::choose(
+                progress_every,
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            )?,
+            env,
+        )?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,

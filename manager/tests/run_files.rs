@@ -411,7 +411,11 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         .arg(&again)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", dump("libratory recover (again)", &o));
+    assert!(
+        o.status.success(),
+        "{}",
+        dump("libratory recover (again)", &o)
+    );
     let o = run_again();
     assert!(o.status.success(), "{}", dump("libratory run (again)", &o));
     let aside: Vec<PathBuf> = std::fs::read_dir(&again)

@@ -7,8 +7,10 @@
 //! (SIGSTOP, then SIGCONT), `partition` and `delay` (made by the node's
 //! own link layer, `node::linkfault`: the command is written to the
 //! process's `--fault-control` file, then SIGUSR1). A process the manager
-//! gave up on during a hang or a partition exits when it finds its link
-//! closed and is started again, so it rejoins as new. The other kinds
+//! gave up on during a hang or a partition is told so when it wakes (the
+//! manager's last word, or its answer to the process's rejoin), drops its
+//! parts and registers again as new by itself (docs/node.md); one that
+//! exits after its fault instead is started again. The other kinds
 //! (`slow`, faults of single nodes, `manager-crash`) are not executed
 //! live: a scenario with them is refused before the run starts, naming
 //! the fault, rather than run as something else.
@@ -225,12 +227,14 @@ pub fn spawn(
                 drop(children);
                 say(format!("fault: {f}: {what}"));
             }
-            // A process woken from a long hang finds its link gone and
-            // exits; start it again so it rejoins as new.
+            // A process woken from a long hang rejoins by itself; one that
+            // exits with an error instead is started again so it rejoins
+            // as new. Exit 0 is the manager's shutdown at the run's end.
             woken.retain(|&(p, since, i)| {
                 let mut children = procs.children.lock().unwrap_or_else(|e| e.into_inner());
                 let (label, child) = &mut children[p];
                 match child.try_wait() {
+                    Ok(Some(st)) if st.success() => false,
                     Ok(Some(st)) => {
                         let label = label.clone();
                         let text = match restart(&procs.commands[p]) {

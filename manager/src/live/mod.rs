@@ -14,6 +14,8 @@ pub mod probe;
 pub mod procstat;
 pub mod progress;
 pub mod recover;
+pub mod resume;
+pub mod resume_state;
 pub mod run;
 pub mod run_files;
 pub mod setup;

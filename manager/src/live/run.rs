@@ -165,6 +165,7 @@ pub fn run(
         replay_started: None,
         fault_notes: None,
         batsim,
+        resume: None,
     };
     let mut live_cfg = live_cfg;
     let replay_rx = faults.as_ref().map(|_| {
@@ -287,7 +288,7 @@ pub fn run(
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM (`kill`, `scancel`, a batch
 /// system's time limit), naming which: either ends the run early and the
 /// results so far are still written.
-async fn stop_signal() -> String {
+pub(crate) async fn stop_signal() -> String {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(e) => {

@@ -32,8 +32,10 @@ mod core;
 mod gate;
 mod link;
 mod messages;
+pub(super) mod rejoin;
 mod server;
 
+pub use self::core::Takeover;
 pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

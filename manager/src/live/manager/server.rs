@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use common::policy::{self};
 use common::protocol::{self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
 use common::workload::WorkloadJob;
-use net::{self, FramedStream, Timeouts};
+use net::{self, FramedStream, Timeouts, TraceClock};
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore};
@@ -405,12 +405,26 @@ pub async fn run(
         histogram_ms: cfg.histogram_ms,
         spare_rule: cfg.policy_config.spare_rule,
     };
+    let mut cfg = cfg;
+    let resume = cfg.resume.take();
     let make = move |_: &mut Context<ManagerActor>| {
         let born = Instant::now();
+        let time_scale = cfg.time_scale;
+        // A resumed run's clock goes on from where it stood, at once.
+        let (core, clock) = match resume {
+            Some(t) => {
+                let clock = TraceClock::new(t.trace_now, time_scale);
+                let core = LiveCore::resumed(ManagerCore::new(policy), core_cfg, jobs, t);
+                (core, Some(clock))
+            }
+            None => (
+                LiveCore::new(ManagerCore::new(policy), core_cfg, jobs),
+                None,
+            ),
+        };
         ManagerActor {
-            core: LiveCore::new(ManagerCore::new(policy), core_cfg, jobs)
-                .with_meter(Box::new(move || born.elapsed().as_secs_f64())),
-            clock: None,
+            core: core.with_meter(Box::new(move || born.elapsed().as_secs_f64())),
+            clock,
             cfg,
             links: FxHashMap::default(),
             clients: FxHashMap::default(),

@@ -36,7 +36,10 @@ use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS};
 
 mod clients;
 mod nodes;
+mod resumed;
 mod views;
+
+pub use resumed::Takeover;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -101,6 +104,9 @@ pub(super) enum Timer {
     StartTimeout,
     /// The nodes had their time to hand over their histograms.
     Histograms,
+    /// A resumed run's node processes had their time to come back with
+    /// the parts they ran when the manager died.
+    Carried,
 }
 
 /// When a timer fires.
@@ -235,6 +241,8 @@ pub(super) struct LiveCore {
     /// the one measurement the core makes, around the policy's call and
     /// nothing else. None: not measured (tests, a virtual-time harness).
     meter: Option<Meter>,
+    /// The books of a run taken over from its journal (`resume`).
+    resumed: Option<resumed::Resumed>,
 }
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
@@ -286,6 +294,7 @@ impl LiveCore {
             replay_wall: None,
             end_wall: None,
             meter: None,
+            resumed: None,
             cfg,
         }
     }
@@ -422,6 +431,7 @@ impl LiveCore {
             Event::Timer(Timer::Replay) => self.submit_due(now),
             Event::Timer(Timer::Tick) => self.tick(now),
             Event::Timer(Timer::StartTimeout) => self.start_timeout(now),
+            Event::Timer(Timer::Carried) => self.sweep_carried(now),
             Event::Timer(Timer::Histograms) => {
                 if let Phase::Collecting { pending } = self.phase {
                     if pending > 0 {
@@ -440,6 +450,7 @@ impl LiveCore {
                 for l in links {
                     self.core.link_lost(now.trace, l, &reason, &mut self.out);
                 }
+                self.abort_carried(now, &reason);
                 self.flush(now);
                 self.jobs.clear();
                 self.begin_end(now);
@@ -453,6 +464,17 @@ impl LiveCore {
         }
         self.phase = Phase::Replaying;
         self.replay_wall = Some(now.wall);
+        if self.resumed.is_some() {
+            // The replay goes on where it stopped: the clock and the
+            // offset are the run's own.
+            self.actions.push_back(Action::ReplayStarted {
+                offset: self.offset,
+            });
+            self.resume_replay(now);
+            self.hand_journal();
+            self.schedule_next(now);
+            return;
+        }
         self.offset = now.trace;
         self.actions.push_back(Action::ReplayStarted {
             offset: self.offset,
@@ -563,6 +585,7 @@ impl LiveCore {
             || self.cfg.serve
             || !self.jobs.is_empty()
             || self.core.open_jobs() > 0
+            || self.resumed.as_ref().is_some_and(|r| r.open() > 0)
         {
             return;
         }

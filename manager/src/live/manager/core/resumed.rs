@@ -1,0 +1,393 @@
+//! A core that takes over an unfinished run (`libratory resume`): the
+//! jobs its journal holds as over keep their records; the jobs that were
+//! running when the manager died are *carried*: their parts may still run
+//! on node processes that rode out the crash, and those processes, once
+//! registered again, report them ([`Rejoin`]). The core takes each
+//! reported part back, books the parts that finished meanwhile, and
+//! records a carried job lost only when a node process holding one of its
+//! parts does not come back within the wait (or is lost later).
+//!
+//! Carried parts are booked here, not in the admission core: its view does
+//! not see them (a policy deciding meanwhile sees their nodes as they were
+//! without them), which `docs/faults.md` states with the guarantees.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use common::admission::LinkId;
+use common::job::JobId;
+use common::metrics::JobRecord;
+use common::protocol::{ManagerMsg, PartId, Rejoin};
+use common::time::Time;
+use common::workload::WorkloadJob;
+
+use super::super::rejoin::answer;
+use super::{Action, Entry, LiveCore, Now, Timer, When};
+
+/// What a resumed core starts from (all times on the run's clock axis).
+#[derive(Debug, Clone)]
+pub struct Takeover {
+    /// Jobs over before the manager died: final records.
+    pub done: Vec<JobRecord>,
+    /// Jobs accepted and not finished: their decided records.
+    pub open: Vec<JobRecord>,
+    /// Jobs submitted and not decided, to be decided at the restart
+    /// (their submit time kept).
+    pub undecided: Vec<WorkloadJob>,
+    /// Jobs submitted and not decided that cannot be submitted again
+    /// (clients' jobs: their specification is not journaled), recorded
+    /// lost with why.
+    pub unrecoverable: Vec<JobRecord>,
+    /// The replay's offset on the clock.
+    pub offset: Time,
+    /// The label of each node id of the run so far (registration order).
+    pub node_hosts: Vec<String>,
+    /// How long node processes have to come back with their parts.
+    pub wait: Duration,
+    /// Said in the journal when the replay goes on.
+    pub note: String,
+    /// The clock's trace time when this manager starts (its clock runs
+    /// from there at once: the node processes coming back map their
+    /// times onto it).
+    pub trace_now: Time,
+}
+
+/// A job running when the manager died.
+pub(super) struct Carried {
+    record: JobRecord,
+    /// Parts not known to be over: index -> the link that reported it
+    /// running (None: not reported yet).
+    left: BTreeMap<u32, Option<LinkId>>,
+    /// The latest finish of its parts seen.
+    finish: Option<Time>,
+}
+
+/// The resumed core's books of the carried jobs.
+#[derive(Default)]
+pub(super) struct Resumed {
+    carried: HashMap<JobId, Carried>,
+    /// Final records of jobs over before the restart and of carried jobs
+    /// over since.
+    pub(super) done: Vec<JobRecord>,
+    undecided: Vec<WorkloadJob>,
+    node_hosts: Vec<String>,
+    /// Old node ids whose process came back (its rejoin said `was`).
+    back: HashSet<u32>,
+    wait: Duration,
+    note: String,
+    /// The replay went on (the start of the resumed run).
+    pub(super) started: bool,
+    /// The wait for node processes is over: unreported parts are lost.
+    swept: bool,
+}
+
+impl Resumed {
+    /// Whether `job` is a carried job still open.
+    pub(super) fn holds(&self, job: JobId) -> bool {
+        self.carried.contains_key(&job)
+    }
+
+    /// Carried jobs still open.
+    pub(super) fn open(&self) -> usize {
+        self.carried.len()
+    }
+}
+
+impl LiveCore {
+    /// A core taking over an unfinished run (see the module header): `jobs`
+    /// are the workload's jobs not yet submitted, in submit order.
+    pub(in crate::live::manager) fn resumed(
+        core: common::admission::ManagerCore,
+        cfg: super::CoreConfig,
+        jobs: Vec<WorkloadJob>,
+        t: Takeover,
+    ) -> LiveCore {
+        let mut c = LiveCore::new(core, cfg, jobs);
+        let before = t.done.len() + t.open.len() + t.undecided.len() + t.unrecoverable.len();
+        c.total_jobs += before;
+        c.submitted = before;
+        c.decided = t.done.len() + t.open.len();
+        c.finished = t.done.len();
+        c.offset = t.offset;
+        let mut r = Resumed {
+            done: t.done,
+            undecided: t.undecided,
+            node_hosts: t.node_hosts,
+            wait: t.wait,
+            note: t.note,
+            ..Resumed::default()
+        };
+        for rec in t.open {
+            let left = (0..rec.nodes.len() as u32).map(|i| (i, None)).collect();
+            r.carried.insert(
+                rec.id,
+                Carried {
+                    record: rec,
+                    left,
+                    finish: None,
+                },
+            );
+        }
+        for mut rec in t.unrecoverable {
+            rec.lost = true;
+            rec.detail = "queued when the manager died, a client's job (its specification is not journaled): not decided".into();
+            c.finished += 1;
+            c.decided += 1;
+            r.done.push(rec);
+        }
+        c.resumed = Some(r);
+        c
+    }
+
+    /// The replay goes on (the expected nodes are back, or the start
+    /// timeout passed): the journal says so, the undecided jobs are
+    /// decided now, and the wait for the carried parts' processes starts.
+    pub(super) fn resume_replay(&mut self, now: Now) {
+        let Some(r) = self.resumed.as_mut() else {
+            return;
+        };
+        r.started = true;
+        let undecided = std::mem::take(&mut r.undecided);
+        let note = r.note.clone();
+        let wait = r.wait;
+        if self.cfg.journal {
+            self.journal_buf.push(Entry::Warning {
+                t: now.journal,
+                text: note,
+            });
+        }
+        for j in undecided {
+            let id = j.spec.id;
+            let mark = self.out.len();
+            match self.submit(now.trace, j) {
+                Err(e) => {
+                    self.warnings.push(format!("job {id}: {e}"));
+                    self.finished += 1;
+                }
+                Ok(()) => self.journal_submitted(id, mark, now),
+            }
+        }
+        self.flush(now);
+        self.actions.push_back(Action::Arm {
+            timer: Timer::Carried,
+            when: When::After(wait),
+        });
+        self.sweep_if_all_back(now);
+    }
+
+    /// A node process that lost its manager reports what it ran: the
+    /// carried parts among them are taken back (running ones go on,
+    /// finished ones are booked); a part of an old node of this process
+    /// that it no longer holds had finished before the manager died (the
+    /// old manager booked it). Everything else is dropped.
+    pub(super) fn rejoin(&mut self, now: Now, link: LinkId, host: &str, rj: Rejoin) {
+        let Some(r) = self.resumed.as_mut() else {
+            return self.drop_rejoin(link, host, &rj);
+        };
+        r.back.extend(rj.was.iter().copied());
+        let mut keep = Vec::new();
+        let mut finished: Vec<(PartId, Time)> = Vec::new();
+        for p in &rj.running {
+            if let Some(c) = r.carried.get_mut(&p.part.job) {
+                if let Some(slot) = c.left.get_mut(&p.part.index) {
+                    *slot = Some(link);
+                    keep.push(p.part);
+                }
+            }
+        }
+        for p in &rj.finished {
+            if r.carried
+                .get(&p.part.job)
+                .is_some_and(|c| c.left.contains_key(&p.part.index))
+            {
+                keep.push(p.part);
+                finished.push((p.part, p.at));
+            }
+        }
+        // Parts on this process's old nodes it did not report: over
+        // before the crash.
+        let was: HashSet<u32> = rj.was.iter().copied().collect();
+        for (id, c) in &r.carried {
+            for (&i, slot) in &c.left {
+                let node = c.record.nodes.get(i as usize).map(|&n| n as u32);
+                let reported =
+                    slot.is_some() || finished.iter().any(|(p, _)| p.job == *id && p.index == i);
+                if !reported && node.is_some_and(|n| was.contains(&n)) {
+                    finished.push((PartId { job: *id, index: i }, Time::NAN));
+                }
+            }
+        }
+        let dropped = rj.running.len() + rj.finished.len() - keep.len();
+        let note = format!(
+            "{host} rejoined after {:.1} s without a manager ({}): took back {} of its parts, dropped {dropped} this manager does not hold",
+            rj.away_s,
+            rj.why,
+            keep.len()
+        );
+        tracing::info!("{note}");
+        self.warnings.push(note);
+        let msg = answer(host, &rj, |p| keep.contains(&p));
+        self.actions.push_back(Action::Send { link, msg });
+        for (part, at) in finished {
+            self.carried_part_done(now, part, at);
+        }
+        self.hand_journal();
+        self.sweep_if_all_back(now);
+        self.check_end(now);
+    }
+
+    /// A manager with nothing carried drops every reported part.
+    fn drop_rejoin(&mut self, link: LinkId, host: &str, rj: &Rejoin) {
+        let n = rj.running.len() + rj.finished.len();
+        self.warnings.push(format!(
+            "{host} rejoined after {:.1} s without a manager ({}): its {n} reported parts are unknown here and were dropped",
+            rj.away_s, rj.why
+        ));
+        let msg = answer(host, rj, |_| false);
+        self.actions.push_back(Action::Send { link, msg });
+    }
+
+    /// A carried part finished at `at` (NaN: before the crash, time not
+    /// known).
+    pub(super) fn carried_part_done(&mut self, now: Now, part: PartId, at: Time) {
+        let Some(r) = self.resumed.as_mut() else {
+            return;
+        };
+        let Some(c) = r.carried.get_mut(&part.job) else {
+            return;
+        };
+        if c.left.remove(&part.index).is_none() {
+            return;
+        }
+        if at.is_finite() {
+            c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
+        }
+        if !c.left.is_empty() {
+            return;
+        }
+        let mut c = r.carried.remove(&part.job).expect("held");
+        // Every part over before the crash and the `finished` entry not
+        // journaled: the clock at the restart bounds it.
+        c.record.finish = Some(c.finish.unwrap_or(now.trace));
+        self.carried_over(now, c.record);
+    }
+
+    fn carried_over(&mut self, now: Now, record: JobRecord) {
+        if self.cfg.journal {
+            self.journal_buf.push(Entry::Finished {
+                t: now.journal,
+                id: None,
+                finish: None,
+                record: Some(Box::new(record.clone())),
+            });
+        }
+        self.finished += 1;
+        if let Some(r) = self.resumed.as_mut() {
+            r.done.push(record);
+        }
+    }
+
+    /// Loses the carried jobs `lost` says, cancelling their other parts.
+    fn lose_carried(&mut self, now: Now, lost: Vec<(JobId, String)>) {
+        for (job, why) in lost {
+            let Some(c) = self.resumed.as_mut().and_then(|r| r.carried.remove(&job)) else {
+                continue;
+            };
+            for (&index, slot) in &c.left {
+                if let Some(l) = slot.filter(|&l| self.link_alive(l)) {
+                    self.actions.push_back(Action::Send {
+                        link: l,
+                        msg: ManagerMsg::Cancel {
+                            part: PartId { job, index },
+                        },
+                    });
+                }
+            }
+            let mut rec = c.record;
+            rec.lost = true;
+            rec.finish = None;
+            rec.detail = format!("lost at {:.3}: {why}", now.trace);
+            self.carried_over(now, rec);
+        }
+        self.hand_journal();
+    }
+
+    /// A link holding carried parts was lost: their jobs are lost.
+    pub(super) fn carried_link_lost(&mut self, now: Now, link: LinkId, host: &str, reason: &str) {
+        let Some(r) = self.resumed.as_ref() else {
+            return;
+        };
+        let mut lost: Vec<(JobId, String)> = r
+            .carried
+            .iter()
+            .filter_map(|(&job, c)| {
+                c.left.iter().find(|(_, s)| **s == Some(link)).map(|(i, _)| {
+                    (
+                        job,
+                        format!("node process {host} (link {link}) running part {job}/{i} after the manager's restart gone: {reason}"),
+                    )
+                })
+            })
+            .collect();
+        lost.sort();
+        self.lose_carried(now, lost);
+    }
+
+    /// Every node process holding a carried part is back: nothing to
+    /// wait for.
+    fn sweep_if_all_back(&mut self, now: Now) {
+        let Some(r) = self.resumed.as_ref() else {
+            return;
+        };
+        let all = r
+            .carried
+            .values()
+            .all(|c| c.left.values().all(Option::is_some));
+        if all {
+            self.sweep_carried(now);
+        }
+    }
+
+    /// The wait is over: a carried part no process reported is lost
+    /// (its process did not come back).
+    pub(super) fn sweep_carried(&mut self, now: Now) {
+        let Some(r) = self.resumed.as_mut() else {
+            return;
+        };
+        if r.swept || !r.started {
+            return;
+        }
+        r.swept = true;
+        let wait = r.wait;
+        let mut lost: Vec<(JobId, String)> = Vec::new();
+        for (&job, c) in &r.carried {
+            if let Some((&i, _)) = c.left.iter().find(|(_, s)| s.is_none()) {
+                let node = c.record.nodes.get(i as usize).copied().unwrap_or(0);
+                let host = r.node_hosts.get(node).map_or("?", String::as_str);
+                lost.push((
+                    job,
+                    format!(
+                        "manager crash: node process {host} (node {node}, part {job}/{i}) did not come back within {wait:?} of the manager's restart"
+                    ),
+                ));
+            }
+        }
+        lost.sort();
+        self.lose_carried(now, lost);
+        self.check_end(now);
+    }
+
+    /// At an abort: every carried job still open is lost with `reason`.
+    pub(super) fn abort_carried(&mut self, now: Now, reason: &str) {
+        let Some(r) = self.resumed.as_ref() else {
+            return;
+        };
+        let mut lost: Vec<(JobId, String)> = r
+            .carried
+            .keys()
+            .map(|&j| (j, format!("run stopped: {reason}")))
+            .collect();
+        lost.sort();
+        self.lose_carried(now, lost);
+    }
+}
