@@ -132,6 +132,10 @@ enum Command {
         /// bar).
         #[arg(long)]
         progress_every: Option<f64>,
+        /// The fault that killed the manager (given by a run's supervisor
+        /// executing a `manager-crash` fault), said in the journal.
+        #[arg(long, hide = true)]
+        after_fault: Option<String>,
     },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
@@ -376,12 +380,14 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
         Command::Resume {
             run,
             progress_every,
+            after_fault,
         } => libratory_manager::live::resume::resume(
             &run,
             libratory_manager::live::progress::Progress::choose(
                 progress_every,
                 std::io::IsTerminal::is_terminal(&std::io::stderr()),
             )?,
+            after_fault.as_deref(),
             env,
         )?,
         Command::Config { cmd } => match cmd {

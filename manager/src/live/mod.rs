@@ -19,3 +19,4 @@ pub mod resume_state;
 pub mod run;
 pub mod run_files;
 pub mod setup;
+pub mod supervise;

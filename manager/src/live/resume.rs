@@ -27,7 +27,14 @@ use crate::results::rundir::{self, Invocation, Log, Manifest};
 const CLIENT_JOBS: u64 = 1 << 40;
 
 /// Resumes the run in `dir` (see the module header).
-pub fn resume(dir: &Path, progress: Progress, env: &Environment) -> Result<()> {
+/// `after_fault` names the fault that killed the manager, when the run's
+/// supervisor executes one ([`crate::live::supervise`]).
+pub fn resume(
+    dir: &Path,
+    progress: Progress,
+    after_fault: Option<&str>,
+    env: &Environment,
+) -> Result<()> {
     let inv = Invocation::capture();
     let path = dir.join(JOURNAL);
     let c = journal::read(&path)
@@ -84,8 +91,9 @@ pub fn resume(dir: &Path, progress: Progress, env: &Environment) -> Result<()> {
         .flat_map(|(h, n)| std::iter::repeat_n(h.clone(), *n))
         .collect();
     let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
+    let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
     let note = format!(
-        "{RESUMED} the manager was down {down:.3} s (trace {:.3} to {trace_now:.3}); {} jobs over, {} running carried, {} queued decided again, {} not submitted yet",
+        "{RESUMED}{after} the manager was down {down:.3} s (trace {:.3} to {trace_now:.3}); {} jobs over, {} running carried, {} queued decided again, {} not submitted yet",
         s.last_trace,
         s.done.len(),
         s.open.len(),
