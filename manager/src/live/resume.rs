@@ -85,11 +85,6 @@ pub fn resume(
         .filter(|r| r.id >= CLIENT_JOBS)
         .cloned()
         .collect();
-    let node_hosts: Vec<String> = s
-        .node_processes
-        .iter()
-        .flat_map(|(h, n)| std::iter::repeat_n(h.clone(), *n))
-        .collect();
     let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
     let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
     let note = format!(
@@ -115,7 +110,7 @@ pub fn resume(
         undecided,
         unrecoverable,
         offset,
-        node_hosts,
+        node_processes: s.node_processes.clone(),
         wait,
         note,
         trace_now,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use common::admission::LinkId;
 use common::job::JobId;
 use common::metrics::JobRecord;
-use common::protocol::{ManagerMsg, PartId, Rejoin};
+use common::protocol::{ManagerMsg, NodeInfo, PartId, Rejoin};
 use common::time::Time;
 use common::workload::WorkloadJob;
 
@@ -40,8 +40,9 @@ pub struct Takeover {
     pub unrecoverable: Vec<JobRecord>,
     /// The replay's offset on the clock.
     pub offset: Time,
-    /// The label of each node id of the run so far (registration order).
-    pub node_hosts: Vec<String>,
+    /// The node processes registered so far, in order (label, nodes): the
+    /// node ids the journal's records use, numbered in that order.
+    pub node_processes: Vec<(String, usize)>,
     /// How long node processes have to come back with their parts.
     pub wait: Duration,
     /// Said in the journal when the replay goes on.
@@ -97,11 +98,33 @@ impl LiveCore {
     /// A core taking over an unfinished run (see the module header): `jobs`
     /// are the workload's jobs not yet submitted, in submit order.
     pub(in crate::live::manager) fn resumed(
-        core: common::admission::ManagerCore,
+        mut core: common::admission::ManagerCore,
         cfg: super::CoreConfig,
         jobs: Vec<WorkloadJob>,
         t: Takeover,
     ) -> LiveCore {
+        // The node ids of the run so far stay taken (registered on links
+        // that are lost at once), so the processes registering now get
+        // ids after them, and the records of every manager of the run
+        // name nodes in one numbering (the journal's `node` order).
+        let mut out = Vec::new();
+        let mut node_hosts = Vec::new();
+        for (k, (host, n)) in t.node_processes.iter().enumerate() {
+            let link = LinkId::MAX - k as LinkId;
+            let infos: Vec<NodeInfo> = (0..*n as u32)
+                .map(|local| NodeInfo {
+                    local,
+                    capacity: 1.0,
+                    speed: 1.0,
+                    memory_kb: 0,
+                    disk_mb: 0,
+                })
+                .collect();
+            core.register(link, host, &infos)
+                .expect("placeholder nodes are valid");
+            core.link_lost(0.0, link, "before the restart", &mut out);
+            node_hosts.extend(std::iter::repeat_n(host.clone(), *n));
+        }
         let mut c = LiveCore::new(core, cfg, jobs);
         let before = t.done.len() + t.open.len() + t.undecided.len() + t.unrecoverable.len();
         c.total_jobs += before;
@@ -112,7 +135,7 @@ impl LiveCore {
         let mut r = Resumed {
             done: t.done,
             undecided: t.undecided,
-            node_hosts: t.node_hosts,
+            node_hosts,
             wait: t.wait,
             note: t.note,
             ..Resumed::default()
