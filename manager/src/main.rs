@@ -137,6 +137,17 @@ enum Command {
         #[arg(long, hide = true)]
         after_fault: Option<String>,
     },
+    /// Simulate a live run with what its journal observed: the same
+    /// arrivals, node processes joining, stopping and lost when they
+    /// were, the same policy and settings; a run directory for `compare`
+    /// and `report` (docs/faults.md, "Replay").
+    Replay {
+        /// The live run's directory (holding journal.jsonl).
+        run: PathBuf,
+        /// Output directory (default: RUN-replay beside it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
         /// The cluster configuration (cluster-configs/*.toml).
@@ -390,6 +401,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             after_fault.as_deref(),
             env,
         )?,
+        Command::Replay { run, out } => libratory_manager::lab::replay::run(&run, out)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,

@@ -655,3 +655,101 @@ fn batsim_json_workload_runs_as_worked_out_by_hand() {
         "{all}"
     );
 }
+
+/// evalys 4.0.7, installed by scripts/install-evalys.sh (as root; a loud
+/// failure otherwise).
+fn evalys() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-evalys.sh");
+    let out = Command::new("bash").arg(script).output().expect("run bash");
+    assert!(
+        out.status.success(),
+        "evalys 4.0.7 is needed and could not be installed:\n{}",
+        text(&out)
+    );
+}
+
+/// Batsim's analysis library reads a simulated run's `out_jobs` CSV, for
+/// a space-shared and a time-shared policy: every job, with the ids,
+/// submit, start and finish times of the run's own job records, and its
+/// utilisation (from `allocated_resources`) never above the cluster for
+/// the space-shared policy.
+#[test]
+fn evalys_reads_out_jobs() {
+    evalys();
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let out = libratory(
+        &[
+            "simulate",
+            "--trace",
+            &sdsc(),
+            "--preset",
+            "libra-risk",
+            "--set",
+            "jobs=200",
+            "--policies",
+            "fcfs-bf,libra",
+            "--out",
+            run.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for policy in ["fcfs-bf", "libra"] {
+        let csv = run.join(format!("out_jobs-{policy}.csv"));
+        let py = format!(
+            "import json\n\
+             from evalys.jobset import JobSet\n\
+             num = lambda x: None if x != x else float(x)\n\
+             js = JobSet.from_csv({csv:?})\n\
+             print(json.dumps({{'max_load': float(js.utilisation['load'].max())}}))\n\
+             for _, r in js.df.iterrows():\n\
+             \x20   print(json.dumps({{'id': int(r.jobID), 'submit': float(r.submission_time), \
+             'start': num(r.starting_time), 'finish': num(r.finish_time), \
+             'state': r.final_state, 'procs': int(r.requested_number_of_resources)}}))\n",
+            csv = csv.to_str().unwrap()
+        );
+        let o = Command::new("python3")
+            .args(["-c", &py])
+            .output()
+            .expect("run python3");
+        assert!(o.status.success(), "evalys on {policy}: {}", text(&o));
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let (head, rows) = lines.split_first().unwrap();
+        assert_eq!(rows.len(), 200, "{policy}");
+        let max_load = head["max_load"].as_f64().unwrap();
+        // Space-shared: never more processors busy than the cluster has;
+        // time-shared jobs share nodes, so their load can exceed it.
+        assert!(max_load > 0.0, "{policy}: {max_load}");
+        if policy == "fcfs-bf" {
+            assert!(max_load <= NODES as f64, "{policy}: {max_load}");
+        }
+        let ours: HashMap<u64, serde_json::Value> =
+            std::fs::read_to_string(run.join(format!("jobs-{policy}.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    (v["id"].as_u64().unwrap(), v)
+                })
+                .collect();
+        let mut completed = 0;
+        for r in rows {
+            let j = &ours[&r["id"].as_u64().unwrap()];
+            let close = |a: &serde_json::Value, b: &serde_json::Value| {
+                (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-6
+            };
+            assert!(close(&r["submit"], &j["submit"]), "{r} {j}");
+            assert_eq!(r["procs"], j["processors"], "{r} {j}");
+            if r["state"] == "COMPLETED_SUCCESSFULLY" {
+                completed += 1;
+                assert!(close(&r["start"], &j["start"]), "{r} {j}");
+                assert!(close(&r["finish"], &j["finish"]), "{r} {j}");
+            }
+        }
+        assert!(completed > 100, "{policy}: {completed} completed");
+    }
+}

@@ -265,6 +265,54 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 3);
+    replay_is_the_runs_twin(dir.path(), &out, &jobs);
+}
+
+/// `replay` of the run above: the same jobs at the same submit times, the
+/// node events it observed applied (each process stopped or lost, then
+/// back), and `compare` and `report` read the two run directories.
+fn replay_is_the_runs_twin(d: &Path, out: &Path, live: &[serde_json::Value]) {
+    let text = ok(
+        &libratory(&["replay", out.to_str().unwrap(), "--out", "twin"], d),
+        "replay",
+    );
+    let twin = jsonl(&d.join("twin/jobs-libra.jsonl"));
+    let key = |j: &serde_json::Value| (j["id"].as_u64().unwrap(), j["submit"].as_f64().unwrap());
+    let mut a: Vec<(u64, f64)> = live.iter().map(key).collect();
+    let mut b: Vec<(u64, f64)> = twin.iter().map(key).collect();
+    a.sort_by_key(|x| x.0);
+    b.sort_by_key(|x| x.0);
+    assert_eq!(a, b, "{text}");
+    // Crash and hang: stopped, lost, back; partition: lost, back.
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("twin/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["kind"], "replay");
+    let events: Vec<&str> = m["config"]["replay_of"]["node_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let count = |act: &str| events.iter().filter(|e| e.contains(act)).count();
+    assert_eq!(
+        (count(": Stop "), count(": Lose "), count(": Rejoin ")),
+        (2, 3, 3),
+        "{events:#?}"
+    );
+    let cmp = ok(
+        &libratory(&["compare", out.to_str().unwrap(), "twin"], d),
+        "compare",
+    );
+    assert!(cmp.contains("100"), "{cmp}");
+    ok(
+        &libratory(
+            &["report", out.to_str().unwrap(), "twin", "--out", "report"],
+            d,
+        ),
+        "report",
+    );
+    assert!(d.join("report/report.html").is_file());
 }
 
 /// A link delay of 150 ms each way on both node processes for the whole
@@ -454,6 +502,16 @@ fn chaos_node_faults_and_two_manager_crashes() {
         assert!(out.join(f).exists(), "no {f}");
     }
     assert_eq!(journal.iter().filter(|e| e["e"] == "end").count(), 1);
+    // Its simulated twin: the journal replayed, and both read by compare.
+    let d = dir.path();
+    ok(
+        &libratory(&["replay", out.to_str().unwrap(), "--out", "twin"], d),
+        "replay",
+    );
+    ok(
+        &libratory(&["compare", out.to_str().unwrap(), "twin"], d),
+        "compare",
+    );
 
     // The targets, measured on the journal's clock (real seconds).
     let t_of = |s: &str| w.iter().find(|(_, t)| t.contains(s)).map(|(t, _)| *t);

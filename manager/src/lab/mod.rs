@@ -5,6 +5,7 @@ pub mod compare;
 pub mod figures;
 pub mod info;
 pub mod metric_table;
+pub mod replay;
 pub mod report;
 pub mod simulate;
 pub mod sweep;

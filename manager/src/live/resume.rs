@@ -112,6 +112,7 @@ pub fn resume(
         offset,
         node_processes: s.node_processes.clone(),
         wait,
+        crash_trace: s.last_trace,
         note,
         trace_now,
     };

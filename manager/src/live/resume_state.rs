@@ -133,6 +133,7 @@ impl ResumeState {
                     ended = true;
                     *t
                 }
+                Entry::Fault { t, .. } => *t,
             };
             last_t = last_t.max(t);
         }

@@ -184,6 +184,8 @@ pub(super) struct LinkInfo {
     pub(super) host: String,
     pub(super) pid: u32,
     pub(super) nodes: usize,
+    /// The global ids of its nodes, by local index.
+    pub(super) ids: Vec<u32>,
     pub(super) alive: bool,
     /// Its place in the order of registration (links are never removed):
     /// the results list node processes in it, as the journal does.

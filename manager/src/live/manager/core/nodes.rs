@@ -64,6 +64,7 @@ impl LiveCore {
                 host,
                 pid,
                 nodes: n,
+                ids: ids.clone(),
                 alive: true,
                 registered: self.links.len(),
             },

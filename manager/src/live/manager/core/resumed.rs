@@ -45,6 +45,11 @@ pub struct Takeover {
     pub node_processes: Vec<(String, usize)>,
     /// How long node processes have to come back with their parts.
     pub wait: Duration,
+    /// The trace time of the journal's last entry: a carried part whose
+    /// node came back without it finished unobserved between then and the
+    /// node noticing the loss (its completion went to the dead manager);
+    /// its finish is taken as this.
+    pub crash_trace: Time,
     /// Said in the journal when the replay goes on.
     pub note: String,
     /// The clock's trace time when this manager starts (its clock runs
@@ -75,6 +80,7 @@ pub(super) struct Resumed {
     /// Old node ids whose process came back (its rejoin said `was`).
     back: HashSet<u32>,
     wait: Duration,
+    crash_trace: Time,
     note: String,
     /// The replay went on (the start of the resumed run).
     pub(super) started: bool,
@@ -137,6 +143,7 @@ impl LiveCore {
             undecided: t.undecided,
             node_hosts,
             wait: t.wait,
+            crash_trace: t.crash_trace,
             note: t.note,
             ..Resumed::default()
         };
@@ -208,13 +215,42 @@ impl LiveCore {
             return self.drop_rejoin(link, host, &rj);
         };
         r.back.extend(rj.was.iter().copied());
+        let ids = self
+            .links
+            .get(&link)
+            .map(|l| l.ids.clone())
+            .unwrap_or_default();
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
+        let mut moved: Vec<JobId> = Vec::new();
         for p in &rj.running {
             if let Some(c) = r.carried.get_mut(&p.part.job) {
                 if let Some(slot) = c.left.get_mut(&p.part.index) {
                     *slot = Some(link);
                     keep.push(p.part);
+                    // Its node has a new id now: the record (and the
+                    // journal, for a manager after this one) names it.
+                    let new = ids.get(p.node as usize).map(|&g| g as usize);
+                    if let (Some(new), Some(n)) =
+                        (new, c.record.nodes.get_mut(p.part.index as usize))
+                    {
+                        if *n != new {
+                            *n = new;
+                            moved.push(p.part.job);
+                        }
+                    }
+                }
+            }
+        }
+        moved.sort_unstable();
+        moved.dedup();
+        if self.cfg.journal {
+            for job in moved {
+                if let Some(c) = r.carried.get(&job) {
+                    self.journal_buf.push(Entry::Decided {
+                        t: now.journal,
+                        record: c.record.clone(),
+                    });
                 }
             }
         }
@@ -282,16 +318,15 @@ impl LiveCore {
         if c.left.remove(&part.index).is_none() {
             return;
         }
-        if at.is_finite() {
-            c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
-        }
+        let at = if at.is_finite() { at } else { r.crash_trace };
+        c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
         if !c.left.is_empty() {
             return;
         }
         let mut c = r.carried.remove(&part.job).expect("held");
-        // Every part over before the crash and the `finished` entry not
-        // journaled: the clock at the restart bounds it.
-        c.record.finish = Some(c.finish.unwrap_or(now.trace));
+        // Every part over unobserved (see `Takeover::crash_trace`).
+        let crash = r.crash_trace;
+        c.record.finish = Some(c.finish.map_or(crash, |f| f.max(crash)));
         self.carried_over(now, c.record);
     }
 
