@@ -449,3 +449,194 @@ impl LiveCore {
         self.lose_carried(now, lost);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CoreConfig, Event, Phase};
+    use super::*;
+    use common::admission::ManagerCore;
+    use common::job::DeadlineType;
+    use common::policy::{self, PolicyConfig};
+    use common::protocol::{FinishedPart, HeldPart, NodeMsg};
+    use common::share::SpareRule;
+
+    fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
+        JobRecord {
+            id,
+            class: None,
+            submit: 1.0,
+            estimate: 100.0,
+            actual: 100.0,
+            processors: nodes.len() as u32,
+            deadline: 500.0,
+            budget: f64::INFINITY,
+            penalty_rate: 0.0,
+            deadline_type: DeadlineType::Hard,
+            accepted: true,
+            reason: None,
+            detail: String::new(),
+            decided_at: 1.0,
+            nodes,
+            start: Some(1.0),
+            finish: None,
+            cost: 0.0,
+            lost: false,
+        }
+    }
+
+    fn at(t: f64) -> Now {
+        Now {
+            trace: t,
+            wall: t,
+            journal: t,
+        }
+    }
+
+    fn node(local: u32) -> NodeInfo {
+        NodeInfo {
+            local,
+            capacity: 1.0,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        }
+    }
+
+    /// The old run had node process `a` (nodes 0 and 1) and `b` (node 2);
+    /// job 1 ran on node 0, job 2 on node 2, job 3 on node 1, job 4 was
+    /// over. `a` comes back as new ids 3 and 4 (0-2 stay taken) still
+    /// running job 1's part and no longer holding job 3's: job 1 is kept
+    /// (its record now names node 3), job 3 finished unobserved (booked at
+    /// the crash, 50). `b` never comes back: when the wait is over job 2
+    /// is lost naming it. Job 1 completes at 70 and the run ends with one
+    /// record per job.
+    #[test]
+    fn carried_jobs_are_kept_finished_or_lost_by_what_comes_back() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut done4 = record(4, vec![1]);
+        done4.finish = Some(20.0);
+        let t = Takeover {
+            done: vec![done4.clone()],
+            open: vec![record(1, vec![0]), record(2, vec![2]), record(3, vec![1])],
+            undecided: Vec::new(),
+            unrecoverable: Vec::new(),
+            offset: 0.0,
+            node_processes: vec![("a".into(), 2), ("b".into(), 1)],
+            wait: Duration::from_secs(30),
+            crash_trace: 50.0,
+            note: "resumed: test".into(),
+            trace_now: 60.0,
+        };
+        let cfg = CoreConfig {
+            time_scale: 1.0,
+            expect_nodes: 3,
+            serve: false,
+            journal: true,
+            start_timeout: Duration::from_secs(10),
+            histogram_timeout: Duration::from_secs(5),
+            report_ms: 100,
+            heartbeat_ms: 100,
+            histogram_ms: 1000,
+            spare_rule: SpareRule::default(),
+        };
+        let mut c = LiveCore::resumed(ManagerCore::new(p), cfg, Vec::new(), t);
+        let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
+        drain(&mut c);
+        c.handle(
+            at(60.0),
+            Event::Connected {
+                link: 1,
+                host: "a".into(),
+                pid: 9,
+                nodes: vec![node(0), node(1)],
+            },
+        );
+        let a = drain(&mut c);
+        let welcome = a.iter().find_map(|x| match x {
+            Action::Send {
+                msg: ManagerMsg::Welcome(w),
+                ..
+            } => Some(w.node_ids.clone()),
+            _ => None,
+        });
+        assert_eq!(welcome, Some(vec![3, 4]));
+        c.handle(
+            at(60.5),
+            Event::FromNode {
+                link: 1,
+                msgs: vec![NodeMsg::Rejoin(Rejoin {
+                    was: vec![0, 1],
+                    away_s: 1.0,
+                    why: "lost".into(),
+                    running: vec![HeldPart {
+                        part: PartId { job: 1, index: 0 },
+                        node: 0,
+                        work_done: 50.0,
+                        share: 0.2,
+                        started_at: 1.0,
+                    }],
+                    finished: Vec::<FinishedPart>::new(),
+                })],
+            },
+        );
+        let a = drain(&mut c);
+        let kept = a.iter().find_map(|x| match x {
+            Action::Send {
+                msg: ManagerMsg::RejoinAnswer { keep, .. },
+                ..
+            } => Some(keep.clone()),
+            _ => None,
+        });
+        assert_eq!(kept, Some(vec![PartId { job: 1, index: 0 }]));
+        let journaled: Vec<&Entry> = a
+            .iter()
+            .filter_map(|x| match x {
+                Action::Journal(v) => Some(v.iter()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        // Job 1 renamed to its node's new id; job 3 over at the crash.
+        assert!(journaled.iter().any(
+            |e| matches!(e, Entry::Decided { record, .. } if record.id == 1 && record.nodes == vec![3])
+        ));
+        assert!(journaled.iter().any(|e| matches!(e,
+            Entry::Finished { record: Some(r), .. } if r.id == 3 && r.finish == Some(50.0) && !r.lost)));
+        // `b` does not come back: the replay goes on with `a` at the
+        // start timeout, and the wait for `b` ends.
+        c.handle(at(70.0), Event::Timer(Timer::StartTimeout));
+        drain(&mut c);
+        assert_eq!(c.phase(), Phase::Replaying);
+        c.handle(at(90.0), Event::Timer(Timer::Carried));
+        drain(&mut c);
+        c.handle(
+            at(95.0),
+            Event::FromNode {
+                link: 1,
+                msgs: vec![NodeMsg::Completed {
+                    part: PartId { job: 1, index: 0 },
+                    at: 94.0,
+                    cpu_seconds: 100.0,
+                }],
+            },
+        );
+        drain(&mut c);
+        assert!(matches!(c.phase(), Phase::Collecting { .. }));
+        let o = c.outcome();
+        let ids: Vec<JobId> = o.records.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4]);
+        assert_eq!(o.records[0].finish, Some(94.0));
+        assert_eq!(o.records[0].nodes, vec![3]);
+        assert!(!o.records[0].lost);
+        assert!(o.records[1].lost);
+        assert!(
+            o.records[1]
+                .detail
+                .contains("node process b (node 2, part 2/0) did not come back"),
+            "{}",
+            o.records[1].detail
+        );
+        assert_eq!(o.records[2].finish, Some(50.0));
+        assert_eq!(o.records[3], done4);
+    }
+}
