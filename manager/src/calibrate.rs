@@ -203,7 +203,8 @@ pub fn run(a: CalibrateArgs, env: &Environment) -> Result<ExitCode> {
             live_run::RunExtras::default(),
             env,
         )
-        .with_context(|| format!("the live run at time scale {s}"))?;
+        .with_context(|| format!("the live run at time scale {s}"))?
+        .context("a calibration run is not supervised (it has no faults)")?;
         let share = live.node_latency_us.get("share_error_ppm");
         let share = (share.map(|p| p.p50 as f64), share.map(|p| p.p99 as f64));
         let records = live.outcome.records;

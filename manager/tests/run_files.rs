@@ -296,8 +296,9 @@ fn check_rebuilt(out: &Path, submitted: &[u64]) -> Vec<serde_json::Value> {
 
 /// A manager killed by SIGKILL mid-run loses nothing it had journaled:
 /// `libratory recover` rebuilds every result file with one record per job
-/// submitted before the kill, jobs in flight marked lost, and the next
-/// `libratory run` into the same directory does the same before running.
+/// submitted before the kill, jobs in flight marked lost. The next
+/// `libratory run` into the same directory refuses until the run is
+/// recovered, then moves it aside before running.
 #[test]
 fn a_killed_manager_run_is_recovered_from_its_journal() {
     let _ = node_bin();
@@ -380,17 +381,46 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     }
     assert!(s["policies"][0]["lost"].as_u64().unwrap() as usize >= undecided + unfinished);
 
-    // The next run into a directory holding an interrupted journal
-    // rebuilds that run aside first (a short run of 2 jobs, on 2 node
-    // processes: they register in either order).
+    // The next run into a directory holding an unfinished journal is
+    // refused, pointing to `resume` and `recover`, and touches nothing;
+    // once recovered, it rebuilds that run aside first (a short run of 2
+    // jobs, on 2 node processes: they register in either order).
     let cfg2 = config(dir.path(), 2, 2, 1.0, 0.01);
+    let run_again = || {
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg2)
+            .arg("--out")
+            .arg(&again)
+            .output()
+            .unwrap()
+    };
+    let o = run_again();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success()
+            && err.contains("unfinished run")
+            && err.contains("libratory resume")
+            && err.contains("libratory recover"),
+        "{}",
+        dump("libratory run (unfinished)", &o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&again).unwrap().count(),
+        1,
+        "only the journal"
+    );
     let o = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg2)
-        .arg("--out")
+        .arg("recover")
         .arg(&again)
         .output()
         .unwrap();
+    assert!(
+        o.status.success(),
+        "{}",
+        dump("libratory recover (again)", &o)
+    );
+    let o = run_again();
     assert!(o.status.success(), "{}", dump("libratory run (again)", &o));
     let aside: Vec<PathBuf> = std::fs::read_dir(&again)
         .unwrap()

@@ -44,6 +44,8 @@ pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
                     );
                 }
             }
+            // Executed by the run's supervisor (`live::supervise`).
+            (FaultKind::ManagerCrash, Target::Manager) => {}
             _ => bail!(
                 "{f}: live runs execute crash, hang, partition and delay of node processes \
                  only; {} of {} is \

@@ -99,9 +99,45 @@ impl JournalWriter {
             source,
         };
         let file = fs::File::create(path).map_err(io)?;
+        JournalWriter::start(path, file, Some(header), Instant::now())
+    }
+
+    /// Opens the journal of an unfinished run at `path` to go on writing
+    /// it (`libratory resume`): entries' `t` continue from `t0` seconds on
+    /// its clock. A torn last line (the previous manager killed mid-write)
+    /// is cut off first, so the next entry starts a line of its own.
+    pub fn append(path: &Path, t0: f64) -> Result<JournalWriter, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = fs::read(path).map_err(io)?;
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let mut file = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+        file.set_len(whole as u64).map_err(io)?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
+        let now = Instant::now();
+        let born = now
+            .checked_sub(std::time::Duration::from_secs_f64(t0.max(0.0)))
+            .unwrap_or(now);
+        JournalWriter::start(path, file, None, born)
+    }
+
+    fn start(
+        path: &Path,
+        file: fs::File,
+        header: Option<Header>,
+        born: Instant,
+    ) -> Result<JournalWriter, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         // Large enough that a busy batch is a few writes, not hundreds.
         let mut out = BufWriter::with_capacity(256 * 1024, file);
-        write_entry(&mut out, &mut Vec::new(), &Entry::Header(Box::new(header))).map_err(io)?;
+        if let Some(header) = header {
+            write_entry(&mut out, &mut Vec::new(), &Entry::Header(Box::new(header))).map_err(io)?;
+        }
         out.flush().map_err(io)?;
         out.get_ref().sync_all().map_err(io)?;
         // The directory entry too, so the journal itself survives a crash.
@@ -121,11 +157,7 @@ impl JournalWriter {
             })
             .map_err(io)?;
         Ok(JournalWriter {
-            journal: Journal {
-                tx,
-                born: Instant::now(),
-                spent,
-            },
+            journal: Journal { tx, born, spent },
             thread: Some(thread),
             path: path.to_path_buf(),
         })

@@ -62,6 +62,8 @@ pub struct LiveConfig {
     pub fault_notes: Option<FaultNotes>,
     /// The external scheduler, when `policy` is `batsim`.
     pub batsim: crate::batsim::BatsimArgs,
+    /// Take over an unfinished run from its journal (`libratory resume`).
+    pub resume: Option<super::Takeover>,
 }
 
 /// (process label, fault name) of faults applied and not yet blamed.

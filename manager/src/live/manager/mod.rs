@@ -34,6 +34,7 @@ mod link;
 mod messages;
 mod server;
 
+pub use self::core::Takeover;
 pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

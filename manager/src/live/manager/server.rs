@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use common::policy::{self};
 use common::protocol::{self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
 use common::workload::WorkloadJob;
-use net::{self, FramedStream, Timeouts};
+use net::{self, FramedStream, Timeouts, TraceClock};
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore};
@@ -416,10 +416,24 @@ pub async fn run(
             std::mem::replace(&mut s.replies, mpsc::unbounded_channel().1),
         )
     });
+    let mut cfg = cfg;
+    let resume = cfg.resume.take();
     let make = move |ctx: &mut Context<ManagerActor>| {
         let born = Instant::now();
-        let mut core = LiveCore::new(ManagerCore::new(policy), core_cfg, jobs)
-            .with_meter(Box::new(move || born.elapsed().as_secs_f64()));
+        let time_scale = cfg.time_scale;
+        // A resumed run's clock goes on from where it stood, at once.
+        let (mut core, clock) = match resume {
+            Some(t) => {
+                let clock = TraceClock::new(t.trace_now, time_scale);
+                let core = LiveCore::resumed(ManagerCore::new(policy), core_cfg, jobs, t);
+                (core, Some(clock))
+            }
+            None => (
+                LiveCore::new(ManagerCore::new(policy), core_cfg, jobs),
+                None,
+            ),
+        };
+        core = core.with_meter(Box::new(move || born.elapsed().as_secs_f64()));
         let mut poster = None;
         if let Some((p, mailbox, mut replies)) = scheduler {
             core = core.with_scheduler(mailbox);
@@ -434,7 +448,7 @@ pub async fn run(
         ManagerActor {
             core,
             scheduler: poster,
-            clock: None,
+            clock,
             cfg,
             links: FxHashMap::default(),
             clients: FxHashMap::default(),

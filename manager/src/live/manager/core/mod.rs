@@ -38,7 +38,10 @@ use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS, SCHEDULER_HISTO
 mod clients;
 mod nodes;
 mod rejoin;
+mod resumed;
 mod views;
+
+pub use resumed::Takeover;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -113,6 +116,9 @@ pub(super) enum Timer {
     /// The queue policy asked to be called now (an external scheduler's
     /// CALL_ME_LATER, or events left to send).
     Queue,
+    /// A resumed run's node processes had their time to come back with
+    /// the parts they ran when the manager died.
+    Carried,
 }
 
 /// When a timer fires.
@@ -193,6 +199,8 @@ pub(super) struct LinkInfo {
     pub(super) host: String,
     pub(super) pid: u32,
     pub(super) nodes: usize,
+    /// The global ids of its nodes, by local index.
+    pub(super) ids: Vec<u32>,
     pub(super) alive: bool,
     /// Its place in the order of registration (links are never removed):
     /// the results list node processes in it, as the journal does.
@@ -254,6 +262,8 @@ pub(super) struct LiveCore {
     scheduler: Option<Mailbox>,
     /// When [`Timer::Queue`] is armed for.
     queue_timer: Option<Time>,
+    /// The books of a run taken over from its journal (`resume`).
+    resumed: Option<resumed::Resumed>,
 }
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
@@ -307,6 +317,7 @@ impl LiveCore {
             meter: None,
             scheduler: None,
             queue_timer: None,
+            resumed: None,
             cfg,
         }
     }
@@ -499,6 +510,7 @@ impl LiveCore {
                 self.queue_pass(now);
             }
             Event::Timer(Timer::StartTimeout) => self.start_timeout(now),
+            Event::Timer(Timer::Carried) => self.sweep_carried(now),
             Event::Timer(Timer::Histograms) => {
                 if let Phase::Collecting { pending } = self.phase {
                     if pending > 0 {
@@ -517,6 +529,7 @@ impl LiveCore {
                 for l in links {
                     self.core.link_lost(now.trace, l, &reason, &mut self.out);
                 }
+                self.abort_carried(now, &reason);
                 self.flush(now);
                 self.jobs.clear();
                 self.begin_end(now);
@@ -530,6 +543,17 @@ impl LiveCore {
         }
         self.phase = Phase::Replaying;
         self.replay_wall = Some(now.wall);
+        if self.resumed.is_some() {
+            // The replay goes on where it stopped: the clock and the
+            // offset are the run's own.
+            self.actions.push_back(Action::ReplayStarted {
+                offset: self.offset,
+            });
+            self.resume_replay(now);
+            self.hand_journal();
+            self.schedule_next(now);
+            return;
+        }
         self.offset = now.trace;
         self.actions.push_back(Action::ReplayStarted {
             offset: self.offset,
@@ -640,6 +664,7 @@ impl LiveCore {
             || self.cfg.serve
             || !self.jobs.is_empty()
             || self.core.open_jobs() > 0
+            || self.resumed.as_ref().is_some_and(|r| r.open() > 0)
         {
             return;
         }

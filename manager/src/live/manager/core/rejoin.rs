@@ -1,20 +1,18 @@
 //! A node process that lost its manager and registered again reports what
 //! it ran and finished meanwhile ([`NodeMsg::Rejoin`]); this answers it.
 //!
-//! This manager's books never hold a part of a process's earlier link when
-//! it comes back: the link was recorded lost with its parts (their jobs
-//! lost with the reason), or this manager started after it (a new run on
-//! the same address). So every reported part is dropped: the node withdraws
-//! the running ones and forgets the finished ones, and nothing is counted
-//! twice. A manager rebuilt from its journal decides per part with
-//! [`answer`] and its own books.
+//! A manager's books hold no part of a process's earlier link when it
+//! comes back, unless the manager took the run over from its journal
+//! (`libratory resume`): the link was recorded lost with its parts (their
+//! jobs lost with the reason), or this manager started after it (a new
+//! run on the same address). Then every reported part is dropped: the node
+//! withdraws the running ones and forgets the finished ones, and nothing
+//! is counted twice. A resumed manager keeps the parts of the jobs it
+//! carries (`core/resumed.rs`), answering with [`answer`] and its books.
 //!
 //! [`NodeMsg::Rejoin`]: common::protocol::NodeMsg::Rejoin
 
-use common::admission::LinkId;
 use common::protocol::{ManagerMsg, PartId, Rejoin};
-
-use super::{Action, LiveCore};
 
 /// The answer to `r`: the parts `known` says the manager's books hold
 /// (kept) and the reason the others are dropped.
@@ -34,25 +32,6 @@ pub(super) fn answer(host: &str, r: &Rejoin, known: impl Fn(PartId) -> bool) -> 
          manager started after it): drop them; they are not counted; you serve as new nodes"
     );
     ManagerMsg::RejoinAnswer { keep, reason }
-}
-
-impl LiveCore {
-    /// Answers a rejoining process on `link` (see the module header).
-    pub(super) fn rejoin(&mut self, link: LinkId, host: &str, r: Rejoin) {
-        let msg = answer(host, &r, |_| false);
-        let note = format!(
-            "{host} rejoined after {:.1} s without a manager ({}; was node(s) {:?}): \
-             {} running and {} finished parts it reported are unknown here and were dropped",
-            r.away_s,
-            r.why,
-            r.was,
-            r.running.len(),
-            r.finished.len()
-        );
-        tracing::info!("{note}");
-        self.warnings.push(note);
-        self.actions.push_back(Action::Send { link, msg });
-    }
 }
 
 #[cfg(test)]

@@ -170,6 +170,9 @@ impl LiveCore {
         }
         let off = self.offset;
         let mut records: Vec<_> = self.core.records().cloned().collect();
+        if let Some(r) = self.resumed.as_mut() {
+            records.append(&mut r.done);
+        }
         records.sort_by_key(|r| r.id);
         for r in &mut records {
             r.submit -= off;
