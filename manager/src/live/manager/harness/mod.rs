@@ -18,8 +18,14 @@
 //! - a connection reset: both ends see the link closed at once; the node
 //!   process exits (as `libratory-node` does) and restarts;
 //! - a partition of one process's link: shorter than the link timeout, the
-//!   frames wait for its end (retransmission); longer, the link is closed
-//!   on both sides at start + timeout, and the process restarts.
+//!   frames wait for its end (retransmission); longer, the node process
+//!   gives the link up at start + timeout and restarts, and the manager
+//!   up to 0.5 s later (their timers are not in step).
+//!
+//! Faults fall anywhere in the first 1,500 trace seconds after the
+//! replay's start (during the replay, as the last jobs end, or while the
+//! manager collects the histograms), or, one in six, while the node
+//! processes register.
 //!
 //! The manager process does not restart here: a `LiveCore` rebuilt from
 //! its journal does not exist yet.

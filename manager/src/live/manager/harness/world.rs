@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::node::{NodeProcess, Out};
 use crate::live::journal::Entry;
-use crate::live::manager::core::{Action, CoreConfig, Event, LiveCore, Now, Phase, Timer, When};
+use crate::live::manager::core::{Action, CoreConfig, Event, LiveCore, Now, Timer, When};
 use crate::live::manager::LiveOutcome;
 
 /// The policies a seed picks from: time-shared ones (shares on the
@@ -40,7 +40,9 @@ pub(in crate::live::manager) struct Scenario {
     pub(in crate::live::manager) faults: Vec<Fault>,
 }
 
-/// A fault of the schedule, at a trace time after the replay's start.
+/// A fault of the schedule, at a trace time after the replay's start (a
+/// negative one: that long after the harness starts, while the processes
+/// register).
 #[derive(Debug, Clone, PartialEq)]
 pub(in crate::live::manager) enum Fault {
     Crash { process: usize, at: Time },
@@ -69,7 +71,13 @@ impl Scenario {
         let faults = (0..n)
             .map(|_| {
                 let process = rng.random_range(0..processes);
-                let at = rng.random_range(0.0..1200.0);
+                // One in six while the processes register (a negative time:
+                // that many trace seconds after the harness starts).
+                let at = if rng.random_range(0..6) == 0 {
+                    -rng.random_range(0.0..12.0)
+                } else {
+                    rng.random_range(0.0..1500.0)
+                };
                 match rng.random_range(0..4) {
                     0 => Fault::Crash { process, at },
                     1 => Fault::Reset { process, at },
@@ -152,9 +160,11 @@ enum Ev {
         inc: u32,
     },
     Fault(usize),
-    /// Both ends see the link closed.
-    Close {
+    /// The node process's end of a link gives it up (and the process
+    /// exits); the manager's end at `manager_at`.
+    NodeGivesUp {
         link: LinkId,
+        manager_at: Time,
         reason: String,
     },
     /// The process (re)starts and connects.
@@ -289,6 +299,11 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
         sc: sc.clone(),
     };
     w.actions();
+    for (k, f) in sc.faults.iter().enumerate() {
+        if f.at() < 0.0 {
+            w.at(-f.at(), Ev::Fault(k));
+        }
+    }
     for p in 0..sc.processes {
         let at = w.rng.random_range(0.0..10.0);
         w.at(at, Ev::Start { process: p });
@@ -538,7 +553,11 @@ impl World {
                 }
             }
             Ev::Fault(k) => self.fault(k),
-            Ev::Close { link, reason } => self.close(link, reason),
+            Ev::NodeGivesUp {
+                link,
+                manager_at,
+                reason,
+            } => self.node_dies(link, manager_at, reason),
             Ev::Start { process } => self.start(process),
         }
     }
@@ -689,19 +708,7 @@ impl World {
     /// Closes `link` on both ends now: frames in flight are lost, the
     /// manager is told `reason`, the process exits and restarts.
     fn close(&mut self, link: LinkId, reason: String) {
-        let Some(l) = self.links.get_mut(&link) else {
-            return;
-        };
-        if !l.open {
-            return;
-        }
-        l.open = false;
-        let process = l.process;
-        let inc = l.inc;
-        self.at(self.now, Ev::MgrLinkDown { link, reason });
-        if self.procs[process].inc == inc {
-            self.kill(process);
-        }
+        self.node_dies(link, self.now, reason);
     }
 
     fn fault(&mut self, k: usize) {
@@ -719,13 +726,9 @@ impl World {
         match f {
             Fault::Crash { .. } => {
                 self.run.happened.push(name.clone());
-                self.kill(process);
                 // The manager's end sees nothing until the idle timeout.
-                if let Some(l) = self.links.get_mut(&link) {
-                    l.open = false;
-                }
                 let reason = format!("{name}: node process crashed (idle timeout)");
-                self.at(self.now + timeout, Ev::MgrLinkDown { link, reason });
+                self.node_dies(link, self.now + timeout, reason);
             }
             Fault::Reset { .. } => {
                 self.run.happened.push(name.clone());
@@ -734,13 +737,41 @@ impl World {
             Fault::Partition { len, .. } => {
                 self.run.happened.push(name.clone());
                 if len > timeout {
-                    // Closed on both sides once the timeout passes (its
-                    // frames until then are held).
+                    // Each end gives the link up once its timeout passes
+                    // (its frames until then are held): the node process
+                    // first, the manager up to 0.5 s later (their timers
+                    // are not in step), so the process may register again
+                    // before the manager has noticed.
                     let reason = format!("{name}: partition longer than the link timeout");
-                    self.at(self.now + timeout, Ev::Close { link, reason });
+                    let late = self.rng.random_range(0.0..0.5) / self.sc.time_scale;
+                    self.at(
+                        self.now + timeout,
+                        Ev::NodeGivesUp {
+                            link,
+                            manager_at: self.now + timeout + late,
+                            reason,
+                        },
+                    );
                 }
             }
         }
+    }
+
+    /// The node process of `link` dies now (its frames not yet delivered
+    /// are lost with it); the manager is told `reason` at `manager_at`.
+    fn node_dies(&mut self, link: LinkId, manager_at: Time, reason: String) {
+        let Some(l) = self.links.get_mut(&link) else {
+            return;
+        };
+        if !l.open {
+            return;
+        }
+        l.open = false;
+        let (process, inc) = (l.process, l.inc);
+        if self.procs[process].inc == inc {
+            self.kill(process);
+        }
+        self.at(manager_at, Ev::MgrLinkDown { link, reason });
     }
 
     /// Carries out the manager core's actions.
@@ -773,13 +804,14 @@ impl World {
                 }
                 Action::ReplayStarted { offset } => {
                     for k in 0..self.sc.faults.len() {
-                        let at = offset + self.sc.faults[k].at();
-                        self.at(at, Ev::Fault(k));
+                        let at = self.sc.faults[k].at();
+                        if at >= 0.0 {
+                            self.at(offset + at, Ev::Fault(k));
+                        }
                     }
                 }
                 Action::Finish => self.run.finished = true,
             }
         }
-        debug_assert!(self.mgr.phase() != Phase::Waiting || self.run.happened.is_empty());
     }
 }
