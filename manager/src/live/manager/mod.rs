@@ -30,6 +30,8 @@ mod actor;
 mod config;
 mod core;
 mod gate;
+#[cfg(test)]
+mod harness;
 mod link;
 mod messages;
 mod server;
