@@ -30,6 +30,10 @@ shellcheck -x scripts/*.sh scripts/slurm/*.sh scripts/slurm/libratory.sbatch tes
 echo "== pybatsim"
 bash scripts/install-pybatsim.sh
 
+# Batsim's analysis library reads a run's out_jobs CSV (tests/batsim.rs).
+echo "== evalys"
+bash scripts/install-evalys.sh
+
 # The live tests start the real binaries of both crates: build them all
 # before any test runs.
 cargo build --workspace --bins "$@"

@@ -325,6 +325,11 @@ fn main() {
             .map(|c| c.2)
     };
     for name in policies.split(',').map(str::trim) {
+        let at: Vec<String> = sizes
+            .iter()
+            .filter_map(|&n| p50(name, n).map(|p| format!("{n}: {:.2} us", p / 1e3)))
+            .collect();
+        println!("{name:<18} p50 at {}", at.join(", "));
         let (Some(big), Some(ten)) = (p50(name, 158_976), p50(name, 10_000)) else {
             continue;
         };
@@ -333,12 +338,15 @@ fn main() {
         } else {
             50.0
         };
+        let verdict = |met: bool| if met { "met" } else { "missed" };
         println!(
-            "{name:<18} p50 at 158,976 nodes {:.2} us (target <= {target} us: {:.2}x of it); \
-             p50 at 158,976 / at 10,000 = {:.2} (target <= 3)",
+            "{name:<18} p50 at 158,976 nodes {:.2} us (target <= {target} us: {:.2}x of it, {}); \
+             p50 at 158,976 / at 10,000 = {:.2} (target <= 3, {})",
             big / 1e3,
             big / 1e3 / target,
-            big / ten
+            verdict(big / 1e3 <= target),
+            big / ten,
+            verdict(big / ten <= 3.0)
         );
     }
 }

@@ -3,11 +3,13 @@
 //! A decision over a large, mostly idle cluster need not look at every
 //! node: an idle node's load is zero, so every idle node of one speed
 //! gives the same answer, and Libra ranks equal loads by node index. The
-//! live core keeps this index as parts come and go, and Libra decides on
-//! the busy nodes plus the first few idle nodes of each speed
-//! ([`crate::policy::steps::resource_deadline_filter_indexed`]): the same
-//! decision as a walk over every node, at a cost that follows the busy
-//! nodes, not the cluster's size (10,000 emulated nodes per host).
+//! live core keeps this index as parts come and go, and the Libra family
+//! decides on the busy nodes plus the first few idle nodes of each speed
+//! ([`crate::policy::steps::resource_deadline_filter_indexed`] for the
+//! share test, [`crate::policy::steps::idle_stand_ins`] for LibraRisk's
+//! zero risk and LibraSLA's return, which an idle node's speed alone
+//! decides): the same decision as a walk over every node, at a cost that
+//! follows the busy nodes, not the cluster's size.
 //!
 //! The index also remembers each busy node's load (Libra's required
 //! share) at the instant the live core last brought the node up to date:
@@ -161,7 +163,7 @@ pub struct PartFn {
     pub est_cpu: f64,
     /// Processor time done at the last report (or as the view holds it,
     /// without one).
-    pub done: f64,
+    pub cpu_done: f64,
     /// The share reported (0 without a report).
     pub share: f64,
     /// When the report was taken (NaN without one).
@@ -173,21 +175,21 @@ pub struct PartFn {
 impl PartFn {
     /// Processor time done at `t`: the report carried forward at its
     /// share.
-    pub fn done_at(&self, t: Time) -> f64 {
+    pub fn cpu_done_at(&self, t: Time) -> f64 {
         if self.at.is_nan() {
-            self.done
+            self.cpu_done
         } else {
-            self.done + self.share * (t - self.at).max(0.0)
+            self.cpu_done + self.share * (t - self.at).max(0.0)
         }
     }
 
     /// The required share at `t`: bit for bit what
     /// [`crate::node_model::PartView::share_input`]`(t).required()` gives
-    /// for the part with [`Self::done_at`]`(t)` done (the same operations
+    /// for the part with [`Self::cpu_done_at`]`(t)` done (the same operations
     /// in the same order).
     pub fn required(&self, t: Time) -> f64 {
         let snap = |v: f64| if v <= TIME_EPS { 0.0 } else { v };
-        let rem = snap(self.est_cpu - self.done_at(t));
+        let rem = snap(self.est_cpu - self.cpu_done_at(t));
         let rd = snap(self.deadline - t);
         if rem > ON_TRACK_EPS && rd > ON_TRACK_EPS {
             rem / rd

@@ -10,6 +10,11 @@
 //! run on this engine's event queue of arrivals and completions: every
 //! completion and arrival of an instant is fed to the core, then one
 //! scheduling pass starts and drops jobs.
+//!
+//! With faults the same engine runs with `sim_faults`'s hook: node events
+//! are applied at their times (after completions, before arrivals),
+//! arrivals wait through the manager's downtimes, and space-shared runs
+//! are re-timed when their nodes change pace.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,6 +24,7 @@ use crate::metrics::JobRecord;
 pub use crate::metrics::PartRecord;
 use crate::node_model::NodeSpec;
 use crate::policy::{Decision, Policy};
+use crate::sim_faults::Hook;
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
@@ -42,9 +48,31 @@ pub struct SimOutcome {
 /// # Panics
 /// If a job fails validation (workloads are validated when built).
 pub fn simulate(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
+    run(jobs, specs, policy, None)
+}
+
+/// The engine, with the fault hook of `sim_faults` when there are faults
+/// (node events applied as their times come, arrivals held through the
+/// manager's downtimes); without one it takes no fault path at all.
+pub(crate) fn run(
+    jobs: &[WorkloadJob],
+    specs: &[NodeSpec],
+    policy: Policy,
+    hook: Option<&mut Hook<'_>>,
+) -> SimOutcome {
     match policy {
-        Policy::Admission(_) => simulate_time_shared(jobs, specs, policy),
-        Policy::Queue(_) => simulate_space_shared(jobs, specs, policy),
+        Policy::Admission(_) => simulate_time_shared(jobs, specs, policy, hook),
+        Policy::Queue(_) => simulate_space_shared(jobs, specs, policy, hook),
+    }
+}
+
+/// When job `j` arrives at the policy: its submit time, or the end of a
+/// manager downtime covering it.
+fn arrival(hook: &Option<&mut Hook<'_>>, j: &WorkloadJob) -> Time {
+    let t = j.spec.details.submit_time;
+    match hook {
+        Some(h) => h.decided_at(t),
+        None => t,
     }
 }
 
@@ -66,25 +94,45 @@ fn core_for(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy, start: Tim
     core
 }
 
-fn simulate_time_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
+fn simulate_time_shared(
+    jobs: &[WorkloadJob],
+    specs: &[NodeSpec],
+    policy: Policy,
+    mut hook: Option<&mut Hook<'_>>,
+) -> SimOutcome {
     let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
     let mut core = core_for(jobs, specs, policy, start);
     let mut out = Vec::new();
-    for j in jobs {
-        arrive(&mut core, j.spec.details.submit_time, j, &mut out);
+    let mut events = 0u64;
+    let mut next_job = 0;
+    loop {
+        let t_job = jobs.get(next_job).map(|j| arrival(&hook, j));
+        let t_ev = hook.as_ref().and_then(|h| h.next_at());
+        let Some(now) = [t_job, t_ev].into_iter().flatten().reduce(Time::min) else {
+            break;
+        };
+        // Node events first, then arrivals.
+        if let Some(h) = hook.as_deref_mut() {
+            events += h.apply_due(&mut core, now, &mut out, |_, _| {});
+        }
+        while jobs.get(next_job).is_some_and(|j| arrival(&hook, j) <= now) {
+            arrive(&mut core, now, &jobs[next_job], &mut out);
+            next_job += 1;
+            events += 1;
+        }
         out.clear();
     }
     core.run_to_end();
     let busy_time = core.busy_time();
     let (records, parts) = core.into_books();
-    // Every placed part runs to its end in the fluid model: one event per
-    // arrival and one per part.
+    // Every placed part runs to its end (or its loss) in the fluid model:
+    // one event per arrival, per node event and per part.
     let makespan = records
         .iter()
         .filter_map(|r| r.finish)
         .fold(start, Time::max);
     SimOutcome {
-        events: (jobs.len() + parts.len()) as u64,
+        events: events + parts.len() as u64,
         records,
         busy_time,
         makespan,
@@ -92,13 +140,60 @@ fn simulate_time_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy
     }
 }
 
-/// A completion in the event queue, ordered by time then sequence (the
-/// engine with faults, `sim_faults`, queues the same events).
+/// A space-shared job in flight under faults: its work left at rate 1
+/// since `updated`, its rate (its slowest node's), and the sequence number
+/// of its live completion in the heap (older entries are stale).
+#[derive(Debug, Clone)]
+struct Run {
+    nodes: Vec<usize>,
+    left: f64,
+    started: Time,
+    updated: Time,
+    rate: f64,
+    seq: u64,
+}
+
+/// Space-shared runs on `nodes` change pace from `now` on (`rate` of each
+/// node after a node event).
+fn rerate(
+    runs: &mut [Option<Run>],
+    heap: &mut BinaryHeap<Reverse<Completion>>,
+    seq: &mut u64,
+    now: Time,
+    nodes: &[u32],
+    rate: impl Fn(usize) -> f64,
+) {
+    for (k, slot) in runs.iter_mut().enumerate() {
+        let Some(run) = slot else { continue };
+        if !run.nodes.iter().any(|&g| nodes.contains(&(g as u32))) {
+            continue;
+        }
+        let r = run
+            .nodes
+            .iter()
+            .map(|&g| rate(g))
+            .fold(f64::INFINITY, f64::min);
+        run.left = (run.left - (now - run.updated) * run.rate).max(0.0);
+        run.updated = now;
+        run.rate = r;
+        *seq += 1;
+        run.seq = *seq;
+        if r > 0.0 {
+            heap.push(Reverse(Completion {
+                at: now + run.left / r,
+                seq: run.seq,
+                job: k,
+            }));
+        }
+    }
+}
+
+/// A completion in the event queue, ordered by time then sequence.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Completion {
-    pub(crate) at: Time,
-    pub(crate) seq: u64,
-    pub(crate) job: usize,
+struct Completion {
+    at: Time,
+    seq: u64,
+    job: usize,
 }
 
 impl Completion {
@@ -125,10 +220,21 @@ impl PartialOrd for Completion {
     }
 }
 
-fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Policy) -> SimOutcome {
+fn simulate_space_shared(
+    jobs: &[WorkloadJob],
+    specs: &[NodeSpec],
+    policy: Policy,
+    mut hook: Option<&mut Hook<'_>>,
+) -> SimOutcome {
     let start = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
     let mut core = core_for(jobs, specs, policy, start);
     let mut heap: BinaryHeap<Reverse<Completion>> = BinaryHeap::new();
+    // Under faults, each started job's run, re-timed when its nodes
+    // change pace.
+    let mut runs: Vec<Option<Run>> = match hook {
+        Some(_) => vec![None; jobs.len()],
+        None => Vec::new(),
+    };
     let mut next_arrival = 0;
     let mut seq = 0u64;
     let mut events = 0u64;
@@ -137,12 +243,13 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
     let mut out = Vec::new();
     let (mut last, mut ended) = (start, false);
     loop {
-        let t_arrival = jobs.get(next_arrival).map(|j| j.spec.details.submit_time);
+        let t_arrival = jobs.get(next_arrival).map(|j| arrival(&hook, j));
         let t_done = heap.peek().map(|c| c.0.at);
         // A policy holding a decision for later (an external scheduler's)
         // is called at that time too.
         let t_wake = core.queue_wakeup();
-        let next = [t_arrival, t_done, t_wake]
+        let t_ev = hook.as_ref().and_then(|h| h.next_at());
+        let next = [t_arrival, t_done, t_wake, t_ev]
             .into_iter()
             .flatten()
             .min_by(f64::total_cmp);
@@ -158,28 +265,48 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
             }
         };
         last = now;
-        // Completions first, then arrivals, then one scheduling pass (every
-        // instant: a queue policy also drops jobs whose time has passed).
+        // Completions first, then node events, then arrivals, then one
+        // scheduling pass (every instant: a queue policy also drops jobs
+        // whose time has passed; none while the manager is down).
         while heap.peek().is_some_and(|c| c.0.at <= now) {
             let Reverse(c) = heap.pop().expect("peeked");
-            if c.killed_before(&core, jobs) {
+            let id = jobs[c.job].spec.id;
+            if hook.is_some() {
+                // A stale completion (the run changed pace), or a job lost
+                // to a fault while it ran.
+                if runs[c.job].as_ref().is_none_or(|r| r.seq != c.seq) {
+                    continue;
+                }
+                let run = runs[c.job].take().expect("checked");
+                if core.job_over(id) {
+                    continue;
+                }
+                // Processor time held: the nodes are the job's for its
+                // whole run, whatever their pace.
+                busy_time += (c.at - run.started) * run.nodes.len() as f64;
+            } else if c.killed_before(&core, jobs) {
                 continue;
             }
             // Every part of a space-shared job ends with its slowest node.
-            core.job_completed(now, 0, jobs[c.job].spec.id, c.at, &mut out)
+            core.job_completed(now, 0, id, c.at, &mut out)
                 .expect("the simulator completes only parts it started");
             makespan = makespan.max(c.at);
             events += 1;
         }
+        if let Some(h) = hook.as_deref_mut() {
+            events += h.apply_due(&mut core, now, &mut out, |h, nodes| {
+                rerate(&mut runs, &mut heap, &mut seq, now, nodes, |g| h.rate(g))
+            });
+        }
         while jobs
             .get(next_arrival)
-            .is_some_and(|j| j.spec.details.submit_time <= now)
+            .is_some_and(|j| arrival(&hook, j) <= now)
         {
             arrive(&mut core, now, &jobs[next_arrival], &mut out);
             next_arrival += 1;
             events += 1;
         }
-        if next.is_some() {
+        if next.is_some() && !hook.as_ref().is_some_and(|h| h.is_down(now)) {
             core.tick(now, &mut out);
         }
         for o in out.drain(..) {
@@ -199,16 +326,49 @@ fn simulate_space_shared(jobs: &[WorkloadJob], specs: &[NodeSpec], policy: Polic
                 .map(|&n| specs[n].speed)
                 .fold(f64::INFINITY, f64::min);
             let run = jobs[k].actual_runtime / speed;
-            busy_time += run * a.nodes.len() as f64;
             seq += 1;
-            heap.push(Reverse(Completion {
-                at: now + run,
-                seq,
-                job: k,
-            }));
+            match hook.as_deref() {
+                None => {
+                    busy_time += run * a.nodes.len() as f64;
+                    heap.push(Reverse(Completion {
+                        at: now + run,
+                        seq,
+                        job: k,
+                    }));
+                }
+                Some(h) => {
+                    let rate = a
+                        .nodes
+                        .iter()
+                        .map(|&g| h.rate(g))
+                        .fold(f64::INFINITY, f64::min);
+                    if rate > 0.0 {
+                        heap.push(Reverse(Completion {
+                            at: now + run / rate,
+                            seq,
+                            job: k,
+                        }));
+                    }
+                    runs[k] = Some(Run {
+                        nodes: a.nodes,
+                        left: run,
+                        started: now,
+                        updated: now,
+                        rate,
+                        seq,
+                    });
+                }
+            }
         }
     }
     let (records, parts) = core.into_books();
+    if hook.is_some() {
+        // Lost jobs end at their loss, which no completion marks.
+        makespan = records
+            .iter()
+            .filter_map(|r| r.finish)
+            .fold(makespan, Time::max);
+    }
     SimOutcome {
         records,
         events,

@@ -3,7 +3,9 @@
 //! and hands each subcommand to one of these modules.
 //!
 //! - [`calibrate`]: live runs against the simulator (above `live` and
-//!   `lab`, the one module that uses both);
+//!   `lab`: it uses both);
+//! - [`replay`]: a live run's journal replayed in the simulator, its
+//!   simulated twin (above `live` and `lab` for the same reason);
 //! - [`live`]: a live run over QUIC (manager actors, server, client
 //!   commands, load test, journal, live view, the run/demo/certs/recover
 //!   commands);
@@ -29,4 +31,5 @@ pub mod environment;
 pub mod faults;
 pub mod lab;
 pub mod live;
+pub mod replay;
 pub mod results;

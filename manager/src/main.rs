@@ -122,6 +122,32 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Continue an unfinished live run after its manager died: same
+    /// address, books rebuilt from its journal, the node processes' running
+    /// parts taken back, the replay going on where it stopped.
+    Resume {
+        /// The run directory (holding journal.jsonl).
+        run: PathBuf,
+        /// Print a progress line every this many seconds (instead of the
+        /// bar).
+        #[arg(long)]
+        progress_every: Option<f64>,
+        /// The fault that killed the manager (given by a run's supervisor
+        /// executing a `manager-crash` fault), said in the journal.
+        #[arg(long, hide = true)]
+        after_fault: Option<String>,
+    },
+    /// Simulate a live run with what its journal observed: the same
+    /// arrivals, node processes joining, stopping and lost when they
+    /// were, the same policy and settings; a run directory for `compare`
+    /// and `report` (docs/faults.md, "Replay").
+    Replay {
+        /// The live run's directory (holding journal.jsonl).
+        run: PathBuf,
+        /// Output directory (default: RUN-replay beside it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run a workload live on a cluster described by a configuration file.
     Run {
         /// The cluster configuration (cluster-configs/*.toml).
@@ -364,6 +390,20 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             env,
         )?,
         Command::Recover { run, force } => recover::recover(&run, force)?,
+        Command::Resume {
+            run,
+            progress_every,
+            after_fault,
+        } => libratory_manager::live::resume::resume(
+            &run,
+            libratory_manager::live::progress::Progress::choose(
+                progress_every,
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            )?,
+            after_fault.as_deref(),
+            env,
+        )?,
+        Command::Replay { run, out } => libratory_manager::replay::run(&run, out)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,

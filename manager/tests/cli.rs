@@ -230,6 +230,24 @@ fn bad_input_gets_a_clear_error() {
         assert_eq!(o.status.code(), Some(1), "{v}: {e}");
         assert!(e.contains("--answer-timeout must be"), "{v}: {e}");
     }
+
+    // `replay` of a directory with no journal (a simulated run's) names
+    // the file it needs; a journal with a bad header names its line.
+    let o = libratory(&["replay", "nothing-here"], dir.path());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("nothing-here/journal.jsonl"),
+        "{e}"
+    );
+    let run = dir.path().join("early");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::write(run.join("journal.jsonl"), "{\"e\":\"header\"}\n").unwrap();
+    let o = libratory(&["replay", "early"], dir.path());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("early/journal.jsonl, line 1"),
+        "{e}"
+    );
 }
 
 /// SHA-256 of the SDSC SP2 trace file (shared/traces/README.md).

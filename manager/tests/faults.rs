@@ -125,6 +125,17 @@ fn free_port() -> u16 {
 /// returns the run
 /// directory and what it printed.
 fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, String) {
+    live_run_of(d, processes, 100, 160.0, scenario)
+}
+
+/// [`live_run`] with `jobs` arriving over `arrival` trace seconds.
+fn live_run_of(
+    d: &Path,
+    processes: usize,
+    jobs: usize,
+    arrival: f64,
+    scenario: &str,
+) -> (std::path::PathBuf, String) {
     ok(
         &libratory(&["certs", "--out", "certs", "--nodes", "local"], d),
         "certs",
@@ -135,7 +146,7 @@ fn live_run(d: &Path, processes: usize, scenario: &str) -> (std::path::PathBuf, 
             "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
              start_timeout_s = 20\nlink_timeout_s = 2\n\
              [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
-             set = {{ jobs = 100, nodes = {}, synthetic_arrival_max = 160, synthetic_mips = 1000 }}\n\
+             set = {{ jobs = {jobs}, nodes = {}, synthetic_arrival_max = {arrival}, synthetic_mips = 1000 }}\n\
              [[hosts]]\nname = \"local\"\nprocesses = {processes}\nnodes_per_process = 4\ncapacity = 0.15\n",
             free_port(),
             processes * 4
@@ -197,16 +208,19 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
         format!("fault: {crash}: node process local-1 started again"),
         format!("fault: {hang}: SIGSTOP to node process local-0"),
         format!("fault: {hang}: SIGCONT to node process local-0"),
-        format!("fault: {hang}: node process local-0 exited after its hang"),
         format!("fault: {partition}: `partition 3` (real seconds) to node process local-2's link"),
-        format!("fault: {partition}: node process local-2 exited after its partition"),
         format!("after {crash}"),
         format!("after {hang}"),
         format!("after {partition}"),
     ] {
         assert!(has(&what), "no {what:?} in\n{warnings:#?}\n{text}");
     }
-    // Each process registered twice: at the start and after its fault.
+    // Each process registered twice: at the start and after its fault
+    // (the hung and the partitioned ones rejoin by themselves, without
+    // exiting: nothing restarts them).
+    for what in ["local-0 exited", "local-2 exited"] {
+        assert!(!has(what), "{what:?} in\n{warnings:#?}");
+    }
     let regs: Vec<&str> = journal
         .iter()
         .filter(|e| e["e"] == "node")
@@ -219,12 +233,19 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
             "{regs:?}"
         );
     }
-    // The partitioned process was told it was given up.
+    // The partitioned and the hung processes were told they were given
+    // up (the manager's last word, or its answer to their rejoin), dropped
+    // their parts and registered again.
+    for k in [0, 2] {
+        let log = std::fs::read_to_string(out.join(format!("logs/node-local-{k}.log"))).unwrap();
+        assert!(
+            (log.contains("gave this process up") || log.contains("the manager dropped"))
+                && log.contains("admitted again"),
+            "{log}"
+        );
+    }
     let log2 = std::fs::read_to_string(out.join("logs/node-local-2.log")).unwrap();
-    assert!(
-        log2.contains("link partitioned for 3 s") && log2.contains("gave us up"),
-        "{log2}"
-    );
+    assert!(log2.contains("link partitioned for 3 s"), "{log2}");
     // Every job has exactly one record; a lost one names its fault.
     let jobs = jsonl(&out.join("jobs-libra.jsonl"));
     let ids: BTreeSet<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
@@ -244,6 +265,54 @@ fn run_executes_crash_hang_and_partition_on_real_node_processes() {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["faults"]["faults"].as_array().unwrap().len(), 3);
+    replay_is_the_runs_twin(dir.path(), &out, &jobs);
+}
+
+/// `replay` of the run above: the same jobs at the same submit times, the
+/// node events it observed applied (each process stopped or lost, then
+/// back), and `compare` and `report` read the two run directories.
+fn replay_is_the_runs_twin(d: &Path, out: &Path, live: &[serde_json::Value]) {
+    let text = ok(
+        &libratory(&["replay", out.to_str().unwrap(), "--out", "twin"], d),
+        "replay",
+    );
+    let twin = jsonl(&d.join("twin/jobs-libra.jsonl"));
+    let key = |j: &serde_json::Value| (j["id"].as_u64().unwrap(), j["submit"].as_f64().unwrap());
+    let mut a: Vec<(u64, f64)> = live.iter().map(key).collect();
+    let mut b: Vec<(u64, f64)> = twin.iter().map(key).collect();
+    a.sort_by_key(|x| x.0);
+    b.sort_by_key(|x| x.0);
+    assert_eq!(a, b, "{text}");
+    // Crash and hang: stopped, lost, back; partition: lost, back.
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("twin/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["kind"], "replay");
+    let events: Vec<&str> = m["config"]["replay_of"]["node_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let count = |act: &str| events.iter().filter(|e| e.contains(act)).count();
+    assert_eq!(
+        (count(": Stop "), count(": Lose "), count(": Rejoin ")),
+        (2, 3, 3),
+        "{events:#?}"
+    );
+    let cmp = ok(
+        &libratory(&["compare", out.to_str().unwrap(), "twin"], d),
+        "compare",
+    );
+    assert!(cmp.contains("100"), "{cmp}");
+    ok(
+        &libratory(
+            &["report", out.to_str().unwrap(), "twin", "--out", "report"],
+            d,
+        ),
+        "report",
+    );
+    assert!(d.join("report/report.html").is_file());
 }
 
 /// A link delay of 150 ms each way on both node processes for the whole
@@ -285,7 +354,7 @@ fn a_cluster_configuration_names_its_fault_scenario() {
     std::fs::create_dir(d.join("conf")).unwrap();
     std::fs::write(
         d.join("conf/faults.toml"),
-        "[[fault]]\nat = 1.0\nkind = \"manager-crash\"\nduration = 5.0\n",
+        "[[fault]]\nat = 1.0\nkind = \"slow\"\nprocess = 0\nduration = 5.0\nfactor = 0.5\n",
     )
     .unwrap();
     std::fs::write(
@@ -312,8 +381,217 @@ fn a_cluster_configuration_names_its_fault_scenario() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("fault 1 (manager-crash of the manager at +1 s, line 3)")
+        err.contains("fault 1 (slow of node process 0 at +1 s, line 3)")
             && err.contains("not executed live"),
         "{err}"
+    );
+}
+
+/// The warnings of a journal.
+fn warnings(journal: &[serde_json::Value]) -> Vec<(f64, String)> {
+    journal
+        .iter()
+        .filter(|e| e["e"] == "warning")
+        .map(|e| (e["t"].as_f64().unwrap(), e["text"].as_str().unwrap().into()))
+        .collect()
+}
+
+/// Every job of `out` has exactly one record (`n` jobs); returns them.
+fn one_record_each(out: &Path, n: usize) -> Vec<serde_json::Value> {
+    let jobs = jsonl(&out.join("jobs-libra.jsonl"));
+    let ids: BTreeSet<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!((jobs.len(), ids.len()), (n, n));
+    jobs
+}
+
+/// A manager crash (SIGKILL from the run's supervisor, `libratory resume`
+/// after 20 trace seconds) with every node process alive loses no job:
+/// the running parts are taken back from the rejoining processes, the
+/// jobs due during the downtime are submitted late, and every job has one
+/// record. Without `resume` (or the node side's grace period), the jobs
+/// running at the crash would be lost.
+#[test]
+fn a_manager_crash_with_nodes_alive_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, text) = live_run_of(
+        dir.path(),
+        2,
+        60,
+        80.0,
+        "[[fault]]\nat = 30.0\nkind = \"manager-crash\"\nduration = 20.0\n",
+    );
+    let crash = "fault 1 (manager-crash of the manager at +30 s, line 3)";
+    for what in [
+        format!("fault: {crash}: SIGKILL to the manager"),
+        format!("fault: {crash}: manager started again as `libratory resume"),
+    ] {
+        assert!(text.contains(&what), "no {what:?} in\n{text}");
+    }
+    let journal = jsonl(&out.join("journal.jsonl"));
+    let w = warnings(&journal);
+    let note = w
+        .iter()
+        .find(|(_, t)| t.starts_with(&format!("resumed: after {crash}")))
+        .unwrap_or_else(|| panic!("no resume note in {w:#?}"));
+    // Some jobs were running at the crash and carried over.
+    assert!(!note.1.contains(" 0 running carried"), "{}", note.1);
+    assert!(w.iter().any(|(_, t)| t.contains("rejoined")), "{w:#?}");
+    let jobs = one_record_each(&out, 60);
+    let lost: Vec<&serde_json::Value> = jobs.iter().filter(|j| j["lost"] == true).collect();
+    assert!(lost.is_empty(), "{lost:#?}");
+    assert_eq!(journal.iter().filter(|e| e["e"] == "end").count(), 1);
+    assert!(out.join("summary.json").is_file());
+}
+
+/// The chaos run: 300 short jobs on three real node processes, with a
+/// node crash and rejoin, a long hang (given up, rejoins), a short
+/// partition and a link delay, then two manager crashes. Checks that
+/// every job has one record, that every lost job's reason names the node
+/// fault that lost it (none is lost to a manager crash: every node
+/// process was alive then), and that the results, histograms and journal
+/// are written. Prints the issue's targets as measured (not asserted:
+/// timings on a shared machine).
+#[test]
+fn chaos_node_faults_and_two_manager_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = "link_timeout = 40.0\n\
+         [[fault]]\nat = 10.0\nkind = \"crash\"\nprocess = 1\nduration = 50.0\n\
+         [[fault]]\nat = 80.0\nkind = \"hang\"\nprocess = 0\nduration = 60.0\n\
+         [[fault]]\nat = 150.0\nkind = \"partition\"\nprocess = 2\nduration = 10.0\n\
+         [[fault]]\nat = 165.0\nkind = \"delay\"\nprocess = 1\nduration = 30.0\ndelay_ms = 30\njitter_ms = 10\n\
+         [[fault]]\nat = 220.0\nkind = \"manager-crash\"\nduration = 20.0\n\
+         [[fault]]\nat = 300.0\nkind = \"manager-crash\"\nduration = 20.0\n";
+    let started = std::time::Instant::now();
+    let (out, text) = live_run_of(dir.path(), 3, 300, 380.0, scenario);
+    let wall = started.elapsed().as_secs_f64();
+    let crash = "fault 1 (crash of node process 1 at +10 s, line 4)";
+    let hang = "fault 2 (hang of node process 0 at +80 s, line 9)";
+    let m1 = "fault 5 (manager-crash of the manager at +220 s, line 26)";
+    let m2 = "fault 6 (manager-crash of the manager at +300 s, line 30)";
+    let journal = jsonl(&out.join("journal.jsonl"));
+    let w = warnings(&journal);
+    let has = |s: &str| w.iter().any(|(_, t)| t.contains(s));
+    for what in [
+        format!("fault: {crash}: SIGKILL to node process local-1"),
+        format!("fault: {hang}: SIGSTOP to node process local-0"),
+        format!("resumed: after {m1}"),
+        format!("resumed: after {m2}"),
+    ] {
+        assert!(has(&what), "no {what:?} in\n{w:#?}\n{text}");
+    }
+    let jobs = one_record_each(&out, 300);
+    let lost: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j["lost"] == true)
+        .map(|j| j["detail"].as_str().unwrap())
+        .collect();
+    for d in &lost {
+        assert!(d.ends_with(crash) || d.ends_with(hang), "{d}");
+    }
+    let after_manager = lost
+        .iter()
+        .filter(|d| d.contains("manager's restart") || d.contains("manager crash"))
+        .count();
+    assert_eq!(after_manager, 0);
+    for f in [
+        "summary.json",
+        "manifest.json",
+        "journal.jsonl",
+        "histograms",
+    ] {
+        assert!(out.join(f).exists(), "no {f}");
+    }
+    assert_eq!(journal.iter().filter(|e| e["e"] == "end").count(), 1);
+    // Its simulated twin: the journal replayed, and both read by compare.
+    let d = dir.path();
+    ok(
+        &libratory(&["replay", out.to_str().unwrap(), "--out", "twin"], d),
+        "replay",
+    );
+    ok(
+        &libratory(&["compare", out.to_str().unwrap(), "twin"], d),
+        "compare",
+    );
+
+    // The targets, measured on the journal's clock (real seconds).
+    let t_of = |s: &str| w.iter().find(|(_, t)| t.contains(s)).map(|(t, _)| *t);
+    let detect = t_of("lost node process local-1")
+        .zip(t_of(&format!("fault: {crash}: SIGKILL")))
+        .map(|(l, k)| l - k);
+    // Restart to first decision: from each resumed manager's first entry
+    // (its first registration) to its first decision.
+    let mut restarts = Vec::new();
+    for m in [m1, m2] {
+        let note = t_of(&format!("resumed: after {m}")).unwrap();
+        // The resumed manager's first entry: the first `node` entry after
+        // the killed manager's last job entry.
+        let t = |e: &serde_json::Value| e["t"].as_f64().unwrap();
+        let prev = journal
+            .iter()
+            .filter(|e| {
+                ["decided", "submitted", "started", "finished"].contains(&e["e"].as_str().unwrap())
+            })
+            .map(t)
+            .filter(|&x| x < note)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let regs_since = journal
+            .iter()
+            .filter(|e| e["e"] == "node")
+            .map(t)
+            .filter(|&x| x > prev)
+            .fold(f64::INFINITY, f64::min);
+        let decision = journal
+            .iter()
+            .filter(|e| e["e"] == "decided" || (e["e"] == "finished" && e["record"].is_object()))
+            .map(|e| e["t"].as_f64().unwrap())
+            .find(|&t| t >= note);
+        restarts.push(decision.map(|d| d - regs_since));
+    }
+    // Rejoin gets work: from local-1's second registration to the first
+    // decision placing a part on its new nodes.
+    let regs: Vec<(f64, String, u64)> = journal
+        .iter()
+        .filter(|e| e["e"] == "node")
+        .map(|e| {
+            (
+                e["t"].as_f64().unwrap(),
+                e["host"].as_str().unwrap().to_string(),
+                e["nodes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut next = 0;
+    let mut rejoin_work = None;
+    let mut seen_local1 = 0;
+    for (t, host, n) in &regs {
+        let range = next..next + n;
+        next += n;
+        if host.starts_with("local-1 ") {
+            seen_local1 += 1;
+            if seen_local1 == 2 {
+                rejoin_work = journal
+                    .iter()
+                    .filter(|e| e["e"] == "decided" && e["t"].as_f64().unwrap() >= *t)
+                    .find(|e| {
+                        e["record"]["nodes"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|x| range.contains(&x.as_u64().unwrap()))
+                    })
+                    .map(|e| e["t"].as_f64().unwrap() - t);
+                break;
+            }
+        }
+    }
+    println!(
+        "chaos summary: 300 jobs, 6 faults injected (node crash+rejoin, hang, partition, delay, 2 manager crashes) in {wall:.1} s; \
+         jobs lost: {} (to the node crash and the hang, each naming its fault); \
+         lost after a manager crash with nodes alive: {after_manager} (target 0); \
+         restart to first decision: {:?} s (target < 1 s; from the resumed manager's first registration); \
+         node crash detected after {detect:?} s (link timeout 2 s + heartbeat); \
+         rejoin gets work after {rejoin_work:?} s (target < 1 s)",
+        lost.len(),
+        restarts
     );
 }

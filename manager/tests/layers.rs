@@ -25,6 +25,7 @@ const FORBIDDEN: &[(&str, &str)] = &[("live", "lab")];
 /// imports only modules of a lower layer.
 const LAYERS: &[(&str, u8)] = &[
     ("calibrate", 3),
+    ("replay", 3),
     ("live", 2),
     ("lab", 2),
     ("cluster", 1),

@@ -10,7 +10,7 @@ use common::protocol::{self, Hello, ManagerMsg, NodeInfo, NodeMsg, Role};
 use net::{self, Timeouts};
 
 mod util;
-use util::{certs, free_port, libratory, node_bin, run_local};
+use util::{certs, free_port, libratory, node_bin, run_local, Guard};
 
 fn config(
     dir: &Path,
@@ -252,15 +252,15 @@ fn strangers_are_refused() {
     certs(&certs_dir, "local");
     let port = free_port();
     let cfg = config(dir.path(), port, 1, 1, "", "libra");
-    let mut manager = Command::new(libratory())
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut manager = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(dir.path().join("run"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // Listening once it answers a client.
     wait_status(port, &certs_dir, "the manager to answer", |_| Some(()));
@@ -372,14 +372,14 @@ fn strangers_are_refused() {
     }
     assert!(held < Duration::from_secs(20), "held {held:?}");
     // The manager survived all of it and still serves a real node.
-    let node = Command::new(node_bin())
-        .args(["--manager", &addr.to_string(), "--certs"])
-        .arg(&certs_dir)
-        .args(["--name", "local", "--nodes", "1", "--capacity", "0.2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let node = Guard::spawn(
+        Command::new(node_bin())
+            .args(["--manager", &addr.to_string(), "--certs"])
+            .arg(&certs_dir)
+            .args(["--name", "local", "--nodes", "1", "--capacity", "0.2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let status = wait_timeout(&mut manager, Duration::from_secs(120));
     kill(node);
     let o = manager.wait_with_output().unwrap();
@@ -408,9 +408,9 @@ fn wait_timeout(c: &mut Child, t: Duration) -> Option<bool> {
     None
 }
 
-fn kill(mut c: Child) {
-    let _ = c.kill();
-    let _ = c.wait();
+/// Kills a process (and its group) now rather than at the end of the test.
+fn kill(c: Guard) {
+    drop(c);
 }
 
 #[test]
@@ -423,25 +423,25 @@ fn a_node_killed_mid_run_loses_its_parts_and_the_run_completes() {
     // Longer jobs so the kill lands while parts run.
     let cfg = config(dir.path(), port, 2, 2, ", synthetic_mips = 20", "libra");
     let out = dir.path().join("run");
-    let manager = Command::new(libratory())
-        .args(["run", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let manager = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let addr = format!("127.0.0.1:{port}");
     let spawn = |name: &str| {
-        Command::new(&nb)
-            .args(["--manager", &addr, "--certs"])
-            .arg(&certs_dir)
-            .args(["--name", name, "--nodes", "2", "--capacity", "0.2"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+        Guard::spawn(
+            Command::new(&nb)
+                .args(["--manager", &addr, "--certs"])
+                .arg(&certs_dir)
+                .args(["--name", name, "--nodes", "2", "--capacity", "0.2"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
     };
     let a = spawn("a");
     let b = spawn("b");
@@ -563,53 +563,26 @@ fn wait_status<T>(
 
 /// `libratory run --serve --spawn-local` on `cfg`, writing to `out`,
 /// returned once its `nodes` emulated nodes have registered.
-fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Serving {
-    let manager = Command::new(libratory())
-        .args(["run", "--serve", "--spawn-local", "--config"])
-        .arg(cfg)
-        .arg("--out")
-        .arg(out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let manager = Serving(manager);
+/// The manager is killed, with its node processes, when the test lets go
+/// of it (a serving manager never ends on its own).
+fn serving(cfg: &Path, out: &Path, port: u16, certs: &Path, nodes: usize) -> Guard {
+    let manager = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--serve", "--spawn-local", "--config"])
+            .arg(cfg)
+            .arg("--out")
+            .arg(out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     wait_for_status(port, certs, nodes);
     manager
-}
-
-/// A serving manager that is killed when the test lets go of it, so a
-/// failed assertion leaves no manager (and, once their link times out, no
-/// node processes) burning CPU behind it: a serving manager never ends on
-/// its own.
-struct Serving(Child);
-
-impl std::ops::Deref for Serving {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Serving {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 /// [`serving`] a fresh [`serve_config`] for `policy` with `nodes` node
 /// processes of one node each, on a free port, writing to `dir/run`:
 /// the port and the manager.
-fn serve_policy(dir: &Path, certs: &Path, policy: &str, nodes: usize, run: &str) -> (u16, Serving) {
+fn serve_policy(dir: &Path, certs: &Path, policy: &str, nodes: usize, run: &str) -> (u16, Guard) {
     let port = free_port();
     let cfg = serve_config(dir, port, policy, nodes);
     let manager = serving(&cfg, &dir.join(run), port, certs, nodes);
@@ -777,43 +750,55 @@ fn submit_quote_and_status_answer_at_once_with_reasons() {
     );
 }
 
+/// How long a node process waits, after its goodbye, for its writer to
+/// send what is left: a literal in node/src/link.rs (`timeout(2 s,
+/// writer)` at the link's end), not a setting, so it is copied here; if
+/// it changes there, change it here.
+const NODE_WRITER_GRACE: Duration = Duration::from_secs(2);
+
 /// A served run ends promptly once interrupted: its node processes say
 /// goodbye, their writers see their channels end and they exit, and the
 /// manager, which waits for them, with them. (A node's report sink once
 /// kept the writer's channel open after the link ended, so every node
-/// process sat out its writer's 2 s grace before exiting.)
+/// process sat out its writer's grace, [`NODE_WRITER_GRACE`], before
+/// exiting: the served run took 2.2 s to end, against 0.35-0.5 s for a
+/// debug build on a quiet host.) Ending takes longer on a loaded host, so
+/// a slow end is measured again on a fresh served run, three times at
+/// most: with that bug, every run ends after the grace.
 #[test]
 fn an_interrupted_served_run_ends_without_waiting_on_its_nodes() {
     let _ = node_bin();
     let dir = tempfile::tempdir().unwrap();
     let certs_dir = dir.path().join("certs");
     certs(&certs_dir, "local");
-    let (port, mut manager) = serve_policy(dir.path(), &certs_dir, "libra", 2, "run-end");
-    // A job that runs and completes on a node first, so that its
-    // reports went through the relay.
-    let o = client(
-        &["submit", "--estimate", "10", "--deadline", "400"],
-        port,
-        &certs_dir,
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
-    // Its completion: no job open (counts are submitted, open, queued).
-    wait_status(port, &certs_dir, "the job to complete", |s| {
-        (s["Status"]["counts"][1].as_u64()? == 0).then_some(())
-    });
-    let t0 = Instant::now();
-    interrupt(&manager);
-    assert_eq!(
-        wait_timeout(&mut manager, Duration::from_secs(30)),
-        Some(true)
-    );
-    // 0.35-0.5 s here (debug build); with the bug, 2.2 s: the grace the
-    // nodes sat out was 2 s.
-    let took = t0.elapsed();
-    assert!(
-        took < Duration::from_millis(1800),
-        "the served run took {took:?} to end after the interrupt"
-    );
+    let mut took = Vec::new();
+    for k in 0..3 {
+        let run = format!("run-end-{k}");
+        let (port, mut manager) = serve_policy(dir.path(), &certs_dir, "libra", 2, &run);
+        // A job that runs and completes on a node first, so that its
+        // reports went through the relay.
+        let o = client(
+            &["submit", "--estimate", "10", "--deadline", "400"],
+            port,
+            &certs_dir,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+        // Its completion: no job open (counts are submitted, open, queued).
+        wait_status(port, &certs_dir, "the job to complete", |s| {
+            (s["Status"]["counts"][1].as_u64()? == 0).then_some(())
+        });
+        let t0 = Instant::now();
+        interrupt(&manager);
+        assert_eq!(
+            wait_timeout(&mut manager, Duration::from_secs(30)),
+            Some(true)
+        );
+        took.push(t0.elapsed());
+        if t0.elapsed() < NODE_WRITER_GRACE {
+            return;
+        }
+    }
+    panic!("every served run took the node writer's grace or longer to end after the interrupt: {took:?}");
 }
 
 /// Sends SIGINT (what Ctrl-C does) to a child.
@@ -903,6 +888,9 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
     assert_eq!(r["node_processes"].as_array().unwrap().len(), 1);
     let steps = r["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most_cpu = 100.0 * cores as f64 + 5.0;
+    let mut used_cpu = (0.0, 0.0);
     for (s, rate) in steps.iter().zip([100.0, 300.0]) {
         let n = rate as u64;
         assert_eq!(s["offered_rate"], rate);
@@ -913,9 +901,17 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
             s["accepted"].as_u64().unwrap() + s["rejected"].as_u64().unwrap(),
             n
         );
-        // Paced at the offered rate: the answers take about a second.
+        // Paced at the offered rate: submission k leaves no earlier than
+        // k / rate after the first, so the n answers span at least
+        // (n - 1) / rate on any host (a load can only slow them): above
+        // n / (n - 1) x rate the pacing is broken. Below the rate is the
+        // host's speed, bounded only loosely (the step ended within 10 s,
+        // as its latencies did).
         let achieved = s["achieved_rate"].as_f64().unwrap();
-        assert!(achieved > 0.5 * rate && achieved < 1.5 * rate, "{s}");
+        let most = rate * n as f64 / (n - 1) as f64;
+        assert!(achieved > 0.1 * rate && achieved <= most, "{s}");
+        let secs = s["seconds"].as_f64().unwrap();
+        assert!((achieved - n as f64 / secs).abs() < 1e-6 * achieved, "{s}");
         let l = &s["latency_us"];
         assert_eq!(l["count"], n);
         let (p50, p99, max) = (
@@ -947,15 +943,28 @@ fn loadtest_drives_a_serving_manager_at_two_rates_and_reports_sane_numbers() {
         assert!(starts <= s["accepted"].as_u64().unwrap() + 1, "{s}");
         assert!(s["echo_us"]["p50"].as_u64().unwrap() > 0);
         // The manager reported its own use; the node process was read
-        // from /proc. CPU is a share of one core: within [0, cores x 100].
+        // from /proc. CPU is a share of one core: at most this host's
+        // cores x 100 (plus a clock tick's rounding over the step).
         let m = &s["manager"];
+        assert_eq!(m["pid"].as_u64(), Some(u64::from(manager.id())), "{m}");
         assert!(m["rss_kb"].as_u64().unwrap() > 1000, "{m}");
+        assert!(m["rss_kb"].as_u64() <= m["peak_rss_kb"].as_u64(), "{m}");
         let cpu = m["cpu_percent"].as_f64().unwrap();
-        assert!((0.0..=400.0).contains(&cpu), "{m}");
+        assert!((0.0..=most_cpu).contains(&cpu), "{m}");
         let nodes = s["nodes_cpu_percent"].as_f64().unwrap();
-        assert!((0.0..=400.0).contains(&nodes), "{s}");
+        assert!((0.0..=most_cpu).contains(&nodes), "{s}");
+        used_cpu.0 += cpu;
+        used_cpu.1 += nodes;
         assert_eq!(s["local"].as_array().unwrap().len(), 1);
     }
+    // Deciding 400 submissions and answering 300 echoes over QUIC costs
+    // the manager tens of ms of CPU at the least (a debug build: more),
+    // and running the accepted parts costs the node process some: a
+    // reading of none is a broken reading, whatever the host's speed.
+    assert!(
+        used_cpu.0 > 0.0 && used_cpu.1 > 0.0,
+        "manager, nodes CPU % summed over the steps: {used_cpu:?}"
+    );
     for f in [
         "loadtest.csv",
         "saturation.svg",
@@ -982,13 +991,13 @@ fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
     certs(&other, "local");
     let port = free_port();
     let cfg = config(dir.path(), port, 1, 1, "", "libra");
-    let server = Command::new(libratory())
-        .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let server = Guard::spawn(
+        Command::new(libratory())
+            .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     let addr = format!("127.0.0.1:{port}");
     let probe = |certs: &Path, addr: &str| {
         Command::new(&nb)
@@ -1025,13 +1034,13 @@ fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 probe(s) answered"));
 
     // Another CA: the server refuses the handshake.
-    let mut server = Command::new(libratory())
-        .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let server = Guard::spawn(
+        Command::new(libratory())
+            .args(["probe-server", "--for-s", "20", "--expect", "1", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     // The server may still be binding ("no answer"): retry until it
     // answers, with a refusal.
     let end = Instant::now() + Duration::from_secs(20);
@@ -1039,7 +1048,7 @@ fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
     while String::from_utf8_lossy(&bad.stderr).contains("no answer from") && Instant::now() < end {
         bad = probe(&other, &addr);
     }
-    kill_child(&mut server);
+    kill(server);
     assert!(!bad.status.success());
     let e = String::from_utf8_lossy(&bad.stderr);
     assert!(
@@ -1055,11 +1064,6 @@ fn preflight_probe_reaches_the_probe_server_and_says_why_not() {
         e.contains("no answer from 127.0.0.1:") && e.contains("firewall"),
         "{e}"
     );
-}
-
-fn kill_child(c: &mut Child) {
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 /// User plus system CPU seconds a process has used (/proc/PID/stat).

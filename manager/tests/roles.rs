@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,11 +16,11 @@ use common::protocol::{self, ClientMsg, ClientReply, Hello, NodeInfo, NodeMsg, R
 use net::{FramedStream, Timeouts};
 
 mod util;
-use util::{certs, free_port, libratory, node_bin};
+use util::{certs, free_port, libratory, node_bin, Guard};
 
 /// A manager serving on loopback: its stderr collected as it comes.
 struct Manager {
-    child: Child,
+    child: Guard,
     addr: SocketAddr,
     err: Arc<Mutex<String>>,
     dir: PathBuf,
@@ -66,16 +66,16 @@ capacity = 0.2
             ),
         )
         .unwrap();
-        let mut child = Command::new(libratory())
-            .args(["run", "--serve", "--progress-every", "1", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(dir.join("run"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = Guard::spawn(
+            Command::new(libratory())
+                .args(["run", "--serve", "--progress-every", "1", "--config"])
+                .arg(&cfg)
+                .arg("--out")
+                .arg(dir.join("run"))
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        );
         let err = Arc::new(Mutex::new(String::new()));
         let sink = err.clone();
         let stderr = child.stderr.take().unwrap();
@@ -161,13 +161,6 @@ capacity = 0.2
     }
 }
 
-impl Drop for Manager {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn text(o: &Output) -> String {
     format!(
         "{}\nstdout:\n{}\nstderr:\n{}",
@@ -179,13 +172,13 @@ fn text(o: &Output) -> String {
 
 /// Runs a node process that must be refused; returns its output.
 fn refused_node(mut c: Command) -> Output {
-    let child = c.spawn().unwrap();
+    let child = Guard::spawn(&mut c);
     let o = wait_output(child, Duration::from_secs(30));
     assert!(!o.status.success(), "a refused node exited 0: {}", text(&o));
     o
 }
 
-fn wait_output(mut child: Child, limit: Duration) -> Output {
+fn wait_output(mut child: Guard, limit: Duration) -> Output {
     let end = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > end {
@@ -213,7 +206,7 @@ fn submit(m: &Manager, identity: &str) -> Output {
 fn escalations_are_refused_with_the_identity_role_and_request() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path());
-    let mut legit = m.node(&m.certs(), "a", Some("a-0")).spawn().unwrap();
+    let legit = Guard::spawn(&mut m.node(&m.certs(), "a", Some("a-0")));
     m.wait_for("replay started", Duration::from_secs(120));
 
     // A node's certificate submitting a job (the first escalation found).
@@ -309,8 +302,7 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
         .expect("processes listed");
     assert_eq!(procs.len(), 1, "{st}");
     assert!(procs[0].to_string().contains("a-0"), "{st}");
-    let _ = legit.kill();
-    let _ = legit.wait();
+    drop(legit);
     m.stop();
 }
 
@@ -341,7 +333,7 @@ fn revoke(m: &Manager, name: &str) {
 fn revocation_closes_live_connections_and_refuses_new_ones() {
     let dir = tempfile::tempdir().unwrap();
     let m = Manager::start(dir.path());
-    let mut node = m.node(&m.certs(), "a", Some("a-0")).spawn().unwrap();
+    let node = Guard::spawn(&mut m.node(&m.certs(), "a", Some("a-0")));
     m.wait_for("replay started", Duration::from_secs(120));
     // A long job on the node, running when the revocation lands.
     let o = m.client(
@@ -405,7 +397,7 @@ fn revocation_closes_live_connections_and_refuses_new_ones() {
     });
 
     // The node process is cut off with the reason, and exits.
-    let o = wait_output(node_take(&mut node), Duration::from_secs(30));
+    let o = wait_output(node, Duration::from_secs(30));
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("identity node-a (role node, name a) is revoked"),
@@ -435,13 +427,6 @@ fn revocation_closes_live_connections_and_refuses_new_ones() {
         summary.contains("lost node process a-0") && summary.contains("is revoked"),
         "{summary}"
     );
-}
-
-fn node_take(c: &mut Child) -> Child {
-    std::mem::replace(
-        c,
-        Command::new("true").spawn().expect("a placeholder process"),
-    )
 }
 
 /// Makes aioquic importable: present, or installed from PyPI when root;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod util;
-use util::{certs, free_port, libratory, node_bin};
+use util::{certs, free_port, libratory, node_bin, Guard};
 
 /// A cluster of `processes` x 2 nodes on loopback running `jobs` jobs of
 /// the synthetic Libra workload, arriving over `arrival` trace seconds.
@@ -296,8 +296,9 @@ fn check_rebuilt(out: &Path, submitted: &[u64]) -> Vec<serde_json::Value> {
 
 /// A manager killed by SIGKILL mid-run loses nothing it had journaled:
 /// `libratory recover` rebuilds every result file with one record per job
-/// submitted before the kill, jobs in flight marked lost, and the next
-/// `libratory run` into the same directory does the same before running.
+/// submitted before the kill, jobs in flight marked lost. The next
+/// `libratory run` into the same directory refuses until the run is
+/// recovered, then moves it aside before running.
 #[test]
 fn a_killed_manager_run_is_recovered_from_its_journal() {
     let _ = node_bin();
@@ -305,15 +306,15 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     certs(&dir.path().join("certs"), "local");
     let cfg = config(dir.path(), 2, 40, 40.0, 0.05);
     let out = dir.path().join("run");
-    let mut child = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     let journal = out.join("journal.jsonl");
     let start = std::time::Instant::now();
     // Kill once some jobs are over and others are not (the run lasts
@@ -326,8 +327,12 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    child.kill().unwrap(); // SIGKILL
+    // SIGKILL to the manager alone, as a crash would; then its orphaned
+    // node processes (the guard kills the group), rather than leaving them
+    // to their link timeout.
+    child.kill().unwrap();
     child.wait().unwrap();
+    drop(child);
     assert!(!out.join("summary.json").exists());
     let submitted = submitted_in_journal(&journal);
     assert!(submitted.len() >= 3);
@@ -376,17 +381,46 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     }
     assert!(s["policies"][0]["lost"].as_u64().unwrap() as usize >= undecided + unfinished);
 
-    // The next run into a directory holding an interrupted journal
-    // rebuilds that run aside first (a short run of 2 jobs, on 2 node
-    // processes: they register in either order).
+    // The next run into a directory holding an unfinished journal is
+    // refused, pointing to `resume` and `recover`, and touches nothing;
+    // once recovered, it rebuilds that run aside first (a short run of 2
+    // jobs, on 2 node processes: they register in either order).
     let cfg2 = config(dir.path(), 2, 2, 1.0, 0.01);
+    let run_again = || {
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg2)
+            .arg("--out")
+            .arg(&again)
+            .output()
+            .unwrap()
+    };
+    let o = run_again();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success()
+            && err.contains("unfinished run")
+            && err.contains("libratory resume")
+            && err.contains("libratory recover"),
+        "{}",
+        dump("libratory run (unfinished)", &o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&again).unwrap().count(),
+        1,
+        "only the journal"
+    );
     let o = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg2)
-        .arg("--out")
+        .arg("recover")
         .arg(&again)
         .output()
         .unwrap();
+    assert!(
+        o.status.success(),
+        "{}",
+        dump("libratory recover (again)", &o)
+    );
+    let o = run_again();
     assert!(o.status.success(), "{}", dump("libratory run (again)", &o));
     let aside: Vec<PathBuf> = std::fs::read_dir(&again)
         .unwrap()

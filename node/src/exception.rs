@@ -50,25 +50,15 @@ pub fn tolerance_for(capacity: f64, min_slice: Duration) -> Duration {
     TOLERANCE.max(Duration::from_secs_f64((2.0 * step).min(1e9)))
 }
 
-/// The rule a node process's link uses: [`tolerance_for`] the nodes, or
-/// [`TOLERANCE_ENV`] when set to a number >= 0 (anything else is reported
-/// and ignored).
-pub fn rule_for(time_scale: f64, speed: f64, capacity: f64, min_slice: Duration) -> ExceptionRule {
-    let default = tolerance_for(capacity, min_slice);
-    let tolerance = match std::env::var(TOLERANCE_ENV) {
-        Ok(v) => match v.trim().parse::<f64>() {
-            Ok(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1000.0),
-            _ => {
-                eprintln!(
-                    "libratory-node: {TOLERANCE_ENV}={v:?} is not a number of ms >= 0; using {} ms",
-                    default.as_millis()
-                );
-                default
-            }
-        },
-        Err(_) => default,
-    };
-    ExceptionRule::new(tolerance, time_scale, speed)
+/// [`TOLERANCE_ENV`]'s value read by `main` once: a number of ms >= 0,
+/// or an error naming the variable and the value.
+pub fn tolerance_override(value: &str) -> Result<Duration, String> {
+    match value.trim().parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(Duration::from_secs_f64(ms / 1000.0)),
+        _ => Err(format!(
+            "{TOLERANCE_ENV}={value:?} is not a number of ms >= 0"
+        )),
+    }
 }
 
 /// Applies `rule` to a batch of node reports: each keeps the parts the

@@ -50,6 +50,17 @@ struct LinkArgs {
     /// Seconds of silence after which the manager is considered gone.
     #[arg(long, default_value_t = 5.0)]
     link_timeout_s: f64,
+    /// Seconds the parts keep running after the manager is lost, while
+    /// the link reconnects to the same address (capped exponential
+    /// backoff); past it the process stops its parts and exits 1. 60 s
+    /// covers a manager restarted from its journal (a few seconds) with a
+    /// wide margin, and bounds what an orphaned node process burns.
+    #[arg(long, default_value_t = node::link::DEFAULT_GRACE_S)]
+    manager_grace_s: f64,
+    /// Seed of the reconnection backoff's jitter (default: from the
+    /// process id and the clock; printed at the start either way).
+    #[arg(long)]
+    reconnect_seed: Option<u64>,
     /// Apply the link fault written in this file on SIGUSR1 (`partition
     /// SECONDS` or `delay MS JITTER_MS SECONDS SEED`; `libratory run
     /// --faults` writes it).
@@ -270,7 +281,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             slice: l.node.slice()?,
             executors: l.node.executors,
             link_timeout: seconds("--link-timeout-s", l.link_timeout_s)?,
+            grace: seconds("--manager-grace-s", l.manager_grace_s)?,
+            reconnect_seed: l.reconnect_seed.unwrap_or_else(|| {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                (u64::from(std::process::id()) << 32) ^ u64::from(nanos)
+            }),
             fault_control: l.fault_control,
+            // Read once here (docs/cli.md's table of environment variables).
+            report_tolerance: match std::env::var(node::exception::TOLERANCE_ENV) {
+                Ok(v) => Some(node::exception::tolerance_override(&v).map_err(anyhow::Error::msg)?),
+                Err(_) => None,
+            },
         })?;
         return Ok(ExitCode::SUCCESS);
     };

@@ -482,6 +482,16 @@ fn bad_durations_are_errors_not_panics() {
             ],
             "--link-timeout-s",
         ),
+        (
+            vec![
+                "--manager",
+                "127.0.0.1:9",
+                "--certs",
+                "/nonexistent",
+                "--manager-grace-s=NaN",
+            ],
+            "--manager-grace-s",
+        ),
         (vec!["bench", "fidelity", "--seconds=-1"], "--seconds"),
         (vec!["bench", "overhead", "--period-ms=NaN"], "--period-ms"),
     ];

@@ -17,6 +17,7 @@
 pub mod protocol;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use crate::job::{JobId, JobSpec};
 use crate::policy::{QueueAction, QueuePolicy, Reject, RejectReason};
@@ -43,6 +44,54 @@ impl Exchange for NoScheduler {
     }
 
     fn failed(&mut self, _why: &str) {}
+}
+
+/// A live run's asynchronous exchange, in memory: the policy leaves its
+/// request here, the live core carries it to the scheduler's transport and
+/// brings the reply back (time runs while the scheduler thinks). Shared
+/// between the policy and the core; no I/O.
+#[derive(Clone, Default)]
+pub struct Mailbox(Arc<Mutex<Slots>>);
+
+#[derive(Default)]
+struct Slots {
+    request: Option<String>,
+    reply: Option<Result<String, String>>,
+}
+
+impl Mailbox {
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The request the policy wants sent, if any.
+    pub fn take_request(&self) -> Option<String> {
+        self.slots().request.take()
+    }
+
+    /// The reply (or the transport's failure) to the request sent last.
+    pub fn replied(&self, reply: Result<String, String>) {
+        self.slots().reply = Some(reply);
+    }
+
+    fn post(&self, request: String) {
+        self.slots().request = Some(request);
+    }
+
+    fn take_reply(&self) -> Option<Result<String, String>> {
+        self.slots().reply.take()
+    }
+}
+
+/// How a live run talks to its scheduler.
+struct Live {
+    /// An empty request goes out when none went for this long (trace s).
+    keepalive: Time,
+    mailbox: Mailbox,
+    /// A request is out and its reply not back.
+    outstanding: bool,
+    /// NOTIFY no_more_static_job_to_submit went.
+    notified: bool,
 }
 
 /// Where a job is, as far as the scheduler's decisions go.
@@ -97,12 +146,15 @@ pub struct BatsimQueue {
     fault: Option<String>,
     /// Request/reply round trips so far.
     pub round_trips: u64,
-    /// Live: decisions take effect when they arrive (time ran while the
-    /// scheduler thought), and an empty request goes out when none went
-    /// for `keepalive` trace seconds (pybatsim gives Batsim up after 2 s
-    /// of silence).
-    live: Option<Time>,
+    /// Live: one request at a time through a [`Mailbox`], events that
+    /// happen meanwhile go in the next; decisions take effect when they
+    /// arrive (time ran while the scheduler thought), and an empty request
+    /// goes out when none went for a while (pybatsim gives Batsim up
+    /// after 2 s of silence).
+    live: Option<Live>,
     last_request: Time,
+    /// The `now` of the latest request (Batsim time).
+    last_sent: Time,
     /// Jobs a KILL_JOB is ending.
     killing: std::collections::HashSet<JobId>,
     /// The instant of the latest scheduling pass (simulator time).
@@ -142,17 +194,28 @@ impl BatsimQueue {
             round_trips: 0,
             live: None,
             last_request: 0.0,
+            last_sent: 0.0,
             killing: Default::default(),
             now: 0.0,
         }
     }
 
-    /// For a live run: decisions take effect on arrival, and an empty
-    /// request keeps the scheduler company after `keepalive` trace seconds
-    /// of silence.
-    pub fn live(mut self, keepalive: Time) -> BatsimQueue {
-        self.live = Some(keepalive.max(1e-9));
+    /// For a live run: requests go to `mailbox` without waiting, one at a
+    /// time; decisions take effect on arrival, and an empty request keeps
+    /// the scheduler company after `keepalive` trace seconds of silence.
+    pub fn live(mut self, keepalive: Time, mailbox: Mailbox) -> BatsimQueue {
+        self.live = Some(Live {
+            keepalive: keepalive.max(1e-9),
+            mailbox,
+            outstanding: false,
+            notified: false,
+        });
         self
+    }
+
+    /// Whether a request is out and its reply not back (live).
+    pub fn outstanding(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.outstanding)
     }
 
     /// Why the scheduler was given up, if it was.
@@ -194,9 +257,22 @@ impl BatsimQueue {
         let bs_now = (now + EPOCH).max(self.last_now);
         let text = protocol::encode(bs_now, events);
         self.last_request = now;
+        if let Some(l) = &mut self.live {
+            // Answered later, by `replied`.
+            l.mailbox.post(text);
+            l.outstanding = true;
+            self.last_sent = bs_now;
+            return Ok(());
+        }
         let reply = self.ex.exchange(&text)?;
+        self.replied(now, bs_now, &reply)
+    }
+
+    /// Holds the decisions of the reply `text` to a request dated `bs_now`
+    /// (Batsim time), received at simulator time `now`.
+    fn replied(&mut self, now: Time, bs_now: Time, reply: &str) -> Result<(), String> {
         self.round_trips += 1;
-        let reply = protocol::decode_reply(&reply, bs_now).map_err(|e| e.to_string())?;
+        let reply = protocol::decode_reply(reply, bs_now).map_err(|e| e.to_string())?;
         self.last_now = reply.now;
         for (t, d) in reply.decisions {
             // A decision dated the request's now is taken at `now` exactly
@@ -290,11 +366,6 @@ impl BatsimQueue {
                 for name in jobs {
                     let job = self.job_of(&name)?;
                     match self.jobs[&job].0 {
-                        State::Running(_) if self.live.is_some() => {
-                            return Err(format!(
-                                "KILL_JOB of running job '{name}': a live run cannot kill a running job yet (see docs/batsim.md)"
-                            ))
-                        }
                         // Answered when the engine has ended it
                         // (`finished`).
                         State::Running(_) => {
@@ -332,7 +403,40 @@ impl BatsimQueue {
         Ok(())
     }
 
+    /// A live scheduling pass: takes the reply in, if one came, and sends
+    /// the next request if none is out and there is something to say.
+    fn schedule_live(&mut self, now: Time, out: &mut Vec<QueueAction>) -> Result<(), String> {
+        let l = self.live.as_mut().expect("live");
+        if l.outstanding {
+            let Some(reply) = l.mailbox.take_reply() else {
+                return Ok(());
+            };
+            l.outstanding = false;
+            self.replied(now, self.last_sent, &reply?)?;
+        }
+        if !self.begun {
+            self.begun = true;
+            let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
+            return self.round(now, &[begins]);
+        }
+        self.apply_due(now, out)?;
+        let before = self.calls.len();
+        self.calls.retain(|&t| t > now);
+        for _ in self.calls.len()..before {
+            self.outbox.push(protocol::requested_call(now + EPOCH));
+        }
+        let keepalive = self.live.as_ref().expect("live").keepalive;
+        if !self.outbox.is_empty() || now - self.last_request >= keepalive {
+            let events = std::mem::take(&mut self.outbox);
+            self.round(now, &events)?;
+        }
+        Ok(())
+    }
+
     fn schedule_inner(&mut self, now: Time, out: &mut Vec<QueueAction>) -> Result<(), String> {
+        if self.live.is_some() {
+            return self.schedule_live(now, out);
+        }
         if !self.begun {
             self.begun = true;
             let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
@@ -346,10 +450,6 @@ impl BatsimQueue {
                 self.outbox.push(protocol::requested_call(now + EPOCH));
             }
             if self.outbox.is_empty() {
-                if self.live.is_some_and(|k| now - self.last_request >= k) {
-                    self.round(now, &[])?;
-                    continue;
-                }
                 return Ok(());
             }
             let events = std::mem::take(&mut self.outbox);
@@ -383,6 +483,9 @@ impl QueuePolicy for BatsimQueue {
         ));
         self.submitted += 1;
         if self.submitted == self.total_jobs {
+            if let Some(l) = &mut self.live {
+                l.notified = true;
+            }
             self.outbox.push(protocol::notify(
                 now + EPOCH,
                 "no_more_static_job_to_submit",
@@ -440,8 +543,9 @@ impl QueuePolicy for BatsimQueue {
         if self.fault.is_some() || self.ended {
             return None;
         }
-        // Events left after a pass (a kill's completion) go at once.
-        let pending = (!self.outbox.is_empty()).then_some(self.now);
+        // Events left after a pass (a kill's completion) go at once; live,
+        // they go with the next request, when the reply is in.
+        let pending = (!self.outbox.is_empty() && !self.outstanding()).then_some(self.now);
         self.held
             .iter()
             .map(|h| h.0)
@@ -452,6 +556,28 @@ impl QueuePolicy for BatsimQueue {
 
     fn end(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         if self.fault.is_some() || self.ended {
+            return;
+        }
+        if let Some(l) = &mut self.live {
+            // The run is over (its jobs decided and done, or stopped): the
+            // scheduler is told, after whatever it was not told yet. The
+            // transport sends this after the reply to a request still out,
+            // which is not read (nothing can happen any more).
+            self.ended = true;
+            if !self.begun {
+                return;
+            }
+            let mut events = std::mem::take(&mut self.outbox);
+            if !l.notified {
+                l.notified = true;
+                events.push(protocol::notify(
+                    now + EPOCH,
+                    "no_more_static_job_to_submit",
+                ));
+            }
+            let bs_now = (now + EPOCH).max(self.last_now);
+            events.push(protocol::simulation_ends(bs_now));
+            l.mailbox.post(protocol::encode(bs_now, &events));
             return;
         }
         // Events not yet sent (none after a scheduling pass) go first.

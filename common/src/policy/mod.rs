@@ -214,7 +214,7 @@ pub enum QueueAction {
         cost: f64,
     },
     /// End a started job now, as if it completed (an external scheduler's
-    /// KILL_JOB). Carried out by the simulator; never asked of a live run.
+    /// KILL_JOB); a live run cancels its parts on their nodes.
     Kill {
         /// The job.
         job: JobId,

@@ -5,8 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{load_if_fits, resource_deadline_filter, too_many_processors, top_k, Better};
+use super::steps::{
+    load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed, too_many_processors,
+    top_k, Better,
+};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
+use crate::busy_index::BusyIndex;
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
@@ -113,13 +117,57 @@ impl AdmissionPolicy for LibraPlusDollar {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        self.decide_with(
+            nodes,
+            job,
+            |cands| resource_deadline_filter(now, nodes, job, cands, None),
+            now,
+        )
+    }
+
+    /// [`Self::decide`] on the busy nodes of `index` and the first `P`
+    /// idle nodes of each speed: every idle node of a speed has the same
+    /// quote (its free share of the window is the whole window less the
+    /// part), so equal keys rank the later ones after `P` earlier ones in
+    /// `top_k` and they never change the choice. The counts in a
+    /// rejection are the walk's: the filter counts every idle node, and
+    /// fewer than `P` within budget means no speed group within budget had
+    /// more than `P` nodes (it would fill them); the cheapest cost is one
+    /// of the kept quotes, the members of a group quoting alike.
+    fn decide_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        self.decide_with(
+            nodes,
+            job,
+            |cands| {
+                resource_deadline_filter_indexed(now, nodes, index, job, cands, job.processors())
+            },
+            now,
+        )
+    }
+}
+
+impl LibraPlusDollar {
+    /// The decision with `filter` for the resource and deadline filters
+    /// (candidates in node order with their load after the part), then
+    /// each candidate priced.
+    fn decide_with(
+        &mut self,
+        nodes: &[NodeState],
+        job: &JobSpec,
+        filter: impl FnOnce(&mut Vec<(usize, f64)>) -> Option<Decision>,
+        now: Time,
+    ) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
         let p = job.processors();
-        // Resource and deadline filters, then price each suitable node.
-        // Every candidate: Libra+$ prices each node by its load.
-        if let Some(d) = resource_deadline_filter(now, nodes, job, &mut self.cands, None) {
+        if let Some(d) = filter(&mut self.cands) {
             return d;
         }
         self.quotes.clear();

@@ -4,9 +4,11 @@
 //! of all its parts, the new one included.
 
 use super::steps::{
-    budget_permit, load_if_fits, resource_filter, too_many_processors, top_k, Better,
+    budget_permit, idle_groups_stand_in, idle_stand_ins, load_if_fits, resource_filter,
+    too_many_processors, top_k, Better,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
+use crate::busy_index::BusyIndex;
 use crate::job::JobSpec;
 use crate::node_model::{population_sd, project_deadline_delays_with, NodeState, Projection};
 use crate::share::SpareRule;
@@ -17,6 +19,8 @@ pub struct LibraRisk {
     cfg: PolicyConfig,
     res: Vec<usize>,
     cands: Vec<(usize, f64)>,
+    /// Idle nodes standing in for their speed group (indexed decisions).
+    idle: Vec<(usize, f64)>,
     delays: Vec<f64>,
     proj: Projection,
 }
@@ -29,6 +33,7 @@ impl LibraRisk {
             cfg,
             res: Vec::new(),
             cands: Vec::new(),
+            idle: Vec::new(),
             delays: Vec::new(),
             proj: Projection::default(),
         }
@@ -78,6 +83,20 @@ impl AdmissionPolicy for LibraRisk {
         self.cfg.spare_rule
     }
 
+    fn decide_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        if idle_groups_stand_in(index, job) {
+            self.decide_on_index(now, nodes, index, job)
+        } else {
+            self.decide(now, nodes, job)
+        }
+    }
+
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;
@@ -105,6 +124,72 @@ impl AdmissionPolicy for LibraRisk {
             }
         }
         self.res = res;
+        self.choose(p, cost)
+    }
+}
+
+impl LibraRisk {
+    /// [`AdmissionPolicy::decide_indexed`]: the walk in node order over
+    /// the busy nodes of `index` and, for its idle nodes, the first `P` of
+    /// each speed, all of them zero-risk with the same load after the part
+    /// (the risk check answers an empty node at once): the candidates the
+    /// walk over every node finds, in its order, minus idle nodes that
+    /// equal keys rank after `P` of their group; the walk in node order
+    /// stops at the same `P`-th candidate. When it falls short, every idle
+    /// node was kept (a group of more than `P` fills it), so the count in
+    /// the rejection is the walk's.
+    fn decide_on_index(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        if let Some(d) = too_many_processors(nodes, job) {
+            return d;
+        }
+        let cost = match budget_permit(&self.cfg, job) {
+            Ok(c) => c,
+            Err(d) => return d,
+        };
+        // Every node has what the job needs (no memory or disk), and there
+        // are at least P of them: the resource filter passes.
+        let p = job.processors();
+        let mut idle = std::mem::take(&mut self.idle);
+        idle_stand_ins(nodes, index, p, &mut idle, |n, _| {
+            Some(n.required_share(now) + n.est_cpu(job) / job.qos.deadline)
+        });
+        let node_order = self.cfg.risk_order == RiskOrder::NodeOrder;
+        self.cands.clear();
+        let mut next_idle = idle.iter().copied().peekable();
+        'walk: for k in index.busy() {
+            while let Some(c) = next_idle.next_if(|c| c.0 < k) {
+                self.cands.push(c);
+                if node_order && self.cands.len() == p {
+                    break 'walk;
+                }
+            }
+            if self.zero_risk(now, &nodes[k], job) {
+                let load = nodes[k].required_share(now) + nodes[k].est_cpu(job) / job.qos.deadline;
+                self.cands.push((k, load));
+                if node_order && self.cands.len() == p {
+                    break;
+                }
+            }
+        }
+        for c in next_idle {
+            if node_order && self.cands.len() == p {
+                break;
+            }
+            self.cands.push(c);
+        }
+        self.idle = idle;
+        self.choose(p, cost)
+    }
+
+    /// The decision on the zero-risk candidates in `self.cands` (node
+    /// order).
+    fn choose(&mut self, p: usize, cost: f64) -> Decision {
         if self.cands.len() < p {
             return Decision::reject(
                 RejectReason::Risk,

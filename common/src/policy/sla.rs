@@ -13,8 +13,12 @@
 //! the highest-return one share the shortfall, hard-deadline jobs keep
 //! their share. So what the admission projects is what the nodes do.
 
-use super::steps::{resource_filter, too_many_processors, top_k, Better, SHARE_SUM_EPS};
+use super::steps::{
+    idle_groups_stand_in, idle_stand_ins, resource_filter, too_many_processors, top_k, Better,
+    SHARE_SUM_EPS,
+};
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
+use crate::busy_index::BusyIndex;
 use crate::job::{DeadlineType, JobSpec};
 use crate::node_model::{
     delay_past, project_finishes_with, NodeState, PartValue, PartView, Projection,
@@ -44,6 +48,8 @@ pub struct LibraSla {
     cfg: PolicyConfig,
     res: Vec<usize>,
     cands: Vec<(usize, f64)>,
+    /// Idle nodes standing in for their speed group (indexed decisions).
+    idle: Vec<(usize, f64)>,
     finish: Vec<Time>,
     proj: Projection,
 }
@@ -57,6 +63,7 @@ impl LibraSla {
             cfg,
             res: Vec::new(),
             cands: Vec::new(),
+            idle: Vec::new(),
             finish: Vec::new(),
             proj: Projection::default(),
         }
@@ -150,27 +157,62 @@ impl AdmissionPolicy for LibraSla {
         LibraSla::value(job, self.cfg.sla_return_per_part)
     }
 
-    fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
-        if let Some(d) = too_many_processors(nodes, job) {
+    fn decide_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Decision {
+        if !idle_groups_stand_in(index, job) {
+            return self.decide(now, nodes, job);
+        }
+        if let Some(d) = self.precheck(nodes, job) {
             return d;
         }
-        if !job.qos.budget.is_finite() {
-            return Decision::reject(
-                RejectReason::Budget,
-                "LibraSLA needs a finite budget: utility is the budget less penalties",
-            );
+        // Every node has what the job needs (no memory or disk), and there
+        // are at least P of them: the resource filter passes.
+        let hard = job.qos.deadline_type == DeadlineType::Hard;
+        let (mut lower, mut delayed) = (0, 0);
+        self.cands.clear();
+        for k in index.busy() {
+            match self.classify(now, &nodes[k], job, hard) {
+                Ok(ret) => self.cands.push((k, ret)),
+                Err(true) => lower += 1,
+                Err(false) => delayed += 1,
+            }
         }
-        if job.estimate() > job.qos.deadline {
-            // The LibraSLA paper: "the deadline given by a user for the job must be
-            // more than its run time; otherwise it is not accepted".
-            return Decision::reject(
-                RejectReason::Deadline,
-                format!(
-                    "runtime estimate {:.0} s exceeds the deadline {:.0} s",
-                    job.estimate(),
-                    job.qos.deadline
-                ),
-            );
+        // An idle node's return depends on its speed alone: one per group,
+        // counted for the whole group.
+        let mut idle = std::mem::take(&mut self.idle);
+        idle_stand_ins(
+            nodes,
+            index,
+            job.processors(),
+            &mut idle,
+            |n, members| match self.classify(now, n, job, hard) {
+                Ok(ret) => Some(ret),
+                Err(true) => {
+                    lower += members;
+                    None
+                }
+                Err(false) => {
+                    delayed += members;
+                    None
+                }
+            },
+        );
+        if !idle.is_empty() {
+            self.cands.extend_from_slice(&idle);
+            self.cands.sort_unstable_by_key(|c| c.0);
+        }
+        self.idle = idle;
+        self.choose(job, hard, lower, delayed)
+    }
+
+    fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        if let Some(d) = self.precheck(nodes, job) {
+            return d;
         }
         let mut res = std::mem::take(&mut self.res);
         if let Some(d) = resource_filter(nodes, job, &mut res) {
@@ -181,16 +223,68 @@ impl AdmissionPolicy for LibraSla {
         let (mut lower, mut delayed) = (0, 0);
         self.cands.clear();
         for &k in &res {
-            let r = self.node_return(now, &nodes[k], job);
-            if !not_lower(r.new, r.old) {
-                lower += 1;
-            } else if hard && r.new_delay > 0.0 {
-                delayed += 1;
-            } else {
-                self.cands.push((k, r.new));
+            match self.classify(now, &nodes[k], job, hard) {
+                Ok(ret) => self.cands.push((k, ret)),
+                Err(true) => lower += 1,
+                Err(false) => delayed += 1,
             }
         }
         self.res = res;
+        self.choose(job, hard, lower, delayed)
+    }
+}
+
+impl LibraSla {
+    /// The checks before any node is looked at: processors, a finite
+    /// budget, an estimate within the deadline.
+    fn precheck(&self, nodes: &[NodeState], job: &JobSpec) -> Option<Decision> {
+        if let Some(d) = too_many_processors(nodes, job) {
+            return Some(d);
+        }
+        if !job.qos.budget.is_finite() {
+            return Some(Decision::reject(
+                RejectReason::Budget,
+                "LibraSLA needs a finite budget: utility is the budget less penalties",
+            ));
+        }
+        if job.estimate() > job.qos.deadline {
+            // The LibraSLA paper: "the deadline given by a user for the job must be
+            // more than its run time; otherwise it is not accepted".
+            return Some(Decision::reject(
+                RejectReason::Deadline,
+                format!(
+                    "runtime estimate {:.0} s exceeds the deadline {:.0} s",
+                    job.estimate(),
+                    job.qos.deadline
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Node `node`'s verdict: its return with the part (`Ok`), or why it
+    /// is not a candidate (`Err(true)`: its return would drop; `Err(false)`:
+    /// the job's hard deadline would be missed there).
+    fn classify(
+        &mut self,
+        now: Time,
+        node: &NodeState,
+        job: &JobSpec,
+        hard: bool,
+    ) -> Result<f64, bool> {
+        let r = self.node_return(now, node, job);
+        if !not_lower(r.new, r.old) {
+            Err(true)
+        } else if hard && r.new_delay > 0.0 {
+            Err(false)
+        } else {
+            Ok(r.new)
+        }
+    }
+
+    /// The decision on the candidates in `self.cands` (node order), with
+    /// the counts of the nodes turned down.
+    fn choose(&mut self, job: &JobSpec, hard: bool, lower: usize, delayed: usize) -> Decision {
         let p = job.processors();
         if self.cands.len() < p {
             return Decision::reject(

@@ -209,6 +209,41 @@ pub fn resource_deadline_filter(
     (fit < job.processors()).then(|| too_few_in_time(job, fit))
 }
 
+/// Whether a decision on `job` may stand one idle node for its whole speed
+/// group of `index` (the walk over every node gives each of them the same
+/// answer): the job needs no memory or disk, whose check differs per node,
+/// and the idle nodes have at most a handful of speeds. Otherwise the
+/// policies walk every node.
+pub fn idle_groups_stand_in(index: &BusyIndex, job: &JobSpec) -> bool {
+    job.resources.memory_kb == 0 && job.resources.disk_mb == 0 && index.speeds() <= IDLE_SLOTS
+}
+
+/// The first `keep` idle nodes of each speed group of `index` whose one
+/// member `answer` accepts, with the key `answer` gives that member (every
+/// member's, an idle node's answer depending on its speed alone), into
+/// `out` in node order; `answer` also sees the group's size, to count it.
+/// Candidates of equal keys rank by node index in [`top_k`], so a later
+/// member can never be ranked above `keep` earlier ones: with `keep` the
+/// job's processors the choice is the walk's over every idle node.
+pub fn idle_stand_ins(
+    nodes: &[NodeState],
+    index: &BusyIndex,
+    keep: usize,
+    out: &mut Vec<(usize, f64)>,
+    mut answer: impl FnMut(&NodeState, usize) -> Option<f64>,
+) {
+    out.clear();
+    for (_, group) in index.idle_by_speed() {
+        let Some(first) = group.first() else {
+            continue;
+        };
+        if let Some(key) = answer(&nodes[first], group.len()) {
+            out.extend(group.iter().take(keep).map(|k| (k, key)));
+        }
+    }
+    out.sort_unstable_by_key(|c| c.0);
+}
+
 /// [`resource_deadline_filter`] with `idle_keep = Some(keep)`, over the
 /// busy nodes of `index` and the first `keep` idle nodes of each speed
 /// instead of every node: the same candidates in the same (index) order,
@@ -728,7 +763,7 @@ mod tests {
         ix.rebound(0.0, |k, _, _, fns| {
             fns.extend(n[k].parts.iter().map(|p| PartFn {
                 est_cpu: p.est_cpu,
-                done: p.cpu_done,
+                cpu_done: p.cpu_done,
                 share: 0.0,
                 at: f64::NAN,
                 deadline: p.deadline,

@@ -53,6 +53,10 @@ pub struct ManagerSection {
     /// Seconds of silence after which a node process is lost.
     #[serde(default = "default_link_timeout")]
     pub link_timeout_s: f64,
+    /// Seconds a node process keeps running its parts after losing the
+    /// manager, while it reconnects (`libratory-node --manager-grace-s`).
+    #[serde(default = "default_manager_grace")]
+    pub manager_grace_s: f64,
     /// Progress report period of the nodes (real ms).
     #[serde(default = "default_report_ms")]
     pub report_ms: u32,
@@ -69,6 +73,9 @@ fn default_start_timeout() -> f64 {
 }
 fn default_link_timeout() -> f64 {
     5.0
+}
+fn default_manager_grace() -> f64 {
+    60.0
 }
 fn default_report_ms() -> u32 {
     100
@@ -409,6 +416,7 @@ impl ClusterConfig {
         for (key, v) in [
             ("manager.start_timeout_s", self.manager.start_timeout_s),
             ("manager.link_timeout_s", self.manager.link_timeout_s),
+            ("manager.manager_grace_s", self.manager.manager_grace_s),
         ] {
             if !(v > 0.0 && v.is_finite()) {
                 return Err(bad(key.into(), "must be > 0 (seconds)"));
@@ -581,6 +589,8 @@ impl ClusterConfig {
             host.disk_mb.to_string(),
             "--link-timeout-s".into(),
             self.manager.link_timeout_s.to_string(),
+            "--manager-grace-s".into(),
+            self.manager.manager_grace_s.to_string(),
         ];
         if let Some(e) = host.executors {
             a.extend(["--executors".into(), e.to_string()]);

@@ -7,8 +7,10 @@
 //! (SIGSTOP, then SIGCONT), `partition` and `delay` (made by the node's
 //! own link layer, `node::linkfault`: the command is written to the
 //! process's `--fault-control` file, then SIGUSR1). A process the manager
-//! gave up on during a hang or a partition exits when it finds its link
-//! closed and is started again, so it rejoins as new. The other kinds
+//! gave up on during a hang or a partition is told so when it wakes (the
+//! manager's last word, or its answer to the process's rejoin), drops its
+//! parts and registers again as new by itself (docs/node.md); one that
+//! exits after its fault instead is started again. The other kinds
 //! (`slow`, faults of single nodes, `manager-crash`) are not executed
 //! live: a scenario with them is refused before the run starts, naming
 //! the fault, rather than run as something else.
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use common::faults::{FaultKind, Plan, Target};
 
-use crate::live::journal::{Entry, Journal};
+use crate::live::journal::{Entry, FaultAct, Journal};
 use crate::live::local_nodes::start_node;
 use crate::live::manager::FaultNotes;
 
@@ -42,6 +44,8 @@ pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
                     );
                 }
             }
+            // Executed by the run's supervisor (`live::supervise`).
+            (FaultKind::ManagerCrash, Target::Manager) => {}
             _ => bail!(
                 "{f}: live runs execute crash, hang, partition and delay of node processes \
                  only; {} of {} is \
@@ -131,10 +135,21 @@ pub fn spawn(
         // Processes woken from a hang: restarted if they exit soon after
         // (the manager lost them meanwhile).
         let mut woken: Vec<(usize, Instant, usize)> = Vec::new();
-        let say = |text: String| {
+        // The warning for people, and (when something was done to a
+        // process) the structured entry `replay` reads.
+        let say = |text: String, done: Option<(FaultAct, &str, usize)>| {
             eprintln!("{text}");
             if let Some(j) = journal {
-                j.send(Entry::Warning { t: j.t(), text });
+                let t = j.t();
+                if let Some((act, process, i)) = done {
+                    j.send(Entry::Fault {
+                        t,
+                        act,
+                        process: process.to_string(),
+                        fault: plan.faults[i].to_string(),
+                    });
+                }
+                j.send(Entry::Warning { t, text });
             }
         };
         let mut next = 0;
@@ -166,6 +181,7 @@ pub fn spawn(
                     Act::Cont | Act::Heal => note(false),
                     Act::Restart | Act::Link => {}
                 }
+                let mut failed = false;
                 let what = match act {
                     Act::Kill => {
                         let _ = child.kill();
@@ -178,7 +194,10 @@ pub fn spawn(
                             *child = c;
                             format!("node process {label} started again (pid {new})")
                         }
-                        Err(e) => format!("node process {label} could not be started again: {e:#}"),
+                        Err(e) => {
+                            failed = true;
+                            format!("node process {label} could not be started again: {e:#}")
+                        }
                     },
                     Act::Stop => {
                         signal(pid, libc::SIGSTOP);
@@ -222,18 +241,35 @@ pub fn spawn(
                         format!("node process {label}'s link {} is over", f.kind.name())
                     }
                 };
+                let done = match act {
+                    Act::Kill => Some(FaultAct::Kill),
+                    Act::Restart if failed => None,
+                    Act::Restart => Some(FaultAct::Restart),
+                    Act::Stop => Some(FaultAct::Stop),
+                    Act::Cont => Some(FaultAct::Cont),
+                    Act::Link => Some(FaultAct::Link),
+                    Act::Heal => Some(FaultAct::Heal),
+                };
+                let label = label.clone();
                 drop(children);
-                say(format!("fault: {f}: {what}"));
+                say(
+                    format!("fault: {f}: {what}"),
+                    done.map(|a| (a, label.as_str(), i)),
+                );
             }
-            // A process woken from a long hang finds its link gone and
-            // exits; start it again so it rejoins as new.
+            // A process woken from a long hang rejoins by itself; one that
+            // exits with an error instead is started again so it rejoins
+            // as new. Exit 0 is the manager's shutdown at the run's end.
             woken.retain(|&(p, since, i)| {
                 let mut children = procs.children.lock().unwrap_or_else(|e| e.into_inner());
                 let (label, child) = &mut children[p];
                 match child.try_wait() {
+                    Ok(Some(st)) if st.success() => false,
                     Ok(Some(st)) => {
                         let label = label.clone();
-                        let text = match restart(&procs.commands[p]) {
+                        let restarted = restart(&procs.commands[p]);
+                        let done = restarted.is_ok().then_some((FaultAct::Restart, label.as_str(), i));
+                        let text = match restarted {
                             Ok(c) => {
                                 let new = c.id();
                                 *child = c;
@@ -246,7 +282,7 @@ pub fn spawn(
                             Err(e) => format!("fault: {}: node process {label} exited after its hang and could not be started again: {e:#}", plan.faults[i]),
                         };
                         drop(children);
-                        say(text);
+                        say(text, done);
                         false
                     }
                     _ => since.elapsed() < Duration::from_secs(30),

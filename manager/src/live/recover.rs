@@ -19,9 +19,13 @@ use crate::results::output;
 use crate::results::rundir::{self, Invocation, Log, Manifest, NodeProcessFact, PolicyResult, Run};
 
 /// Before a run writes into `out`: if an earlier run there left a journal
-/// without its `end` (the manager was killed), moves that journal and the
-/// node logs into `out/interrupted-<start time>/` and rebuilds that run's
-/// result files there, so the new run overwrites nothing of it.
+/// without its `end` (the manager was killed), the new run is refused,
+/// pointing to `resume` (which continues that run) and `recover` (which
+/// rebuilds its results): starting over would throw away a run that can
+/// still go on. Once recovered (its `manifest.json` says `recovered`), the
+/// journal and the node logs move into `out/interrupted-<start time>/`
+/// with its result files rebuilt there, so the new run overwrites nothing
+/// of it.
 pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
     let path = out.join(JOURNAL);
     if !path.is_file() {
@@ -33,8 +37,22 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
             out.display()
         )
     })?;
-    if journal::rebuild(&c).ended {
+    let r = journal::rebuild(&c);
+    if r.ended {
         return Ok(());
+    }
+    if !was_recovered(out) {
+        bail!(
+            "{} holds the journal of an unfinished run (started {}, policy {}, {} jobs recorded, {} still open): \
+             `libratory resume {o}` continues it, `libratory recover {o}` rebuilds its results \
+             (a run then starts here after moving it aside); or give another --out",
+            path.display(),
+            c.header.started_utc,
+            c.header.policy,
+            r.records.len(),
+            r.undecided.len() + r.unfinished.len(),
+            o = out.display()
+        );
     }
     let stamp = c.header.started_utc.replace(':', "-");
     let dir = out.join(format!("interrupted-{stamp}"));
@@ -53,6 +71,14 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
         dir.display()
     ));
     recover(&dir, false)
+}
+
+/// Whether `out`'s manifest is one `recover` wrote.
+fn was_recovered(out: &Path) -> bool {
+    fs::read(out.join(rundir::MANIFEST))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|m| m.get("recovered").is_some_and(|r| !r.is_null()))
 }
 
 /// What a recovered run's manifest and summary say about the recovery.

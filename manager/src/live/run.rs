@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::cluster::config::{ClusterConfig, HostSection};
 use crate::environment::Environment;
@@ -18,7 +18,7 @@ use crate::live::journal::{Entry, JournalWriter, JOURNAL};
 use crate::live::local_nodes::LocalNodes;
 use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
 use crate::live::progress::Progress;
-use crate::live::{recover, run_files, setup};
+use crate::live::{recover, run_files, setup, supervise};
 use crate::results::calibration;
 use crate::results::histograms::Percentiles;
 use crate::results::rundir::{self, Invocation, Log, Manifest};
@@ -80,7 +80,10 @@ pub struct LiveRun {
 
 /// Runs the configuration live and writes its run directory into `out`;
 /// when `spawn_local` is set, starts the node processes of every host
-/// without an ssh target on this machine.
+/// without an ssh target on this machine. A fault scenario that crashes
+/// the manager makes this process the run's supervisor
+/// ([`crate::live::supervise`]): the run goes on in child processes, and
+/// this returns `None` once they are done.
 pub fn run(
     cfg: &ClusterConfig,
     out: &Path,
@@ -89,7 +92,7 @@ pub fn run(
     serve: bool,
     extras: RunExtras<'_>,
     env: &Environment,
-) -> Result<LiveRun> {
+) -> Result<Option<LiveRun>> {
     let inv = Invocation::capture();
     let RunExtras {
         http,
@@ -117,6 +120,19 @@ pub fn run(
         .as_ref()
         .map(|sf| setup::fault_plan(sf, cfg, spawn_local, &wl, seed, &mut log))
         .transpose()?;
+    if let Some((plan, _)) = &faults {
+        if supervise::needed(plan) {
+            supervise::check(plan)?;
+            if std::env::var_os(supervise::SUPERVISED).is_none() {
+                let first = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
+                let st = supervise::run(plan, out, cfg.manager.time_scale, first, &mut log)?;
+                if !st.success() {
+                    bail!("the supervised run ended with {st}");
+                }
+                return Ok(None);
+            }
+        }
+    }
     let trace = wl.trace.clone();
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let writer = JournalWriter::create(
@@ -165,6 +181,7 @@ pub fn run(
         replay_started: None,
         fault_notes: None,
         batsim,
+        resume: None,
     };
     let mut live_cfg = live_cfg;
     let replay_rx = faults.as_ref().map(|_| {
@@ -278,16 +295,16 @@ pub fn run(
         ),
     )?;
     std::io::stdout().flush()?;
-    Ok(LiveRun {
+    Ok(Some(LiveRun {
         outcome,
         node_latency_us,
-    })
+    }))
 }
 
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM (`kill`, `scancel`, a batch
 /// system's time limit), naming which: either ends the run early and the
 /// results so far are still written.
-async fn stop_signal() -> String {
+pub(crate) async fn stop_signal() -> String {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(e) => {

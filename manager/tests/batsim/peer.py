@@ -7,6 +7,11 @@ dies (exits without answering), hangs (never answers), malformed (answers
 text that is not JSON), overlap (starts two jobs on the same nodes),
 unknown-node (names a resource the cluster lacks), unknown-job (starts a
 job that was never submitted).
+
+MODE slow (python3 peer.py ENDPOINT slow LOG) is a well-behaved FCFS
+scheduler that thinks 0.5 s per request after SIMULATION_BEGINS, kills
+the first job it started at its next request, and appends the event
+types of each request to LOG, one JSON list a line.
 """
 
 import json
@@ -18,6 +23,48 @@ import zmq
 endpoint, mode = sys.argv[1], sys.argv[2]
 sock = zmq.Context().socket(zmq.REP)
 sock.bind(endpoint)
+
+
+def slow(log):
+    """MODE slow (see the header)."""
+    free, queue, killed, first = [], [], False, None
+    while True:
+        msg = json.loads(sock.recv_string())
+        types = [e["type"] for e in msg["events"]]
+        with open(log, "a") as f:
+            f.write(json.dumps(types) + "\n")
+        now, out = msg["now"], []
+        for e in msg["events"]:
+            d = e["data"]
+            if e["type"] == "SIMULATION_BEGINS":
+                free = list(range(d["nb_compute_resources"]))
+            elif e["type"] == "JOB_SUBMITTED":
+                queue.append(d["job"])
+            elif e["type"] == "JOB_COMPLETED":
+                for part in d["alloc"].split():
+                    lo, _, hi = part.partition("-")
+                    free += range(int(lo), int(hi or lo) + 1)
+        if "SIMULATION_BEGINS" not in types:
+            time.sleep(0.5)
+        if first is not None and not killed:
+            killed = True
+            out.append({"timestamp": now, "type": "KILL_JOB", "data": {"job_ids": [first]}})
+        while queue and queue[0]["res"] <= len(free):
+            j = queue.pop(0)
+            free.sort()
+            alloc, free = free[:j["res"]], free[j["res"]:]
+            first = first or j["id"]
+            out.append({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": j["id"],
+                                 "alloc": " ".join(str(n) for n in alloc)}})
+        sock.send_string(json.dumps({"now": now, "events": out}))
+        if "SIMULATION_ENDS" in types:
+            return
+
+
+if mode == "slow":
+    slow(sys.argv[3])
+    sys.exit(0)
 
 waiting = []
 rounds = 0

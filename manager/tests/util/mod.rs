@@ -1,11 +1,12 @@
 //! What the live integration tests share: the real binaries, a free
-//! loopback port, a cluster CA.
+//! loopback port, a cluster CA, and the guard that kills the processes a
+//! test starts when it lets go of them.
 
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Output};
 
 /// The `libratory` binary under test.
 pub fn libratory() -> PathBuf {
@@ -51,4 +52,65 @@ pub fn certs(dir: &Path, nodes: &str) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A `libratory` or `libratory-node` process that is killed, with every
+/// process of its group (the node processes a `--spawn-local` run starts,
+/// a Batsim scheduler), when the test lets go of it: a failed assertion
+/// must leave nothing burning CPU behind it (a serving manager never ends
+/// on its own, and orphaned node processes only after their link times
+/// out). [`Guard::spawn`] makes the child lead its own process group.
+pub struct Guard(Option<Child>);
+
+impl Guard {
+    /// Spawns `cmd` as the leader of a new process group.
+    pub fn spawn(cmd: &mut Command) -> Guard {
+        use std::os::unix::process::CommandExt;
+        let child = cmd
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+        Guard(Some(child))
+    }
+
+    /// Waits for the process to end and collects its output, as
+    /// [`Child::wait_with_output`] does; what is left of its group is
+    /// killed afterwards.
+    pub fn wait_with_output(mut self) -> std::io::Result<Output> {
+        let child = self.0.take().expect("a guarded child");
+        let pid = child.id();
+        let o = child.wait_with_output();
+        kill_group(pid);
+        o
+    }
+}
+
+/// SIGKILL to the process group `pid` leads (ESRCH, nobody left, is fine).
+fn kill_group(pid: u32) {
+    // SAFETY: kill(2) on a group this test's child leads; no memory is
+    // passed.
+    unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a guarded child")
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a guarded child")
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            kill_group(c.id());
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

@@ -62,6 +62,8 @@ pub struct LiveConfig {
     pub fault_notes: Option<FaultNotes>,
     /// The external scheduler, when `policy` is `batsim`.
     pub batsim: crate::batsim::BatsimArgs,
+    /// Take over an unfinished run from its journal (`libratory resume`).
+    pub resume: Option<super::Takeover>,
 }
 
 /// (process label, fault name) of faults applied and not yet blamed.
@@ -75,6 +77,10 @@ pub const MANAGER_HISTOGRAMS: &[&str] = &[
     "report_latency_us",
     "quic_rtt_us",
 ];
+
+/// The histogram of an external scheduler's round trips (the `batsim`
+/// policy's runs only).
+pub const SCHEDULER_HISTOGRAM: &str = "scheduler_reply_us";
 
 /// One histogram interval from a node process.
 pub struct NodeHistogram {

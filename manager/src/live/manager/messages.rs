@@ -3,14 +3,14 @@
 
 use actix::prelude::*;
 use anyhow::Result;
-use common::protocol::{ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, Welcome};
+use common::protocol::{ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg};
 use tokio::sync::mpsc;
 
 use common::admission::LinkId;
 
 /// A node process connected and registered; answer with its welcome.
 #[derive(Message)]
-#[rtype(result = "Result<Welcome, String>")]
+#[rtype(result = "Result<(), String>")]
 pub(super) struct Connected {
     pub(super) link: LinkId,
     pub(super) host: String,
@@ -49,6 +49,8 @@ pub(super) struct ToNode(pub(super) ManagerMsg);
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct FromClient {
+    /// The connection (its link id: unique among connections).
+    pub(super) client: u64,
     pub(super) reply: mpsc::UnboundedSender<ClientReply>,
     pub(super) msgs: Vec<ClientMsg>,
 }

@@ -1,9 +1,12 @@
-//! A live run: the QUIC server, one link actor per node connection, the
-//! manager actor that drives the [`ManagerCore`], the workload replay and
-//! the collection of records and latency histograms.
+//! A live run: the QUIC server, one link actor per node connection, and
+//! the manager actor carrying messages and timers for the live core
+//! (`core::LiveCore`), which decides everything the run does around the
+//! admission core (`common::admission::ManagerCore`): the workload replay,
+//! the phases, the records, the latency histograms, the journal entries.
 //!
-//! The actors hold no policy logic: each handler feeds an event to the core
-//! with `now` from the [`TraceClock`] and forwards what the core returns.
+//! The actors hold no run logic: each handler turns a message or a timer
+//! into a core event with the time from the `net::TraceClock` and carries
+//! out the actions the core returns.
 //!
 //! Lifecycle: bind, accept node processes until the expected number of
 //! emulated nodes has registered (or the start timeout passes), replay the
@@ -25,11 +28,15 @@
 
 mod actor;
 mod config;
+mod core;
 mod gate;
+#[cfg(test)]
+mod harness;
 mod link;
 mod messages;
 mod server;
 
+pub use self::core::Takeover;
 pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

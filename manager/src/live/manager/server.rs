@@ -2,8 +2,6 @@
 //! (handshake, hello, registration) and [`run`], which starts everything
 //! and returns the outcome.
 
-use std::collections::{HashMap, VecDeque};
-
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
@@ -12,7 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use common::policy::{self};
 use common::protocol::{self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
 use common::workload::WorkloadJob;
-use net::{self, FramedStream, Timeouts};
+use net::{self, FramedStream, Timeouts, TraceClock};
 use tokio::sync::{mpsc, oneshot};
 
 use common::admission::{LinkId, ManagerCore};
@@ -21,6 +19,7 @@ use std::sync::Arc;
 
 use super::actor::*;
 use super::config::*;
+use super::core::{CoreConfig, LiveCore};
 use super::gate::{self, Gate};
 use super::link::*;
 use super::messages::*;
@@ -97,7 +96,7 @@ pub(super) async fn admit(
         .map_err(|_| silent("no hello"))?
         .map_err(|e| e.to_string())?;
     if theirs.role == Role::Client {
-        let r = serve_client(conn, s, manager, &id).await;
+        let r = serve_client(conn, s, manager, &id, link).await;
         gate.leave(link);
         return r.map_err(|e| format!("{peer}: {e}"));
     }
@@ -197,6 +196,7 @@ pub(super) async fn serve_client(
     s: FramedStream,
     manager: Addr<ManagerActor>,
     id: &net::Identity,
+    client: LinkId,
 ) -> Result<(), String> {
     let mut refused = None;
     let (mut tx, mut rx) = s.split();
@@ -266,6 +266,7 @@ pub(super) async fn serve_client(
                 }
                 if manager
                     .send(FromClient {
+                        client,
                         reply: reply_tx.clone(),
                         msgs,
                     })
@@ -342,11 +343,14 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = String> + 'static,
 ) -> Result<LiveOutcome> {
     let nodes_hint: Vec<common::node_model::NodeSpec> = Vec::new();
-    let (policy, batsim) = if cfg.policy == "batsim" {
+    let (policy, mut batsim) = if cfg.policy == "batsim" {
         // Kept company every half wall second (in trace seconds).
         let keepalive = 0.5 / cfg.time_scale.max(1e-9);
-        let (p, report) = crate::batsim::live_policy(&cfg.batsim, jobs.len(), keepalive)?;
-        (p, Some(report))
+        // A serving run takes clients' submissions until it ends: the
+        // scheduler is told there are no more jobs only then.
+        let total = (!cfg.serve).then_some(jobs.len());
+        let (p, s) = crate::batsim::live_policy(&cfg.batsim, total, keepalive)?;
+        (p, Some(s))
     } else {
         (
             policy::build(&cfg.policy, &cfg.policy_config, &nodes_hint)?,
@@ -377,11 +381,6 @@ pub async fn run(
             .with_context(|| "reading the revocation list at start".to_string())?,
     );
     let (done_tx, done_rx) = oneshot::channel();
-    let hists = MANAGER_HISTOGRAMS
-        .iter()
-        .map(|n| (n.to_string(), new_hist()))
-        .collect();
-    let total = jobs.len();
     let timeout = cfg.link_timeout;
     // Threads (see docs/manager.md, "Threads"). By default the admission
     // actor runs on the thread of the QUIC endpoint, with the client
@@ -397,40 +396,67 @@ pub async fn run(
     let arrangement = cfg.threads;
     let links = (arrangement == Threads::Split).then(Arbiter::new);
     let admission = (arrangement == Threads::Admission).then(Arbiter::new);
-    let make = move |_: &mut Context<ManagerActor>| ManagerActor {
-        core: ManagerCore::new(policy),
-        clock: None,
-        cfg,
-        links: FxHashMap::default(),
-        jobs: jobs.into(),
-        total_jobs: total,
-        submitted: 0,
-        decided: 0,
-        finished: 0,
-        started_replay: false,
-        offset: 0.0,
-        ending: false,
-        hists,
-        node_hists: Vec::new(),
-        hist_marks: HashMap::new(),
-        born: Instant::now(),
-        hist_pending: 0,
-        warnings: Vec::new(),
-        warnings_journaled: 0,
-        journal_buf: Vec::new(),
-        turn_t: None,
-        handover: Default::default(),
-        done: Some(done_tx),
-        out: Vec::new(),
-        ping_sent: HashMap::new(),
-        nonce: 0,
-        registered_nodes: 0,
-        replay_started: None,
-        ended: None,
-        bar: None,
-        pending: FxHashMap::default(),
-        next_client_job: 1 << 40,
-        recent: VecDeque::new(),
+    let core_cfg = CoreConfig {
+        time_scale: cfg.time_scale,
+        expect_nodes: cfg.expect_nodes,
+        serve: cfg.serve,
+        journal: cfg.journal.is_some(),
+        start_timeout: cfg.start_timeout,
+        histogram_timeout: cfg.histogram_timeout,
+        report_ms: cfg.report_ms,
+        heartbeat_ms: cfg.heartbeat_ms,
+        histogram_ms: cfg.histogram_ms,
+        spare_rule: cfg.policy_config.spare_rule,
+    };
+    // The scheduler's replies, forwarded to the actor as they come.
+    let scheduler = batsim.as_mut().map(|s| {
+        (
+            s.transport.poster(),
+            s.mailbox.clone(),
+            std::mem::replace(&mut s.replies, mpsc::unbounded_channel().1),
+        )
+    });
+    let mut cfg = cfg;
+    let resume = cfg.resume.take();
+    let make = move |ctx: &mut Context<ManagerActor>| {
+        let born = Instant::now();
+        let time_scale = cfg.time_scale;
+        // A resumed run's clock goes on from where it stood, at once.
+        let (mut core, clock) = match resume {
+            Some(t) => {
+                let clock = TraceClock::new(t.trace_now, time_scale);
+                let core = LiveCore::resumed(ManagerCore::new(policy), core_cfg, jobs, t);
+                (core, Some(clock))
+            }
+            None => (
+                LiveCore::new(ManagerCore::new(policy), core_cfg, jobs),
+                None,
+            ),
+        };
+        core = core.with_meter(Box::new(move || born.elapsed().as_secs_f64()));
+        let mut poster = None;
+        if let Some((p, mailbox, mut replies)) = scheduler {
+            core = core.with_scheduler(mailbox);
+            poster = Some(p);
+            let addr = ctx.address();
+            actix::spawn(async move {
+                while let Some(r) = replies.recv().await {
+                    addr.do_send(SchedulerReplied(r));
+                }
+            });
+        }
+        ManagerActor {
+            core,
+            scheduler: poster,
+            clock,
+            cfg,
+            links: FxHashMap::default(),
+            clients: FxHashMap::default(),
+            born,
+            handover: Default::default(),
+            done: Some(done_tx),
+            bar: None,
+        }
     };
     let manager = match &admission {
         Some(a) => ManagerActor::start_in_arbiter(&a.handle(), make),
@@ -477,8 +503,11 @@ pub async fn run(
         a.stop();
     }
     let mut outcome = outcome.0;
-    if let Some(r) = batsim {
-        let r = r.lock().expect("not poisoned");
+    if let Some(s) = batsim {
+        // Sends SIMULATION_ENDS (posted at the end of the run), reads its
+        // reply, closes the socket and stops the scheduler's process.
+        drop(s.transport);
+        let r = s.report.lock().expect("not poisoned");
         outcome.warnings.push(format!(
             "batsim scheduler: {} round trips, {:.3} s waiting for replies",
             r.round_trips,

@@ -1,0 +1,402 @@
+//! Decisions: a job's arrival, admission (from the busy index's bounds
+//! or the refreshed snapshot), placement, queue passes and quotes.
+
+use crate::job::{DeadlineType, JobSpec};
+use crate::metrics::{JobRecord, PartRecord};
+use crate::node_model::{fluid_place, PartValue};
+use crate::policy::{Accept, Decision, Policy, PriceQuote, QueueAction, RejectReason};
+use crate::protocol::{Dispatch, ManagerMsg, PartId, QuoteAnswer};
+use crate::time::Time;
+use crate::workload::WorkloadJob;
+
+use super::*;
+
+impl ManagerCore {
+    /// A job arrives at `now` and is decided (time-shared) or queued
+    /// (space-shared; started or dropped by the next [`Self::flush`]).
+    pub fn arrive(
+        &mut self,
+        now: Time,
+        job: WorkloadJob,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let id = job.spec.id;
+        if self.index.contains(id) {
+            return Err(CoreError::Duplicate(id));
+        }
+        job.spec
+            .validate()
+            .map_err(|e| CoreError::Invalid(e.to_string()))?;
+        if !(job.actual_runtime.is_finite() && job.actual_runtime >= 0.0) {
+            return Err(CoreError::Invalid(format!(
+                "job {id}: actual runtime must be finite and >= 0, got {}",
+                job.actual_runtime
+            )));
+        }
+        let k = self.jobs.len();
+        self.index.insert(id, k);
+        self.records.push(JobRecord::new(&job));
+        self.jobs.push(LiveJob {
+            job,
+            first_part: 0,
+            n_parts: 0,
+            parts_left: 0,
+            over: false,
+        });
+        self.open += 1;
+        match &self.policy {
+            Policy::Admission(_) => {
+                let decision = self.decide_live_bounded(now, k);
+                let decision = match decision {
+                    Some(d) => d,
+                    None => {
+                        self.refresh(now);
+                        let Policy::Admission(p) = &mut self.policy else {
+                            unreachable!()
+                        };
+                        let job = &self.jobs[k].job.spec;
+                        match self.tracking {
+                            Tracking::Reported(_) => {
+                                p.decide_indexed(now, &self.view, &self.busy, job)
+                            }
+                            Tracking::Simulated { .. } => p.decide(now, &self.view, job),
+                        }
+                    }
+                };
+                self.apply_admission(now, k, decision, out);
+            }
+            Policy::Queue(_) => {
+                let Policy::Queue(q) = &mut self.policy else {
+                    unreachable!()
+                };
+                if let Some(rej) = q.submit(now, &self.jobs[k].job.spec) {
+                    self.reject(now, k, rej.reason, rej.detail, out);
+                } else {
+                    self.queued += 1;
+                    self.pending = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Job `k`'s decision from the bounds of the busy index (live only),
+    /// without bringing every busy node up to `now`: the bounds of the
+    /// nodes that changed or ran out are computed again, and the policy
+    /// asks for the exact load of the few nodes they leave open. `None`
+    /// when the policy (or the job) cannot be decided that way.
+    pub(super) fn decide_live_bounded(&mut self, now: Time, k: usize) -> Option<Decision> {
+        let Tracking::Reported(reports) = &self.tracking else {
+            return None;
+        };
+        let Policy::Admission(p) = &mut self.policy else {
+            return None;
+        };
+        if self.busy.busy_len() < self.bounded_from || !p.decides_bounded() {
+            self.busy.stop_bounds();
+            return None;
+        }
+        let view = &self.view;
+        self.busy.rebound(now, |v, from, to, fns| {
+            load_bound(&view[v], &reports[v], from, to, fns)
+        });
+        let job = &self.jobs[k].job.spec;
+        let d = p.decide_bounded(now, view, &self.busy, job);
+        self.bounded_decisions += u64::from(d.is_some());
+        d
+    }
+
+    /// How many decisions were taken from the busy index's load bounds
+    /// (the rest brought every busy node up to date first).
+    pub fn bounded_decisions(&self) -> u64 {
+        self.bounded_decisions
+    }
+
+    /// A job arrives at `now`: [`Self::arrive`] then [`Self::flush`].
+    pub fn submit(
+        &mut self,
+        now: Time,
+        job: WorkloadJob,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        self.arrive(now, job, out)?;
+        self.flush(now, out);
+        Ok(())
+    }
+
+    pub(super) fn apply_admission(
+        &mut self,
+        now: Time,
+        k: usize,
+        decision: Decision,
+        out: &mut Vec<Output>,
+    ) {
+        match decision {
+            Decision::Accept(a) => {
+                let global: Vec<usize> =
+                    a.nodes.iter().map(|&n| self.view_ids[n] as usize).collect();
+                self.start(now, k, &global, a.cost, false, out);
+                out.push(Output::Decided {
+                    job: self.jobs[k].job.spec.id,
+                    decision: Decision::Accept(Accept {
+                        nodes: global,
+                        cost: a.cost,
+                    }),
+                });
+            }
+            Decision::Reject(r) => self.reject(now, k, r.reason, r.detail, out),
+        }
+    }
+
+    pub(super) fn reject(
+        &mut self,
+        now: Time,
+        k: usize,
+        reason: RejectReason,
+        detail: String,
+        out: &mut Vec<Output>,
+    ) {
+        let j = &mut self.jobs[k];
+        self.records[k].reject(now, reason, detail.clone());
+        j.over = true;
+        self.open -= 1;
+        let id = j.job.spec.id;
+        out.push(Output::Decided {
+            job: id,
+            decision: Decision::reject(reason, detail),
+        });
+        out.push(Output::Finished { job: id });
+    }
+
+    /// Places the parts of an accepted or started job on `global` nodes:
+    /// into the fluid model (simulated) or as dispatches (live).
+    pub(super) fn start(
+        &mut self,
+        now: Time,
+        k: usize,
+        global: &[usize],
+        cost: f64,
+        exclusive: bool,
+        out: &mut Vec<Output>,
+    ) {
+        let j = &mut self.jobs[k];
+        self.records[k].accept(now, global.to_vec(), cost);
+        j.n_parts = global.len();
+        j.parts_left = global.len();
+        j.first_part = self.parts.len();
+        self.part_done
+            .resize(self.parts.len() + global.len(), false);
+        let actual = j.job.actual_runtime;
+        let speed = |g: usize| self.view_index[g].map_or(1.0, |v| self.view[v].spec.speed);
+        // An exclusive (space-shared) job runs at its slowest node's pace
+        // and holds every node of it for that long.
+        let slowest = global
+            .iter()
+            .map(|&g| speed(g))
+            .fold(f64::INFINITY, f64::min);
+        self.parts.extend(global.iter().map(|&g| PartRecord {
+            job: j.job.spec.id,
+            node: g,
+            start: now,
+            finish: Time::INFINITY,
+            cpu: actual / if exclusive { slowest } else { speed(g) },
+        }));
+        let value = match &self.policy {
+            Policy::Admission(p) => p.part_value(&j.job.spec),
+            Policy::Queue(_) => PartValue::default(),
+        };
+        let spec = &j.job.spec;
+        let actual = j.job.actual_runtime;
+        let id = spec.id;
+        match &mut self.tracking {
+            Tracking::Simulated {
+                extras,
+                scratch,
+                rule,
+                ..
+            } => {
+                // Space-shared runs are timed by the simulator's own event
+                // queue: only time-shared parts enter the fluid model.
+                if exclusive {
+                    return;
+                }
+                for &g in global {
+                    // The view is the identity over global ids until a
+                    // fault takes a node out of it.
+                    let g = self.view_index[g].expect("parts go to live nodes");
+                    let part = self.view[g].new_valued_part(spec, value);
+                    let actual_cpu = actual / self.view[g].spec.speed;
+                    fluid_place(
+                        &mut self.view[g],
+                        &mut extras[g],
+                        part,
+                        actual_cpu,
+                        *rule,
+                        scratch,
+                    );
+                }
+            }
+            Tracking::Reported(reports) => {
+                let hard = spec.qos.deadline_type == DeadlineType::Hard;
+                for (index, &g) in global.iter().enumerate() {
+                    let node = &self.nodes[g];
+                    if let Some(v) = self.view_index[g] {
+                        let part = self.view[v].new_valued_part(spec, value);
+                        self.view[v].parts.push(part);
+                        reports[v].push(None);
+                        self.busy.update(v, &self.view[v]);
+                    }
+                    out.push(Output::Send {
+                        link: node.link,
+                        msg: ManagerMsg::Dispatch(Dispatch {
+                            part: PartId {
+                                job: id,
+                                index: index as u32,
+                            },
+                            node: node.local,
+                            estimate: spec.estimate(),
+                            actual,
+                            deadline: spec.deadline_abs(),
+                            dispatched_at: now,
+                            exclusive,
+                            ret: value.ret,
+                            hard,
+                        }),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs a queue policy's scheduling pass if anything happened since
+    /// the last one (arrivals, completions, lost or new nodes): after every
+    /// event (live) or once per instant (simulator).
+    pub fn flush(&mut self, now: Time, out: &mut Vec<Output>) {
+        if self.pending {
+            self.pending = false;
+            self.schedule(now, out);
+        }
+    }
+
+    pub(super) fn schedule(&mut self, now: Time, out: &mut Vec<Output>) {
+        let Policy::Queue(q) = &mut self.policy else {
+            return;
+        };
+        self.actions.clear();
+        q.schedule(now, &mut self.actions);
+        self.apply_actions(now, out);
+    }
+
+    /// Books the queue policy's actions in `self.actions`.
+    pub(super) fn apply_actions(&mut self, now: Time, out: &mut Vec<Output>) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
+            match a {
+                QueueAction::Start { job, nodes, cost } => {
+                    self.queued -= 1;
+                    let k = self.index.at(job);
+                    self.start(now, k, &nodes, cost, true, out);
+                    out.push(Output::Decided {
+                        job,
+                        decision: Decision::Accept(Accept { nodes, cost }),
+                    });
+                }
+                QueueAction::Drop { job, reject } => {
+                    self.queued -= 1;
+                    let k = self.index.at(job);
+                    self.reject(now, k, reject.reason, reject.detail, out);
+                }
+                QueueAction::Kill { job } => {
+                    // Its parts end now; the simulator's own completion of
+                    // them later is a duplicate, ignored. Live, they are
+                    // stopped on their nodes.
+                    if matches!(self.tracking, Tracking::Simulated { .. }) {
+                        let _ = self.job_completed(now, 0, job, now, out);
+                    } else {
+                        self.kill_live(now, job, out);
+                    }
+                }
+            }
+        }
+        // Kept for its capacity.
+        self.actions = actions;
+    }
+
+    /// Ends a started job of a live run now (a queue policy's KILL_JOB):
+    /// its parts still running are cancelled on their nodes, and its
+    /// record finishes now, saying it was killed.
+    fn kill_live(&mut self, now: Time, job: JobId, out: &mut Vec<Output>) {
+        let Some(k) = self.index.get(job) else {
+            return;
+        };
+        if self.jobs[k].over {
+            return;
+        }
+        self.records[k].detail = format!("killed at {now:.3} by the scheduler (KILL_JOB)");
+        let (first, n_parts) = (self.jobs[k].first_part, self.jobs[k].n_parts);
+        for index in 0..n_parts {
+            if self.part_done[first + index] {
+                continue;
+            }
+            self.part_done[first + index] = true;
+            let g = self.parts[first + index].node as u32;
+            let part = PartId {
+                job,
+                index: index as u32,
+            };
+            let n = &self.nodes[g as usize];
+            if n.alive {
+                out.push(Output::Send {
+                    link: n.link,
+                    msg: ManagerMsg::Cancel { part },
+                });
+            }
+            self.remove_part(g, part);
+            if self.book_part_finished(now, k, index, now) {
+                out.push(Output::Finished { job });
+            }
+        }
+    }
+
+    /// What the running policy would answer `job` (already validated,
+    /// submit time set) if it were submitted at `now`, and its per-node
+    /// prices if it prices per node; nothing changes. Node ids are global.
+    pub fn quote(&mut self, now: Time, job: &JobSpec) -> (Vec<PriceQuote>, QuoteAnswer) {
+        match &self.policy {
+            Policy::Admission(_) => {
+                self.refresh(now);
+                let Policy::Admission(p) = &mut self.policy else {
+                    unreachable!()
+                };
+                // Quotes name nodes by their spec id, which is the global id.
+                let quotes = p.price_quotes(now, &self.view, job);
+                // Admission policies keep no state between decisions
+                // beyond scratch space: deciding is asking.
+                let decision = match self.tracking {
+                    Tracking::Reported(_) => p.decide_indexed(now, &self.view, &self.busy, job),
+                    Tracking::Simulated { .. } => p.decide(now, &self.view, job),
+                };
+                let decision = match decision {
+                    Decision::Accept(mut a) => {
+                        for n in &mut a.nodes {
+                            *n = self.view_ids[*n] as usize;
+                        }
+                        Decision::Accept(a)
+                    }
+                    d => d,
+                };
+                (quotes, QuoteAnswer::Decided(decision))
+            }
+            Policy::Queue(q) => {
+                let answer = match q.would_submit(now, job, self.view.len()) {
+                    Some(r) => QuoteAnswer::Decided(Decision::Reject(r)),
+                    None => QuoteAnswer::Queued {
+                        waiting: self.queued as u64,
+                        free_nodes: self.view.iter().filter(|n| n.parts.is_empty()).count() as u64,
+                    },
+                };
+                (Vec::new(), answer)
+            }
+        }
+    }
+}

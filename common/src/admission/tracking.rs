@@ -1,0 +1,332 @@
+//! The view of the nodes: registration, progress reports and how the
+//! snapshot is kept (dead reckoning live, the fluid model simulated).
+
+use crate::busy_index::{LoadBound, PartFn};
+use crate::node_model::{
+    fluid_advance, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
+};
+use crate::policy::Policy;
+use crate::protocol::{NodeInfo, PartProgress};
+use crate::share::SpareRule;
+use crate::time::Time;
+
+use super::*;
+
+/// What the core knows of a part from the last report.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reported {
+    pub(super) cpu_done: f64,
+    pub(super) share: f64,
+    pub(super) at: Time,
+}
+
+/// Where the live core's dead reckoning puts `p`'s processor time done at
+/// `t` (its last report carried forward at the reported share).
+#[cfg(test)]
+pub(super) fn reckoned_done(p: &crate::node_model::PartView, r: Option<&Reported>, t: Time) -> f64 {
+    match r {
+        Some(r) => r.cpu_done + r.share * (t - r.at).max(0.0),
+        None => p.cpu_done,
+    }
+}
+
+/// Bounds on a node's load over `[from, to]` as the live core
+/// dead-reckons it (its [`NodeState::required_share`] once the refresh
+/// brought it to an instant of the window), with its parts' [`PartFn`]s
+/// appended to `fns`. Between reports a
+/// part's done time grows linearly (or stays, before the report's
+/// instant), so while it is on track its required share
+/// `(est - done(t)) / (deadline - t)` is a ratio of two linear functions
+/// of `t` with its pole at the deadline, monotone on either side of the
+/// report's instant: its extremes over the window are at the window's
+/// ends and that instant. Remaining work and time both only shrink, so a
+/// part on track at `to` was on track over the whole window; one that may
+/// leave the track inside it (it counts 0 then) gets 0 below and nothing
+/// above (its share may grow without bound as its deadline nears). Each
+/// term gets room for the rounding of the subtraction `est - done` (the
+/// largest error, relative to `est + done`, divided by the time left) and
+/// of the sum.
+pub(super) fn load_bound(
+    node: &NodeState,
+    reports: &[Option<Reported>],
+    from: Time,
+    to: Time,
+    fns: &mut Vec<PartFn>,
+) -> LoadBound {
+    fns.extend(node.parts.iter().zip(reports).map(|(p, r)| match r {
+        Some(r) => PartFn {
+            est_cpu: p.est_cpu,
+            cpu_done: r.cpu_done,
+            share: r.share,
+            at: r.at,
+            deadline: p.deadline,
+        },
+        None => PartFn {
+            est_cpu: p.est_cpu,
+            cpu_done: p.cpu_done,
+            share: 0.0,
+            at: Time::NAN,
+            deadline: p.deadline,
+        },
+    }));
+    // Well above the few ulps the arithmetic can be off by.
+    const ROUND: f64 = 1e-12;
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    let first = fns.len() - node.parts.len();
+    for f in &fns[first..] {
+        let (qa, qb) = (f.required(from), f.required(to));
+        let (mut l, mut h) = (qa.min(qb), qa.max(qb));
+        if f.at > from && f.at < to {
+            let q = f.required(f.at);
+            l = l.min(q);
+            h = h.max(q);
+        }
+        // Off track (0) exactly when not on track: an on-track share is
+        // a positive ratio.
+        if qb == 0.0 {
+            if qa == 0.0 {
+                // Off track from the start: 0 throughout.
+                continue;
+            }
+            l = 0.0;
+            h = f64::INFINITY;
+        }
+        if h.is_infinite() {
+            hi = f64::INFINITY;
+            continue;
+        }
+        // On track at `to`: more than TIME_EPS of time left there. The
+        // instants enter the subtractions too (`t - at`, `deadline - t`).
+        let scale = 1.0 + f.est_cpu.abs() + f.cpu_done_at(to).abs() + to.abs() + f.deadline.abs();
+        let room = ROUND * scale / (f.deadline - to) + ROUND * h;
+        lo += l - room;
+        hi += h + room;
+    }
+    let n = node.parts.len() as f64;
+    if hi.is_infinite() {
+        return LoadBound {
+            lo: lo.max(0.0),
+            hi,
+        };
+    }
+    LoadBound {
+        lo: (lo - ROUND * n * hi).max(0.0),
+        hi: hi + ROUND * n * hi,
+    }
+}
+
+/// How the core keeps its snapshot of the nodes (see the module docs).
+#[derive(Debug)]
+pub(super) enum Tracking {
+    /// Live: progress reports and dead reckoning. Parallel to the view,
+    /// and within a node to its parts (same order): the last report of
+    /// each part, `None` until one came. Kept beside the parts rather than
+    /// in a map so that bringing the snapshot up to date is a walk over
+    /// contiguous memory with no hashing: it runs before every decision,
+    /// over every node.
+    Reported(Vec<Vec<Option<Reported>>>),
+    /// Simulated: the exact fluid model, one execution side per node
+    /// (parallel to the view; simulated nodes never die).
+    Simulated {
+        extras: Vec<FluidExtra>,
+        scratch: FluidScratch,
+        rule: SpareRule,
+        finished: Vec<PartFinished>,
+    },
+}
+
+impl ManagerCore {
+    pub(super) fn add_node(&mut self, link: LinkId, local: u32, host: &str, spec: NodeSpec) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(LiveNode {
+            link,
+            local,
+            alive: true,
+            host: host.to_string(),
+        });
+        self.view_index.push(Some(self.view.len()));
+        self.view_ids.push(id);
+        self.view.push(NodeState::new(spec));
+        if let Tracking::Reported(reports) = &mut self.tracking {
+            reports.push(Vec::new());
+            let v = self.view.len() - 1;
+            self.busy.add(v, &self.view[v]);
+        }
+        id
+    }
+
+    /// Registers the nodes of a link; returns their global ids. A node with
+    /// impossible numbers (speed or capacity not finite and positive, a
+    /// capacity beyond [`MAX_NODE_CAPACITY`] cores) refuses the whole
+    /// registration: policies would divide by its speed.
+    pub fn register(
+        &mut self,
+        link: LinkId,
+        host: &str,
+        infos: &[NodeInfo],
+    ) -> Result<Vec<u32>, CoreError> {
+        for info in infos {
+            let bad = |field, want, value| CoreError::BadNode {
+                host: host.to_string(),
+                local: info.local,
+                field,
+                want,
+                value,
+            };
+            if !(info.speed.is_finite() && info.speed > 0.0) {
+                return Err(bad("speed", "finite and > 0", info.speed));
+            }
+            if !(info.capacity.is_finite()
+                && info.capacity > 0.0
+                && info.capacity <= MAX_NODE_CAPACITY)
+            {
+                return Err(bad("capacity", "> 0 and <= 1024 (cores)", info.capacity));
+            }
+        }
+        let mut ids = Vec::with_capacity(infos.len());
+        for info in infos {
+            let spec = NodeSpec {
+                id: self.nodes.len(),
+                speed: info.speed,
+                memory_kb: info.memory_kb,
+                disk_mb: info.disk_mb,
+            };
+            let id = self.add_node(link, info.local, host, spec);
+            if let Policy::Queue(q) = &mut self.policy {
+                q.set_node_available(id as usize, true);
+            }
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// Brings the snapshot up to `now`: dead reckoning from the reports
+    /// (live), or the exact fluid model, whose completions up to `now` are
+    /// booked here, before anything that happens at `now` (simulated).
+    pub(super) fn refresh(&mut self, now: Time) {
+        match &mut self.tracking {
+            Tracking::Reported(reports) => {
+                // Only the nodes holding parts (most of a large cluster may
+                // be idle), and of those only the ones that changed since
+                // they were last brought up to `now`: a burst of decisions
+                // at one instant renews only the node the previous job
+                // went to. Their loads are remembered for Libra's walk.
+                let view = &mut self.view;
+                self.busy.renew_loads(now, |v| {
+                    let st = &mut view[v];
+                    for (p, r) in st.parts.iter_mut().zip(&reports[v]) {
+                        if let Some(r) = r {
+                            p.cpu_done = r.cpu_done + r.share * (now - r.at).max(0.0);
+                        }
+                    }
+                    st.required_share(now)
+                });
+            }
+            Tracking::Simulated {
+                extras,
+                scratch,
+                rule,
+                finished,
+            } => {
+                for (st, x) in self.view.iter_mut().zip(extras.iter_mut()) {
+                    fluid_advance(st, x, now, *rule, scratch, finished);
+                }
+                let mut done = std::mem::take(finished);
+                for f in done.drain(..) {
+                    let k = self.index.at(f.job);
+                    let index = self.job_parts(k).iter().position(|p| p.node == f.node);
+                    let index = index.expect("a simulated part runs on one of its job's nodes");
+                    self.book_part_finished(now, k, index, f.at);
+                }
+                if let Tracking::Simulated { finished, .. } = &mut self.tracking {
+                    *finished = done;
+                }
+            }
+        }
+    }
+
+    /// Lets every simulated part run to its end (the simulator's last
+    /// step). Nothing happens for a live core, whose nodes report.
+    pub fn run_to_end(&mut self) {
+        if matches!(self.tracking, Tracking::Simulated { .. }) {
+            self.refresh(Time::INFINITY);
+        }
+    }
+
+    /// Processor time simulated nodes gave to parts (node-seconds); 0 for
+    /// a live core.
+    pub fn busy_time(&self) -> f64 {
+        match &self.tracking {
+            Tracking::Simulated { extras, .. } => {
+                let s: f64 = extras.iter().map(FluidExtra::busy_time).sum();
+                // Only when a fault retired a node: `s + 0.0` could turn a
+                // -0.0 into 0.0, and fault-free results must not change.
+                if self.retired_busy != 0.0 {
+                    s + self.retired_busy
+                } else {
+                    s
+                }
+            }
+            Tracking::Reported(_) => 0.0,
+        }
+    }
+
+    /// A progress report from `link` at node time `at`.
+    pub fn progress(
+        &mut self,
+        link: LinkId,
+        at: Time,
+        parts: &[PartProgress],
+    ) -> Result<(), CoreError> {
+        // Check the whole report before taking any of it.
+        let bad = |what: String, field, want, value| CoreError::BadReport {
+            host: self.link_host(link).to_string(),
+            link,
+            what,
+            field,
+            want,
+            value,
+        };
+        if !at.is_finite() {
+            return Err(bad("report".into(), "at", "finite", at));
+        }
+        for p in parts {
+            self.global_of(link, p.part)?;
+            let what = || format!("part {}/{}", p.part.job, p.part.index);
+            if !(p.work_done.is_finite() && p.work_done >= 0.0) {
+                return Err(bad(what(), "work_done", "finite and >= 0", p.work_done));
+            }
+            if !(0.0..=1.0).contains(&p.share) {
+                return Err(bad(what(), "share", "in [0, 1]", p.share));
+            }
+        }
+        for p in parts {
+            let g = self.global_of(link, p.part)?;
+            // A part no longer in the view (completed, or its node gone)
+            // has nothing left to dead-reckon: the report is dropped.
+            let Some(v) = self.view_index[g as usize] else {
+                continue;
+            };
+            let node = &self.view[v];
+            let Some(i) = node.parts.iter().position(|q| q.job == p.part.job) else {
+                continue;
+            };
+            let speed = node.spec.speed;
+            if let Tracking::Reported(reports) = &mut self.tracking {
+                reports[v][i] = Some(Reported {
+                    cpu_done: p.work_done / speed,
+                    share: p.share,
+                    at,
+                });
+                self.busy.forget_load(v);
+            }
+        }
+        if let Tracking::Reported(reports) = &self.tracking {
+            let view = &self.view;
+            self.busy.settle(at, |v, from, to, fns| {
+                load_bound(&view[v], &reports[v], from, to, fns)
+            });
+        }
+        Ok(())
+    }
+}

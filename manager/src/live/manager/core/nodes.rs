@@ -1,0 +1,219 @@
+//! The live core's dealings with node processes: registration, their
+//! frames (progress, starts, completions, refusals, histograms, pongs) and
+//! the loss of a link.
+
+use common::admission::LinkId;
+use common::protocol::{ManagerMsg, NodeInfo, NodeMsg, Welcome};
+
+use crate::live::journal::Entry;
+
+use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now};
+
+impl LiveCore {
+    /// Whether `job` is a carried job of a resumed run (booked apart from
+    /// the admission core).
+    fn carries(&self, job: common::job::JobId) -> bool {
+        self.resumed.as_ref().is_some_and(|r| r.holds(job))
+    }
+
+    /// Takes carried parts out of a progress report (the admission core
+    /// does not hold them, and refuses a report naming a part it does not
+    /// know).
+    fn uncarried(&self, parts: &mut Vec<common::protocol::PartProgress>) {
+        if let Some(r) = &self.resumed {
+            parts.retain(|p| !r.holds(p.part.job));
+        }
+    }
+
+    pub(super) fn connected(
+        &mut self,
+        now: Now,
+        link: LinkId,
+        host: String,
+        pid: u32,
+        nodes: &[NodeInfo],
+    ) {
+        let refuse = |s: &mut Self, reason: String| {
+            s.actions.push_back(Action::Refused { link, reason });
+        };
+        if self.ending() {
+            return refuse(self, "the run is over".into());
+        }
+        if nodes.is_empty() {
+            return refuse(self, "registered no nodes".into());
+        }
+        let ids = match self.core.register(link, &host, nodes) {
+            Ok(ids) => ids,
+            Err(e) => {
+                self.warnings.push(format!("refused a node process: {e}"));
+                return refuse(self, e.to_string());
+            }
+        };
+        self.registered_nodes += ids.len();
+        if self.cfg.journal {
+            self.journal_buf.push(Entry::Node {
+                t: now.journal,
+                host: host.clone(),
+                nodes: ids.len(),
+            });
+        }
+        let n = ids.len();
+        self.links.insert(
+            link,
+            LinkInfo {
+                host,
+                pid,
+                nodes: n,
+                ids: ids.clone(),
+                alive: true,
+                registered: self.links.len(),
+            },
+        );
+        // The welcome first, before any dispatch to the link.
+        self.actions.push_back(Action::Send {
+            link,
+            msg: ManagerMsg::Welcome(Welcome {
+                node_ids: ids,
+                time_scale: self.cfg.time_scale,
+                trace_now: now.trace,
+                spare_rule: self.core.spare_rule(self.cfg.spare_rule),
+                report_ms: self.cfg.report_ms,
+                heartbeat_ms: self.cfg.heartbeat_ms,
+                histogram_ms: self.cfg.histogram_ms,
+            }),
+        });
+        self.flush(now);
+        self.maybe_start(now);
+    }
+
+    pub(super) fn link_closed(&mut self, now: Now, link: LinkId, reason: &str) {
+        let Some(l) = self.links.get_mut(&link) else {
+            return;
+        };
+        if !l.alive {
+            return;
+        }
+        l.alive = false;
+        let lost = format!("lost node process {} (link {link}): {reason}", l.host);
+        let host = l.host.clone();
+        if self.ending() {
+            self.collected();
+            return;
+        }
+        self.warnings.push(lost);
+        self.core.link_lost(now.trace, link, reason, &mut self.out);
+        self.carried_link_lost(now, link, &host, reason);
+        self.flush(now);
+        self.check_end(now);
+    }
+
+    pub(super) fn node_msg(&mut self, now: Now, link: LinkId, host: &str, msg: NodeMsg) {
+        let scale = self.cfg.time_scale;
+        let res = match msg {
+            NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
+            NodeMsg::Progress { at, mut parts } => {
+                self.measured("report_latency_us", (now.trace - at) * scale * 1e6);
+                self.uncarried(&mut parts);
+                self.core.progress(link, at, &parts)
+            }
+            NodeMsg::Reports { mut reports } => reports.iter_mut().try_for_each(|r| {
+                self.measured("report_latency_us", (now.trace - r.at) * scale * 1e6);
+                self.uncarried(&mut r.parts);
+                self.core.progress(link, r.at, &r.parts)
+            }),
+            NodeMsg::Completed { part, at, .. } if self.carries(part.job) => {
+                self.carried_part_done(now, part, at);
+                Ok(())
+            }
+            NodeMsg::Withdrawn { part, .. } if self.carries(part.job) => Ok(()),
+            NodeMsg::Rejoin(r) => {
+                self.rejoin(now, link, host, r);
+                Ok(())
+            }
+            NodeMsg::Started {
+                part,
+                at: _,
+                dispatched_at,
+            } => {
+                if self.cfg.journal {
+                    self.journal_buf.push(Entry::Started {
+                        t: now.journal,
+                        part: part.index,
+                        id: Some(part.job),
+                        record: None,
+                    });
+                }
+                // Measured on the manager's clock, from sending the
+                // dispatch to receiving the node's start: the node's own
+                // clock is mapped from the welcome and off by the one-way
+                // latency, which is the very thing to measure here.
+                self.measured(
+                    "dispatch_to_start_us",
+                    (now.trace - dispatched_at) * scale * 1e6,
+                );
+                Ok(())
+            }
+            NodeMsg::Completed { part, at, .. } => {
+                self.core
+                    .completed(now.trace, link, part, at, &mut self.out)
+            }
+            NodeMsg::Refused { part, reason } => {
+                self.warnings.push(format!(
+                    "{host} refused part {}/{}: {reason}",
+                    part.job, part.index
+                ));
+                self.core
+                    .refused(now.trace, link, part, &reason, &mut self.out)
+            }
+            NodeMsg::Withdrawn {
+                part, cpu_seconds, ..
+            } => {
+                tracing::info!(
+                    "{host} withdrew cancelled part {}/{} after {cpu_seconds:.3} CPU s",
+                    part.job,
+                    part.index
+                );
+                self.core.withdrawn(link, part)
+            }
+            NodeMsg::Histograms { last, histograms } => {
+                let start = self.hist_marks.get(&link).copied().unwrap_or(0.0);
+                for (name, bytes) in histograms {
+                    match hdrhistogram::serialization::Deserializer::new()
+                        .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
+                    {
+                        Ok(h) => self.node_hists.push(NodeHistogram {
+                            host: host.to_string(),
+                            name,
+                            hist: h,
+                            start_s: start,
+                            end_s: now.wall,
+                        }),
+                        Err(e) => self
+                            .warnings
+                            .push(format!("{host}: histogram {name} unreadable: {e:?}")),
+                    }
+                }
+                self.hist_marks.insert(link, now.wall);
+                if last {
+                    self.collected();
+                }
+                Ok(())
+            }
+            NodeMsg::Pong { nonce } => {
+                if let Some(t) = self.ping_sent.remove(&nonce) {
+                    self.measured("quic_rtt_us", (now.wall - t) * 1e6);
+                }
+                Ok(())
+            }
+            NodeMsg::Goodbye { reason } => {
+                self.warnings.push(format!("{host} left: {reason}"));
+                Ok(())
+            }
+        };
+        if let Err(e) = res {
+            // Core errors name the node process and link themselves.
+            tracing::warn!("{e}");
+            self.warnings.push(e.to_string());
+        }
+    }
+}

@@ -1,0 +1,605 @@
+//! The live core driven by event sequences, its actions checked against
+//! what the run must do (worked out by hand from the Libra policy's rule:
+//! a job of estimate E and deadline D takes a share E / D of a node, on the
+//! fullest node it fits on).
+
+use std::time::Duration;
+
+use common::admission::{LinkId, ManagerCore};
+use common::job::{JobId, JobSpec, Urgency};
+use common::policy::{self, Decision, PolicyConfig};
+use common::protocol::{ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, PartId, WireJob};
+use common::workload::WorkloadJob;
+
+use super::*;
+
+fn info(local: u32) -> NodeInfo {
+    NodeInfo {
+        local,
+        capacity: 1.0,
+        speed: 1.0,
+        memory_kb: 1 << 20,
+        disk_mb: 1 << 10,
+    }
+}
+
+fn job(id: JobId, submit: f64, re: f64, p: u32, d: f64) -> WorkloadJob {
+    WorkloadJob {
+        spec: JobSpec::new(id, submit, re, p, d, 1e9).with_urgency(Urgency::Low),
+        actual_runtime: re,
+    }
+}
+
+fn cfg(expect_nodes: usize) -> CoreConfig {
+    CoreConfig {
+        time_scale: 1.0,
+        expect_nodes,
+        serve: false,
+        journal: true,
+        start_timeout: Duration::from_secs(10),
+        histogram_timeout: Duration::from_secs(5),
+        report_ms: 100,
+        heartbeat_ms: 100,
+        histogram_ms: 1000,
+        spare_rule: SpareRule::default(),
+    }
+}
+
+fn libra(expect_nodes: usize, jobs: Vec<WorkloadJob>) -> LiveCore {
+    let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+    LiveCore::new(ManagerCore::new(p), cfg(expect_nodes), jobs)
+}
+
+fn at(t: f64) -> Now {
+    Now {
+        trace: t,
+        wall: t,
+        journal: t,
+    }
+}
+
+fn actions(c: &mut LiveCore) -> Vec<Action> {
+    std::iter::from_fn(|| c.poll_action()).collect()
+}
+
+/// (link, job, part index) of every dispatch.
+fn dispatched(a: &[Action]) -> Vec<(LinkId, JobId, u32)> {
+    let mut v = Vec::new();
+    for x in a {
+        if let Action::Send { link, msg } = x {
+            match msg {
+                ManagerMsg::Dispatch(d) => v.push((*link, d.part.job, d.part.index)),
+                ManagerMsg::Dispatches(ds) => {
+                    v.extend(ds.iter().map(|d| (*link, d.part.job, d.part.index)))
+                }
+                _ => {}
+            }
+        }
+    }
+    v
+}
+
+fn sent(a: &[Action], want: impl Fn(&ManagerMsg) -> bool) -> Vec<LinkId> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::Send { link, msg } if want(msg) => Some(*link),
+            _ => None,
+        })
+        .collect()
+}
+
+fn arms(a: &[Action], timer: Timer) -> Vec<When> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::Arm { timer: t, when } if *t == timer => Some(*when),
+            _ => None,
+        })
+        .collect()
+}
+
+fn journal(a: &[Action]) -> Vec<&Entry> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::Journal(v) => Some(v.iter()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn connect(c: &mut LiveCore, now: Now, link: LinkId, host: &str) -> Vec<Action> {
+    c.handle(
+        now,
+        Event::Connected {
+            link,
+            host: host.into(),
+            pid: 100 + link as u32,
+            nodes: vec![info(0)],
+        },
+    );
+    actions(c)
+}
+
+#[test]
+fn a_run_with_a_node_process_lost() {
+    // Two node processes of one node each; job 1 (E 60, D 100: share
+    // 0.6) at 0, job 2 (0.6) at 5, job 3 (E 30, D 100, two parts of 0.3)
+    // at 10.
+    let mut c = libra(
+        2,
+        vec![
+            job(1, 0.0, 60.0, 1, 100.0),
+            job(2, 5.0, 60.0, 1, 100.0),
+            job(3, 10.0, 30.0, 2, 100.0),
+        ],
+    );
+    // The start timeout and the first tick are armed at once.
+    let a = actions(&mut c);
+    assert_eq!(
+        arms(&a, Timer::StartTimeout),
+        vec![When::After(Duration::from_secs(10))]
+    );
+    assert_eq!(arms(&a, Timer::Tick).len(), 1);
+
+    // The first registration is welcomed and journaled; the replay waits
+    // for the second node.
+    let a = connect(&mut c, at(0.0), 1, "a");
+    assert!(
+        matches!(&a[0], Action::Send { link: 1, msg: ManagerMsg::Welcome(w) } if w.node_ids == vec![0])
+    );
+    assert!(matches!(journal(&a)[..], [Entry::Node { nodes: 1, .. }]));
+    assert_eq!(c.phase(), Phase::Waiting);
+    assert_eq!(c.next_due(), None);
+
+    // The second starts it, 2 trace seconds after the clock started: the
+    // jobs are due at 2 + their submit time.
+    let a = connect(&mut c, at(2.0), 2, "b");
+    assert_eq!(c.phase(), Phase::Replaying);
+    assert!(a
+        .iter()
+        .any(|x| matches!(x, Action::ReplayStarted { offset } if *offset == 2.0)));
+    assert!(
+        matches!(journal(&a)[..], [Entry::Node { .. }, Entry::Replay { offset, .. }] if *offset == 2.0)
+    );
+    assert_eq!(arms(&a, Timer::Replay), vec![When::Trace(2.0)]);
+
+    // Job 1 goes to the first empty node (link 1); job 2 does not fit
+    // beside it (1.2) and goes to link 2; job 3's parts (0.3 each) fit
+    // beside both.
+    assert!(c.replay_due(2.0));
+    c.handle(at(2.0), Event::Timer(Timer::Replay));
+    let a = actions(&mut c);
+    assert_eq!(dispatched(&a), vec![(1, 1, 0)]);
+    assert_eq!(arms(&a, Timer::Replay), vec![When::Trace(7.0)]);
+    assert!(
+        matches!(journal(&a)[..], [Entry::Decided { record, .. }] if record.id == 1 && record.accepted && record.submit == 2.0)
+    );
+    c.handle(at(7.0), Event::Timer(Timer::Replay));
+    assert_eq!(dispatched(&actions(&mut c)), vec![(2, 2, 0)]);
+    c.handle(at(12.5), Event::Timer(Timer::Replay));
+    let a = actions(&mut c);
+    let mut d = dispatched(&a);
+    d.sort_unstable();
+    assert_eq!(d, vec![(1, 3, 0), (2, 3, 1)]);
+    // No job left to replay, three open: the run goes on, no timer.
+    assert!(arms(&a, Timer::Replay).is_empty());
+    assert_eq!(c.counts(), (3, 3, 3, 0));
+
+    // Job 1 completes at 21.5 (reported at 22).
+    c.handle(
+        at(22.0),
+        Event::FromNode {
+            link: 1,
+            msgs: vec![NodeMsg::Completed {
+                part: PartId { job: 1, index: 0 },
+                at: 21.5,
+                cpu_seconds: 60.0,
+            }],
+        },
+    );
+    let a = actions(&mut c);
+    assert!(
+        matches!(journal(&a)[..], [Entry::Finished { id: Some(1), finish: Some(f), record: None, .. }] if *f == 21.5)
+    );
+    assert_eq!(c.counts(), (3, 3, 3, 1));
+
+    // Link 2 is lost at 30: job 2 (all on it) and job 3 (one part on it)
+    // are lost with the link's reason; job 3's part on link 1 is
+    // cancelled. Nothing is open any more: the run ends, asking the only
+    // live process for its histograms.
+    c.handle(
+        at(30.0),
+        Event::LinkClosed {
+            link: 2,
+            reason: "silent for 3 s".into(),
+        },
+    );
+    let a = actions(&mut c);
+    let cancelled: Vec<_> = a
+        .iter()
+        .filter_map(|x| match x {
+            Action::Send {
+                link,
+                msg: ManagerMsg::Cancel { part },
+            } => Some((*link, part.job, part.index)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancelled, vec![(1, 3, 0)]);
+    let lost: Vec<JobId> = journal(&a)
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Finished {
+                record: Some(r), ..
+            } if r.lost => Some(r.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lost, vec![2, 3]);
+    assert_eq!(c.counts(), (3, 3, 3, 3));
+    assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
+    assert_eq!(
+        sent(&a, |m| matches!(m, ManagerMsg::SendHistograms)),
+        vec![1]
+    );
+    assert_eq!(
+        arms(&a, Timer::Histograms),
+        vec![When::After(Duration::from_secs(5))]
+    );
+
+    // Its last histograms end the run: shutdown to it, then Finish.
+    c.handle(
+        at(31.0),
+        Event::FromNode {
+            link: 1,
+            msgs: vec![NodeMsg::Histograms {
+                last: true,
+                histograms: vec![],
+            }],
+        },
+    );
+    let a = actions(&mut c);
+    assert_eq!(
+        sent(&a, |m| matches!(m, ManagerMsg::Shutdown { .. })),
+        vec![1]
+    );
+    assert!(matches!(a.last(), Some(Action::Finish)));
+    assert_eq!(c.phase(), Phase::Over);
+    // The histogram timeout firing late changes nothing.
+    c.handle(at(35.0), Event::Timer(Timer::Histograms));
+    assert!(actions(&mut c).is_empty());
+
+    // The outcome, on the workload's axis (offset 2 taken off).
+    let o = c.outcome();
+    assert_eq!(o.replay_offset, 2.0);
+    assert_eq!(o.wall_seconds, 30.0 - 2.0);
+    let ids: Vec<_> = o.records.iter().map(|r| (r.id, r.lost)).collect();
+    assert_eq!(ids, vec![(1, false), (2, true), (3, true)]);
+    assert_eq!(o.records[0].finish, Some(19.5));
+    assert_eq!(o.records[1].submit, 5.0);
+    for r in &o.records[1..] {
+        assert!(
+            r.detail
+                .starts_with("lost at 30.000: node process b (link 2) gone: silent for 3 s"),
+            "{}",
+            r.detail
+        );
+    }
+    assert_eq!(
+        o.node_processes,
+        vec![("a".to_string(), 1), ("b".to_string(), 1)]
+    );
+    assert!(o
+        .warnings
+        .contains(&"lost node process b (link 2): silent for 3 s".to_string()));
+}
+
+#[test]
+fn the_start_timeout_starts_with_the_nodes_there_are() {
+    let mut c = libra(4, vec![job(1, 0.0, 10.0, 1, 100.0)]);
+    actions(&mut c);
+    connect(&mut c, at(0.0), 1, "a");
+    c.handle(at(10.0), Event::Timer(Timer::StartTimeout));
+    let a = actions(&mut c);
+    assert_eq!(c.phase(), Phase::Replaying);
+    assert_eq!(c.nodes(), (1, 1));
+    assert!(a
+        .iter()
+        .any(|x| matches!(x, Action::ReplayStarted { offset } if *offset == 10.0)));
+    c.handle(at(10.0), Event::Timer(Timer::Replay));
+    assert_eq!(dispatched(&actions(&mut c)), vec![(1, 1, 0)]);
+    // A second timeout (it fires once, but a harness may repeat it) does
+    // nothing now.
+    c.handle(at(11.0), Event::Timer(Timer::StartTimeout));
+    assert!(actions(&mut c).is_empty());
+}
+
+#[test]
+fn no_node_at_all_ends_the_run_at_the_start_timeout() {
+    let mut c = libra(1, vec![job(1, 0.0, 10.0, 1, 100.0)]);
+    actions(&mut c);
+    c.handle(at(0.0), Event::Timer(Timer::StartTimeout));
+    let a = actions(&mut c);
+    assert!(matches!(a.last(), Some(Action::Finish)));
+    assert_eq!(c.phase(), Phase::Over);
+    // A node process that comes later is refused, saying why.
+    let a = connect(&mut c, at(1.0), 1, "late");
+    assert!(matches!(&a[..], [Action::Refused { link: 1, reason }] if reason == "the run is over"));
+    let o = c.outcome();
+    assert!(o.records.is_empty());
+    assert_eq!(
+        o.warnings,
+        vec!["no node registered within 10s".to_string()]
+    );
+}
+
+fn wire(estimate: f64, processors: u32, deadline: f64) -> WireJob {
+    WireJob::from(&JobSpec::new(7, 0.0, estimate, processors, deadline, 1e9))
+}
+
+#[test]
+fn a_client_burst_is_answered_after_its_decisions() {
+    let mut c = libra(1, vec![]);
+    c.cfg.serve = true;
+    actions(&mut c);
+    connect(&mut c, at(0.0), 1, "a");
+    assert_eq!(c.phase(), Phase::Replaying);
+    // Two submissions in one burst: the first (share 0.5) is accepted,
+    // the second (0.6) does not fit beside it and is rejected. Client
+    // jobs are numbered from 2^40 + 1.
+    for (token, e) in [(1, 50.0), (2, 60.0)] {
+        c.handle(
+            at(3.0),
+            Event::Client {
+                client: 9,
+                msg: ClientMsg::Submit {
+                    token,
+                    job: wire(e, 1, 100.0),
+                    actual: None,
+                },
+            },
+        );
+    }
+    // Nothing leaves before the burst is over; the client waits.
+    assert!(actions(&mut c).is_empty());
+    assert!(c.waiting(9));
+    c.handle(at(3.0), Event::ClientBurstEnd { client: 9 });
+    let a = actions(&mut c);
+    let first = CLIENT_JOBS + 1;
+    let replies: Vec<_> = a
+        .iter()
+        .filter_map(|x| match x {
+            Action::Reply {
+                client: 9,
+                reply:
+                    ClientReply::Decided {
+                        token,
+                        job,
+                        decision,
+                        at,
+                    },
+            } => Some((
+                *token,
+                *job,
+                matches!(decision, Decision::Accept { .. }),
+                *at,
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        replies,
+        vec![(1, first, true, 3.0), (2, first + 1, false, 3.0)]
+    );
+    // The answers come before the dispatch.
+    let k_reply = a
+        .iter()
+        .position(|x| matches!(x, Action::Reply { .. }))
+        .unwrap();
+    let k_send = a
+        .iter()
+        .position(|x| matches!(x, Action::Send { .. }))
+        .unwrap();
+    assert!(k_reply < k_send);
+    assert_eq!(dispatched(&a), vec![(1, first, 0)]);
+    // One journal line each: the accepted job's decision, the rejected
+    // one's end (which carries its decision).
+    let j = journal(&a);
+    assert!(
+        matches!(j[..], [Entry::Decided { record: r1, .. }, Entry::Finished { record: Some(r2), .. }]
+        if r1.id == first && r2.id == first + 1 && !r2.accepted)
+    );
+    assert_eq!(c.counts(), (2, 2, 2, 1));
+    // Both answered: it waits for nothing more.
+    assert!(!c.waiting(9));
+    // A serving run does not end when its jobs are over; an abort ends it
+    // and loses what is open with the abort's reason.
+    c.handle(
+        at(4.0),
+        Event::Abort {
+            reason: "interrupted".into(),
+        },
+    );
+    let a = actions(&mut c);
+    assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
+    assert_eq!(
+        sent(&a, |m| matches!(m, ManagerMsg::SendHistograms)),
+        vec![1]
+    );
+    // The process never hands its histograms over: the timeout ends the
+    // run and says so.
+    c.handle(at(9.0), Event::Timer(Timer::Histograms));
+    assert!(matches!(actions(&mut c).last(), Some(Action::Finish)));
+    let o = c.outcome();
+    assert!(o.records[0].lost && o.records[0].detail.contains("interrupted"));
+    assert!(o
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("1 node process(es) did not hand over")));
+    // A submission after the end is refused.
+    c.handle(
+        at(5.0),
+        Event::Client {
+            client: 9,
+            msg: ClientMsg::Submit {
+                token: 3,
+                job: wire(1.0, 1, 100.0),
+                actual: None,
+            },
+        },
+    );
+    assert!(
+        matches!(&actions(&mut c)[..], [Action::Reply { reply: ClientReply::Error { token: 3, message }, .. }] if message == "the run is over")
+    );
+}
+
+#[test]
+fn ticks_ping_live_links_and_round_trips_are_measured() {
+    let mut c = libra(2, vec![job(1, 100.0, 10.0, 1, 100.0)]);
+    actions(&mut c);
+    connect(&mut c, at(0.0), 1, "a");
+    connect(&mut c, at(0.0), 2, "b");
+    actions(&mut c);
+    c.handle(at(0.5), Event::Timer(Timer::Tick));
+    let a = actions(&mut c);
+    assert_eq!(
+        arms(&a, Timer::Tick),
+        vec![When::After(Duration::from_millis(100))]
+    );
+    let pings: Vec<(LinkId, u64)> = a
+        .iter()
+        .filter_map(|x| match x {
+            Action::Send {
+                link,
+                msg: ManagerMsg::Ping { nonce },
+            } => Some((*link, *nonce)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pings.len(), 2);
+    // The link's id is in the nonce's upper half.
+    assert_eq!(pings[0].1 >> 32, pings[0].0);
+    // Link 1 answers 2 ms later (wall): a 2,000 us round trip.
+    let now = Now {
+        trace: 0.502,
+        wall: 0.502,
+        journal: 0.502,
+    };
+    c.handle(
+        now,
+        Event::FromNode {
+            link: 1,
+            msgs: vec![NodeMsg::Pong { nonce: pings[0].1 }],
+        },
+    );
+    let h = &c.hists["quic_rtt_us"];
+    assert_eq!(h.len(), 1);
+    assert!((h.max() as i64 - 2000).abs() <= 2, "{}", h.max());
+    // A lost link is pinged no more.
+    c.handle(
+        at(1.0),
+        Event::LinkClosed {
+            link: 2,
+            reason: "gone".into(),
+        },
+    );
+    actions(&mut c);
+    c.handle(at(1.1), Event::Timer(Timer::Tick));
+    assert_eq!(
+        sent(&actions(&mut c), |m| matches!(m, ManagerMsg::Ping { .. })),
+        vec![1]
+    );
+}
+
+/// The requests the core asks to send to the external scheduler, decoded.
+fn requests(a: &[Action]) -> Vec<serde_json::Value> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::SchedulerRequest(r) => Some(serde_json::from_str(r).unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn event_types(request: &serde_json::Value) -> Vec<&str> {
+    request["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect()
+}
+
+/// With an external scheduler, time runs while it thinks: one request is
+/// out at a time, what happens meanwhile goes in the next, its decisions
+/// take effect when its reply comes, and a CALL_ME_LATER arms a timer.
+#[test]
+fn a_batsim_scheduler_is_asked_one_request_at_a_time() {
+    let mailbox = common::batsim::Mailbox::default();
+    let q = common::batsim::BatsimQueue::new(Box::new(common::batsim::NoScheduler), 0, 3, "w", 0.0)
+        .live(100.0, mailbox.clone());
+    let jobs = vec![
+        job(1, 0.0, 50.0, 1, 100.0),
+        job(2, 1.0, 50.0, 1, 100.0),
+        job(3, 2.0, 50.0, 1, 100.0),
+    ];
+    let mut c = LiveCore::new(
+        ManagerCore::new(common::policy::Policy::Queue(Box::new(q))),
+        cfg(1),
+        jobs,
+    )
+    .with_scheduler(mailbox);
+    connect(&mut c, at(0.0), 1, "h1");
+    // Job 1 arrives: the scheduler is first told the simulation begins.
+    c.handle(at(0.0), Event::Timer(Timer::Replay));
+    let a = actions(&mut c);
+    let r = requests(&a);
+    assert_eq!(r.len(), 1);
+    assert_eq!(event_types(&r[0]), ["SIMULATION_BEGINS"]);
+    // Jobs 2 and 3 arrive while it thinks: nothing is sent.
+    c.handle(at(1.0), Event::Timer(Timer::Replay));
+    c.handle(at(2.0), Event::Timer(Timer::Replay));
+    assert!(requests(&actions(&mut c)).is_empty());
+    // Its reply at 2.5 (after 2.5 s): the three arrivals in one request,
+    // at now 2.5 + 1 (Batsim time is Libratory's + 1).
+    c.handle(
+        at(2.5),
+        Event::SchedulerReplied {
+            reply: Ok(r#"{"now": 1, "events": []}"#.into()),
+            waited: Duration::from_millis(2500),
+        },
+    );
+    let r = requests(&actions(&mut c));
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["now"], 3.5);
+    assert_eq!(
+        event_types(&r[0]),
+        ["JOB_SUBMITTED", "JOB_SUBMITTED", "JOB_SUBMITTED", "NOTIFY"]
+    );
+    let h = &c.hists["scheduler_reply_us"];
+    assert_eq!(h.len(), 1);
+    assert!(h.equivalent(h.max(), 2_500_000), "{}", h.max());
+    // It starts job 1 on node 0 and asks to be called at Batsim 10: job 1
+    // is dispatched when the reply comes (3), a timer is armed for 9.
+    c.handle(
+        at(3.0),
+        Event::SchedulerReplied {
+            reply: Ok(r#"{"now": 3.5, "events": [
+                {"timestamp": 3.5, "type": "EXECUTE_JOB", "data": {"job_id": "w0!1", "alloc": "0"}},
+                {"timestamp": 3.5, "type": "CALL_ME_LATER", "data": {"timestamp": 10}}]}"#
+                .into()),
+            waited: Duration::from_millis(500),
+        },
+    );
+    let a = actions(&mut c);
+    assert_eq!(dispatched(&a), [(1, 1, 0)]);
+    assert_eq!(arms(&a, Timer::Queue), [When::Trace(9.0)]);
+    assert_eq!(c.core.record(1).unwrap().start, Some(3.0));
+    // Nothing new to say (the keepalive is 100 s): no request.
+    assert!(requests(&a).is_empty());
+    c.handle(at(9.0), Event::Timer(Timer::Queue));
+    let r = requests(&actions(&mut c));
+    assert_eq!(r.len(), 1);
+    assert_eq!(event_types(&r[0]), ["REQUESTED_CALL"]);
+    assert_eq!(r[0]["now"], 10.0);
+}

@@ -1,0 +1,206 @@
+//! What the core shows of itself: a client's status answer, the live
+//! view's snapshot and the run's outcome. Copies of its state, built with
+//! the time given.
+
+use common::protocol::{ClientReply, NodeProcess, NodeStatus, PartStatus, ProcessUsage};
+use common::time::Time;
+
+use crate::live::liveview as lv;
+use crate::live::manager::config::LiveOutcome;
+
+use super::{LinkInfo, LiveCore, Now, Phase};
+
+impl LiveCore {
+    /// A status answer at trace time `now`.
+    pub(super) fn status(&mut self, now: Time, token: u64, manager: ProcessUsage) -> ClientReply {
+        let policy = self.core.policy_name().to_string();
+        let counts = (
+            self.submitted as u64,
+            self.core.open_jobs() as u64,
+            self.core.queued() as u64,
+        );
+        let (view, ids) = self.core.snapshot(now);
+        let nodes: Vec<(u32, Vec<PartStatus>, f64)> = view
+            .iter()
+            .zip(ids)
+            .map(|(st, &id)| {
+                let parts = st
+                    .parts
+                    .iter()
+                    .map(|p| PartStatus {
+                        job: p.job,
+                        cpu_done: p.cpu_done,
+                        est_cpu: p.est_cpu,
+                        deadline: p.deadline,
+                        required: p.share_input(now).required(),
+                    })
+                    .collect();
+                (id, parts, st.required_share(now).max(0.0))
+            })
+            .collect();
+        let nodes = nodes
+            .into_iter()
+            .map(|(id, parts, load)| NodeStatus {
+                id,
+                host: self.core.host_of(id).to_string(),
+                parts,
+                load,
+            })
+            .collect();
+        let mut processes: Vec<NodeProcess> = self
+            .links
+            .values()
+            .filter(|l| l.alive)
+            .map(|l| NodeProcess {
+                host: l.host.clone(),
+                pid: l.pid,
+                nodes: l.nodes as u32,
+            })
+            .collect();
+        processes.sort_by(|a, b| a.host.cmp(&b.host));
+        ClientReply::Status {
+            token,
+            at: now,
+            policy,
+            nodes,
+            recent: self.recent.iter().cloned().collect(),
+            counts,
+            manager,
+            processes,
+        }
+    }
+
+    /// A snapshot for the live view (`--http`): counters, the node view,
+    /// recent decisions and latency percentiles.
+    pub(in crate::live::manager) fn view(&mut self, now: Now) -> lv::Snapshot {
+        let t = now.trace;
+        let progress = lv::Progress {
+            total: self.total_jobs,
+            submitted: self.submitted,
+            decided: self.decided,
+            finished: self.finished,
+            queued: self.core.queued(),
+            open: self.core.open_jobs(),
+            registered_nodes: self.registered_nodes,
+            expected_nodes: self.cfg.expect_nodes,
+            started: self.phase != Phase::Waiting,
+            done: self.ending(),
+        };
+        let policy = self.core.policy_name().to_string();
+        let (states, ids) = self.core.snapshot(t);
+        let pairs: Vec<(u32, lv::NodeView)> = states
+            .iter()
+            .zip(ids)
+            .map(|(st, &id)| {
+                let parts = st
+                    .parts
+                    .iter()
+                    .map(|p| lv::PartView {
+                        job: p.job,
+                        share: p.share_input(t).required(),
+                        cpu_done: p.cpu_done,
+                        est_cpu: p.est_cpu,
+                        deadline: p.deadline,
+                    })
+                    .collect();
+                (
+                    id,
+                    lv::NodeView {
+                        id,
+                        host: String::new(),
+                        load: st.required_share(t).max(0.0),
+                        parts,
+                    },
+                )
+            })
+            .collect();
+        let mut nodes: Vec<lv::NodeView> = pairs
+            .into_iter()
+            .map(|(id, mut n)| {
+                n.host = self.core.host_of(id).to_string();
+                n
+            })
+            .collect();
+        nodes.sort_by_key(|n| n.id);
+        let mut processes: Vec<lv::ProcessView> = self
+            .links
+            .values()
+            .map(|l| lv::ProcessView {
+                host: l.host.clone(),
+                nodes: l.nodes,
+                alive: l.alive,
+            })
+            .collect();
+        processes.sort_by(|a, b| a.host.cmp(&b.host));
+        lv::Snapshot {
+            seq: 0,
+            policy,
+            trace_time: t,
+            wall_seconds: self.replay_wall.map_or(0.0, |w| now.wall - w),
+            progress,
+            nodes,
+            processes,
+            recent: self
+                .recent
+                .iter()
+                .map(|r| lv::DecisionView::of(r.job, r.at, &r.decision))
+                .collect(),
+            latency_us: self
+                .hists
+                .iter()
+                .map(|(k, h)| (k.clone(), lv::Latency::of(h)))
+                .collect(),
+            warnings: self.warnings.clone(),
+        }
+    }
+
+    /// The run's outcome: records and parts on the workload's axis,
+    /// histograms, node processes, warnings. Takes the histograms and
+    /// warnings out.
+    pub(in crate::live::manager) fn outcome(&mut self) -> LiveOutcome {
+        let wall = match (self.replay_wall, self.end_wall) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        };
+        let dup = self.core.duplicate_completions();
+        if dup > 0 {
+            self.warnings.push(format!(
+                "{dup} duplicate part completion(s) from node processes ignored"
+            ));
+        }
+        let off = self.offset;
+        let mut records: Vec<_> = self.core.records().cloned().collect();
+        if let Some(r) = self.resumed.as_mut() {
+            records.append(&mut r.done);
+        }
+        records.sort_by_key(|r| r.id);
+        for r in &mut records {
+            r.submit -= off;
+            r.decided_at -= off;
+            r.start = r.start.map(|t| t - off);
+            r.finish = r.finish.map(|t| t - off);
+        }
+        let parts = self
+            .core
+            .part_records()
+            .iter()
+            .map(|p| common::metrics::PartRecord {
+                start: p.start - off,
+                finish: p.finish - off,
+                ..*p
+            })
+            .collect();
+        let mut links: Vec<&LinkInfo> = self.links.values().collect();
+        links.sort_by_key(|l| l.registered);
+        LiveOutcome {
+            records,
+            parts,
+            replay_offset: off,
+            histograms: std::mem::take(&mut self.hists),
+            node_histograms: std::mem::take(&mut self.node_hists),
+            node_processes: links.iter().map(|l| (l.host.clone(), l.nodes)).collect(),
+            warnings: std::mem::take(&mut self.warnings),
+            wall_seconds: wall,
+        }
+    }
+}

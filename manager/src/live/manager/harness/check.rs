@@ -1,0 +1,160 @@
+//! The invariants every harness run must keep, whatever its faults:
+//! - the run ends by itself, and every frame decodes;
+//! - every submitted job has exactly one final record (in the outcome and
+//!   one `finished` entry in the journal), and the counters agree (every
+//!   job submitted, decided and finished once);
+//! - no part runs twice (placed on two nodes, or twice on one), and no
+//!   part completes twice;
+//! - no accepted job is dropped silently: each completed (every part of it
+//!   finished its work on a node) or was lost with a reason naming a
+//!   fault of this run ("fault #k" of the faults that happened);
+//! - a rejected job ran nothing;
+//! - the shares on every node never added up to more than its capacity,
+//!   and an exclusive (space-shared) part never shared its node;
+//! - when the run ends no part is left on a node (a lost job's other
+//!   parts were cancelled and withdrawn).
+
+use std::collections::{BTreeSet, HashMap};
+
+use common::protocol::PartId;
+
+use super::world::Run;
+
+/// What broke, in words (one line each).
+#[derive(Debug)]
+pub(in crate::live::manager) struct Violation {
+    pub(in crate::live::manager) seed: u64,
+    pub(in crate::live::manager) what: Vec<String>,
+}
+
+/// Checks `run` (see the module header); `Err` lists every violation.
+pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
+    let mut v = Vec::new();
+    let n = run.submitted.len();
+    if !run.finished {
+        v.push(format!(
+            "the run did not end by itself (counts {:?})",
+            run.counts
+        ));
+    }
+    for e in &run.codec_errors {
+        v.push(format!("codec: {e}"));
+    }
+    let (total, submitted, decided, finished) = run.counts;
+    if (total, submitted, decided, finished) != (n, n, n, n) {
+        v.push(format!(
+            "counters (total, submitted, decided, finished) = {:?}, expected all {n}",
+            run.counts
+        ));
+    }
+    let records = run.outcome.as_ref().map_or(&[][..], |o| &o.records[..]);
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    for r in records {
+        *seen.entry(r.id).or_default() += 1;
+    }
+    for &id in &run.submitted {
+        match seen.get(&id) {
+            Some(1) => {}
+            Some(k) => v.push(format!("job {id}: {k} records")),
+            None => v.push(format!("job {id}: no record")),
+        }
+        match run.journal_finished.get(&id) {
+            Some(1) => {}
+            Some(k) => v.push(format!("job {id}: {k} finished entries in the journal")),
+            None => v.push(format!("job {id}: no finished entry in the journal")),
+        }
+    }
+    let ids: BTreeSet<u64> = run.submitted.iter().copied().collect();
+    for id in seen.keys().filter(|id| !ids.contains(id)) {
+        v.push(format!("job {id}: a record of a job never submitted"));
+    }
+    for (part, at) in &run.placements {
+        if at.len() > 1 {
+            v.push(format!(
+                "part {}/{} placed {} times (process, incarnation, node): {at:?}",
+                part.job,
+                part.index,
+                at.len()
+            ));
+        }
+    }
+    for (part, k) in &run.completions {
+        if *k > 1 {
+            v.push(format!(
+                "part {}/{} completed {k} times",
+                part.job, part.index
+            ));
+        }
+    }
+    let happened: BTreeSet<&str> = run.happened.iter().map(String::as_str).collect();
+    for r in records {
+        let parts = (0..r.processors).map(|index| PartId { job: r.id, index });
+        if !r.accepted {
+            if r.lost || r.finish.is_some() {
+                v.push(format!("job {}: rejected but lost or finished", r.id));
+            }
+            if parts.clone().any(|p| run.placements.contains_key(&p)) {
+                v.push(format!("job {}: rejected but a part was placed", r.id));
+            }
+        } else if r.lost {
+            let named = fault_names(&r.detail);
+            if named.is_empty() || !named.iter().all(|f| happened.contains(f.as_str())) {
+                v.push(format!(
+                    "job {}: lost with a reason naming no fault of this run ({:?}; faults: {:?}): {}",
+                    r.id, named, run.happened, r.detail
+                ));
+            }
+        } else if r.finish.is_none() || !run.journal_finished.contains_key(&r.id) {
+            // A job still open may carry the finish of its parts so far.
+            v.push(format!(
+                "job {}: accepted, neither completed nor lost",
+                r.id
+            ));
+        } else {
+            let missing: Vec<u32> = parts
+                .filter(|p| !run.completions.contains_key(p))
+                .map(|p| p.index)
+                .collect();
+            if !missing.is_empty() {
+                v.push(format!(
+                    "job {}: recorded complete but parts {missing:?} never finished on a node",
+                    r.id
+                ));
+            }
+        }
+    }
+    for what in &run.over_capacity {
+        v.push(format!("over capacity: {what}"));
+    }
+    for (process, parts) in &run.leftover {
+        v.push(format!(
+            "p{process}: parts still on its nodes at the end, every job over: {:?}",
+            parts
+                .iter()
+                .map(|p| format!("{}/{}", p.job, p.index))
+                .collect::<Vec<_>>()
+        ));
+    }
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(Violation {
+            seed: run.scenario.seed,
+            what: v,
+        })
+    }
+}
+
+/// The "fault #k" names in `detail`.
+fn fault_names(detail: &str) -> Vec<String> {
+    detail
+        .match_indices("fault #")
+        .map(|(i, m)| {
+            let digits: String = detail[i + m.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            format!("{m}{digits}")
+        })
+        .collect()
+}

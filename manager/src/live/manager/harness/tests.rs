@@ -1,0 +1,92 @@
+//! The harness over many seeds. `HARNESS_SEEDS=N` runs N seeds (default
+//! 500), `HARNESS_SEED=S` the one seed S (what a failure prints).
+
+use std::time::Instant;
+
+use super::check::check;
+use super::world::{run, Scenario};
+
+/// Jobs per run: the issue's 100-job scenario.
+const JOBS: usize = 100;
+
+fn env(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
+    )
+}
+
+#[test]
+fn harness_seeds_keep_the_invariants() {
+    let seeds: Vec<u64> = match env("HARNESS_SEED") {
+        Some(s) => vec![s],
+        None => (0..env("HARNESS_SEEDS").unwrap_or(500)).collect(),
+    };
+    let t0 = Instant::now();
+    let mut failed = Vec::new();
+    let (mut events, mut faults, mut lost, mut completed) = (0u64, 0usize, 0usize, 0usize);
+    for &seed in &seeds {
+        let sc = Scenario::of(seed, JOBS);
+        let r = run(&sc);
+        events += r.events;
+        faults += r.happened.len();
+        if let Some(o) = &r.outcome {
+            lost += o.records.iter().filter(|r| r.lost).count();
+            completed += o
+                .records
+                .iter()
+                .filter(|r| r.accepted && !r.lost && r.finish.is_some())
+                .count();
+        }
+        if let Err(v) = check(&r) {
+            eprintln!(
+                "harness: seed {seed} ({} policy, faults {:?}) broke {} invariant(s):",
+                sc.policy,
+                sc.faults,
+                v.what.len()
+            );
+            for w in v.what.iter().take(10) {
+                eprintln!("  {w}");
+            }
+            eprintln!(
+                "  reproduce: HARNESS_SEED={seed} cargo test -p libratory-manager --lib harness"
+            );
+            failed.push(v.seed);
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    eprintln!(
+        "harness: {} seeds of {JOBS} jobs on 3 node processes in {secs:.2} s ({:.0} seeds/minute), \
+         {events} events, {faults} faults, {completed} jobs completed, {lost} lost",
+        seeds.len(),
+        seeds.len() as f64 * 60.0 / secs
+    );
+    assert!(
+        failed.is_empty(),
+        "seeds that broke an invariant: {failed:?}"
+    );
+    // The harness must exercise what it checks: faults happened and lost
+    // jobs, and most jobs completed.
+    if seeds.len() >= 50 {
+        assert!(
+            faults > 0 && lost > 0,
+            "no fault or no lost job in {} seeds",
+            seeds.len()
+        );
+        assert!(
+            completed > seeds.len() * JOBS / 4,
+            "only {completed} jobs completed"
+        );
+    }
+}
+
+/// Same seed, same run: the harness is deterministic.
+#[test]
+fn a_seed_replays_exactly() {
+    let sc = Scenario::of(7, JOBS);
+    let (a, b) = (run(&sc), run(&sc));
+    let recs = |r: &super::world::Run| format!("{:?}", r.outcome.as_ref().map(|o| &o.records));
+    assert_eq!(a.events, b.events);
+    assert_eq!(recs(&a), recs(&b));
+}

@@ -1,0 +1,204 @@
+//! `libratory resume RUN`: continues an unfinished live run after its
+//! manager died. It reads the run's journal ([`ResumeState`]), binds the
+//! same address, and takes the run over ([`crate::live::manager::Takeover`]):
+//! the jobs over keep their records, the jobs running are carried until
+//! the node processes that rode out the crash come back and report their
+//! parts, the jobs queued are decided now, and the replay goes on with
+//! the jobs not yet submitted (those due during the downtime are
+//! submitted at once: late, with their own submit times). It writes on in
+//! the same journal and writes the run's result files at the end, as
+//! `run` does.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+
+use crate::environment::Environment;
+use crate::live::journal::{self, Entry, JournalWriter, JOURNAL};
+use crate::live::manager::{self as live, LiveConfig, Takeover, Threads};
+use crate::live::progress::Progress;
+use crate::live::resume_state::{check_resumable, ResumeState, RESUMED};
+use crate::live::{run_files, setup};
+use crate::results::rundir::{self, Invocation, Log, Manifest};
+
+/// Ids from here are clients' jobs (the workload's are below).
+const CLIENT_JOBS: u64 = 1 << 40;
+
+/// Resumes the run in `dir` (see the module header).
+/// `after_fault` names the fault that killed the manager, when the run's
+/// supervisor executes one ([`crate::live::supervise`]).
+pub fn resume(
+    dir: &Path,
+    progress: Progress,
+    after_fault: Option<&str>,
+    env: &Environment,
+) -> Result<()> {
+    let inv = Invocation::capture();
+    let path = dir.join(JOURNAL);
+    let c = journal::read(&path)
+        .with_context(|| format!("{}: no run to resume here", dir.display()))?;
+    let s = ResumeState::from_journal(&c);
+    if let Err(why) = check_resumable(&c, &s) {
+        bail!("{}: {why}", path.display());
+    }
+    let cfg = c.header.cluster.clone();
+    let (exp, wl) = setup::experiment_of(&cfg)?;
+    if exp.params.seed != c.header.seed || wl.jobs.len() != c.header.workload.jobs {
+        bail!(
+            "{}: the workload rebuilt from the journal's configuration differs from the run's (seed {} and {} jobs, journal: seed {} and {} jobs): its trace or preset changed since",
+            path.display(),
+            exp.params.seed,
+            wl.jobs.len(),
+            c.header.seed,
+            c.header.workload.jobs
+        );
+    }
+    let scale = cfg.manager.time_scale;
+    let offset = s.replay_offset.expect("checked resumable");
+    // The clock went on while no manager ran: from the journal's last
+    // write (its file's modification time) to now.
+    let down = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .unwrap_or_default()
+        .as_secs_f64();
+    let trace_now = s.last_trace + down / scale;
+    let recorded: HashSet<u64> = s.recorded().collect();
+    let undecided_ids: HashSet<u64> = s.undecided.iter().map(|r| r.id).collect();
+    let mut undecided = Vec::new();
+    let mut remaining = Vec::new();
+    for j in &wl.jobs {
+        if undecided_ids.contains(&j.spec.id) {
+            let mut j = j.clone();
+            j.spec.details.submit_time += offset;
+            undecided.push(j);
+        } else if !recorded.contains(&j.spec.id) {
+            remaining.push(j.clone());
+        }
+    }
+    let unrecoverable: Vec<_> = s
+        .undecided
+        .iter()
+        .filter(|r| r.id >= CLIENT_JOBS)
+        .cloned()
+        .collect();
+    let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
+    let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
+    let note = format!(
+        "{RESUMED}{after} the manager was down {down:.3} s (trace {:.3} to {trace_now:.3}); {} jobs over, {} running carried, {} queued decided again, {} not submitted yet",
+        s.last_trace,
+        s.done.len(),
+        s.open.len(),
+        undecided.len(),
+        remaining.len()
+    );
+    let mut log = Log::new();
+    log.say(format_args!(
+        "libratory resume: {} (run started {}, policy {}, seed {}, resumed {} time(s) before): {note}",
+        dir.display(),
+        c.header.started_utc,
+        c.header.policy,
+        c.header.seed,
+        s.resumed_before
+    ));
+    let takeover = Takeover {
+        done: s.done.clone(),
+        open: s.open.iter().map(|o| o.record.clone()).collect(),
+        undecided,
+        unrecoverable,
+        offset,
+        node_processes: s.node_processes.clone(),
+        wait,
+        crash_trace: s.last_trace,
+        note,
+        trace_now,
+    };
+    let listen = cfg.manager.listen.parse()?;
+    let writer = JournalWriter::append(&path, s.last_t + down)?;
+    let live_cfg = LiveConfig {
+        listen,
+        certs: cfg.manager.certs.clone(),
+        time_scale: scale,
+        expect_nodes: cfg.total_nodes(),
+        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
+        policy: cfg.workload.policy.clone(),
+        policy_config: exp.policy.clone(),
+        report_ms: cfg.manager.report_ms,
+        heartbeat_ms: cfg.manager.heartbeat_ms,
+        histogram_ms: cfg.manager.histogram_ms,
+        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
+        histogram_timeout: Duration::from_secs(5),
+        progress: matches!(progress, Progress::Bar),
+        progress_lines: match progress {
+            Progress::Lines(every) => Some(every),
+            Progress::Quiet | Progress::Bar => None,
+        },
+        serve: false,
+        journal: Some(writer.journal()),
+        view: None,
+        threads: Threads::parse(env.manager_threads().as_deref())?,
+        replay_started: None,
+        fault_notes: None,
+        batsim: Default::default(),
+        resume: Some(takeover),
+    };
+    let started = SystemTime::now();
+    let outcome = actix_rt::System::new().block_on(async move {
+        live::run(live_cfg, remaining, crate::live::run::stop_signal()).await
+    })?;
+    let manager_seconds = started.elapsed().unwrap_or_default().as_secs_f64();
+    let node_facts = run_files::node_process_facts(&outcome, &[]);
+    let (files, _) = run_files::write_live_results(
+        dir,
+        &exp,
+        &wl,
+        scale,
+        &outcome,
+        (started, manager_seconds),
+        &mut log,
+    )?;
+    let j = writer.journal();
+    j.send(Entry::End {
+        t: j.t(),
+        wall_seconds: outcome.wall_seconds,
+    });
+    if let Err(e) = writer.close() {
+        log.say(format_args!("warning: the run journal is incomplete: {e}"));
+    }
+    let mut files = files;
+    files.push(JOURNAL.into());
+    let files = rundir::with_manifest_and_log(files);
+    let trace_facts: Option<rundir::TraceFacts> = c
+        .header
+        .trace
+        .clone()
+        .map(serde_json::from_value)
+        .transpose()
+        .with_context(|| format!("{}: the header's trace facts", path.display()))?;
+    let config = run_files::LiveRunConfig {
+        experiment: &exp,
+        cluster: &cfg,
+    };
+    let manifest = Manifest::new(
+        "resume",
+        &inv,
+        c.header.seed,
+        &config,
+        trace_facts.as_ref(),
+        &files,
+    )
+    .live(&node_facts);
+    rundir::finish(
+        dir,
+        manifest,
+        &mut log,
+        format_args!(
+            "\nresults in {o} (the whole run, before and after the restart; see it: libratory report {o})",
+            o = dir.display()
+        ),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,423 @@
+//! Node processes that lose their manager or die, on loopback with the
+//! real binaries: a node process SIGKILLed and restarted mid-run rejoins
+//! and gets work; a node process whose manager is SIGKILLed keeps burning
+//! its part for the grace period and, when a manager listens on the same
+//! address again, reconnects, reports the part and drops it when told.
+//!
+//! Every wait is for an event (a status answer, a line of the node's log);
+//! every process is killed when its guard drops.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod util;
+use util::{certs, free_port, libratory, node_bin};
+
+/// A child process killed (SIGKILL) and reaped when the guard drops, so a
+/// failed assertion leaves nothing burning CPU.
+struct Guard(Child);
+
+impl Guard {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGKILL now, and reap.
+    fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// A serving manager on `port` expecting `processes` node processes of
+/// one node each, silence of 3 s declaring a process lost.
+fn config(dir: &Path, port: u16, processes: usize) -> PathBuf {
+    let text = format!(
+        r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 0.01
+start_timeout_s = 30
+link_timeout_s = 3
+report_ms = 50
+heartbeat_ms = 100
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 1 }}
+
+[[hosts]]
+name = "local"
+processes = {processes}
+nodes_per_process = 1
+capacity = 0.5
+"#
+    );
+    let p = dir.join("serve.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn manager(cfg: &Path, out: &Path, log: &Path) -> Guard {
+    Guard(
+        Command::new(libratory())
+            .args(["run", "--serve", "--config"])
+            .arg(cfg)
+            .arg("--out")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Node process `name` (one node of capacity 0.5), its log in `log`.
+fn node(port: u16, certs: &Path, name: &str, log: &Path) -> Guard {
+    node_with_grace(port, certs, name, log, 60)
+}
+
+/// [`node`] with a grace period of `grace_s`.
+fn node_with_grace(port: u16, certs: &Path, name: &str, log: &Path, grace_s: u32) -> Guard {
+    Guard(
+        Command::new(node_bin())
+            .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
+            .arg(certs)
+            .args(["--name", name, "--nodes", "1", "--capacity", "0.5"])
+            .args(["--link-timeout-s", "3", "--manager-grace-s"])
+            .arg(grace_s.to_string())
+            .args(["--reconnect-seed", "11"])
+            .stdout(Stdio::null())
+            .stderr(File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn client(args: &[&str], port: u16, certs: &Path) -> Output {
+    Command::new(libratory())
+        .args(args)
+        .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
+        .arg(certs)
+        .output()
+        .unwrap()
+}
+
+/// Submits a job of `p` processors, each part `trace_s` trace seconds of
+/// work (a hundredth of that in real seconds on a whole node), its
+/// deadline ten times as far.
+fn submit(port: u16, certs: &Path, p: u32, trace_s: u32) {
+    let est = trace_s.to_string();
+    let deadline = (trace_s * 10).to_string();
+    let o = client(
+        &[
+            "submit",
+            "--estimate",
+            &est,
+            "--deadline",
+            &deadline,
+            "--processors",
+            &p.to_string(),
+        ],
+        port,
+        certs,
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.starts_with("accepted"),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Polls `status --json` until `done` finds what it waits for (60 s at
+/// most, then fails naming `what` and the last answer).
+fn wait_status(port: u16, certs: &Path, what: &str, done: impl Fn(&serde_json::Value) -> bool) {
+    let end = Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while Instant::now() < end {
+        let o = client(&["status", "--json"], port, certs);
+        if o.status.success() {
+            last = String::from_utf8_lossy(&o.stdout).to_string();
+            if serde_json::from_slice(&o.stdout).is_ok_and(|s| done(&s)) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("waited 60 s for {what}; last status answer: {last}");
+}
+
+/// The status answer's nodes of node process `name` (labelled
+/// `name@HOST (ADDRESS)`).
+fn nodes_of<'a>(s: &'a serde_json::Value, name: &str) -> Vec<&'a serde_json::Value> {
+    s["Status"]["nodes"]
+        .as_array()
+        .map(|ns| {
+            ns.iter()
+                .filter(|n| {
+                    n["host"].as_str().and_then(|h| h.split(['@', ' ']).next()) == Some(name)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn runs_a_part(s: &serde_json::Value, name: &str) -> bool {
+    nodes_of(s, name)
+        .iter()
+        .any(|n| n["parts"].as_array().is_some_and(|p| !p.is_empty()))
+}
+
+/// Waits until `log` holds a line containing every one of `words` (60 s
+/// at most); returns that line.
+fn wait_log(log: &Path, words: &[&str]) -> String {
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| words.iter().all(|w| l.contains(w))) {
+            return l.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "waited 60 s for a line with {words:?} in {}:\n{}",
+        log.display(),
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+/// The number after the first `word` in `line`.
+fn count_after(line: &str, word: &str) -> usize {
+    line.split(word)
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {word:?} in {line}"))
+}
+
+/// User plus system CPU seconds of a process (/proc/PID/stat).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / hz
+}
+
+#[test]
+fn a_node_process_killed_and_restarted_mid_run_rejoins_and_gets_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a,b");
+    let port = free_port();
+    let cfg = config(d, port, 2);
+    let _m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let _a = node(port, &certs_dir, "a", &d.join("a.log"));
+    let b = node(port, &certs_dir, "b", &d.join("b1.log"));
+    wait_status(port, &certs_dir, "both node processes", |s| {
+        nodes_of(s, "a").len() == 1 && nodes_of(s, "b").len() == 1
+    });
+    // A job of two parts, one per process; b is killed while its part runs.
+    submit(port, &certs_dir, 2, 2000);
+    wait_status(port, &certs_dir, "a part running on b", |s| {
+        runs_a_part(s, "b")
+    });
+    b.kill();
+    wait_status(port, &certs_dir, "b recorded lost", |s| {
+        nodes_of(s, "b").is_empty()
+    });
+    let b2log = d.join("b2.log");
+    let _b2 = node(port, &certs_dir, "b", &b2log);
+    wait_log(&b2log, &["admitted by"]);
+    wait_status(port, &certs_dir, "the restarted b registered", |s| {
+        nodes_of(s, "b").len() == 1
+    });
+    // The job that was on b was lost with it; a new one gets a part on
+    // the restarted process.
+    submit(port, &certs_dir, 2, 2000);
+    wait_status(port, &certs_dir, "a part running on the restarted b", |s| {
+        runs_a_part(s, "b")
+    });
+}
+
+#[test]
+fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config(d, port, 1);
+    let m1 = manager(&cfg, &d.join("run1"), &d.join("manager1.log"));
+    let alog = d.join("a.log");
+    let a = node(port, &certs_dir, "a", &alog);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    // A part of ~100 real s: it outlives everything below.
+    submit(port, &certs_dir, 1, 5000);
+    wait_status(port, &certs_dir, "a part running on a", |s| {
+        runs_a_part(s, "a")
+    });
+    m1.kill();
+    let lost = wait_log(&alog, &["lost the manager", "1 part(s) keep running"]);
+    // Still burning its part without a manager: a node of capacity 0.5
+    // burns ~0.5 CPU s a second; a loose bound over a 1 s window.
+    let before = cpu_seconds(a.pid());
+    let t = Instant::now();
+    wait_log(&alog, &["reconnecting to"]);
+    std::thread::sleep(Duration::from_secs(1).saturating_sub(t.elapsed()));
+    let burned = cpu_seconds(a.pid()) - before;
+    assert!(burned > 0.15, "{burned} CPU s in 1 s after: {lost}");
+    // A manager on the same address: the node reconnects, reports the
+    // part it kept running, and drops it when told this manager does not
+    // hold it.
+    let _m2 = manager(&cfg, &d.join("run2"), &d.join("manager2.log"));
+    let back = wait_log(&alog, &["back with the manager", "reporting"]);
+    // The part submitted above, and the serving run's own one-job
+    // workload if it is still running.
+    let running = count_after(&back, "reporting ");
+    assert!(
+        running >= 1 && back.contains("running and 0 finished"),
+        "{back}"
+    );
+    let dropped = wait_log(&alog, &["the manager dropped"]);
+    assert_eq!(count_after(&dropped, "dropped "), running, "{dropped}");
+    assert!(dropped.contains("not counted"), "{dropped}");
+    wait_status(
+        port,
+        &certs_dir,
+        "a registered with the second manager",
+        |s| nodes_of(s, "a").len() == 1 && !runs_a_part(s, "a"),
+    );
+    // It serves the new manager: a job submitted now runs on it.
+    submit(port, &certs_dir, 1, 2000);
+    wait_status(
+        port,
+        &certs_dir,
+        "a part from the second manager on a",
+        |s| runs_a_part(s, "a"),
+    );
+    assert!(back.contains("after"), "{back}");
+}
+
+#[test]
+fn a_node_process_hung_past_the_link_timeout_is_told_and_rejoins_as_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config(d, port, 1);
+    let _m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let alog = d.join("a.log");
+    let a = node(port, &certs_dir, "a", &alog);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    submit(port, &certs_dir, 1, 5000);
+    wait_status(port, &certs_dir, "a part running on a", |s| {
+        runs_a_part(s, "a")
+    });
+    // A hang (SIGSTOP) until the manager has given the process up.
+    let pid = a.pid().to_string();
+    let signal = |sig: &str| {
+        let o = Command::new("kill").args([sig, &pid]).output().unwrap();
+        assert!(o.status.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let resume = Resume(&pid);
+    wait_status(port, &certs_dir, "a given up", |s| {
+        nodes_of(s, "a").is_empty()
+    });
+    drop(resume);
+    // Awake, it learns that its part was recorded lost (from the
+    // manager's last word or from its answer to the rejoin), drops it
+    // and serves as a new process.
+    let told = wait_log(&alog, &["dropped", "part(s)"]);
+    assert!(
+        told.contains("gave this process up") || told.contains("the manager dropped"),
+        "{told}"
+    );
+    assert!(count_after(&told, "dropped ") >= 1, "{told}");
+    wait_status(port, &certs_dir, "a registered again, idle", |s| {
+        nodes_of(s, "a").len() == 1 && !runs_a_part(s, "a")
+    });
+    // The part no longer burns: ~0 CPU s over a second (it burned ~0.5
+    // a second before).
+    let before = cpu_seconds(a.pid());
+    std::thread::sleep(Duration::from_secs(1));
+    let burned = cpu_seconds(a.pid()) - before;
+    assert!(burned < 0.1, "{burned} CPU s in 1 s after the drop: {told}");
+}
+
+/// Sends SIGCONT to a stopped process when dropped (so a failed wait does
+/// not leave it stopped behind its kill-on-drop guard).
+struct Resume<'a>(&'a str);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", self.0]).output();
+    }
+}
+
+#[test]
+fn past_the_grace_period_without_a_manager_the_node_stops_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config(d, port, 1);
+    let m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let alog = d.join("a.log");
+    let mut a = node_with_grace(port, &certs_dir, "a", &alog, 2);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    submit(port, &certs_dir, 1, 5000);
+    wait_status(port, &certs_dir, "a part running on a", |s| {
+        runs_a_part(s, "a")
+    });
+    m.kill();
+    wait_log(&alog, &["lost the manager"]);
+    // The process's own end is the event: exit 1 within the grace period
+    // and a few reconnection attempts (a loose bound).
+    let end = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = a.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < end,
+            "still running 30 s after a 2 s grace period"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(&alog).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("no manager at 127.0.0.1:")
+            && log.contains("(the grace period, --manager-grace-s)")
+            && log.contains("reconnection attempt(s) failed")
+            && log.contains("running part(s)"),
+        "{log}"
+    );
+}
