@@ -77,6 +77,16 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
     out
 }
 
+/// The payload bytes `msg` takes in a frame. A sender whose message can
+/// grow with the cluster (a status answer lists every node) checks it
+/// against [`MAX_FRAME`] and answers otherwise, rather than fail to
+/// encode.
+pub fn payload_len<T: Serialize>(msg: &T) -> usize {
+    bincode::serde::encode_to_vec(msg, config())
+        .expect("encoding to a Vec cannot fail")
+        .len()
+}
+
 /// Appends `msg`'s frame (length prefix and payload) to `out`: several
 /// frames in one buffer go out in one write.
 pub fn encode_append<T: Serialize>(out: &mut Vec<u8>, msg: &T) {
@@ -266,6 +276,16 @@ mod tests {
     use crate::job::JobSpec;
     use crate::policy::Decision;
     use crate::share::SpareRule;
+
+    #[test]
+    fn payload_len_is_the_frame_less_its_prefix() {
+        let m = ManagerMsg::Ping { nonce: 7 };
+        assert_eq!(payload_len(&m), encode(&m).len() - LEN_PREFIX);
+        let big = NodeMsg::Goodbye {
+            reason: "x".repeat(1000),
+        };
+        assert_eq!(payload_len(&big), encode(&big).len() - LEN_PREFIX);
+    }
 
     fn all_node_msgs() -> Vec<NodeMsg> {
         let part = PartId { job: 42, index: 3 };

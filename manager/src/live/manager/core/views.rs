@@ -2,7 +2,7 @@
 //! view's snapshot and the run's outcome. Copies of its state, built with
 //! the time given.
 
-use common::protocol::{ClientReply, NodeProcess, NodeStatus, PartStatus, ProcessUsage};
+use common::protocol::{self, ClientReply, NodeProcess, NodeStatus, PartStatus, ProcessUsage};
 use common::time::Time;
 
 use crate::live::liveview as lv;
@@ -38,7 +38,7 @@ impl LiveCore {
                 (id, parts, st.required_share(now).max(0.0))
             })
             .collect();
-        let nodes = nodes
+        let nodes: Vec<NodeStatus> = nodes
             .into_iter()
             .map(|(id, parts, load)| NodeStatus {
                 id,
@@ -58,7 +58,8 @@ impl LiveCore {
             })
             .collect();
         processes.sort_by(|a, b| a.host.cmp(&b.host));
-        ClientReply::Status {
+        let n_nodes = nodes.len();
+        let answer = ClientReply::Status {
             token,
             at: now,
             policy,
@@ -67,7 +68,21 @@ impl LiveCore {
             counts,
             manager,
             processes,
+        };
+        // One frame holds at most MAX_FRAME bytes; at Fugaku's size the
+        // node list alone is larger. Say so instead of failing to send.
+        let len = protocol::payload_len(&answer);
+        if len > protocol::MAX_FRAME {
+            return ClientReply::Error {
+                token,
+                message: format!(
+                    "the status of {n_nodes} nodes takes {len} bytes, above the {} a frame holds; \
+                     the live view (--http) pages the nodes",
+                    protocol::MAX_FRAME
+                ),
+            };
         }
+        answer
     }
 
     /// A snapshot for the live view (`--http`): counters, the node view,
