@@ -28,6 +28,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::nodepage::{self, NodeSummary, PageQuery};
+pub use super::nodepage::{NodeView, PartRow};
 
 /// The page, served at `/`.
 const PAGE: &str = include_str!("liveview.html");
@@ -86,35 +87,6 @@ pub fn token_for(addr: SocketAddr, given: Option<String>) -> Option<String> {
     // reproducible.
     rand::rng().fill_bytes(&mut b);
     Some(b.iter().map(|x| format!("{x:02x}")).collect())
-}
-
-/// One part on a node.
-#[derive(Debug, Clone, Serialize)]
-pub struct PartView {
-    /// The job.
-    pub job: u64,
-    /// The share it needs now to meet its deadline (Libra's share; 0 when
-    /// overdue). Nodes hand spare capacity out on top.
-    pub share: f64,
-    /// Estimated processor time done (s).
-    pub cpu_done: f64,
-    /// Estimated processor time (s).
-    pub est_cpu: f64,
-    /// Absolute deadline (trace s).
-    pub deadline: f64,
-}
-
-/// One emulated node.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeView {
-    /// Cluster-wide node id.
-    pub id: u32,
-    /// Its node process.
-    pub host: String,
-    /// Sum of the required shares of its parts.
-    pub load: f64,
-    /// Its parts.
-    pub parts: Vec<PartView>,
 }
 
 /// Progress of the run.

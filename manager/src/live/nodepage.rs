@@ -6,7 +6,34 @@
 
 use serde::Serialize;
 
-use super::liveview::NodeView;
+/// One part on a node.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartRow {
+    /// The job.
+    pub job: u64,
+    /// The share it needs now to meet its deadline (Libra's share; 0 when
+    /// overdue). Nodes hand spare capacity out on top.
+    pub share: f64,
+    /// Estimated processor time done (s).
+    pub cpu_done: f64,
+    /// Estimated processor time (s).
+    pub est_cpu: f64,
+    /// Absolute deadline (trace s).
+    pub deadline: f64,
+}
+
+/// One emulated node.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeView {
+    /// Cluster-wide node id.
+    pub id: u32,
+    /// Its node process.
+    pub host: String,
+    /// Sum of the required shares of its parts.
+    pub load: f64,
+    /// Its parts.
+    pub parts: Vec<PartRow>,
+}
 
 /// Nodes per page when the query does not say.
 pub const PER_PAGE: usize = 100;
@@ -145,8 +172,8 @@ pub fn page<'a>(nodes: &'a [NodeView], q: PageQuery) -> NodePage<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::PartRow;
     use super::*;
-    use crate::live::liveview::PartView;
 
     fn node(id: u32, loads: &[f64]) -> NodeView {
         NodeView {
@@ -155,7 +182,7 @@ mod tests {
             load: loads.iter().sum(),
             parts: loads
                 .iter()
-                .map(|&l| PartView {
+                .map(|&l| PartRow {
                     job: u64::from(id),
                     share: l,
                     cpu_done: 0.0,

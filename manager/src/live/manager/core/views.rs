@@ -110,7 +110,7 @@ impl LiveCore {
                 let parts = st
                     .parts
                     .iter()
-                    .map(|p| lv::PartView {
+                    .map(|p| lv::PartRow {
                         job: p.job,
                         share: p.share_input(t).required(),
                         cpu_done: p.cpu_done,
