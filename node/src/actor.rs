@@ -17,7 +17,7 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use common::Time;
 
-use crate::core::{NodeEngine, NodeEvent, PartProgress, PlaceError, Slice};
+use crate::core::{NodeEngine, NodeEvent, PartStanding, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
 use crate::spec::{EmulatedNodeSpec, NodeId, PartSpec};
 use crate::telemetry::NodeTelemetry;
@@ -65,18 +65,18 @@ pub struct GetTelemetry {
 
 /// Ask where the node stands.
 #[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "NodeStatus")]
+#[rtype(result = "NodeSnapshot")]
 pub struct GetStatus;
 
 /// The answer to [`GetStatus`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct NodeStatus {
+pub struct NodeSnapshot {
     /// The node.
     pub spec: EmulatedNodeSpec,
     /// Trace time of the answer.
     pub now: Time,
     /// Every part on the node.
-    pub parts: Vec<PartProgress>,
+    pub parts: Vec<PartStanding>,
 }
 
 /// Where the node sends its [`NodeReport`]s (`None`: nowhere).
@@ -308,7 +308,7 @@ impl Handler<GetStatus> for NodeActor {
     type Result = MessageResult<GetStatus>;
 
     fn handle(&mut self, _: GetStatus, _: &mut Self::Context) -> Self::Result {
-        MessageResult(NodeStatus {
+        MessageResult(NodeSnapshot {
             spec: *self.core.spec(),
             now: self.clock.now(),
             parts: self.core.progress(),

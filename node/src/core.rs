@@ -103,14 +103,14 @@ pub struct PartCompletion {
 
 /// Where a running part stands.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PartProgress {
+pub struct PartStanding {
     /// The part.
     pub part_id: NodePartId,
     /// Its job.
     pub job_id: JobId,
     /// Work done so far (reference seconds, comparable to the part's
     /// `actual` and `estimate`). Excludes a slice still burning.
-    pub done: Time,
+    pub work_done: Time,
     /// Its current share of the node.
     pub share: f64,
     /// Whether it is on-track (estimated work left and deadline ahead).
@@ -139,7 +139,7 @@ pub enum NodeEvent {
         /// When (trace s).
         at: Time,
         /// One entry per part, in placement order.
-        parts: Vec<PartProgress>,
+        parts: Vec<PartStanding>,
     },
     /// A part sent with [`crate::PlaceReported`] is on the node (reported
     /// by the node actor, before any other event of that part).
@@ -391,13 +391,13 @@ impl NodeEngine {
     }
 
     /// Progress of every part (work done excludes slices still burning).
-    pub fn progress(&self) -> Vec<PartProgress> {
+    pub fn progress(&self) -> Vec<PartStanding> {
         self.parts
             .iter()
-            .map(|p| PartProgress {
+            .map(|p| PartStanding {
                 part_id: p.spec.part_id,
                 job_id: p.spec.job_id,
-                done: self.node_cpu(p.burned_ns as f64) * self.spec.speed,
+                work_done: self.node_cpu(p.burned_ns as f64) * self.spec.speed,
                 share: p.share,
                 on_track: p.on_track,
             })

@@ -32,11 +32,11 @@ pub mod standalone;
 pub mod telemetry;
 
 pub use crate::actor::{
-    report_channel, GetStatus, GetTelemetry, NodeActor, NodeReport, NodeStatus, PlacePart,
+    report_channel, GetStatus, GetTelemetry, NodeActor, NodeReport, NodeSnapshot, PlacePart,
     PlaceReported, SetReportSink, WithdrawPart,
 };
 pub use crate::core::{
-    NodeEngine, NodeEvent, PartCompletion, PartProgress, PlaceError, ShareReason, Slice,
+    NodeEngine, NodeEvent, PartCompletion, PartStanding, PlaceError, ShareReason, Slice,
 };
 pub use crate::host::{HostError, NodeHost};
 pub use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};

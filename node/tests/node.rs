@@ -124,7 +124,7 @@ fn three_parts_get_their_shares_of_processor_time() {
             // q = rem / rd at the last placement, a hair off the target.
             assert!((got - want).abs() < 1e-4, "{shares:?}");
         }
-        assert!(status.parts.iter().all(|p| p.on_track && p.done > 0.0));
+        assert!(status.parts.iter().all(|p| p.on_track && p.work_done > 0.0));
         let mut progress = 0;
         while let Ok(r) = rx.try_recv() {
             if let NodeEvent::Progress { parts, .. } = r.event {

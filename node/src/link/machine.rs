@@ -827,13 +827,13 @@ impl LinkMachine {
                 let mut wire = Vec::new();
                 for p in &parts {
                     if let Some(h) = self.parts.get_mut(&p.part_id) {
-                        h.work_done = p.done;
+                        h.work_done = p.work_done;
                         h.share = p.share;
                         if !h.pending {
                             wire.push(PartProgress {
                                 part: h.part,
                                 node,
-                                work_done: p.done,
+                                work_done: p.work_done,
                                 share: p.share,
                             });
                         }
@@ -874,7 +874,7 @@ impl LinkMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{PartCompletion, PartProgress as LocalProgress};
+    use crate::core::{PartCompletion, PartStanding};
     use common::share::SpareRule;
 
     const SEC: Duration = Duration::from_secs(1);
@@ -966,10 +966,10 @@ mod tests {
     fn progress(local: u64, at: Time, done: f64) -> NodeEvent {
         NodeEvent::Progress {
             at,
-            parts: vec![LocalProgress {
+            parts: vec![PartStanding {
                 part_id: local,
                 job_id: 0,
-                done,
+                work_done: done,
                 share: 0.5,
                 on_track: true,
             }],

@@ -326,7 +326,7 @@ impl NodeProcess {
                             self.parts.get(&p.part_id).map(|w| protocol::PartProgress {
                                 part: w.part,
                                 node: node as u32,
-                                work_done: p.done,
+                                work_done: p.work_done,
                                 share: p.share,
                             })
                         })
