@@ -57,7 +57,7 @@ for policy in "${policies[@]}"; do
   start=$(date +%s.%N)
   libratory run --spawn-local --config "$run_cfg" --out "$out/$policy" --progress-every 5 >"$log" 2>&1 &
   manager=$!
-  expected= reg_s= node_kb= mgr_kb_reg= mgr_kb_max=0 nodes_n=0
+  expected='' reg_s='' node_kb='' mgr_kb_reg='' mgr_kb_max=0 nodes_n=0
   while kill -0 "$manager" 2>/dev/null; do
     if [[ -z $expected ]]; then
       expected=$(sed -n 's/.*waiting for \([0-9]*\) emulated nodes.*/\1/p' "$log" 2>/dev/null | head -1 || true)
