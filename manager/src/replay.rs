@@ -453,7 +453,7 @@ pub fn run(dir: &Path, out: Option<PathBuf>) -> Result<()> {
         params: exp.params.clone(),
         trace: trace.clone(),
         jobs: obs.jobs,
-        odd: h.workload.odd_records.clone(),
+        odd: h.workload.facts.odd_records.clone(),
         duplicates: h.workload.duplicates,
     };
     let out = out.unwrap_or_else(|| {

@@ -148,7 +148,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
         submitted: r.records.len(),
         undecided: &r.undecided,
         unfinished: &r.unfinished,
-        never_submitted: h.workload.jobs.saturating_sub(from_workload),
+        never_submitted: h.workload.facts.jobs.saturating_sub(from_workload),
         lost: &[
             "latency histograms (histograms/*.hlog, latency_us, node_latency_us)",
             "node process exit statuses",
@@ -169,7 +169,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
             "the run did not end: {} job(s) undecided, {} accepted but unfinished (recorded as lost), {} never submitted",
             r.undecided.len(),
             r.unfinished.len(),
-            h.workload.jobs.saturating_sub(from_workload)
+            h.workload.facts.jobs.saturating_sub(from_workload)
         ));
     }
     let mut live = serde_json::to_value(LiveFacts {
@@ -187,7 +187,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
         params: h.experiment.params.clone(),
         trace: trace.clone(),
         jobs: Vec::new(),
-        odd: h.workload.odd_records.clone(),
+        odd: h.workload.facts.odd_records.clone(),
         duplicates: h.workload.duplicates,
     };
     let mut files = rundir::write_run_files_with(
@@ -203,13 +203,7 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
             }],
             live: Some(&live),
         },
-        rundir::WorkloadFacts {
-            jobs: h.workload.jobs,
-            nodes: h.workload.nodes,
-            first_arrival: h.workload.first_arrival,
-            last_arrival: h.workload.last_arrival,
-            odd_records: &h.workload.odd_records,
-        },
+        h.workload.facts.clone(),
         &rundir::OutputKind::ALL,
     )?;
     files.push(JOURNAL.into());

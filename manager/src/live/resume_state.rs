@@ -241,12 +241,14 @@ mod tests {
                 cluster,
                 experiment: common::experiment::Experiment::preset("libra").unwrap(),
                 trace: None,
-                workload: journal::WorkloadFacts {
-                    jobs: 4,
-                    nodes: 2,
-                    first_arrival: 0.0,
-                    last_arrival: 3.0,
-                    odd_records: common::workload::OddRecords::default(),
+                workload: journal::JournalWorkload {
+                    facts: crate::results::rundir::WorkloadFacts {
+                        jobs: 4,
+                        nodes: 2,
+                        first_arrival: 0.0,
+                        last_arrival: 3.0,
+                        odd_records: common::workload::OddRecords::default(),
+                    },
                     duplicates: 0,
                 },
             },

@@ -65,12 +65,8 @@ pub fn journal_header(
         cluster: cfg.clone(),
         experiment: exp.clone(),
         trace: trace.map(serde_json::to_value).transpose()?,
-        workload: journal::WorkloadFacts {
-            jobs: wl.jobs.len(),
-            nodes: exp.params.nodes,
-            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
-            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
-            odd_records: wl.odd.clone(),
+        workload: journal::JournalWorkload {
+            facts: rundir::WorkloadFacts::of(wl, exp.params.nodes),
             duplicates: wl.duplicates,
         },
     })

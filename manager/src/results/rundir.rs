@@ -421,7 +421,7 @@ pub struct SummaryFile<'a> {
     /// Everything that was set.
     pub experiment: &'a Experiment,
     /// Facts of the workload.
-    pub workload: WorkloadFacts<'a>,
+    pub workload: WorkloadFacts,
     /// One summary per policy.
     pub policies: &'a [Summary],
     /// Live runs: what only they have (mode, time scale, node processes,
@@ -430,9 +430,10 @@ pub struct SummaryFile<'a> {
     pub live: Option<&'a serde_json::Value>,
 }
 
-/// Facts of a built workload.
-#[derive(Serialize)]
-pub struct WorkloadFacts<'a> {
+/// Facts of a built workload (`summary.json`'s `workload`; the journal's
+/// header keeps them too, so a run rebuilt from it writes the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadFacts {
     /// Jobs submitted.
     pub jobs: usize,
     /// Nodes of the cluster.
@@ -442,7 +443,20 @@ pub struct WorkloadFacts<'a> {
     /// Last arrival.
     pub last_arrival: f64,
     /// How odd records were handled.
-    pub odd_records: &'a OddRecords,
+    pub odd_records: OddRecords,
+}
+
+impl WorkloadFacts {
+    /// The facts of `wl` on a cluster of `nodes`.
+    pub fn of(wl: &Workload, nodes: usize) -> WorkloadFacts {
+        WorkloadFacts {
+            jobs: wl.jobs.len(),
+            nodes,
+            first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
+            last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
+            odd_records: wl.odd.clone(),
+        }
+    }
 }
 
 /// One policy's outcome of a simulated run.
@@ -540,14 +554,7 @@ pub fn write_chosen_run_files_with_heads(
     kinds: &[OutputKind],
     heads: Option<&output::JobHeads>,
 ) -> Result<Vec<String>> {
-    let wl = run.workload;
-    let facts = WorkloadFacts {
-        jobs: wl.jobs.len(),
-        nodes: run.experiment.params.nodes,
-        first_arrival: wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time),
-        last_arrival: wl.jobs.last().map_or(0.0, |j| j.spec.details.submit_time),
-        odd_records: &wl.odd,
-    };
+    let facts = WorkloadFacts::of(run.workload, run.experiment.params.nodes);
     write_files(dir, run, facts, kinds, heads)
 }
 

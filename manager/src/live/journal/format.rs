@@ -10,20 +10,17 @@ use common::workload::OddRecords;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::config::ClusterConfig;
+use crate::results::rundir::WorkloadFacts;
 
-/// Facts of the workload a run replayed (summary.json's `workload`).
+/// The workload a run replayed, as its header keeps it: the run
+/// directory's facts (summary.json's `workload`, written the same way by a
+/// rebuild) and the duplicates added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadFacts {
-    /// Jobs in the workload.
-    pub jobs: usize,
-    /// Nodes of the cluster.
-    pub nodes: usize,
-    /// First arrival (trace seconds).
-    pub first_arrival: f64,
-    /// Last arrival.
-    pub last_arrival: f64,
-    /// How odd records were handled.
-    pub odd_records: OddRecords,
+pub struct JournalWorkload {
+    /// summary.json's facts (their fields at the top level of the JSON, as
+    /// journals have always written them).
+    #[serde(flatten)]
+    pub facts: WorkloadFacts,
     /// Jobs added as duplicates.
     pub duplicates: usize,
 }
@@ -55,7 +52,7 @@ pub struct Header {
     /// The trace read, if any (path, file name, bytes, SHA-256).
     pub trace: Option<serde_json::Value>,
     /// Facts of the workload.
-    pub workload: WorkloadFacts,
+    pub workload: JournalWorkload,
 }
 
 /// What the fault injector did to a node process.

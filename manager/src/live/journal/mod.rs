@@ -37,7 +37,7 @@ pub mod reader;
 pub mod rebuild;
 pub mod writer;
 
-pub use format::{Entry, FaultAct, Header, WorkloadFacts};
+pub use format::{Entry, FaultAct, Header, JournalWorkload};
 pub use reader::{parse, read, Contents};
 pub use rebuild::{rebuild, Rebuilt, UNDECIDED, UNFINISHED};
 pub use writer::{Journal, JournalWriter, FSYNC_EVERY, GATHER};
@@ -131,12 +131,14 @@ pub(crate) mod testkit {
             cluster,
             experiment: Experiment::preset("libra").unwrap(),
             trace: None,
-            workload: WorkloadFacts {
-                jobs: 4,
-                nodes: 2,
-                first_arrival: 0.0,
-                last_arrival: 3.0,
-                odd_records: OddRecords::default(),
+            workload: JournalWorkload {
+                facts: crate::results::rundir::WorkloadFacts {
+                    jobs: 4,
+                    nodes: 2,
+                    first_arrival: 0.0,
+                    last_arrival: 3.0,
+                    odd_records: OddRecords::default(),
+                },
                 duplicates: 0,
             },
         }
