@@ -45,14 +45,14 @@ pub fn resume(
     }
     let cfg = c.header.cluster.clone();
     let (exp, wl) = setup::experiment_of(&cfg)?;
-    if exp.params.seed != c.header.seed || wl.jobs.len() != c.header.workload.jobs {
+    if exp.params.seed != c.header.seed || wl.jobs.len() != c.header.workload.facts.jobs {
         bail!(
             "{}: the workload rebuilt from the journal's configuration differs from the run's (seed {} and {} jobs, journal: seed {} and {} jobs): its trace or preset changed since",
             path.display(),
             exp.params.seed,
             wl.jobs.len(),
             c.header.seed,
-            c.header.workload.jobs
+            c.header.workload.facts.jobs
         );
     }
     let scale = cfg.manager.time_scale;

@@ -6,7 +6,6 @@ use common::experiment::Experiment;
 use common::job::JobId;
 use common::metrics::JobRecord;
 use common::time::Time;
-use common::workload::OddRecords;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::config::ClusterConfig;
