@@ -27,8 +27,8 @@
 //! manager collects the histograms), or, one in six, while the node
 //! processes register.
 //!
-//! The manager process does not restart here: a `LiveCore` rebuilt from
-//! its journal does not exist yet.
+//! The manager process does not restart here: the harness does not yet
+//! drive `LiveCore::resumed` (the chaos test covers manager crashes live).
 //!
 //! After each run `check` verifies the invariants (see there).
 
