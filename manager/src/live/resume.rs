@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 
 use crate::environment::Environment;
-use crate::live::journal::{self, Entry, JournalWriter, JOURNAL};
+use crate::live::journal::{self, JournalWriter, JOURNAL};
 use crate::live::manager::{self as live, LiveConfig, Takeover, Threads};
 use crate::live::progress::Progress;
 use crate::live::resume_state::{check_resumable, ResumeState, RESUMED};
@@ -160,17 +160,8 @@ pub fn resume(
         (started, manager_seconds),
         &mut log,
     )?;
-    let j = writer.journal();
-    j.send(Entry::End {
-        t: j.t(),
-        wall_seconds: outcome.wall_seconds,
-    });
-    if let Err(e) = writer.close() {
-        log.say(format_args!("warning: the run journal is incomplete: {e}"));
-    }
-    let mut files = files;
-    files.push(JOURNAL.into());
-    let files = rundir::with_manifest_and_log(files);
+    // The result files are written: the journal is complete.
+    let files = run_files::end_journal(writer, outcome.wall_seconds, &mut log, files);
     let trace_facts: Option<rundir::TraceFacts> = c
         .header
         .trace

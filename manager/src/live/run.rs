@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::cluster::config::{ClusterConfig, HostSection};
 use crate::environment::Environment;
-use crate::live::journal::{Entry, JournalWriter, JOURNAL};
+use crate::live::journal::{JournalWriter, JOURNAL};
 use crate::live::local_nodes::LocalNodes;
 use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
 use crate::live::progress::Progress;
@@ -263,17 +263,7 @@ pub fn run(
         &mut log,
     )?;
     // The result files are written: the journal is complete.
-    let j = writer.journal();
-    j.send(Entry::End {
-        t: j.t(),
-        wall_seconds: outcome.wall_seconds,
-    });
-    if let Err(e) = writer.close() {
-        log.say(format_args!("warning: the run journal is incomplete: {e}"));
-    }
-    let mut files = files;
-    files.push(JOURNAL.into());
-    let files = rundir::with_manifest_and_log(files);
+    let files = run_files::end_journal(writer, outcome.wall_seconds, &mut log, files);
     let config = run_files::LiveRunConfig {
         experiment: &exp,
         cluster: cfg,

@@ -15,6 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::cluster::config::ClusterConfig;
+use crate::live::journal::{Entry, JournalWriter, JOURNAL};
 use crate::live::manager::LiveOutcome;
 use crate::results::histograms::{
     merge_by_name, percentiles, write_hlog, write_hlog_intervals, Percentiles,
@@ -80,6 +81,28 @@ pub fn node_process_facts(o: &LiveOutcome, exits: &[(String, String)]) -> Vec<No
     }
     facts.sort_by(|a, b| a.host.cmp(&b.host));
     facts
+}
+
+/// After a live run's result files are written: the journal's end entry,
+/// the writer closed (a failure is a warning in the log; the results
+/// stand) and the journal added to the run's `files`, with the manifest
+/// and log.
+pub fn end_journal(
+    writer: JournalWriter,
+    wall_seconds: f64,
+    log: &mut Log,
+    mut files: Vec<String>,
+) -> Vec<String> {
+    let j = writer.journal();
+    j.send(Entry::End {
+        t: j.t(),
+        wall_seconds,
+    });
+    if let Err(e) = writer.close() {
+        log.say(format_args!("warning: the run journal is incomplete: {e}"));
+    }
+    files.push(JOURNAL.into());
+    rundir::with_manifest_and_log(files)
 }
 
 /// Writes the data files of a live run (summary.json, the per-job CSV and
