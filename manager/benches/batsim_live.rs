@@ -25,6 +25,10 @@
 //! `BATSIM_LIVE_RATES` (default `100,1000`) sets the steps. No randomness
 //! is used.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::client;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,9 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::job::JobSpec;
-use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use common::protocol::{ClientMsg, ClientReply};
 use hdrhistogram::Histogram;
-use net::{FramedStream, Timeouts};
 
 /// Seconds of each kind of request in a step.
 const STEP_S: f64 = 3.0;
@@ -77,25 +80,6 @@ impl Drop for Kill {
             let _ = c.wait();
         }
     }
-}
-
-async fn client(
-    addr: SocketAddr,
-    certs: &Path,
-) -> (quinn::Endpoint, quinn::Connection, FramedStream) {
-    let ep = net::client_endpoint(
-        "127.0.0.1:0".parse().unwrap(),
-        certs,
-        net::CLIENT_NAME,
-        Timeouts::default(),
-    )
-    .unwrap();
-    let c = net::connect(&ep, addr).await.unwrap();
-    let mut s = FramedStream::open(&c).await.unwrap();
-    s.handshake(&Hello::new(Role::Client, "bench"))
-        .await
-        .unwrap();
-    (ep, c, s)
 }
 
 /// Waits until `nodes` nodes registered with the manager at `addr`.

@@ -49,6 +49,10 @@
 //!
 //! Every random choice here is fixed (no randomness is used).
 
+#[path = "support/mod.rs"]
+mod support;
+use support::client;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -56,9 +60,8 @@ use std::time::{Duration, Instant};
 
 use common::job::JobSpec;
 use common::policy::Decision;
-use common::protocol::{ClientMsg, ClientReply, Hello, Role};
+use common::protocol::{ClientMsg, ClientReply};
 use hdrhistogram::Histogram;
-use net::{self, FramedStream, Timeouts};
 
 /// Seconds of echoes, and as many of submissions, in a paced step.
 const STEP_S: f64 = 2.0;
@@ -284,25 +287,6 @@ impl Drop for Kill {
 
 fn job(k: u64, estimate: f64, deadline: f64) -> JobSpec {
     JobSpec::new(k, 0.0, estimate, 1, deadline, f64::INFINITY)
-}
-
-async fn client(
-    addr: SocketAddr,
-    certs: &Path,
-) -> (quinn::Endpoint, quinn::Connection, FramedStream) {
-    let ep = net::client_endpoint(
-        "127.0.0.1:0".parse().unwrap(),
-        certs,
-        net::CLIENT_NAME,
-        Timeouts::default(),
-    )
-    .unwrap();
-    let c = net::connect(&ep, addr).await.unwrap();
-    let mut s = FramedStream::open(&c).await.unwrap();
-    s.handshake(&Hello::new(Role::Client, "bench"))
-        .await
-        .unwrap();
-    (ep, c, s)
 }
 
 /// The baseline: QUIC echo round trips with the manager process itself,
