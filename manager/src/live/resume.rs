@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
+use common::workload::WorkloadJob;
 
 use crate::environment::Environment;
 use crate::live::journal::{self, JournalWriter, JOURNAL};
@@ -56,7 +57,6 @@ pub fn resume(
         );
     }
     let scale = cfg.manager.time_scale;
-    let offset = s.replay_offset.expect("checked resumable");
     // The clock went on while no manager ran: from the journal's last
     // write (its file's modification time) to now.
     let down = std::fs::metadata(&path)
@@ -65,57 +65,17 @@ pub fn resume(
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .unwrap_or_default()
         .as_secs_f64();
-    let trace_now = s.last_trace + down / scale;
-    let recorded: HashSet<u64> = s.recorded().collect();
-    let undecided_ids: HashSet<u64> = s.undecided.iter().map(|r| r.id).collect();
-    let mut undecided = Vec::new();
-    let mut remaining = Vec::new();
-    for j in &wl.jobs {
-        if undecided_ids.contains(&j.spec.id) {
-            let mut j = j.clone();
-            j.spec.details.submit_time += offset;
-            undecided.push(j);
-        } else if !recorded.contains(&j.spec.id) {
-            remaining.push(j.clone());
-        }
-    }
-    let unrecoverable: Vec<_> = s
-        .undecided
-        .iter()
-        .filter(|r| r.id >= CLIENT_JOBS)
-        .cloned()
-        .collect();
-    let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
-    let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
-    let note = format!(
-        "{RESUMED}{after} the manager was down {down:.3} s (trace {:.3} to {trace_now:.3}); {} jobs over, {} running carried, {} queued decided again, {} not submitted yet",
-        s.last_trace,
-        s.done.len(),
-        s.open.len(),
-        undecided.len(),
-        remaining.len()
-    );
+    let (takeover, remaining) = takeover(&c, &s, &wl.jobs, down, after_fault);
     let mut log = Log::new();
     log.say(format_args!(
-        "libratory resume: {} (run started {}, policy {}, seed {}, resumed {} time(s) before): {note}",
+        "libratory resume: {} (run started {}, policy {}, seed {}, resumed {} time(s) before): {}",
         dir.display(),
         c.header.started_utc,
         c.header.policy,
         c.header.seed,
-        s.resumed_before
+        s.resumed_before,
+        takeover.note
     ));
-    let takeover = Takeover {
-        done: s.done.clone(),
-        open: s.open.iter().map(|o| o.record.clone()).collect(),
-        undecided,
-        unrecoverable,
-        offset,
-        node_processes: s.node_processes.clone(),
-        wait,
-        crash_trace: s.last_trace,
-        note,
-        trace_now,
-    };
     let listen = cfg.manager.listen.parse()?;
     let writer = JournalWriter::append(&path, s.last_t + down)?;
     let live_cfg = LiveConfig {
@@ -192,4 +152,67 @@ pub fn resume(
         ),
     )?;
     Ok(())
+}
+
+/// What a manager taking the run over starts from: the [`Takeover`] read
+/// from the journal's contents `c` and state `s`, the manager having been
+/// down `down` real seconds since the journal's last entry (`after_fault`
+/// names the fault that killed it), and the workload's jobs (`jobs`, the
+/// run's whole workload in submit order) not yet submitted, which the
+/// replay goes on with. Pure: `resume` reads the journal and the clock,
+/// and the deterministic harness calls this on the journal its crashed
+/// core wrote.
+pub(crate) fn takeover(
+    c: &journal::Contents,
+    s: &ResumeState,
+    jobs: &[WorkloadJob],
+    down: f64,
+    after_fault: Option<&str>,
+) -> (Takeover, Vec<WorkloadJob>) {
+    let cfg = &c.header.cluster;
+    let scale = cfg.manager.time_scale;
+    let offset = s.replay_offset.expect("checked resumable");
+    let trace_now = s.last_trace + down / scale;
+    let recorded: HashSet<u64> = s.recorded().collect();
+    let undecided_ids: HashSet<u64> = s.undecided.iter().map(|r| r.id).collect();
+    let mut undecided = Vec::new();
+    let mut remaining = Vec::new();
+    for j in jobs {
+        if undecided_ids.contains(&j.spec.id) {
+            let mut j = j.clone();
+            j.spec.details.submit_time += offset;
+            undecided.push(j);
+        } else if !recorded.contains(&j.spec.id) {
+            remaining.push(j.clone());
+        }
+    }
+    let unrecoverable: Vec<_> = s
+        .undecided
+        .iter()
+        .filter(|r| r.id >= CLIENT_JOBS)
+        .cloned()
+        .collect();
+    let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
+    let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
+    let note = format!(
+        "{RESUMED}{after} the manager was down {down:.3} s (trace {:.3} to {trace_now:.3}); {} jobs over, {} running carried, {} queued decided again, {} not submitted yet",
+        s.last_trace,
+        s.done.len(),
+        s.open.len(),
+        undecided.len(),
+        remaining.len()
+    );
+    let takeover = Takeover {
+        done: s.done.clone(),
+        open: s.open.iter().map(|o| o.record.clone()).collect(),
+        undecided,
+        unrecoverable,
+        offset,
+        node_processes: s.node_processes.clone(),
+        wait,
+        crash_trace: s.last_trace,
+        note,
+        trace_now,
+    };
+    (takeover, remaining)
 }

@@ -191,7 +191,13 @@ impl Drop for JournalWriter {
     }
 }
 
-fn write_entry(out: &mut impl Write, line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
+/// Writes `e` as one journal line (also the deterministic harness's journal,
+/// which keeps its lines in memory).
+pub(crate) fn write_entry(
+    out: &mut impl Write,
+    line: &mut Vec<u8>,
+    e: &Entry,
+) -> std::io::Result<()> {
     line.clear();
     entry_json(line, e)?;
     line.push(b'\n');

