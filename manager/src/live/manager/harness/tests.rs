@@ -68,9 +68,10 @@ fn harness_seeds_keep_the_invariants() {
                 for e in r.exits.iter().take(5) {
                     eprintln!("  (node process ended: {e})");
                 }
+                let strict = if strict { "HARNESS_STRICT=1 " } else { "" };
                 eprintln!(
-                "  reproduce: HARNESS_SEED={seed} cargo test -p libratory-manager --lib harness"
-            );
+                    "  reproduce: {strict}HARNESS_SEED={seed} cargo test -p libratory-manager --lib harness"
+                );
                 failed.push(v.seed);
             }
         }

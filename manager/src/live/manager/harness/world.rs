@@ -210,6 +210,8 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
             .collect(),
         links: HashMap::new(),
         next_link: 1,
+        // Only an origin for the link machines' `Instant`s: what they
+        // decide depends on differences, so a run is the same any time.
         base: Instant::now(),
         run: Run {
             scenario: sc.clone(),
