@@ -209,7 +209,7 @@ pub fn observe(
     let ids = |p: &Process| p.nodes.clone().map(|n| n as u32).collect::<Vec<u32>>();
     for e in &c.entries {
         match e {
-            Entry::Node { t, host, nodes } => {
+            Entry::Node { t, host, nodes, .. } => {
                 let label = label_of(host);
                 match processes.iter().position(|p| p.label == label) {
                     None => {
@@ -526,6 +526,7 @@ mod tests {
             t,
             host: host.into(),
             nodes,
+            pid: None,
         }
     }
 

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
+use common::protocol::PartId;
 use common::workload::WorkloadJob;
 
 use crate::environment::Environment;
@@ -209,6 +210,25 @@ pub(crate) fn takeover(
         unrecoverable,
         offset,
         node_processes: s.node_processes.clone(),
+        node_pids: s.node_pids.clone(),
+        started: s
+            .open
+            .iter()
+            .flat_map(|o| {
+                let job = o.record.id;
+                o.started.iter().map(move |&index| PartId { job, index })
+            })
+            .collect(),
+        ended: s
+            .open
+            .iter()
+            .flat_map(|o| {
+                let job = o.record.id;
+                o.ended
+                    .iter()
+                    .map(move |(&index, &at)| (PartId { job, index }, at))
+            })
+            .collect(),
         wait,
         crash_trace: s.last_trace,
         note,

@@ -10,7 +10,7 @@
 //! come back which of the open jobs' parts still run or finished
 //! meanwhile.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use common::job::JobId;
 use common::metrics::JobRecord;
@@ -23,6 +23,12 @@ use crate::live::journal::{Contents, Entry};
 pub struct OpenJob {
     /// Its decided record (the clock axis, as the journal holds it).
     pub record: JobRecord,
+    /// Its parts whose start on their node the journal holds (their
+    /// dispatch arrived), by index.
+    pub started: BTreeSet<u32>,
+    /// Its parts the journal holds over (`ended` lines), by index, with
+    /// their finish (the record's axis).
+    pub ended: BTreeMap<u32, Time>,
 }
 
 /// The journal's state of an unfinished run (see the module header).
@@ -46,6 +52,9 @@ pub struct ResumeState {
     pub last_t: f64,
     /// The node processes that registered, in order (label, nodes).
     pub node_processes: Vec<(String, usize)>,
+    /// Their process ids, in the same order (None: a journal written
+    /// before they were).
+    pub node_pids: Vec<Option<u32>>,
     /// How many times the run was resumed before (its `warning` entries
     /// that start with [`RESUMED`]).
     pub resumed_before: usize,
@@ -70,6 +79,9 @@ impl ResumeState {
         let mut replay: Option<(f64, Time)> = None;
         let mut last_t: f64 = 0.0;
         let mut nodes = Vec::new();
+        let mut pids = Vec::new();
+        let mut started: BTreeMap<JobId, BTreeSet<u32>> = BTreeMap::new();
+        let mut parts_over: BTreeMap<JobId, BTreeMap<u32, Time>> = BTreeMap::new();
         let mut resumed_before = 0;
         let mut ended = false;
         let put = |jobs: &mut BTreeMap<JobId, (Stage, JobRecord)>, s, r: &JobRecord| {
@@ -81,8 +93,14 @@ impl ResumeState {
         for e in &c.entries {
             let t = match e {
                 Entry::Header(_) => continue,
-                Entry::Node { t, host, nodes: n } => {
+                Entry::Node {
+                    t,
+                    host,
+                    nodes: n,
+                    pid,
+                } => {
                     nodes.push((host.clone(), *n));
+                    pids.push(*pid);
                     *t
                 }
                 Entry::Replay { t, offset } => {
@@ -97,10 +115,27 @@ impl ResumeState {
                     put(&mut jobs, Stage::Decided, record);
                     *t
                 }
-                Entry::Started { t, record, .. } => {
+                Entry::Started {
+                    t,
+                    record,
+                    id,
+                    part,
+                } => {
                     if let Some(r) = record {
                         put(&mut jobs, Stage::Decided, r);
                     }
+                    if let Some(job) = id.or(record.as_ref().map(|r| r.id)) {
+                        started.entry(job).or_default().insert(*part);
+                    }
+                    *t
+                }
+                Entry::Ended {
+                    t,
+                    id,
+                    part,
+                    finish,
+                } => {
+                    parts_over.entry(*id).or_default().insert(*part, *finish);
                     *t
                 }
                 Entry::Finished {
@@ -146,7 +181,11 @@ impl ResumeState {
                 Stage::Finished => done.push(r),
                 _ if rejected => done.push(r),
                 Stage::Submitted if !r.accepted => undecided.push(r),
-                _ => open.push(OpenJob { record: r }),
+                _ => open.push(OpenJob {
+                    started: started.remove(&r.id).unwrap_or_default(),
+                    ended: parts_over.remove(&r.id).unwrap_or_default(),
+                    record: r,
+                }),
             }
         }
         // The trace clock runs `1 / scale` trace seconds per journal
@@ -160,6 +199,7 @@ impl ResumeState {
             last_trace,
             last_t,
             node_processes: nodes,
+            node_pids: pids,
             resumed_before,
             ended,
         }
@@ -258,7 +298,8 @@ mod tests {
     }
 
     /// Job 1 completed, job 2 rejected, job 3 running (its `finished` not
-    /// journaled), job 4 queued: each lands where it belongs, and the
+    /// journaled; part 0 started, part 1 over at 13.5, part 2 neither),
+    /// job 4 queued: each lands where it belongs, and the
     /// clock's position is worked out from the replay entry: the replay
     /// began at journal 2.0 = trace 10 (offset), the last entry is at
     /// journal 5.0, so trace 10 + 3 / 0.5 = 16.
@@ -273,6 +314,7 @@ mod tests {
                 t: 1.0,
                 host: "h-0".into(),
                 nodes: 2,
+                pid: Some(77),
             },
             Entry::Replay {
                 t: 2.0,
@@ -298,6 +340,18 @@ mod tests {
                 id: Some(3),
                 record: None,
             },
+            Entry::Started {
+                t: 2.41,
+                part: 1,
+                id: Some(3),
+                record: None,
+            },
+            Entry::Ended {
+                t: 2.45,
+                id: 3,
+                part: 1,
+                finish: 13.5,
+            },
             Entry::Submitted {
                 t: 2.5,
                 record: record(4, false),
@@ -318,9 +372,12 @@ mod tests {
         assert_eq!(
             s.open,
             vec![OpenJob {
-                record: record(3, true)
+                record: record(3, true),
+                started: [0, 1].into(),
+                ended: [(1, 13.5)].into(),
             }]
         );
+        assert_eq!(s.node_pids, vec![Some(77)]);
         assert_eq!(s.undecided, vec![record(4, false)]);
         assert_eq!(s.replay_offset, Some(10.0));
         assert_eq!(s.last_trace, 16.0);
@@ -340,6 +397,7 @@ mod tests {
             t: 1.0,
             host: "h-0".into(),
             nodes: 2,
+            pid: None,
         }]);
         let s = ResumeState::from_journal(&c);
         assert!(check_resumable(&c, &s)

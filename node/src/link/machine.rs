@@ -249,6 +249,17 @@ pub struct LinkMachine {
     reported: Vec<FinishedPart>,
     /// Finished while their rejoin awaited its answer.
     finished_pending: Vec<FinishedPart>,
+    /// Completions sent on the current link within the last one or two
+    /// grace periods (`sent_before` the older period): a link does not
+    /// say which frames its peer read, and a manager that died reads none
+    /// of those sent between its death and the link's loss (up to the
+    /// idle timeout). A lost link reports them again in the rejoin; a
+    /// manager that resumed the run books the ones it carries and does
+    /// not know over, and drops the others (nothing counted twice).
+    sent: Vec<FinishedPart>,
+    sent_before: Vec<FinishedPart>,
+    /// When `sent` becomes `sent_before`.
+    rotate_at: Instant,
     /// Each node's latest progress of this report period.
     gathered: FxHashMap<u32, NodeProgress>,
     /// What the current manager was last told of each part (reports by
@@ -287,6 +298,9 @@ impl LinkMachine {
             finished: Vec::new(),
             reported: Vec::new(),
             finished_pending: Vec::new(),
+            sent: Vec::new(),
+            sent_before: Vec::new(),
+            rotate_at: now,
             gathered: FxHashMap::default(),
             exceptions: None,
             shift: 0.0,
@@ -385,6 +399,10 @@ impl LinkMachine {
                     self.out.push_back(Action::Histograms { last: false });
                     self.next_histogram = now + self.periods.histogram;
                 }
+                if now >= self.rotate_at {
+                    self.sent_before = std::mem::take(&mut self.sent);
+                    self.rotate_at = now + self.cfg.grace;
+                }
             }
             State::Down {
                 since,
@@ -458,7 +476,9 @@ impl LinkMachine {
             h.pending = false;
         }
         // Nor was what the rejoin reported, or what finished since.
-        let mut again = std::mem::take(&mut self.reported);
+        let mut again = std::mem::take(&mut self.sent_before);
+        again.append(&mut self.sent);
+        again.append(&mut self.reported);
         again.append(&mut self.finished_pending);
         again.append(&mut self.finished);
         self.finished = again;
@@ -661,6 +681,7 @@ impl LinkMachine {
         // none of these from the rejoin, so a kept one is sent now.
         for f in std::mem::take(&mut self.finished_pending) {
             if kept(&f.part) {
+                self.sent.push(f);
                 self.out.push_back(Action::Send(NodeMsg::Completed {
                     part: f.part,
                     at: f.at + self.shift,
@@ -816,6 +837,7 @@ impl LinkMachine {
                     // The manager never hears of a part's progress after
                     // its end.
                     self.flush();
+                    self.sent.push(f);
                     self.out.push_back(Action::Send(NodeMsg::Completed {
                         part: f.part,
                         at: f.at + shift,
@@ -1251,6 +1273,48 @@ mod tests {
             panic!("{a:?}")
         };
         (m, r.clone())
+    }
+
+    /// A completion sent on a link that is then lost may never have been
+    /// read (a manager that died reads nothing): the rejoin reports it
+    /// again, on the new clock, if it was sent within the last one or
+    /// two grace periods (60 s here). Part 2 completes at t0 and its frame
+    /// is sent; two rotations later (t0 + 61 s, t0 + 122 s) it is
+    /// forgotten. Part 1 completes and is sent at t0 + 122 s, the link is
+    /// lost a second later, and a manager whose clock reads 10 trace s
+    /// more than the nodes' welcomes the process: its rejoin reports part
+    /// 1 finished at 150 + 10, and nothing of part 2.
+    #[test]
+    fn a_rejoin_reports_again_the_completions_a_lost_link_may_have_dropped() {
+        let t0 = Instant::now();
+        let mut m = up_with_two_parts(t0);
+        m.handle_timeout(t0);
+        m.node_event(1, completed(2, 101.0, 1_000_000_000));
+        assert!(sends(&drain(&mut m))
+            .iter()
+            .any(|s| matches!(s, NodeMsg::Completed { part: p, .. } if *p == part(2))));
+        m.handle_timeout(t0 + 61 * SEC);
+        m.handle_timeout(t0 + 122 * SEC);
+        m.node_event(0, completed(1, 150.0, 1_000_000_000));
+        drain(&mut m);
+        m.link_lost(t0 + 123 * SEC, "idle timeout".into());
+        m.handle_timeout(m.poll_timeout().unwrap());
+        assert_eq!(drain(&mut m).last(), Some(&Action::Connect));
+        m.connected(t0 + 125 * SEC, &welcome(vec![6, 7], 160.0), 150.0);
+        let a = sends(&drain(&mut m));
+        let [NodeMsg::Rejoin(r)] = &a[..] else {
+            panic!("{a:?}")
+        };
+        assert!(r.running.is_empty());
+        assert_eq!(
+            r.finished,
+            vec![FinishedPart {
+                part: part(1),
+                node: 0,
+                at: 160.0,
+                cpu_seconds: 1.0
+            }]
+        );
     }
 
     #[test]

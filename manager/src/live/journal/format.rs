@@ -87,6 +87,11 @@ pub enum Entry {
         host: String,
         /// Emulated nodes it hosts.
         nodes: usize,
+        /// Its process id, as it registered: with `host`, which
+        /// registrations (under several managers of a resumed run) were
+        /// one process. Journals written before have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
     },
     /// The replay started; records are on the clock axis, `offset` trace
     /// seconds ahead of the workload's.
@@ -125,6 +130,21 @@ pub enum Entry {
         /// Its record (journals written before the `id` form).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<Box<JobRecord>>,
+    },
+    /// A part of a job completed on its node and the job goes on (its
+    /// other parts run): a manager that resumes the run knows the part
+    /// over. The job's last part is not written so: its `finished` line
+    /// says it. Journals written before have none (a part's end was known
+    /// only with its job's).
+    Ended {
+        /// When.
+        t: f64,
+        /// The job.
+        id: JobId,
+        /// Which part.
+        part: u32,
+        /// Its finish, on the record's axis.
+        finish: Time,
     },
     /// A job is over (completed, rejected, lost): its record is final.
     /// A job that completed after its `decided` entry is written with its

@@ -156,6 +156,7 @@ pub(crate) mod testkit {
             t: 0.1,
             host: "h-0 (127.0.0.1:9)".into(),
             nodes: 2,
+            pid: Some(41),
         });
         j.send(Entry::Replay {
             t: 0.2,

@@ -67,7 +67,9 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
     for e in &c.entries {
         let (t, stage, record) = match e {
             Entry::Header(_) => continue,
-            Entry::Node { t, host, nodes: n } => {
+            Entry::Node {
+                t, host, nodes: n, ..
+            } => {
                 nodes.push((host.clone(), *n));
                 (*t, None, None)
             }
@@ -120,7 +122,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 (*t, None, None)
             }
             Entry::Finished { t, .. } => (*t, None, None),
-            Entry::Fault { t, .. } => (*t, None, None),
+            Entry::Fault { t, .. } | Entry::Ended { t, .. } => (*t, None, None),
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
                 (*t, None, None)

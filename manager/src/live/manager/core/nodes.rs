@@ -55,6 +55,7 @@ impl LiveCore {
                 t: now.journal,
                 host: host.clone(),
                 nodes: ids.len(),
+                pid: Some(pid),
             });
         }
         let n = ids.len();
@@ -154,8 +155,21 @@ impl LiveCore {
                 Ok(())
             }
             NodeMsg::Completed { part, at, .. } => {
-                self.core
-                    .completed(now.trace, link, part, at, &mut self.out)
+                let r = self
+                    .core
+                    .completed(now.trace, link, part, at, &mut self.out);
+                // A part's end with the job going on: a manager resuming
+                // the run must know it over (the job's `finished` line
+                // says the last one's).
+                if r.is_ok() && self.cfg.journal && !self.core.job_over(part.job) {
+                    self.journal_buf.push(Entry::Ended {
+                        t: now.journal,
+                        id: part.job,
+                        part: part.index,
+                        finish: at,
+                    });
+                }
+                r
             }
             NodeMsg::Refused { part, reason } => {
                 self.warnings.push(format!(

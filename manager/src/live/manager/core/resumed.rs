@@ -5,13 +5,22 @@
 //! registered again, report them ([`Rejoin`]). The core takes each
 //! reported part back, books the parts that finished meanwhile, and
 //! records a carried job lost only when a node process holding one of its
-//! parts does not come back within the wait (or is lost later).
+//! parts does not come back within the wait (or is lost later), or comes
+//! back without a part whose start the journal does not hold either (its
+//! dispatch died with the manager: the node never had it).
+//!
+//! What the journal says of each carried part decides: over (an `ended`
+//! line, written when a part completes and its job goes on), started (a
+//! `started` line: the node had it), or neither. A process that comes back
+//! is known by the node ids its rejoin says it had (`was`, the last
+//! manager's numbering) and by its label and pid, which every `node` line
+//! of the run holds: its registrations under every earlier manager.
 //!
 //! Carried parts are booked here, not in the admission core: its view does
 //! not see them (a policy deciding meanwhile sees their nodes as they were
 //! without them), which `docs/faults.md` states with the guarantees.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use common::admission::LinkId;
@@ -43,6 +52,12 @@ pub struct Takeover {
     /// The node processes registered so far, in order (label, nodes): the
     /// node ids the journal's records use, numbered in that order.
     pub node_processes: Vec<(String, usize)>,
+    /// Their pids, in the same order (None: not journaled).
+    pub node_pids: Vec<Option<u32>>,
+    /// Parts of the open jobs whose start the journal holds.
+    pub started: Vec<PartId>,
+    /// Parts of the open jobs the journal holds over, with their finish.
+    pub ended: Vec<(PartId, Time)>,
     /// How long node processes have to come back with their parts.
     pub wait: Duration,
     /// The trace time of the journal's last entry: a carried part whose
@@ -66,6 +81,9 @@ pub(super) struct Carried {
     left: BTreeMap<u32, Option<LinkId>>,
     /// The latest finish of its parts seen.
     finish: Option<Time>,
+    /// Parts known to have reached their node (journaled started, or
+    /// reported by their process).
+    started: BTreeSet<u32>,
 }
 
 /// The resumed core's books of the carried jobs.
@@ -77,6 +95,8 @@ pub(super) struct Resumed {
     pub(super) done: Vec<JobRecord>,
     undecided: Vec<WorkloadJob>,
     node_hosts: Vec<String>,
+    /// The pid of each old node's process (None: not journaled).
+    node_pids: Vec<Option<u32>>,
     /// Old node ids whose process came back (its rejoin said `was`).
     back: HashSet<u32>,
     wait: Duration,
@@ -115,7 +135,10 @@ impl LiveCore {
         // name nodes in one numbering (the journal's `node` order).
         let mut out = Vec::new();
         let mut node_hosts = Vec::new();
+        let mut node_pids = Vec::new();
         for (k, (host, n)) in t.node_processes.iter().enumerate() {
+            let pid = t.node_pids.get(k).copied().flatten();
+            node_pids.extend(std::iter::repeat_n(pid, *n));
             let link = LinkId::MAX - k as LinkId;
             let infos: Vec<NodeInfo> = (0..*n as u32)
                 .map(|local| NodeInfo {
@@ -142,6 +165,7 @@ impl LiveCore {
             done: t.done,
             undecided: t.undecided,
             node_hosts,
+            node_pids,
             wait: t.wait,
             crash_trace: t.crash_trace,
             note: t.note,
@@ -155,8 +179,25 @@ impl LiveCore {
                     record: rec,
                     left,
                     finish: None,
+                    started: BTreeSet::new(),
                 },
             );
+        }
+        for p in t.started {
+            if let Some(c) = r.carried.get_mut(&p.job) {
+                c.started.insert(p.index);
+            }
+        }
+        // Parts an earlier manager saw end are over (a job whose every
+        // part is over, its `finished` line lost, ends at the replay's
+        // start).
+        for (p, at) in t.ended {
+            if let Some(c) = r.carried.get_mut(&p.job) {
+                if c.left.remove(&p.index).is_some() {
+                    c.started.insert(p.index);
+                    c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
+                }
+            }
         }
         for mut rec in t.unrecoverable {
             rec.lost = true;
@@ -186,6 +227,21 @@ impl LiveCore {
                 text: note,
             });
         }
+        let mut over: Vec<JobId> = r
+            .carried
+            .iter()
+            .filter(|(_, c)| c.left.is_empty())
+            .map(|(&j, _)| j)
+            .collect();
+        over.sort_unstable();
+        for job in over {
+            let Some(c) = self.resumed.as_mut().and_then(|r| r.carried.remove(&job)) else {
+                continue;
+            };
+            let mut record = c.record;
+            record.finish = c.finish;
+            self.carried_over(now, record);
+        }
         for j in undecided {
             let id = j.spec.id;
             let mark = self.out.len();
@@ -207,19 +263,35 @@ impl LiveCore {
 
     /// A node process that lost its manager reports what it ran: the
     /// carried parts among them are taken back (running ones go on,
-    /// finished ones are booked); a part of an old node of this process
-    /// that it no longer holds had finished before the manager died (the
-    /// old manager booked it). Everything else is dropped.
+    /// finished ones are booked). A part of an old node of this process
+    /// (under any earlier manager) that it no longer holds had finished
+    /// before the manager died if the journal holds its start (an earlier
+    /// manager booked it, or its completion died with the manager); if
+    /// not, its dispatch died with the manager and the node never had it:
+    /// its job is lost, naming the crash and the part. Everything else is
+    /// dropped.
     pub(super) fn rejoin(&mut self, now: Now, link: LinkId, host: &str, rj: Rejoin) {
         let Some(r) = self.resumed.as_mut() else {
             return self.drop_rejoin(link, host, &rj);
         };
         r.back.extend(rj.was.iter().copied());
-        let ids = self
+        let (ids, pid) = self
             .links
             .get(&link)
-            .map(|l| l.ids.clone())
+            .map(|l| (l.ids.clone(), l.pid))
             .unwrap_or_default();
+        // This process's old nodes: those its last manager gave it, and
+        // those of every journaled registration of the same process (its
+        // label and pid) under the managers before.
+        let mut was: HashSet<u32> = rj.was.iter().copied().collect();
+        if !rj.was.is_empty() {
+            let label = label_of(host);
+            for (n, (h, p)) in r.node_hosts.iter().zip(&r.node_pids).enumerate() {
+                if *p == Some(pid) && label_of(h) == label {
+                    was.insert(n as u32);
+                }
+            }
+        }
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
@@ -227,6 +299,7 @@ impl LiveCore {
             if let Some(c) = r.carried.get_mut(&p.part.job) {
                 if let Some(slot) = c.left.get_mut(&p.part.index) {
                     *slot = Some(link);
+                    c.started.insert(p.part.index);
                     keep.push(p.part);
                     // Its node has a new id now: the record (and the
                     // journal, for a manager after this one) names it.
@@ -264,18 +337,29 @@ impl LiveCore {
             }
         }
         // Parts on this process's old nodes it did not report: over
-        // before the crash.
-        let was: HashSet<u32> = rj.was.iter().copied().collect();
+        // before the crash if they had started, else never received.
+        let mut lost: Vec<(JobId, String)> = Vec::new();
         for (id, c) in &r.carried {
             for (&i, slot) in &c.left {
                 let node = c.record.nodes.get(i as usize).map(|&n| n as u32);
                 let reported =
                     slot.is_some() || finished.iter().any(|(p, _)| p.job == *id && p.index == i);
-                if !reported && node.is_some_and(|n| was.contains(&n)) {
+                let Some(n) = node.filter(|n| !reported && was.contains(n)) else {
+                    continue;
+                };
+                if c.started.contains(&i) {
                     finished.push((PartId { job: *id, index: i }, Time::NAN));
+                } else if !lost.iter().any(|(j, _)| j == id) {
+                    lost.push((
+                        *id,
+                        format!(
+                            "manager crash: the dispatch of part {id}/{i} to node process {host} (node {n}) died with the manager: {host} came back without it and the journal holds no start of it"
+                        ),
+                    ));
                 }
             }
         }
+        lost.sort();
         let dropped = rj.running.len() + rj.finished.len() - keep.len();
         let note = format!(
             "{host} rejoined after {:.1} s without a manager ({}): took back {} of its parts, dropped {dropped} this manager does not hold",
@@ -288,8 +372,11 @@ impl LiveCore {
         let msg = answer(host, &rj, |p| keep.contains(&p));
         self.actions.push_back(Action::Send { link, msg });
         for (part, at) in finished {
-            self.carried_part_done(now, part, at);
+            if !lost.iter().any(|(j, _)| *j == part.job) {
+                self.carried_part_done(now, part, at);
+            }
         }
+        self.lose_carried(now, lost);
         self.hand_journal();
         self.sweep_if_all_back(now);
         self.check_end(now);
@@ -321,6 +408,16 @@ impl LiveCore {
         let at = if at.is_finite() { at } else { r.crash_trace };
         c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
         if !c.left.is_empty() {
+            // The job goes on: a manager after this one must know the
+            // part over (as `nodes.rs` journals a part's end).
+            if self.cfg.journal {
+                self.journal_buf.push(Entry::Ended {
+                    t: now.journal,
+                    id: part.job,
+                    part: part.index,
+                    finish: at,
+                });
+            }
             return;
         }
         let mut c = r.carried.remove(&part.job).expect("held");
@@ -450,6 +547,12 @@ impl LiveCore {
     }
 }
 
+/// A node process's label: the first word of its `host` (the rest is its
+/// address, which a reconnection changes).
+fn label_of(host: &str) -> &str {
+    host.split(' ').next().unwrap_or(host)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{CoreConfig, Event, Phase};
@@ -522,6 +625,9 @@ mod tests {
             unrecoverable: Vec::new(),
             offset: 0.0,
             node_processes: vec![("a".into(), 2), ("b".into(), 1)],
+            node_pids: vec![Some(9), Some(10)],
+            started: vec![PartId { job: 1, index: 0 }, PartId { job: 3, index: 0 }],
+            ended: Vec::new(),
             wait: Duration::from_secs(30),
             crash_trace: 50.0,
             note: "resumed: test".into(),
@@ -638,5 +744,269 @@ mod tests {
         );
         assert_eq!(o.records[2].finish, Some(50.0));
         assert_eq!(o.records[3], done4);
+    }
+
+    fn config(expect_nodes: usize) -> CoreConfig {
+        CoreConfig {
+            time_scale: 1.0,
+            expect_nodes,
+            serve: false,
+            journal: true,
+            start_timeout: Duration::from_secs(10),
+            histogram_timeout: Duration::from_secs(5),
+            report_ms: 100,
+            heartbeat_ms: 100,
+            histogram_ms: 1000,
+            spare_rule: SpareRule::default(),
+        }
+    }
+
+    fn takeover(open: Vec<JobRecord>, processes: Vec<(&str, usize, u32)>) -> Takeover {
+        Takeover {
+            done: Vec::new(),
+            open,
+            undecided: Vec::new(),
+            unrecoverable: Vec::new(),
+            offset: 0.0,
+            node_processes: processes.iter().map(|p| (p.0.into(), p.1)).collect(),
+            node_pids: processes.iter().map(|p| Some(p.2)).collect(),
+            started: Vec::new(),
+            ended: Vec::new(),
+            wait: Duration::from_secs(30),
+            crash_trace: 50.0,
+            note: "resumed: test".into(),
+            trace_now: 60.0,
+        }
+    }
+
+    fn drain(c: &mut LiveCore) -> Vec<Action> {
+        std::iter::from_fn(|| c.poll_action()).collect()
+    }
+
+    fn journaled(a: &[Action]) -> Vec<&Entry> {
+        a.iter()
+            .filter_map(|x| match x {
+                Action::Journal(v) => Some(v.iter()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    fn part(job: JobId, index: u32) -> PartId {
+        PartId { job, index }
+    }
+
+    fn held(job: JobId, index: u32, node: u32) -> HeldPart {
+        HeldPart {
+            part: part(job, index),
+            node,
+            work_done: 10.0,
+            share: 0.5,
+            started_at: 1.0,
+        }
+    }
+
+    /// Process `host` (pid `pid`, `n` nodes) registers on `link` and
+    /// rejoins saying it had nodes `was`, holding `running` and having
+    /// finished `finished`: the actions of the rejoin.
+    #[allow(clippy::too_many_arguments)]
+    fn come_back(
+        c: &mut LiveCore,
+        t: f64,
+        link: LinkId,
+        host: &str,
+        pid: u32,
+        n: u32,
+        was: Vec<u32>,
+        running: Vec<HeldPart>,
+        finished: Vec<FinishedPart>,
+    ) -> Vec<Action> {
+        c.handle(
+            at(t),
+            Event::Connected {
+                link,
+                host: host.into(),
+                pid,
+                nodes: (0..n).map(node).collect(),
+            },
+        );
+        drain(c);
+        c.handle(
+            at(t + 0.1),
+            Event::FromNode {
+                link,
+                msgs: vec![NodeMsg::Rejoin(Rejoin {
+                    was,
+                    away_s: 1.0,
+                    why: "lost".into(),
+                    running,
+                    finished,
+                })],
+            },
+        );
+        drain(c)
+    }
+
+    /// A dispatch that died with the manager (a partition held it): the
+    /// old run had process `a` (pid 9, nodes 0 and 1). Job 5 has parts on
+    /// nodes 0 and 1; the journal holds the start of 5/0 only (5/1's
+    /// dispatch never arrived). Job 7 (node 1) started and is not
+    /// reported: its completion died with the manager. `a` comes back
+    /// (new ids 2, 3) still running 5/0: job 7 is over at the crash (50);
+    /// job 5 is lost at 60.1 naming the crash and part 5/1, and its part
+    /// 5/0, kept by the answer, is cancelled. Recording job 5 complete
+    /// (the earlier behaviour) would claim work that never ran.
+    #[test]
+    fn a_part_whose_dispatch_died_with_the_manager_loses_its_job() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(
+            vec![record(5, vec![0, 1]), record(7, vec![1])],
+            vec![("a", 2, 9)],
+        );
+        t.started = vec![part(5, 0), part(7, 0)];
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t);
+        drain(&mut c);
+        let a = come_back(
+            &mut c,
+            60.0,
+            1,
+            "a",
+            9,
+            2,
+            vec![0, 1],
+            vec![held(5, 0, 0)],
+            Vec::new(),
+        );
+        let answer = a.iter().position(|x| {
+            matches!(x, Action::Send { msg: ManagerMsg::RejoinAnswer { keep, .. }, .. }
+                if *keep == vec![part(5, 0)])
+        });
+        let cancel = a.iter().position(|x| {
+            matches!(x, Action::Send { link: 1, msg: ManagerMsg::Cancel { part: p } }
+                if *p == part(5, 0))
+        });
+        assert!(answer.is_some() && cancel > answer, "{a:?}");
+        let j = journaled(&a);
+        assert!(j.iter().any(|e| matches!(e,
+            Entry::Finished { record: Some(r), .. } if r.id == 7 && r.finish == Some(50.0) && !r.lost)));
+        assert!(j.iter().any(|e| matches!(e,
+            Entry::Finished { record: Some(r), .. } if r.id == 5 && r.lost)));
+        // Nothing left to wait for: the replay starts and, with no job
+        // left, the run ends.
+        c.handle(at(61.0), Event::Timer(Timer::StartTimeout));
+        drain(&mut c);
+        let o = c.outcome();
+        assert_eq!(
+            o.records.iter().map(|r| r.id).collect::<Vec<_>>(),
+            vec![5, 7]
+        );
+        assert_eq!(
+            o.records[0].detail,
+            "lost at 60.100: manager crash: the dispatch of part 5/1 to node process a (node 1) \
+             died with the manager: a came back without it and the journal holds no start of it"
+        );
+        assert_eq!(o.records[0].finish, None);
+        assert_eq!(o.records[1].finish, Some(50.0));
+    }
+
+    /// After a second restart. Manager 0 numbered `a` (pid 9) 0-1, `b`
+    /// (pid 10) 2, and `a` again 3-4 when it restarted after a crash (pid
+    /// 11); manager 1 numbered `a` (pid 11) 5-6 and `b` 7, and died. The
+    /// journal holds: job 8's part 0 (node 0, the dead `a`) over at 40
+    /// (an `ended` line) and its part 1 renamed to node 7 (reported
+    /// running by `b`); job 9 (node 3) started under manager 0 and never
+    /// renamed (manager 1 died before `a`'s rejoin reached it); job 10 on
+    /// nodes 2 and 5, both started. Now `a` comes back as 8-9 saying it
+    /// had 5 and 6 (manager 1's ids) and holding 10/1; `b` as 10, saying
+    /// 7, holding 8/1 and having finished 10/0 at 55. Job 8's part 0 is
+    /// over by its `ended` line (no process that comes back had node 0).
+    /// Job 9's node is `a`'s by its label and pid 11: over at the crash
+    /// (50), not lost for "not coming back". Job 10's part 0 is journaled
+    /// over (55) as its job goes on. 8/1 completes at 95 and 10/1 at 97:
+    /// job 8 ends at 95, job 10 at 97; nothing is lost.
+    #[test]
+    fn parts_over_under_an_earlier_manager_and_its_node_ids_are_known() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(
+            vec![
+                record(8, vec![0, 7]),
+                record(9, vec![3]),
+                record(10, vec![2, 5]),
+            ],
+            vec![
+                ("a", 2, 9),
+                ("b", 1, 10),
+                ("a", 2, 11),
+                ("a", 2, 11),
+                ("b", 1, 10),
+            ],
+        );
+        t.started = vec![part(8, 0), part(8, 1), part(9, 0), part(10, 0), part(10, 1)];
+        t.ended = vec![(part(8, 0), 40.0)];
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
+        drain(&mut c);
+        come_back(
+            &mut c,
+            60.0,
+            1,
+            "a",
+            11,
+            2,
+            vec![5, 6],
+            vec![held(10, 1, 0)],
+            Vec::new(),
+        );
+        let a = come_back(
+            &mut c,
+            61.0,
+            2,
+            "b",
+            10,
+            1,
+            vec![7],
+            vec![held(8, 1, 0)],
+            vec![FinishedPart {
+                part: part(10, 0),
+                node: 0,
+                at: 55.0,
+                cpu_seconds: 1.0,
+            }],
+        );
+        assert!(journaled(&a).iter().any(|e| matches!(e,
+            Entry::Ended { id: 10, part: 0, finish, .. } if *finish == 55.0)));
+        assert_eq!(c.phase(), Phase::Replaying);
+        for (t, p) in [(95.0, part(8, 1)), (97.0, part(10, 1))] {
+            let link = if p.job == 8 { 2 } else { 1 };
+            c.handle(
+                at(t),
+                Event::FromNode {
+                    link,
+                    msgs: vec![NodeMsg::Completed {
+                        part: p,
+                        at: t,
+                        cpu_seconds: 1.0,
+                    }],
+                },
+            );
+            drain(&mut c);
+        }
+        // The wait ends with nothing left unreported.
+        c.handle(at(100.0), Event::Timer(Timer::Carried));
+        drain(&mut c);
+        let o = c.outcome();
+        let got: Vec<(JobId, Option<Time>, bool)> =
+            o.records.iter().map(|r| (r.id, r.finish, r.lost)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (8, Some(95.0), false),
+                (9, Some(50.0), false),
+                (10, Some(97.0), false)
+            ]
+        );
+        // Renamed to the nodes that ran them under this manager.
+        assert_eq!(o.records[0].nodes, vec![0, 10]);
+        assert_eq!(o.records[2].nodes, vec![2, 8]);
     }
 }

@@ -11,7 +11,9 @@
 //! - across a manager crash: a job whose node processes survived it (the
 //!   incarnations holding its parts still alive when it was lost) is
 //!   never lost to it; a job lost to it ("manager crash" in its reason)
-//!   is only one of a run whose manager crashed; the other checks hold
+//!   is only one of a run whose manager crashed, and one lost because a
+//!   part's dispatch died with the manager names a part whose dispatch
+//!   did (a partition held it when the manager crashed); the other checks hold
 //!   over every manager of the run together (one record, one journal end,
 //!   no part placed or completed twice, a carried job recorded complete
 //!   only when its parts finished on their nodes);
@@ -21,9 +23,6 @@
 //!   awaiting a rejoin's answer not counted: see docs/testing.md);
 //! - when the run ends no part is left on a node (a lost job's other
 //!   parts were cancelled and withdrawn).
-//!
-//! Two gaps of the restarted manager (`core/resumed.rs`) are counted
-//! apart rather than failed, unless strict ([`Known`]).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -38,17 +37,9 @@ pub(in crate::live::manager) struct Violation {
     pub(in crate::live::manager) what: Vec<String>,
 }
 
-/// Jobs of the product's two known gaps after a manager crash (see
-/// `check`; violations when `strict`): recorded complete though a part's
-/// dispatch died with the manager, or lost after a second restart though
-/// the part named finished under an earlier manager.
-pub(in crate::live::manager) type Known = Vec<u64>;
-
-/// Checks `run` (see the module header); `Err` lists every violation,
-/// `Ok` the jobs of the known gaps ([`Known`]).
-pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, Violation> {
+/// Checks `run` (see the module header); `Err` lists every violation.
+pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
     let mut v = Vec::new();
-    let mut known = Vec::new();
     let n = run.submitted.len();
     if !run.finished {
         v.push(format!(
@@ -137,18 +128,16 @@ pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, 
                 && holders
                     .iter()
                     .all(|h| run.deaths.get(h).is_none_or(|&d| d > lost_at));
-            // The product's second known gap (counted apart unless
-            // strict): after a second restart, a part that finished under
-            // an earlier manager is not known over (the journal keeps no
-            // part's end, and the rejoin's `was` names only the last
-            // manager's node ids), so its job is lost as if its process
-            // had not come back.
-            let finished_before = named_part(&r.detail)
-                .is_some_and(|p| run.completions.contains_key(&p))
-                && run.manager_crashes.len() >= 2;
-            if survived && finished_before && !strict {
-                known.push(r.id);
-            } else if survived {
+            if r.detail.contains(DISPATCH_DIED)
+                && !named_part(&r.detail).is_some_and(|p| run.dispatches_died.contains(&p))
+            {
+                v.push(format!(
+                    "job {}: lost to a dispatch that died with the manager, but no dispatch of the \
+                     part named died: {}",
+                    r.id, r.detail
+                ));
+            }
+            if survived {
                 v.push(format!(
                     "job {}: lost to a manager crash though the node processes holding its parts \
                      (process, incarnation) {holders:?} survived it: {}",
@@ -174,19 +163,7 @@ pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, 
                 .filter(|p| !run.completions.contains_key(p))
                 .map(|p| p.index)
                 .collect();
-            // The product's known gap, counted apart unless strict (see
-            // `Run::dispatches_died`): a restarted manager books a carried
-            // part its rejoined process does not report as finished
-            // before the crash, though its dispatch never arrived.
-            let died = |i: &u32| {
-                run.dispatches_died.contains(&PartId {
-                    job: r.id,
-                    index: *i,
-                })
-            };
-            if !strict && !missing.is_empty() && missing.iter().all(died) {
-                known.push(r.id);
-            } else if !missing.is_empty() {
+            if !missing.is_empty() {
                 v.push(format!(
                     "job {}: recorded complete but parts {missing:?} never finished on a node (placed: {:?})",
                     r.id,
@@ -208,7 +185,7 @@ pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, 
         ));
     }
     if v.is_empty() {
-        Ok(known)
+        Ok(())
     } else {
         Err(Violation {
             seed: run.scenario.seed,
@@ -221,13 +198,17 @@ pub(in crate::live::manager) fn check(run: &Run, strict: bool) -> Result<Known, 
 /// not come back (`core/resumed.rs`'s sweep).
 const MANAGER_CRASH: &str = "manager crash";
 
+/// What it says of a carried job one of whose parts' dispatch died with
+/// the crashed manager (its process came back without it).
+const DISPATCH_DIED: &str = "died with the manager";
+
 /// The trace time in a lost record's "lost at T: ..." detail.
 fn lost_at(detail: &str) -> Option<f64> {
     let rest = &detail[detail.find("lost at ")? + "lost at ".len()..];
     rest[..rest.find(':')?].parse().ok()
 }
 
-/// The part a "did not come back" detail names ("part J/I)").
+/// The part a manager crash's detail names first ("part J/I").
 fn named_part(detail: &str) -> Option<PartId> {
     let rest = &detail[detail.find("part ")? + "part ".len()..];
     let (job, rest) = rest.split_once('/')?;
