@@ -603,3 +603,50 @@ fn a_batsim_scheduler_is_asked_one_request_at_a_time() {
     assert_eq!(event_types(&r[0]), ["REQUESTED_CALL"]);
     assert_eq!(r[0]["now"], 10.0);
 }
+
+/// A part's end is journaled while its job goes on (`ended`), so a
+/// manager resuming the run knows it over; the last part's end is the
+/// job's `finished` line alone. The `node` lines carry the pids. Job 3
+/// (E 30, two parts) runs on both single-node processes; the part on
+/// one link completes at 30.5, the other at 31.
+#[test]
+fn a_part_over_while_its_job_goes_on_is_journaled() {
+    let mut c = libra(2, vec![job(3, 0.0, 30.0, 2, 100.0)]);
+    actions(&mut c);
+    let a = connect(&mut c, at(0.0), 1, "a");
+    assert!(matches!(
+        journal(&a)[..],
+        [Entry::Node { pid: Some(101), .. }]
+    ));
+    connect(&mut c, at(0.0), 2, "b");
+    c.handle(at(0.0), Event::Timer(Timer::Replay));
+    let mut d = dispatched(&actions(&mut c));
+    d.sort_unstable();
+    assert_eq!(d.len(), 2);
+    let done = |c: &mut LiveCore, (link, job, index): (LinkId, JobId, u32), t: f64| {
+        c.handle(
+            at(t),
+            Event::FromNode {
+                link,
+                msgs: vec![NodeMsg::Completed {
+                    part: PartId { job, index },
+                    at: t,
+                    cpu_seconds: 30.0,
+                }],
+            },
+        );
+        actions(c)
+    };
+    let a = done(&mut c, d[0], 30.5);
+    assert!(
+        matches!(journal(&a)[..], [Entry::Ended { id: 3, part, finish, .. }] if *part == d[0].2 && *finish == 30.5),
+        "{:?}",
+        journal(&a)
+    );
+    let a = done(&mut c, d[1], 31.0);
+    assert!(
+        matches!(journal(&a)[..], [Entry::Finished { id: Some(3), finish: Some(f), .. }] if *f == 31.0),
+        "{:?}",
+        journal(&a)
+    );
+}
