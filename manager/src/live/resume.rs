@@ -115,6 +115,8 @@ pub fn resume(
         crash_trace: s.last_trace,
         note,
         trace_now,
+        crashed: s.last_t,
+        restarted: s.last_t + down,
     };
     let listen = cfg.manager.listen.parse()?;
     let writer = JournalWriter::append(&path, s.last_t + down)?;

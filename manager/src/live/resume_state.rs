@@ -133,7 +133,7 @@ impl ResumeState {
                     ended = true;
                     *t
                 }
-                Entry::Fault { t, .. } => *t,
+                Entry::Fault { t, .. } | Entry::Restart { t, .. } => *t,
             };
             last_t = last_t.max(t);
         }

@@ -168,6 +168,20 @@ pub enum Entry {
         /// The warning.
         text: String,
     },
+    /// A resumed manager (`libratory resume`) decides again: the manager
+    /// before it was down from `crashed` (the journal's last entry before
+    /// the restart, the earliest the crash can have been) and the new one
+    /// started at `restarted`; it decided nothing until `t`, when its node
+    /// processes were back and the replay went on. Journals written before
+    /// have the `resumed:` warning only.
+    Restart {
+        /// When the replay went on.
+        t: f64,
+        /// The journal's last entry before the crash.
+        crashed: f64,
+        /// When the resumed manager started.
+        restarted: f64,
+    },
     /// The run ended and wrote its own result files.
     End {
         /// When.

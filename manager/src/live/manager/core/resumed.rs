@@ -52,6 +52,12 @@ pub struct Takeover {
     pub crash_trace: Time,
     /// Said in the journal when the replay goes on.
     pub note: String,
+    /// The journal's clock at its last entry before the crash, and at
+    /// this manager's start: with the replay's going on, the downtime's
+    /// `restart` entry (which `libratory replay` reads).
+    pub crashed: f64,
+    /// See `crashed`.
+    pub restarted: f64,
     /// The clock's trace time when this manager starts (its clock runs
     /// from there at once: the node processes coming back map their
     /// times onto it).
@@ -82,6 +88,8 @@ pub(super) struct Resumed {
     wait: Duration,
     crash_trace: Time,
     note: String,
+    /// [`Takeover::crashed`], [`Takeover::restarted`].
+    down: (f64, f64),
     /// The replay went on (the start of the resumed run).
     pub(super) started: bool,
     /// The wait for node processes is over: unreported parts are lost.
@@ -145,6 +153,7 @@ impl LiveCore {
             wait: t.wait,
             crash_trace: t.crash_trace,
             note: t.note,
+            down: (t.crashed, t.restarted),
             ..Resumed::default()
         };
         for rec in t.open {
@@ -180,10 +189,16 @@ impl LiveCore {
         let undecided = std::mem::take(&mut r.undecided);
         let note = r.note.clone();
         let wait = r.wait;
+        let (crashed, restarted) = r.down;
         if self.cfg.journal {
             self.journal_buf.push(Entry::Warning {
                 t: now.journal,
                 text: note,
+            });
+            self.journal_buf.push(Entry::Restart {
+                t: now.journal,
+                crashed,
+                restarted,
             });
         }
         for j in undecided {
@@ -525,6 +540,8 @@ mod tests {
             wait: Duration::from_secs(30),
             crash_trace: 50.0,
             note: "resumed: test".into(),
+            crashed: 50.0,
+            restarted: 55.0,
             trace_now: 60.0,
         };
         let cfg = CoreConfig {
