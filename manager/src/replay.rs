@@ -17,7 +17,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use common::job::JobSpec;
 use common::metrics::{JobRecord, Summary};
 use common::node_model::NodeSpec;
 use common::sim_faults::{simulate_timeline, NodeAct, NodeEvent, Timeline};
@@ -71,26 +70,6 @@ pub struct Observed {
     pub processes: Vec<Process>,
     /// What happened to them, on the jobs' axis.
     pub timeline: Timeline,
-}
-
-/// The job a record describes, as submitted (what a policy sees plus the
-/// actual runtime), at its observed submit time.
-fn job_of(r: &JobRecord) -> WorkloadJob {
-    let mut spec = JobSpec::new(
-        r.id,
-        r.submit,
-        r.estimate,
-        r.processors,
-        r.deadline,
-        r.budget,
-    );
-    spec.urgency = r.class;
-    spec.qos.deadline_type = r.deadline_type;
-    spec.qos.penalty_rate = r.penalty_rate;
-    WorkloadJob {
-        spec,
-        actual_runtime: r.actual,
-    }
 }
 
 /// The label of a node process from its `host` (`local-1 (127.0.0.1:9)`).
@@ -152,7 +131,7 @@ pub fn observe(
 
     let mut jobs: Vec<WorkloadJob> = Vec::with_capacity(r.records.len());
     for rec in &r.records {
-        let j = job_of(rec);
+        let j = rec.submitted();
         j.spec.validate().map_err(|e| ReplayError::BadJob {
             file: file.to_string(),
             job: rec.id,

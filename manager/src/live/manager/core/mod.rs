@@ -199,8 +199,6 @@ pub(super) struct LinkInfo {
     pub(super) host: String,
     pub(super) pid: u32,
     pub(super) nodes: usize,
-    /// The global ids of its nodes, by local index.
-    pub(super) ids: Vec<u32>,
     pub(super) alive: bool,
     /// Its place in the order of registration (links are never removed):
     /// the results list node processes in it, as the journal does.
@@ -664,7 +662,6 @@ impl LiveCore {
             || self.cfg.serve
             || !self.jobs.is_empty()
             || self.core.open_jobs() > 0
-            || self.resumed.as_ref().is_some_and(|r| r.open() > 0)
         {
             return;
         }

@@ -1,23 +1,24 @@
 //! A core that takes over an unfinished run (`libratory resume`): the
 //! jobs its journal holds as over keep their records; the jobs that were
-//! running when the manager died are *carried*: their parts may still run
-//! on node processes that rode out the crash, and those processes, once
-//! registered again, report them ([`Rejoin`]). The core takes each
-//! reported part back, books the parts that finished meanwhile, and
-//! records a carried job lost only when a node process holding one of its
-//! parts does not come back within the wait (or is lost later).
+//! running when the manager died are *carried*: the admission core adopts
+//! them ([`ManagerCore::adopt`]) on the earlier manager's node ids, whose
+//! nodes are gone. Their parts may still run on node processes that rode
+//! out the crash; those processes, once registered again, report them
+//! ([`Rejoin`]), and each reported part moves to the node it runs on now
+//! (the policy sees its load from then on) or is booked finished. From
+//! there completion, loss and cancellation take the paths of any job. A
+//! carried job is lost when a node process holding one of its parts does
+//! not come back within the wait.
 //!
-//! Carried parts are booked here, not in the admission core: its view does
-//! not see them (a policy deciding meanwhile sees their nodes as they were
-//! without them), which `docs/faults.md` states with the guarantees.
+//! [`ManagerCore::adopt`]: common::admission::ManagerCore::adopt
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use common::admission::LinkId;
 use common::job::JobId;
 use common::metrics::JobRecord;
-use common::protocol::{ManagerMsg, NodeInfo, PartId, Rejoin};
+use common::protocol::{NodeInfo, PartId, Rejoin};
 use common::time::Time;
 use common::workload::WorkloadJob;
 
@@ -35,8 +36,8 @@ pub struct Takeover {
     /// (their submit time kept).
     pub undecided: Vec<WorkloadJob>,
     /// Jobs submitted and not decided that cannot be submitted again
-    /// (clients' jobs: their specification is not journaled), recorded
-    /// lost with why.
+    /// (clients' jobs of a journal that did not keep their specification),
+    /// recorded lost with why.
     pub unrecoverable: Vec<JobRecord>,
     /// The replay's offset on the clock.
     pub offset: Time,
@@ -64,27 +65,17 @@ pub struct Takeover {
     pub trace_now: Time,
 }
 
-/// A job running when the manager died.
-pub(super) struct Carried {
-    record: JobRecord,
-    /// Parts not known to be over: index -> the link that reported it
-    /// running (None: not reported yet).
-    left: BTreeMap<u32, Option<LinkId>>,
-    /// The latest finish of its parts seen.
-    finish: Option<Time>,
-}
-
-/// The resumed core's books of the carried jobs.
+/// The resumed core's books of the takeover.
 #[derive(Default)]
 pub(super) struct Resumed {
-    carried: HashMap<JobId, Carried>,
-    /// Final records of jobs over before the restart and of carried jobs
-    /// over since.
+    /// The carried jobs (adopted by the admission core), while any of
+    /// their parts may still be waiting for its process.
+    carried: BTreeSet<JobId>,
+    /// Final records of jobs over before the restart (and of jobs the
+    /// admission core could not adopt).
     pub(super) done: Vec<JobRecord>,
     undecided: Vec<WorkloadJob>,
     node_hosts: Vec<String>,
-    /// Old node ids whose process came back (its rejoin said `was`).
-    back: HashSet<u32>,
     wait: Duration,
     crash_trace: Time,
     note: String,
@@ -94,18 +85,6 @@ pub(super) struct Resumed {
     pub(super) started: bool,
     /// The wait for node processes is over: unreported parts are lost.
     swept: bool,
-}
-
-impl Resumed {
-    /// Whether `job` is a carried job still open.
-    pub(super) fn holds(&self, job: JobId) -> bool {
-        self.carried.contains_key(&job)
-    }
-
-    /// Carried jobs still open.
-    pub(super) fn open(&self) -> usize {
-        self.carried.len()
-    }
 }
 
 impl LiveCore {
@@ -139,13 +118,6 @@ impl LiveCore {
             core.link_lost(0.0, link, "before the restart", &mut out);
             node_hosts.extend(std::iter::repeat_n(host.clone(), *n));
         }
-        let mut c = LiveCore::new(core, cfg, jobs);
-        let before = t.done.len() + t.open.len() + t.undecided.len() + t.unrecoverable.len();
-        c.total_jobs += before;
-        c.submitted = before;
-        c.decided = t.done.len() + t.open.len();
-        c.finished = t.done.len();
-        c.offset = t.offset;
         let mut r = Resumed {
             done: t.done,
             undecided: t.undecided,
@@ -156,20 +128,34 @@ impl LiveCore {
             down: (t.crashed, t.restarted),
             ..Resumed::default()
         };
+        let mut refused = Vec::new();
         for rec in t.open {
-            let left = (0..rec.nodes.len() as u32).map(|i| (i, None)).collect();
-            r.carried.insert(
-                rec.id,
-                Carried {
-                    record: rec,
-                    left,
-                    finish: None,
-                },
-            );
+            let id = rec.id;
+            match core.adopt(rec.submitted(), rec.clone()) {
+                Ok(()) => {
+                    r.carried.insert(id);
+                }
+                Err(e) => {
+                    let mut rec = rec;
+                    rec.lost = true;
+                    rec.finish = None;
+                    rec.detail = format!("not taken over at the restart: {e}");
+                    refused.push(format!("job {id}: {}", rec.detail));
+                    r.done.push(rec);
+                }
+            }
         }
+        let mut c = LiveCore::new(core, cfg, jobs);
+        c.warnings.extend(refused);
+        let before = r.done.len() + r.carried.len() + r.undecided.len() + t.unrecoverable.len();
+        c.total_jobs += before;
+        c.submitted = before;
+        c.decided = r.done.len() + r.carried.len();
+        c.finished = r.done.len();
+        c.offset = t.offset;
         for mut rec in t.unrecoverable {
             rec.lost = true;
-            rec.detail = "queued when the manager died, a client's job (its specification is not journaled): not decided".into();
+            rec.detail = "queued when the manager died, a client's job whose specification the journal does not hold (written before it kept them): not decided".into();
             c.finished += 1;
             c.decided += 1;
             r.done.push(rec);
@@ -220,74 +206,87 @@ impl LiveCore {
         self.sweep_if_all_back(now);
     }
 
+    /// The parts of carried job `job` still waiting for their process.
+    fn waiting_parts(&self, job: JobId) -> Vec<u32> {
+        let n = self.core.record(job).map_or(0, |r| r.nodes.len() as u32);
+        (0..n)
+            .filter(|&i| self.core.adopted_part_waiting(job, i))
+            .collect()
+    }
+
     /// A node process that lost its manager reports what it ran: the
-    /// carried parts among them are taken back (running ones go on,
-    /// finished ones are booked); a part of an old node of this process
-    /// that it no longer holds had finished before the manager died (the
-    /// old manager booked it). Everything else is dropped.
+    /// carried parts among them are taken back (running ones move to the
+    /// node they run on now, finished ones are booked); a part of an old
+    /// node of this process that it no longer holds had finished before
+    /// the manager died (the old manager booked it). Everything else is
+    /// dropped.
     pub(super) fn rejoin(&mut self, now: Now, link: LinkId, host: &str, rj: Rejoin) {
-        let Some(r) = self.resumed.as_mut() else {
+        if self.resumed.is_none() {
             return self.drop_rejoin(link, host, &rj);
-        };
-        r.back.extend(rj.was.iter().copied());
-        let ids = self
-            .links
-            .get(&link)
-            .map(|l| l.ids.clone())
-            .unwrap_or_default();
+        }
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
         for p in &rj.running {
-            if let Some(c) = r.carried.get_mut(&p.part.job) {
-                if let Some(slot) = c.left.get_mut(&p.part.index) {
-                    *slot = Some(link);
+            let (job, index) = (p.part.job, p.part.index);
+            if !self.core.adopted_part_waiting(job, index) {
+                continue;
+            }
+            let before = self
+                .core
+                .record(job)
+                .and_then(|r| r.nodes.get(index as usize).copied());
+            match self
+                .core
+                .adopted_part_back(now.trace, link, p.part, p.node, p.work_done, p.share)
+            {
+                Ok(g) => {
                     keep.push(p.part);
                     // Its node has a new id now: the record (and the
                     // journal, for a manager after this one) names it.
-                    let new = ids.get(p.node as usize).map(|&g| g as usize);
-                    if let (Some(new), Some(n)) =
-                        (new, c.record.nodes.get_mut(p.part.index as usize))
-                    {
-                        if *n != new {
-                            *n = new;
-                            moved.push(p.part.job);
-                        }
+                    if before != Some(g as usize) {
+                        moved.push(job);
                     }
                 }
+                Err(e) => self.warnings.push(e.to_string()),
             }
         }
         moved.sort_unstable();
         moved.dedup();
         if self.cfg.journal {
             for job in moved {
-                if let Some(c) = r.carried.get(&job) {
+                if let Some(rec) = self.core.record(job) {
                     self.journal_buf.push(Entry::Decided {
                         t: now.journal,
-                        record: c.record.clone(),
+                        record: rec.clone(),
                     });
                 }
             }
         }
         for p in &rj.finished {
-            if r.carried
-                .get(&p.part.job)
-                .is_some_and(|c| c.left.contains_key(&p.part.index))
-            {
+            if self.core.adopted_part_waiting(p.part.job, p.part.index) {
                 keep.push(p.part);
                 finished.push((p.part, p.at));
             }
         }
         // Parts on this process's old nodes it did not report: over
         // before the crash.
-        let was: HashSet<u32> = rj.was.iter().copied().collect();
-        for (id, c) in &r.carried {
-            for (&i, slot) in &c.left {
-                let node = c.record.nodes.get(i as usize).map(|&n| n as u32);
-                let reported =
-                    slot.is_some() || finished.iter().any(|(p, _)| p.job == *id && p.index == i);
+        let was: HashSet<usize> = rj.was.iter().map(|&n| n as usize).collect();
+        let carried: Vec<JobId> = self
+            .resumed
+            .as_ref()
+            .map(|r| r.carried.iter().copied().collect())
+            .unwrap_or_default();
+        for job in carried {
+            for i in self.waiting_parts(job) {
+                let part = PartId { job, index: i };
+                let node = self
+                    .core
+                    .record(job)
+                    .and_then(|r| r.nodes.get(i as usize).copied());
+                let reported = finished.iter().any(|(p, _)| *p == part);
                 if !reported && node.is_some_and(|n| was.contains(&n)) {
-                    finished.push((PartId { job: *id, index: i }, Time::NAN));
+                    finished.push((part, Time::NAN));
                 }
             }
         }
@@ -302,10 +301,19 @@ impl LiveCore {
         self.warnings.push(note);
         let msg = answer(host, &rj, |p| keep.contains(&p));
         self.actions.push_back(Action::Send { link, msg });
+        let crash = self.resumed.as_ref().map_or(0.0, |r| r.crash_trace);
         for (part, at) in finished {
-            self.carried_part_done(now, part, at);
+            // Finished unobserved (see `Takeover::crash_trace`).
+            let at = if at.is_finite() { at } else { crash };
+            if let Err(e) = self
+                .core
+                .adopted_part_finished(now.trace, part, at, &mut self.out)
+            {
+                self.warnings.push(e.to_string());
+            }
         }
-        self.hand_journal();
+        self.forget_carried();
+        self.flush(now);
         self.sweep_if_all_back(now);
         self.check_end(now);
     }
@@ -321,102 +329,43 @@ impl LiveCore {
         self.actions.push_back(Action::Send { link, msg });
     }
 
-    /// A carried part finished at `at` (NaN: before the crash, time not
-    /// known).
-    pub(super) fn carried_part_done(&mut self, now: Now, part: PartId, at: Time) {
-        let Some(r) = self.resumed.as_mut() else {
-            return;
-        };
-        let Some(c) = r.carried.get_mut(&part.job) else {
-            return;
-        };
-        if c.left.remove(&part.index).is_none() {
-            return;
-        }
-        let at = if at.is_finite() { at } else { r.crash_trace };
-        c.finish = Some(c.finish.map_or(at, |f| f.max(at)));
-        if !c.left.is_empty() {
-            return;
-        }
-        let mut c = r.carried.remove(&part.job).expect("held");
-        // Every part over unobserved (see `Takeover::crash_trace`).
-        let crash = r.crash_trace;
-        c.record.finish = Some(c.finish.map_or(crash, |f| f.max(crash)));
-        self.carried_over(now, c.record);
-    }
-
-    fn carried_over(&mut self, now: Now, record: JobRecord) {
-        if self.cfg.journal {
-            self.journal_buf.push(Entry::Finished {
-                t: now.journal,
-                id: None,
-                finish: None,
-                record: Some(Box::new(record.clone())),
-            });
-        }
-        self.finished += 1;
-        if let Some(r) = self.resumed.as_mut() {
-            r.done.push(record);
-        }
-    }
-
-    /// Loses the carried jobs `lost` says, cancelling their other parts.
-    fn lose_carried(&mut self, now: Now, lost: Vec<(JobId, String)>) {
-        for (job, why) in lost {
-            let Some(c) = self.resumed.as_mut().and_then(|r| r.carried.remove(&job)) else {
-                continue;
-            };
-            for (&index, slot) in &c.left {
-                if let Some(l) = slot.filter(|&l| self.link_alive(l)) {
-                    self.actions.push_back(Action::Send {
-                        link: l,
-                        msg: ManagerMsg::Cancel {
-                            part: PartId { job, index },
-                        },
-                    });
-                }
-            }
-            let mut rec = c.record;
-            rec.lost = true;
-            rec.finish = None;
-            rec.detail = format!("lost at {:.3}: {why}", now.trace);
-            self.carried_over(now, rec);
-        }
-        self.hand_journal();
-    }
-
-    /// A link holding carried parts was lost: their jobs are lost.
-    pub(super) fn carried_link_lost(&mut self, now: Now, link: LinkId, host: &str, reason: &str) {
+    /// Carried jobs none of whose parts waits any more are the admission
+    /// core's alone.
+    fn forget_carried(&mut self) {
         let Some(r) = self.resumed.as_ref() else {
             return;
         };
-        let mut lost: Vec<(JobId, String)> = r
+        let done: Vec<JobId> = r
             .carried
             .iter()
-            .filter_map(|(&job, c)| {
-                c.left.iter().find(|(_, s)| **s == Some(link)).map(|(i, _)| {
-                    (
-                        job,
-                        format!("node process {host} (link {link}) running part {job}/{i} after the manager's restart gone: {reason}"),
-                    )
-                })
-            })
+            .copied()
+            .filter(|&j| self.waiting_parts(j).is_empty())
             .collect();
-        lost.sort();
-        self.lose_carried(now, lost);
+        if let Some(r) = self.resumed.as_mut() {
+            for j in done {
+                r.carried.remove(&j);
+            }
+        }
+    }
+
+    /// Loses the carried jobs `lost` says (the admission core cancels
+    /// their other parts).
+    fn lose_carried(&mut self, now: Now, lost: Vec<(JobId, String)>) {
+        for (job, why) in lost {
+            let detail = format!("lost at {:.3}: {why}", now.trace);
+            if let Err(e) = self.core.lose(now.trace, job, detail, &mut self.out) {
+                self.warnings.push(e.to_string());
+            }
+        }
+        self.forget_carried();
+        self.flush(now);
     }
 
     /// Every node process holding a carried part is back: nothing to
     /// wait for.
     fn sweep_if_all_back(&mut self, now: Now) {
-        let Some(r) = self.resumed.as_ref() else {
-            return;
-        };
-        let all = r
-            .carried
-            .values()
-            .all(|c| c.left.values().all(Option::is_some));
-        if all {
+        self.forget_carried();
+        if self.resumed.as_ref().is_some_and(|r| r.carried.is_empty()) {
             self.sweep_carried(now);
         }
     }
@@ -432,10 +381,16 @@ impl LiveCore {
         }
         r.swept = true;
         let wait = r.wait;
+        let carried: Vec<JobId> = r.carried.iter().copied().collect();
         let mut lost: Vec<(JobId, String)> = Vec::new();
-        for (&job, c) in &r.carried {
-            if let Some((&i, _)) = c.left.iter().find(|(_, s)| s.is_none()) {
-                let node = c.record.nodes.get(i as usize).copied().unwrap_or(0);
+        for job in carried {
+            if let Some(&i) = self.waiting_parts(job).first() {
+                let node = self
+                    .core
+                    .record(job)
+                    .and_then(|r| r.nodes.get(i as usize).copied())
+                    .unwrap_or(0);
+                let r = self.resumed.as_ref().expect("checked");
                 let host = r.node_hosts.get(node).map_or("?", String::as_str);
                 lost.push((
                     job,
@@ -445,22 +400,21 @@ impl LiveCore {
                 ));
             }
         }
-        lost.sort();
         self.lose_carried(now, lost);
         self.check_end(now);
     }
 
-    /// At an abort: every carried job still open is lost with `reason`.
+    /// At an abort: every carried job still waiting for a process is lost
+    /// with `reason` (the others went with their links).
     pub(super) fn abort_carried(&mut self, now: Now, reason: &str) {
         let Some(r) = self.resumed.as_ref() else {
             return;
         };
-        let mut lost: Vec<(JobId, String)> = r
+        let lost: Vec<(JobId, String)> = r
             .carried
-            .keys()
+            .iter()
             .map(|&j| (j, format!("run stopped: {reason}")))
             .collect();
-        lost.sort();
         self.lose_carried(now, lost);
     }
 }
@@ -472,7 +426,7 @@ mod tests {
     use common::admission::ManagerCore;
     use common::job::DeadlineType;
     use common::policy::{self, PolicyConfig};
-    use common::protocol::{FinishedPart, HeldPart, NodeMsg};
+    use common::protocol::{FinishedPart, HeldPart, ManagerMsg, NodeMsg};
     use common::share::SpareRule;
 
     fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
@@ -523,8 +477,8 @@ mod tests {
     /// running job 1's part and no longer holding job 3's: job 1 is kept
     /// (its record now names node 3), job 3 finished unobserved (booked at
     /// the crash, 50). `b` never comes back: when the wait is over job 2
-    /// is lost naming it. Job 1 completes at 70 and the run ends with one
-    /// record per job.
+    /// is lost naming it. Job 1 completes at 94 and the run ends with one
+    /// record per job and a part record per carried part.
     #[test]
     fn carried_jobs_are_kept_finished_or_lost_by_what_comes_back() {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
@@ -618,12 +572,30 @@ mod tests {
             |e| matches!(e, Entry::Decided { record, .. } if record.id == 1 && record.nodes == vec![3])
         ));
         assert!(journaled.iter().any(|e| matches!(e,
-            Entry::Finished { record: Some(r), .. } if r.id == 3 && r.finish == Some(50.0) && !r.lost)));
+            Entry::Finished { id: Some(3), finish: Some(f), .. } if *f == 50.0)));
+        // The admission core holds job 1's part on node 3 with the work
+        // the rejoin reported (50 of 100 done): the policy decides on it.
+        let (view, ids) = c.core.snapshot(60.5);
+        let k = ids.iter().position(|&g| g == 3).unwrap();
+        let parts: Vec<(JobId, f64)> = view[k].parts.iter().map(|p| (p.job, p.cpu_done)).collect();
+        assert_eq!(parts, [(1, 50.0)]);
         // `b` does not come back: the replay goes on with `a` at the
         // start timeout, and the wait for `b` ends.
         c.handle(at(70.0), Event::Timer(Timer::StartTimeout));
-        drain(&mut c);
+        let a = drain(&mut c);
         assert_eq!(c.phase(), Phase::Replaying);
+        let restart = a.iter().find_map(|x| match x {
+            Action::Journal(v) => v.iter().find_map(|e| match e {
+                Entry::Restart {
+                    t,
+                    crashed,
+                    restarted,
+                } => Some((*t, *crashed, *restarted)),
+                _ => None,
+            }),
+            _ => None,
+        });
+        assert_eq!(restart, Some((70.0, 50.0, 55.0)));
         c.handle(at(90.0), Event::Timer(Timer::Carried));
         drain(&mut c);
         c.handle(
@@ -655,5 +627,11 @@ mod tests {
         );
         assert_eq!(o.records[2].finish, Some(50.0));
         assert_eq!(o.records[3], done4);
+        // A part record for every carried part, as for any job: job 1's on
+        // its new node, job 2's never finished, job 3's at the crash.
+        let mut parts: Vec<(JobId, usize, f64)> =
+            o.parts.iter().map(|p| (p.job, p.node, p.finish)).collect();
+        parts.sort_by_key(|p| p.0);
+        assert_eq!(parts, [(1, 3, 94.0), (2, 2, f64::INFINITY), (3, 1, 50.0)]);
     }
 }
