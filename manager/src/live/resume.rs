@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
+use common::workload::WorkloadJob;
+
 use crate::environment::Environment;
 use crate::live::journal::{self, JournalWriter, JOURNAL};
 use crate::live::manager::{self as live, LiveConfig, Takeover, Threads};
@@ -79,12 +81,27 @@ pub fn resume(
             remaining.push(j.clone());
         }
     }
-    let unrecoverable: Vec<_> = s
-        .undecided
-        .iter()
-        .filter(|r| r.id >= CLIENT_JOBS)
-        .cloned()
-        .collect();
+    // Clients' jobs queued at the crash: decided now from the
+    // specification the journal keeps (on the clock's axis already);
+    // journals written before did not keep it.
+    let mut unrecoverable = Vec::new();
+    for r in s.undecided.iter().filter(|r| r.id >= CLIENT_JOBS) {
+        match s.client_specs.get(&r.id) {
+            Some(spec) => undecided.push(WorkloadJob {
+                spec: spec.clone(),
+                actual_runtime: r.actual,
+            }),
+            None => unrecoverable.push(r.clone()),
+        }
+    }
+    // Decided in the order they came.
+    undecided.sort_by(|a, b| {
+        a.spec
+            .details
+            .submit_time
+            .total_cmp(&b.spec.details.submit_time)
+            .then(a.spec.id.cmp(&b.spec.id))
+    });
     let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
     let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
     let note = format!(

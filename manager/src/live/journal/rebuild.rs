@@ -76,7 +76,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 replay_t = Some(*t);
                 (*t, None, None)
             }
-            Entry::Submitted { t, record } => (*t, Some(Stage::Submitted), Some(record)),
+            Entry::Submitted { t, record, .. } => (*t, Some(Stage::Submitted), Some(record)),
             Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
             Entry::Started {
                 t,

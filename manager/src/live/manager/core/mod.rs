@@ -608,7 +608,7 @@ impl LiveCore {
                     self.warnings.push(format!("job {id}: {e}"));
                     self.finished += 1;
                 }
-                Ok(()) => self.journal_submitted(id, mark, now),
+                Ok(()) => self.journal_submitted(id, mark, now, None),
             }
             self.submitted += 1;
             self.flush(now);
@@ -743,13 +743,20 @@ impl LiveCore {
 
     /// Journals a submission, unless the policy decided it at once: its
     /// `Decided` entry, in `self.out` since `mark`, follows in the same
-    /// hand-over and carries the same record.
-    fn journal_submitted(&mut self, job: JobId, mark: usize, now: Now) {
+    /// hand-over and carries the same record. `spec`: a client's job's
+    /// specification (see [`Entry::Submitted`]).
+    fn journal_submitted(
+        &mut self,
+        job: JobId,
+        mark: usize,
+        now: Now,
+        spec: Option<Box<common::job::JobSpec>>,
+    ) {
         let decided = self.out[mark..]
             .iter()
             .any(|o| matches!(o, Output::Decided { job: j, .. } if *j == job));
         if !decided {
-            self.journal(job, now, |t, record| Entry::Submitted { t, record });
+            self.journal(job, now, |t, record| Entry::Submitted { t, record, spec });
         }
     }
 

@@ -147,6 +147,12 @@ impl LiveCore {
         }
         let mut c = LiveCore::new(core, cfg, jobs);
         c.warnings.extend(refused);
+        // Clients' jobs submitted from now on get ids after the run's.
+        let ids = r.done.iter().map(|j| j.id).chain(r.carried.iter().copied());
+        let ids = ids
+            .chain(r.undecided.iter().map(|j| j.spec.id))
+            .chain(t.unrecoverable.iter().map(|j| j.id));
+        c.next_client_job = ids.fold(c.next_client_job, JobId::max);
         let before = r.done.len() + r.carried.len() + r.undecided.len() + t.unrecoverable.len();
         c.total_jobs += before;
         c.submitted = before;
@@ -189,13 +195,16 @@ impl LiveCore {
         }
         for j in undecided {
             let id = j.spec.id;
+            // A client's job is journaled whole again (see
+            // `Entry::Submitted`), for a manager after this one.
+            let client_spec = (id > super::CLIENT_JOBS).then(|| Box::new(j.spec.clone()));
             let mark = self.out.len();
             match self.submit(now.trace, j) {
                 Err(e) => {
                     self.warnings.push(format!("job {id}: {e}"));
                     self.finished += 1;
                 }
-                Ok(()) => self.journal_submitted(id, mark, now),
+                Ok(()) => self.journal_submitted(id, mark, now, client_spec),
             }
         }
         self.flush(now);
@@ -471,6 +480,110 @@ mod tests {
         }
     }
 
+    fn config(expect_nodes: usize) -> CoreConfig {
+        CoreConfig {
+            time_scale: 1.0,
+            expect_nodes,
+            serve: false,
+            journal: true,
+            start_timeout: Duration::from_secs(10),
+            histogram_timeout: Duration::from_secs(5),
+            report_ms: 100,
+            heartbeat_ms: 100,
+            histogram_ms: 1000,
+            spare_rule: SpareRule::default(),
+        }
+    }
+
+    /// FIFO, one node process `a` of one node. A client's job (id 2^40 +
+    /// 3, RE 10) was queued when the manager died, submitted at 40; the
+    /// journal kept its specification. At the restart (the process
+    /// registers at 60) it is decided with its own submit time: started
+    /// at 60 on node 1 (node 0 is the old run's). A client's job
+    /// submitted after the restart gets the next id, 2^40 + 4, and waits
+    /// (the node is busy): its specification is journaled.
+    #[test]
+    fn a_clients_queued_job_is_decided_at_the_restart_with_its_submit_time() {
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let id = super::super::CLIENT_JOBS + 3;
+        let spec = common::job::JobSpec::new(id, 40.0, 10.0, 1, 100.0, f64::INFINITY);
+        let t = Takeover {
+            done: Vec::new(),
+            open: Vec::new(),
+            undecided: vec![WorkloadJob {
+                spec: spec.clone(),
+                actual_runtime: 8.0,
+            }],
+            unrecoverable: Vec::new(),
+            offset: 0.0,
+            node_processes: vec![("a".into(), 1)],
+            wait: Duration::from_secs(30),
+            crash_trace: 50.0,
+            note: "resumed: test".into(),
+            crashed: 50.0,
+            restarted: 55.0,
+            trace_now: 60.0,
+        };
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
+        let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
+        drain(&mut c);
+        c.handle(
+            at(60.0),
+            Event::Connected {
+                link: 1,
+                host: "a".into(),
+                pid: 9,
+                nodes: vec![node(0)],
+            },
+        );
+        let a = drain(&mut c);
+        let dispatched: Vec<(JobId, u32)> = a
+            .iter()
+            .filter_map(|x| match x {
+                Action::Send {
+                    link: 1,
+                    msg: ManagerMsg::Dispatch(d),
+                } => Some((d.part.job, d.node)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dispatched, [(id, 0)]);
+        let r = c.core.record(id).unwrap();
+        assert_eq!(
+            (r.submit, r.decided_at, r.start, r.nodes.clone()),
+            (40.0, 60.0, Some(60.0), vec![1])
+        );
+        c.handle(
+            at(61.0),
+            Event::Client {
+                client: 7,
+                msg: common::protocol::ClientMsg::Submit {
+                    token: 1,
+                    job: (&spec).into(),
+                    actual: None,
+                },
+            },
+        );
+        c.handle(at(61.0), Event::ClientBurstEnd { client: 7 });
+        // The node is busy: the new job is queued, and its `submitted`
+        // entry carries its specification (id and submit time set), for a
+        // manager after this one.
+        let a = drain(&mut c);
+        let journaled: Vec<(JobId, f64)> = a
+            .iter()
+            .filter_map(|x| match x {
+                Action::Journal(v) => Some(v.iter()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|e| match e {
+                Entry::Submitted { spec: Some(s), .. } => Some((s.id, s.details.submit_time)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(journaled, [(id + 1, 61.0)]);
+    }
+
     /// The old run had node process `a` (nodes 0 and 1) and `b` (node 2);
     /// job 1 ran on node 0, job 2 on node 2, job 3 on node 1, job 4 was
     /// over. `a` comes back as new ids 3 and 4 (0-2 stay taken) still
@@ -498,19 +611,7 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
         };
-        let cfg = CoreConfig {
-            time_scale: 1.0,
-            expect_nodes: 3,
-            serve: false,
-            journal: true,
-            start_timeout: Duration::from_secs(10),
-            histogram_timeout: Duration::from_secs(5),
-            report_ms: 100,
-            heartbeat_ms: 100,
-            histogram_ms: 1000,
-            spare_rule: SpareRule::default(),
-        };
-        let mut c = LiveCore::resumed(ManagerCore::new(p), cfg, Vec::new(), t);
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
         drain(&mut c);
         c.handle(
