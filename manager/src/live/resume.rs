@@ -201,6 +201,11 @@ pub fn resume(
         &files,
     )
     .live(&node_facts);
+    // The run's fault scenario, as its first manager listed it.
+    let manifest = match &c.header.faults {
+        Some(facts) => manifest.with_faults(facts),
+        None => manifest,
+    };
     rundir::finish(
         dir,
         manifest,

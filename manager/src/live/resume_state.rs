@@ -259,6 +259,7 @@ mod tests {
                     },
                     duplicates: 0,
                 },
+                faults: None,
             },
             entries,
             torn_line: None,

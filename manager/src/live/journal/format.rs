@@ -52,6 +52,12 @@ pub struct Header {
     pub trace: Option<serde_json::Value>,
     /// Facts of the workload.
     pub workload: JournalWorkload,
+    /// The fault scenario of `run`/`demo --faults` (the manifest's
+    /// `faults`: file, seed, every fault as expanded), so that a resumed
+    /// run's manifest lists it too. Journals written before, and runs
+    /// without one, have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<serde_json::Value>,
 }
 
 /// What the fault injector did to a node process.

@@ -141,6 +141,7 @@ pub(crate) mod testkit {
                 },
                 duplicates: 0,
             },
+            faults: None,
         }
     }
 

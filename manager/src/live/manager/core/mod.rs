@@ -535,8 +535,11 @@ impl LiveCore {
         }
     }
 
-    fn maybe_start(&mut self, now: Now) {
+    pub(super) fn maybe_start(&mut self, now: Now) {
         if self.phase != Phase::Waiting || self.registered_nodes < self.cfg.expect_nodes {
+            return;
+        }
+        if self.rejoins_pending() {
             return;
         }
         self.phase = Phase::Replaying;
@@ -581,6 +584,7 @@ impl LiveCore {
                 self.registered_nodes, self.cfg.expect_nodes
             ));
             self.cfg.expect_nodes = self.registered_nodes;
+            self.waive_rejoins();
             self.maybe_start(now);
         }
     }

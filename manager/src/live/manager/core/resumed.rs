@@ -85,6 +85,19 @@ pub(super) struct Resumed {
     pub(super) started: bool,
     /// The wait for node processes is over: unreported parts are lost.
     swept: bool,
+    /// The labels of the node processes that registered before the
+    /// restart (the first word of their `host`).
+    old_labels: HashSet<String>,
+    /// Links whose process reported what it ran ([`Rejoin`]).
+    rejoined: HashSet<LinkId>,
+    /// The start timeout passed: the replay goes on without waiting for
+    /// reports.
+    waived: bool,
+}
+
+/// A node process's label: the first word of its `host`.
+fn label(host: &str) -> &str {
+    host.split(' ').next().unwrap_or(host)
 }
 
 impl LiveCore {
@@ -126,6 +139,11 @@ impl LiveCore {
             crash_trace: t.crash_trace,
             note: t.note,
             down: (t.crashed, t.restarted),
+            old_labels: t
+                .node_processes
+                .iter()
+                .map(|(h, _)| label(h).to_string())
+                .collect(),
             ..Resumed::default()
         };
         let mut refused = Vec::new();
@@ -215,6 +233,28 @@ impl LiveCore {
         self.sweep_if_all_back(now);
     }
 
+    /// Whether the replay must still wait for a node process that ran
+    /// before the restart (same label) and registered again to report
+    /// what it ran: decisions before its [`Rejoin`] would not see its
+    /// carried parts. A process that crashed and started afresh under
+    /// the same label never reports: the start timeout ends the wait.
+    pub(super) fn rejoins_pending(&self) -> bool {
+        let Some(r) = self.resumed.as_ref() else {
+            return false;
+        };
+        !r.waived
+            && self.links.iter().any(|(id, l)| {
+                l.alive && r.old_labels.contains(label(&l.host)) && !r.rejoined.contains(id)
+            })
+    }
+
+    /// The start timeout passed (see [`Self::rejoins_pending`]).
+    pub(super) fn waive_rejoins(&mut self) {
+        if let Some(r) = self.resumed.as_mut() {
+            r.waived = true;
+        }
+    }
+
     /// The parts of carried job `job` still waiting for their process.
     fn waiting_parts(&self, job: JobId) -> Vec<u32> {
         let n = self.core.record(job).map_or(0, |r| r.nodes.len() as u32);
@@ -230,9 +270,10 @@ impl LiveCore {
     /// the manager died (the old manager booked it). Everything else is
     /// dropped.
     pub(super) fn rejoin(&mut self, now: Now, link: LinkId, host: &str, rj: Rejoin) {
-        if self.resumed.is_none() {
+        let Some(r) = self.resumed.as_mut() else {
             return self.drop_rejoin(link, host, &rj);
-        }
+        };
+        r.rejoined.insert(link);
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
@@ -325,6 +366,8 @@ impl LiveCore {
         self.flush(now);
         self.sweep_if_all_back(now);
         self.check_end(now);
+        // The replay may have waited for this report.
+        self.maybe_start(now);
     }
 
     /// A manager with nothing carried drops every reported part.
@@ -498,7 +541,7 @@ mod tests {
     /// FIFO, one node process `a` of one node. A client's job (id 2^40 +
     /// 3, RE 10) was queued when the manager died, submitted at 40; the
     /// journal kept its specification. At the restart (the process
-    /// registers at 60) it is decided with its own submit time: started
+    /// registers at 60, and the replay waits for its report) it is decided with its own submit time: started
     /// at 60 on node 1 (node 0 is the old run's). A client's job
     /// submitted after the restart gets the next id, 2^40 + 4, and waits
     /// (the node is busy): its specification is journaled.
@@ -536,6 +579,23 @@ mod tests {
                 nodes: vec![node(0)],
             },
         );
+        // `a` ran before the crash: the replay waits for its report.
+        drain(&mut c);
+        assert_eq!(c.phase(), Phase::Waiting);
+        c.handle(
+            at(60.0),
+            Event::FromNode {
+                link: 1,
+                msgs: vec![NodeMsg::Rejoin(Rejoin {
+                    was: vec![0],
+                    away_s: 1.0,
+                    why: "lost".into(),
+                    running: Vec::new(),
+                    finished: Vec::new(),
+                })],
+            },
+        );
+        assert_eq!(c.phase(), Phase::Replaying);
         let a = drain(&mut c);
         let dispatched: Vec<(JobId, u32)> = a
             .iter()
