@@ -121,6 +121,19 @@ pub fn resume(
         c.header.seed,
         s.resumed_before
     ));
+    // The earlier managers' histograms, as last journaled.
+    let mut histograms = std::collections::BTreeMap::new();
+    for (name, text) in &s.histograms {
+        match crate::results::histograms::decode(text) {
+            Ok(h) => {
+                histograms.insert(name.clone(), h);
+            }
+            Err(e) => log.say(format_args!(
+                "{}: histogram {name} of the managers before: {e}; left out",
+                path.display()
+            )),
+        }
+    }
     let takeover = Takeover {
         done: s.done.clone(),
         open: s.open.iter().map(|o| o.record.clone()).collect(),
@@ -134,6 +147,7 @@ pub fn resume(
         trace_now,
         crashed: s.last_t,
         restarted: s.last_t + down,
+        histograms,
     };
     let listen = cfg.manager.listen.parse()?;
     let writer = JournalWriter::append(&path, s.last_t + down)?;

@@ -38,6 +38,9 @@ pub struct ResumeState {
     /// The specifications of clients' jobs the journal holds (their
     /// `submitted` entries'), by id.
     pub client_specs: BTreeMap<JobId, JobSpec>,
+    /// The managers' latency histograms as last journaled (the last
+    /// `histograms` entry: name -> encoded), cumulative over the run.
+    pub histograms: BTreeMap<String, String>,
     /// Trace seconds from the clock's start to the replay start (None:
     /// the replay had not started).
     pub replay_offset: Option<Time>,
@@ -76,6 +79,7 @@ impl ResumeState {
         let mut resumed_before = 0;
         let mut ended = false;
         let mut client_specs = BTreeMap::new();
+        let mut histograms = BTreeMap::new();
         let put = |jobs: &mut BTreeMap<JobId, (Stage, JobRecord)>, s, r: &JobRecord| {
             let slot = jobs.entry(r.id).or_insert((s, r.clone()));
             if slot.0 != Stage::Finished {
@@ -141,6 +145,10 @@ impl ResumeState {
                     *t
                 }
                 Entry::Fault { t, .. } | Entry::Restart { t, .. } => *t,
+                Entry::Histograms { t, manager } => {
+                    histograms = manager.clone();
+                    *t
+                }
             };
             last_t = last_t.max(t);
         }
@@ -164,6 +172,7 @@ impl ResumeState {
             open,
             undecided,
             client_specs,
+            histograms,
             replay_offset: replay.map(|(_, off)| off),
             last_trace,
             last_t,

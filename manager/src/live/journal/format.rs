@@ -196,6 +196,17 @@ pub enum Entry {
         /// When the resumed manager started.
         restarted: f64,
     },
+    /// The manager's latency histograms so far (every few seconds), so
+    /// that a manager resuming the run after a crash adds them to its
+    /// own: each histogram of `manager.hlog`, by name, in the compressed
+    /// V2 encoding, base64 (as in the `.hlog` files). Cumulative over
+    /// every manager of the run: only the last entry counts.
+    Histograms {
+        /// When.
+        t: f64,
+        /// Name -> encoded histogram.
+        manager: std::collections::BTreeMap<String, String>,
+    },
     /// The run ended and wrote its own result files.
     End {
         /// When.

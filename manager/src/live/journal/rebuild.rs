@@ -120,7 +120,9 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 (*t, None, None)
             }
             Entry::Finished { t, .. } => (*t, None, None),
-            Entry::Fault { t, .. } | Entry::Restart { t, .. } => (*t, None, None),
+            Entry::Fault { t, .. } | Entry::Restart { t, .. } | Entry::Histograms { t, .. } => {
+                (*t, None, None)
+            }
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
                 (*t, None, None)

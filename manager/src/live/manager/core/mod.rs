@@ -262,7 +262,13 @@ pub(super) struct LiveCore {
     queue_timer: Option<Time>,
     /// The books of a run taken over from its journal (`resume`).
     resumed: Option<resumed::Resumed>,
+    /// When (wall s) the histograms were last journaled.
+    hists_journaled: f64,
 }
+
+/// How often (real seconds) the manager journals its histograms, for a
+/// manager that resumes the run after a crash: what it loses.
+const HISTOGRAMS_EVERY_S: f64 = 2.0;
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
 pub(super) type Meter = Box<dyn Fn() -> f64>;
@@ -316,6 +322,7 @@ impl LiveCore {
             scheduler: None,
             queue_timer: None,
             resumed: None,
+            hists_journaled: 0.0,
             cfg,
         }
     }
@@ -635,6 +642,19 @@ impl LiveCore {
                 });
             }
             self.warnings_journaled = self.warnings.len();
+            self.hand_journal();
+        }
+        if self.cfg.journal && now.wall - self.hists_journaled >= HISTOGRAMS_EVERY_S {
+            self.hists_journaled = now.wall;
+            let manager = self
+                .hists
+                .iter()
+                .map(|(k, h)| (k.clone(), crate::results::histograms::encode(h)))
+                .collect();
+            self.journal_buf.push(Entry::Histograms {
+                t: now.journal,
+                manager,
+            });
             self.hand_journal();
         }
         if self.phase == Phase::Replaying {

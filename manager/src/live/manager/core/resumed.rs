@@ -63,6 +63,9 @@ pub struct Takeover {
     /// from there at once: the node processes coming back map their
     /// times onto it).
     pub trace_now: Time,
+    /// The latency histograms of the managers before this one, as last
+    /// journaled: added to this one's.
+    pub histograms: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>>,
 }
 
 /// The resumed core's books of the takeover.
@@ -177,6 +180,20 @@ impl LiveCore {
         c.decided = r.done.len() + r.carried.len();
         c.finished = r.done.len();
         c.offset = t.offset;
+        for (name, h) in t.histograms {
+            match c.hists.get_mut(&name) {
+                Some(mine) => {
+                    if let Err(e) = mine.add(&h) {
+                        c.warnings.push(format!(
+                            "histogram {name} of the managers before the restart not added: {e:?}"
+                        ));
+                    }
+                }
+                None => {
+                    c.hists.insert(name, h);
+                }
+            }
+        }
         for mut rec in t.unrecoverable {
             rec.lost = true;
             rec.detail = "queued when the manager died, a client's job whose specification the journal does not hold (written before it kept them): not decided".into();
@@ -550,6 +567,10 @@ mod tests {
         let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
         let id = super::super::CLIENT_JOBS + 3;
         let spec = common::job::JobSpec::new(id, 40.0, 10.0, 1, 100.0, f64::INFINITY);
+        // The managers before had timed two decisions.
+        let mut before = crate::live::manager::config::new_hist();
+        before.record(40).unwrap();
+        before.record(70).unwrap();
         let t = Takeover {
             done: Vec::new(),
             open: Vec::new(),
@@ -566,6 +587,7 @@ mod tests {
             crashed: 50.0,
             restarted: 55.0,
             trace_now: 60.0,
+            histograms: [("policy_compute_us".to_string(), before)].into(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -642,6 +664,20 @@ mod tests {
             })
             .collect();
         assert_eq!(journaled, [(id + 1, 61.0)]);
+        // The earlier managers' samples are in this one's histogram, and
+        // its journaled histograms (for a manager after it) carry them.
+        assert_eq!(c.hists["policy_compute_us"].len(), 2);
+        c.handle(at(62.0), Event::Timer(Timer::Tick));
+        let a = drain(&mut c);
+        let saved = a.iter().find_map(|x| match x {
+            Action::Journal(v) => v.iter().find_map(|e| match e {
+                Entry::Histograms { manager, .. } => manager.get("policy_compute_us").cloned(),
+                _ => None,
+            }),
+            _ => None,
+        });
+        let h = crate::results::histograms::decode(&saved.unwrap()).unwrap();
+        assert_eq!((h.len(), h.max()), (2, 70));
     }
 
     /// The old run had node process `a` (nodes 0 and 1) and `b` (node 2);
@@ -670,6 +706,7 @@ mod tests {
             crashed: 50.0,
             restarted: 55.0,
             trace_now: 60.0,
+            histograms: Default::default(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
