@@ -518,33 +518,38 @@ fn chaos_node_faults_and_two_manager_crashes() {
     let detect = t_of("lost node process local-1")
         .zip(t_of(&format!("fault: {crash}: SIGKILL")))
         .map(|(l, k)| l - k);
-    // Restart to first decision: from each resumed manager's first entry
-    // (its first registration) to its first decision.
+    // Restart to first decision: from each resumed manager's first
+    // registration (the first `node` entry after its start, which its
+    // `restart` entry gives) to its first decision.
     let mut restarts = Vec::new();
     for m in [m1, m2] {
         let note = t_of(&format!("resumed: after {m}")).unwrap();
-        // The resumed manager's first entry: the first `node` entry after
-        // the killed manager's last job entry.
         let t = |e: &serde_json::Value| e["t"].as_f64().unwrap();
-        let prev = journal
+        let started = journal
             .iter()
-            .filter(|e| {
-                ["decided", "submitted", "started", "finished"].contains(&e["e"].as_str().unwrap())
-            })
-            .map(t)
-            .filter(|&x| x < note)
-            .fold(f64::NEG_INFINITY, f64::max);
+            .find(|e| e["e"] == "restart" && t(e) == note)
+            .map(|e| e["restarted"].as_f64().unwrap())
+            .expect("a restart entry beside the resumed: warning");
         let regs_since = journal
             .iter()
             .filter(|e| e["e"] == "node")
             .map(t)
-            .filter(|&x| x > prev)
+            .filter(|&x| x > started)
             .fold(f64::INFINITY, f64::min);
+        // Not a carried job's `decided` entry (written again when its
+        // part moved to a new node id).
+        let id = |e: &serde_json::Value| e["record"]["id"].as_u64();
+        let carried: std::collections::HashSet<u64> = journal
+            .iter()
+            .filter(|e| e["e"] == "decided" && t(e) < started)
+            .filter_map(id)
+            .collect();
         let decision = journal
             .iter()
             .filter(|e| e["e"] == "decided" || (e["e"] == "finished" && e["record"].is_object()))
-            .map(|e| e["t"].as_f64().unwrap())
-            .find(|&t| t >= note);
+            .filter(|e| id(e).is_some_and(|i| !carried.contains(&i)))
+            .map(t)
+            .find(|&x| x >= note);
         restarts.push(decision.map(|d| d - regs_since));
     }
     // Rejoin gets work: from local-1's second registration to the first

@@ -112,7 +112,7 @@ impl ManagerCore {
         self.records[k].lose(detail);
         j.over = true;
         self.open -= 1;
-        let (first, n_parts) = (j.first_part, j.n_parts);
+        let (first, n_parts, apart) = (j.first_part, j.n_parts, j.held_apart);
         for index in 0..n_parts {
             let g = self.parts[first + index].node as u32;
             let part = PartId {
@@ -120,6 +120,7 @@ impl ManagerCore {
                 index: index as u32,
             };
             let n = &self.nodes[g as usize];
+            let alive = n.alive;
             if n.alive && !self.part_done[first + index] && skip != Some(part.index) {
                 out.push(Output::Send {
                     link: n.link,
@@ -127,6 +128,9 @@ impl ManagerCore {
                 });
             }
             self.remove_part(g, part);
+            if apart && alive && !self.part_done[first + index] {
+                self.release_node(g);
+            }
         }
         if let Policy::Queue(q) = &mut self.policy {
             q.finished(now, id);

@@ -137,7 +137,14 @@ pub fn run(
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let writer = JournalWriter::create(
         &out.join(JOURNAL),
-        setup::journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+        setup::journal_header(
+            &inv,
+            cfg,
+            &exp,
+            &wl,
+            trace_facts.as_ref(),
+            faults.as_ref().map(|(_, facts)| facts),
+        )?,
     )?;
     log.say(format_args!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",

@@ -52,6 +52,7 @@ pub fn journal_header(
     exp: &Experiment,
     wl: &workload::Workload,
     trace: Option<&rundir::TraceFacts>,
+    faults: Option<&serde_json::Value>,
 ) -> Result<Header> {
     Ok(Header {
         format: journal::FORMAT.into(),
@@ -69,6 +70,7 @@ pub fn journal_header(
             facts: rundir::WorkloadFacts::of(wl, exp.params.nodes),
             duplicates: wl.duplicates,
         },
+        faults: faults.cloned(),
     })
 }
 

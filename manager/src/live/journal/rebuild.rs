@@ -76,7 +76,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 replay_t = Some(*t);
                 (*t, None, None)
             }
-            Entry::Submitted { t, record } => (*t, Some(Stage::Submitted), Some(record)),
+            Entry::Submitted { t, record, .. } => (*t, Some(Stage::Submitted), Some(record)),
             Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
             Entry::Started {
                 t,
@@ -120,7 +120,9 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 (*t, None, None)
             }
             Entry::Finished { t, .. } => (*t, None, None),
-            Entry::Fault { t, .. } => (*t, None, None),
+            Entry::Fault { t, .. } | Entry::Restart { t, .. } | Entry::Histograms { t, .. } => {
+                (*t, None, None)
+            }
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
                 (*t, None, None)

@@ -51,6 +51,9 @@ impl LiveCore {
                 job.details.submit_time = now.trace;
                 let actual = actual.unwrap_or(job.details.runtime_estimate);
                 self.wait_for(id, client, token);
+                // Journaled if the policy queues it (an admission policy
+                // decides at once): a resumed manager decides it then.
+                let spec = (self.core.queues() && self.cfg.journal).then(|| Box::new(job.clone()));
                 let mark = self.out.len();
                 let r = self.submit(
                     now.trace,
@@ -71,7 +74,7 @@ impl LiveCore {
                         },
                     );
                 }
-                self.journal_submitted(id, mark, now);
+                self.journal_submitted(id, mark, now, spec);
                 self.burst.push((id, token));
             }
             ClientMsg::Quote { token, job } => {

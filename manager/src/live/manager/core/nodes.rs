@@ -10,21 +10,6 @@ use crate::live::journal::Entry;
 use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now};
 
 impl LiveCore {
-    /// Whether `job` is a carried job of a resumed run (booked apart from
-    /// the admission core).
-    fn carries(&self, job: common::job::JobId) -> bool {
-        self.resumed.as_ref().is_some_and(|r| r.holds(job))
-    }
-
-    /// Takes carried parts out of a progress report (the admission core
-    /// does not hold them, and refuses a report naming a part it does not
-    /// know).
-    fn uncarried(&self, parts: &mut Vec<common::protocol::PartProgress>) {
-        if let Some(r) = &self.resumed {
-            parts.retain(|p| !r.holds(p.part.job));
-        }
-    }
-
     pub(super) fn connected(
         &mut self,
         now: Now,
@@ -64,7 +49,6 @@ impl LiveCore {
                 host,
                 pid,
                 nodes: n,
-                ids: ids.clone(),
                 alive: true,
                 registered: self.links.len(),
             },
@@ -95,14 +79,12 @@ impl LiveCore {
         }
         l.alive = false;
         let lost = format!("lost node process {} (link {link}): {reason}", l.host);
-        let host = l.host.clone();
         if self.ending() {
             self.collected();
             return;
         }
         self.warnings.push(lost);
         self.core.link_lost(now.trace, link, reason, &mut self.out);
-        self.carried_link_lost(now, link, &host, reason);
         self.flush(now);
         self.check_end(now);
     }
@@ -111,21 +93,14 @@ impl LiveCore {
         let scale = self.cfg.time_scale;
         let res = match msg {
             NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
-            NodeMsg::Progress { at, mut parts } => {
+            NodeMsg::Progress { at, parts } => {
                 self.measured("report_latency_us", (now.trace - at) * scale * 1e6);
-                self.uncarried(&mut parts);
                 self.core.progress(link, at, &parts)
             }
-            NodeMsg::Reports { mut reports } => reports.iter_mut().try_for_each(|r| {
+            NodeMsg::Reports { reports } => reports.iter().try_for_each(|r| {
                 self.measured("report_latency_us", (now.trace - r.at) * scale * 1e6);
-                self.uncarried(&mut r.parts);
                 self.core.progress(link, r.at, &r.parts)
             }),
-            NodeMsg::Completed { part, at, .. } if self.carries(part.job) => {
-                self.carried_part_done(now, part, at);
-                Ok(())
-            }
-            NodeMsg::Withdrawn { part, .. } if self.carries(part.job) => Ok(()),
             NodeMsg::Rejoin(r) => {
                 self.rejoin(now, link, host, r);
                 Ok(())
