@@ -137,6 +137,23 @@ enum Command {
         #[arg(long, hide = true)]
         after_fault: Option<String>,
     },
+    /// Execute a fault scenario's node faults on the node processes the
+    /// launch scripts started (through each host's agent, over ssh), timed
+    /// from the run's replay start, and report each to the manager
+    /// (docs/faults.md; scripts/launch.sh --faults runs it).
+    Inject {
+        /// The cluster configuration.
+        #[arg(long)]
+        config: PathBuf,
+        /// The fault scenario (default: the configuration's [workload]
+        /// faults).
+        #[arg(long)]
+        faults: Option<PathBuf>,
+        /// The run directory the manager writes (its journal times the
+        /// faults).
+        #[arg(long)]
+        run: PathBuf,
+    },
     /// Simulate a live run with what its journal observed: the same
     /// arrivals, node processes joining, stopping and lost when they
     /// were, the same policy and settings; a run directory for `compare`
@@ -219,7 +236,8 @@ enum Command {
         /// Extra names for the manager certificate (host names).
         #[arg(long, value_delimiter = ',')]
         manager_names: Vec<String>,
-        /// Add node certificates to an existing CA in --out.
+        /// Add node certificates to an existing CA in --out (and the
+        /// operator's, when it has none).
         #[arg(long)]
         add: bool,
         /// Revoke these identities (node-NAME or a node name, client,
@@ -404,6 +422,11 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             env,
         )?,
         Command::Replay { run, out } => libratory_manager::replay::run(&run, out)?,
+        Command::Inject {
+            config,
+            faults,
+            run,
+        } => libratory_manager::live::inject::cmd::inject(&config, faults.as_deref(), &run)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,
