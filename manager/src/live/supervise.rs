@@ -14,7 +14,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,35 @@ pub fn needed(plan: &Plan) -> bool {
     plan.faults
         .iter()
         .any(|f| f.kind == FaultKind::ManagerCrash)
+}
+
+/// The current manager's pid (0: none runs), for [`forward`].
+static MANAGER: AtomicI32 = AtomicI32::new(0);
+/// Set when the supervisor was told to stop (SIGINT, SIGTERM).
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// SIGINT and SIGTERM go on to the manager, which ends the run early and
+/// writes its results as an unsupervised one does (the launch scripts'
+/// stop signals the supervisor only); no manager is restarted after.
+extern "C" fn forward(sig: libc::c_int) {
+    STOPPED.store(true, Ordering::SeqCst);
+    let pid = MANAGER.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe; the pid is our child's,
+        // cleared before that child is reaped.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+fn forward_stops() {
+    let handler = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only touches atomics and calls kill(2).
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
 }
 
 /// Kills the child on drop (a failed supervisor leaves no manager behind).
@@ -93,10 +122,18 @@ pub fn run(plan: &Plan, cx: Context<'_>, log: &mut Log) -> Result<ExitStatus> {
             .spawn()
             .context("starting the supervised run")?,
     ));
+    MANAGER.store(g.child().id() as i32, Ordering::SeqCst);
+    forward_stops();
     // The node processes dial the manager once its journal exists (it
     // binds right after writing the header; QUIC retries the handshake's
     // first packets meanwhile, as for `run --spawn-local`).
-    wait_for(g.child(), || journal.exists())?;
+    wait_for(g.child(), || crate::live::journal::read(&journal).is_ok())?;
+    // The manager's own configuration, as its journal's header keeps it:
+    // a demo's port 0 is a free port the child chose, not ours.
+    let header = crate::live::journal::read(&journal)
+        .with_context(|| format!("reading {}", journal.display()))?
+        .header;
+    let cfg = &header.cluster;
     let stop = Arc::new(AtomicBool::new(false));
     let mut nodes = None;
     let mut injector = None;
@@ -168,19 +205,31 @@ fn crashes(
         // The run may end before the fault is due.
         while Instant::now() < at {
             if let Some(st) = g.child().try_wait()? {
+                MANAGER.store(0, Ordering::SeqCst);
                 log.say(format_args!("fault: {f}: not applied, the run ended first"));
                 return Ok(st);
             }
             std::thread::sleep((at - Instant::now()).min(Duration::from_millis(20)));
         }
         let pid = g.child().id();
+        MANAGER.store(0, Ordering::SeqCst);
         g.child().kill().context("SIGKILL to the manager")?;
         g.child().wait()?;
         log.say(format_args!(
             "fault: {f}: SIGKILL to the manager (pid {pid})"
         ));
         let back = real(f.end().expect("a manager crash has a duration"));
-        std::thread::sleep(back.saturating_duration_since(Instant::now()));
+        while Instant::now() < back && !STOPPED.load(Ordering::SeqCst) {
+            std::thread::sleep((back - Instant::now()).min(Duration::from_millis(20)));
+        }
+        if STOPPED.load(Ordering::SeqCst) {
+            log.say(format_args!(
+                "fault: {f}: stopped while no manager ran: not restarted (`libratory recover {}` writes the results from the journal, `libratory resume {}` goes on)",
+                out.display(),
+                out.display()
+            ));
+            bail!("stopped while no manager ran");
+        }
         let child = Command::new(exe)
             .arg("resume")
             .arg(out)
@@ -194,9 +243,18 @@ fn crashes(
             out.display(),
             child.id()
         ));
+        MANAGER.store(child.id() as i32, Ordering::SeqCst);
         g.0 = Some(child);
+        // A stop that came while it started reaches it too.
+        if STOPPED.load(Ordering::SeqCst) {
+            // SAFETY: kill(2) on our child, not yet reaped.
+            unsafe {
+                libc::kill(g.child().id() as i32, libc::SIGTERM);
+            }
+        }
     }
     let st = g.child().wait()?;
+    MANAGER.store(0, Ordering::SeqCst);
     g.0 = None;
     Ok(st)
 }

@@ -310,6 +310,18 @@ mod tests {
             .unwrap();
         assert!(st.status.success(), "{st:?}");
         let pid = |w: &std::path::Path| std::fs::read_to_string(w.join("run/a-0.pid")).unwrap();
+        // A failed assertion must not leave the stand-in running.
+        struct Reap(PathBuf);
+        impl Drop for Reap {
+            fn drop(&mut self) {
+                if let Ok(p) = std::fs::read_to_string(self.0.join("run/a-0.pid")) {
+                    if let Ok(p) = p.trim().parse::<u32>() {
+                        signal(p, libc::SIGKILL);
+                    }
+                }
+            }
+        }
+        let _reap = Reap(w.to_path_buf());
         let first = pid(w);
         let mut agent = Agent {
             processes: vec![AgentProcess {
