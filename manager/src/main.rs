@@ -101,7 +101,8 @@ enum Command {
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
         /// A fault scenario (docs/faults.md) executed on the node
-        /// processes: crashes (SIGKILL, restart) and hangs (SIGSTOP/SIGCONT).
+        /// processes: crashes (SIGKILL, restart), hangs (SIGSTOP/SIGCONT),
+        /// partitions and delays (their link layer), manager crashes.
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
         /// The policy (see `libratory policies`); `batsim` runs an
@@ -195,8 +196,11 @@ enum Command {
         /// when given.
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
-        /// A fault scenario (docs/faults.md) executed on the local node
-        /// processes (needs --spawn-local and local hosts only).
+        /// A fault scenario (docs/faults.md; default: the configuration's
+        /// [workload] faults): node faults executed on the node processes
+        /// --spawn-local starts (others: `libratory inject`, which
+        /// scripts/launch.sh --faults runs), manager crashes by a
+        /// supervisor.
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
         /// The external scheduler, when the configuration's policy is

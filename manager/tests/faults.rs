@@ -3,7 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod util;
+use util::Guard;
 
 fn libratory(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_libratory"))
@@ -639,5 +643,53 @@ fn chaos_node_faults_and_two_manager_crashes() {
         // The manager came back 15 trace seconds (0.75 s) after the delay.
         waited - 15.0 * 0.05,
         restarts
+    );
+}
+
+/// A supervised demo (a scenario with a manager crash), stopped with
+/// SIGTERM before the crash: the supervisor starts the node processes on
+/// the address its child manager chose (a demo takes any free port; the
+/// supervisor reads it from the child's journal header), and passes the
+/// signal on to the manager, which ends the run early and writes its
+/// results, as an unsupervised run does.
+#[test]
+fn a_stopped_supervisor_stops_its_manager() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("mc.toml"),
+        "[[fault]]\nat = 400.0\nkind = \"manager-crash\"\nduration = 20.0\n",
+    )
+    .unwrap();
+    let mut sup = Guard::spawn(
+        Command::new(env!("CARGO_BIN_EXE_libratory"))
+            .args([
+                "demo", "--jobs", "120", "--faults", "mc.toml", "--out", "demo",
+            ])
+            .current_dir(d)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let journal = d.join("demo/journal.jsonl");
+    let until = |what: &str, ok: &mut dyn FnMut() -> bool| {
+        let end = Instant::now() + Duration::from_secs(90);
+        while !ok() {
+            assert!(Instant::now() < end, "{what} did not happen within 90 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The replay starts once the node processes registered.
+    until("the replay's start", &mut || {
+        std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("{\"e\":\"replay\","))
+    });
+    // SAFETY: kill(2) on the child this test holds.
+    unsafe { libc::kill(sup.id() as libc::pid_t, libc::SIGTERM) };
+    until("the supervisor's end", &mut || {
+        sup.try_wait().unwrap().is_some()
+    });
+    let summary = std::fs::read_to_string(d.join("demo/summary.json")).unwrap();
+    assert!(
+        summary.contains("run stopped early: terminated (SIGTERM)"),
+        "{summary}"
     );
 }
