@@ -3,7 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod util;
+use util::Guard;
 
 fn libratory(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_libratory"))
@@ -445,12 +449,17 @@ fn a_manager_crash_with_nodes_alive_loses_nothing() {
 
 /// The chaos run: 300 short jobs on three real node processes, with a
 /// node crash and rejoin, a long hang (given up, rejoins), a short
-/// partition and a link delay, then two manager crashes. Checks that
-/// every job has one record, that every lost job's reason names the node
-/// fault that lost it (none is lost to a manager crash: every node
-/// process was alive then), and that the results, histograms and journal
-/// are written. Prints the issue's targets as measured (not asserted:
-/// timings on a shared machine).
+/// partition and a link delay, then a manager crash, a node crash once
+/// the processes rejoined the resumed manager, a second manager crash and a link delay
+/// applied while no manager runs. The node faults' injector runs in the
+/// supervisor, so it outlives the managers it serves: the node crash after
+/// the first manager crash is executed and the loss names it, and the
+/// delay's report waits for the restarted manager, which journals it at
+/// the time it happened. Checks that every job has one record, that every
+/// lost job's reason names the node fault that lost it (none is lost to a
+/// manager crash: every node process was alive then), and that the
+/// results, histograms and journal are written. Prints the issue's
+/// targets as measured (not asserted: timings on a shared machine).
 #[test]
 fn chaos_node_faults_and_two_manager_crashes() {
     let dir = tempfile::tempdir().unwrap();
@@ -460,14 +469,18 @@ fn chaos_node_faults_and_two_manager_crashes() {
          [[fault]]\nat = 150.0\nkind = \"partition\"\nprocess = 2\nduration = 10.0\n\
          [[fault]]\nat = 165.0\nkind = \"delay\"\nprocess = 1\nduration = 30.0\ndelay_ms = 30\njitter_ms = 10\n\
          [[fault]]\nat = 220.0\nkind = \"manager-crash\"\nduration = 20.0\n\
-         [[fault]]\nat = 300.0\nkind = \"manager-crash\"\nduration = 20.0\n";
+         [[fault]]\nat = 275.0\nkind = \"crash\"\nprocess = 2\nduration = 50.0\n\
+         [[fault]]\nat = 350.0\nkind = \"manager-crash\"\nduration = 20.0\n\
+         [[fault]]\nat = 355.0\nkind = \"delay\"\nprocess = 0\nduration = 20.0\ndelay_ms = 20\njitter_ms = 5\n";
     let started = std::time::Instant::now();
     let (out, text) = live_run_of(dir.path(), 3, 300, 380.0, scenario);
     let wall = started.elapsed().as_secs_f64();
     let crash = "fault 1 (crash of node process 1 at +10 s, line 4)";
     let hang = "fault 2 (hang of node process 0 at +80 s, line 9)";
     let m1 = "fault 5 (manager-crash of the manager at +220 s, line 26)";
-    let m2 = "fault 6 (manager-crash of the manager at +300 s, line 30)";
+    let crash2 = "fault 6 (crash of node process 2 at +275 s, line 30)";
+    let m2 = "fault 7 (manager-crash of the manager at +350 s, line 35)";
+    let late = "fault 8 (delay of node process 0 at +355 s, line 39)";
     let journal = jsonl(&out.join("journal.jsonl"));
     let w = warnings(&journal);
     let has = |s: &str| w.iter().any(|(_, t)| t.contains(s));
@@ -475,10 +488,39 @@ fn chaos_node_faults_and_two_manager_crashes() {
         format!("fault: {crash}: SIGKILL to node process local-1"),
         format!("fault: {hang}: SIGSTOP to node process local-0"),
         format!("resumed: after {m1}"),
+        format!("fault: {crash2}: SIGKILL to node process local-2"),
+        format!("fault: {crash2}: node process local-2 started again"),
         format!("resumed: after {m2}"),
+        format!("fault: {late}: `delay 20 5 1 "),
     ] {
         assert!(has(&what), "no {what:?} in\n{w:#?}\n{text}");
     }
+    // The node crash after the first manager crash: its loss names it.
+    let loss = w
+        .iter()
+        .find(|(_, t)| t.starts_with("lost node process local-2") && t.contains(crash2))
+        .unwrap_or_else(|| panic!("no loss of local-2 naming {crash2} in {w:#?}"));
+    // The delay applied while no manager ran: reported to the next one,
+    // journaled at the time it happened (before the resumed manager's
+    // note), with the wait said.
+    let (t_late, late_text) = w
+        .iter()
+        .find(|(_, t)| t.contains(&format!("fault: {late}")))
+        .unwrap();
+    let waited: f64 = late_text
+        .rsplit_once("[reported ")
+        .and_then(|(_, r)| r.split_once(" s later]"))
+        .map(|(x, _)| x.parse().unwrap())
+        .unwrap_or_else(|| panic!("not reported late: {late_text}"));
+    let resumed2 = w
+        .iter()
+        .find(|(_, t)| t.starts_with(&format!("resumed: after {m2}")))
+        .unwrap()
+        .0;
+    assert!(
+        waited > 0.1 && *t_late < resumed2,
+        "{late_text} at {t_late}, resumed at {resumed2}"
+    );
     let jobs = one_record_each(&out, 300);
     let lost: Vec<&str> = jobs
         .iter()
@@ -486,11 +528,15 @@ fn chaos_node_faults_and_two_manager_crashes() {
         .map(|j| j["detail"].as_str().unwrap())
         .collect();
     for d in &lost {
-        assert!(d.ends_with(crash) || d.ends_with(hang), "{d}");
+        assert!(
+            d.ends_with(crash) || d.ends_with(hang) || d.ends_with(crash2),
+            "{d}"
+        );
     }
+    let to_crash2 = lost.iter().filter(|d| d.ends_with(crash2)).count();
     let after_manager = lost
         .iter()
-        .filter(|d| d.contains("manager's restart") || d.contains("manager crash"))
+        .filter(|d| d.contains("manager crash") || d.contains("did not come back"))
         .count();
     assert_eq!(after_manager, 0);
     for f in [
@@ -590,13 +636,65 @@ fn chaos_node_faults_and_two_manager_crashes() {
         }
     }
     println!(
-        "chaos summary: 300 jobs, 6 faults injected (node crash+rejoin, hang, partition, delay, 2 manager crashes) in {wall:.1} s; \
-         jobs lost: {} (to the node crash and the hang, each naming its fault); \
+        "chaos summary: 300 jobs, 8 faults injected (node crash+rejoin, hang, partition, delay, 2 manager crashes, a node crash between them, a delay while no manager ran) in {wall:.1} s; \
+         jobs lost: {} (to the node crashes and the hang, each naming its fault; {to_crash2} to the crash after the first manager crash, noticed at {:.3}); \
+         delay report delivered {waited:.3} s after the fault, across the second manager restart ({:.3} s after the supervisor started the resumed manager, its start-up included); \
          lost after a manager crash with nodes alive: {after_manager} (target 0); \
          restart to first decision: {:?} s (target < 1 s; from the resumed manager's first registration); \
          node crash detected after {detect:?} s (link timeout 2 s + heartbeat); \
          rejoin gets work after {rejoin_work:?} s (target < 1 s)",
         lost.len(),
+        loss.0,
+        // The manager came back 15 trace seconds (0.75 s) after the delay.
+        waited - 15.0 * 0.05,
         restarts
+    );
+}
+
+/// A supervised demo (a scenario with a manager crash), stopped with
+/// SIGTERM before the crash: the supervisor starts the node processes on
+/// the address its child manager chose (a demo takes any free port; the
+/// supervisor reads it from the child's journal header), and passes the
+/// signal on to the manager, which ends the run early and writes its
+/// results, as an unsupervised run does.
+#[test]
+fn a_stopped_supervisor_stops_its_manager() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("mc.toml"),
+        "[[fault]]\nat = 400.0\nkind = \"manager-crash\"\nduration = 20.0\n",
+    )
+    .unwrap();
+    let mut sup = Guard::spawn(
+        Command::new(env!("CARGO_BIN_EXE_libratory"))
+            .args([
+                "demo", "--jobs", "120", "--faults", "mc.toml", "--out", "demo",
+            ])
+            .current_dir(d)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let journal = d.join("demo/journal.jsonl");
+    let until = |what: &str, ok: &mut dyn FnMut() -> bool| {
+        let end = Instant::now() + Duration::from_secs(90);
+        while !ok() {
+            assert!(Instant::now() < end, "{what} did not happen within 90 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The replay starts once the node processes registered.
+    until("the replay's start", &mut || {
+        std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("{\"e\":\"replay\","))
+    });
+    // SAFETY: kill(2) on the child this test holds.
+    unsafe { libc::kill(sup.id() as libc::pid_t, libc::SIGTERM) };
+    until("the supervisor's end", &mut || {
+        sup.try_wait().unwrap().is_some()
+    });
+    let summary = std::fs::read_to_string(d.join("demo/summary.json")).unwrap();
+    assert!(
+        summary.contains("run stopped early: terminated (SIGTERM)"),
+        "{summary}"
     );
 }

@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -493,6 +493,63 @@ pub enum ClientMsg {
         /// Echoed back.
         token: u64,
     },
+    /// A fault injector applied a fault to a node process (since version
+    /// 9; only the `operator` identity may send it). The manager journals
+    /// it and names the fault in the reasons of what the process's loss
+    /// loses; answered [`ClientReply::Noted`].
+    FaultApplied {
+        /// Echoed back.
+        token: u64,
+        /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
+        /// line 12)`).
+        fault: String,
+        /// The fault's kind (`crash`, `hang`, `partition`, ...).
+        kind: String,
+        /// The node process's label.
+        process: String,
+        /// What was done.
+        act: FaultAct,
+        /// What the injector says it did, for people (`SIGKILL to node
+        /// process lab1-0 (pid 4242)`).
+        what: String,
+        /// Real seconds from the act to this report's sending (a report
+        /// waits while no manager runs): the manager journals the act
+        /// this long before it got it.
+        age_s: f64,
+    },
+}
+
+/// What a fault injector did to a node process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultAct {
+    /// SIGKILL (a crash).
+    Kill,
+    /// Started again after a crash, or after it exited when woken from a
+    /// hang or a partition (it registers as new).
+    Restart,
+    /// SIGSTOP (a hang).
+    Stop,
+    /// SIGCONT (the hang is over).
+    Cont,
+    /// A link fault (partition, delay) handed to the node's link layer.
+    Link,
+    /// The link fault is over.
+    Heal,
+}
+
+impl FaultAct {
+    /// The word the journal and the agent (`libratory-host fault`) use.
+    pub fn word(self) -> &'static str {
+        match self {
+            FaultAct::Kill => "kill",
+            FaultAct::Restart => "restart",
+            FaultAct::Stop => "stop",
+            FaultAct::Cont => "cont",
+            FaultAct::Link => "link",
+            FaultAct::Heal => "heal",
+        }
+    }
 }
 
 /// A process's resource use as it reads it itself (`getrusage`, /proc).
@@ -645,6 +702,11 @@ pub enum ClientReply {
         token: u64,
         /// Name and serialised histogram.
         histograms: Vec<(String, Vec<u8>)>,
+    },
+    /// The answer to [`ClientMsg::FaultApplied`]: journaled.
+    Noted {
+        /// The request's token.
+        token: u64,
     },
     /// The request could not be served.
     Error {

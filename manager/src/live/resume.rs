@@ -114,7 +114,6 @@ pub fn resume(
         view: None,
         threads: Threads::parse(env.manager_threads().as_deref())?,
         replay_started: None,
-        fault_notes: None,
         batsim: Default::default(),
         resume: Some(takeover),
     };

@@ -60,24 +60,9 @@ pub struct Header {
     pub faults: Option<serde_json::Value>,
 }
 
-/// What the fault injector did to a node process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultAct {
-    /// SIGKILL (a crash).
-    Kill,
-    /// Started again after a crash, or after it exited when woken from a
-    /// hang or a partition (it registers as new).
-    Restart,
-    /// SIGSTOP (a hang).
-    Stop,
-    /// SIGCONT (the hang is over).
-    Cont,
-    /// A link fault (partition, delay) handed to the node's link layer.
-    Link,
-    /// The link fault is over.
-    Heal,
-}
+/// What the fault injector did to a node process (on the wire in
+/// `ClientMsg::FaultApplied`, and in the journal).
+pub use common::protocol::FaultAct;
 
 /// One line of the journal. `t` is real seconds since the manager started.
 #[derive(Debug, Clone, Serialize, Deserialize)]

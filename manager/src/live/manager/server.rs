@@ -228,8 +228,12 @@ pub(super) async fn serve_client(
         {
             Ok(msgs) if msgs.is_empty() => break,
             Ok(mut msgs) => {
-                if let Some(k) = msgs.iter().position(|m| gate::permits(id, m).is_err()) {
-                    let reason = gate::permits(id, &msgs[k]).err().unwrap_or_default();
+                let peer = conn.remote_address();
+                if let Some(k) = msgs
+                    .iter()
+                    .position(|m| gate::permits(id, peer, m).is_err())
+                {
+                    let reason = gate::permits(id, peer, &msgs[k]).err().unwrap_or_default();
                     // Answered, then the connection closes with the same
                     // reason: a client reading either sees why.
                     let _ = reply_tx.send(ClientReply::Error {
@@ -456,6 +460,7 @@ pub async fn run(
             handover: Default::default(),
             done: Some(done_tx),
             bar: None,
+            fault_notes: Vec::new(),
         }
     };
     let manager = match &admission {

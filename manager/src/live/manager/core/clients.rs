@@ -102,6 +102,16 @@ impl LiveCore {
                 );
             }
             ClientMsg::Echo { token } => reply(self, ClientReply::Echo { token }),
+            // The actor journals fault reports itself (it holds the
+            // journal and the blame notes); one that reaches the core was
+            // not meant for it.
+            ClientMsg::FaultApplied { token, .. } => reply(
+                self,
+                ClientReply::Error {
+                    token,
+                    message: "fault reports are handled by the manager's actor".into(),
+                },
+            ),
             ClientMsg::Latency { token } => {
                 let mut ser = hdrhistogram::serialization::V2Serializer::new();
                 let mut histograms = Vec::new();
