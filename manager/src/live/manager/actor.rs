@@ -390,9 +390,10 @@ impl Handler<FromClient> for ManagerActor {
         let now = self.now();
         for msg in m.msgs {
             let event = match msg {
-                ClientMsg::Status { token } => Event::Status {
+                ClientMsg::Status { token, query } => Event::Status {
                     client,
                     token,
+                    query,
                     manager: crate::live::procstat::own_usage(),
                 },
                 msg => Event::Client { client, msg },
