@@ -469,7 +469,12 @@ fn revocation_closes_live_connections_and_refuses_new_ones() {
         s.handshake(&Hello::new(Role::Client, "roles test"))
             .await
             .unwrap();
-        s.send(&ClientMsg::Status { token: 1 }).await.unwrap();
+        s.send(&ClientMsg::Status {
+            token: 1,
+            query: Default::default(),
+        })
+        .await
+        .unwrap();
         let r: Option<ClientReply> = s.recv("reply").await.unwrap();
         assert!(matches!(r, Some(ClientReply::Status { .. })), "{r:?}");
 

@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -475,10 +475,14 @@ pub enum ClientMsg {
         /// The job.
         job: WireJob,
     },
-    /// The cluster's state.
+    /// The cluster's state: a summary, and the page of nodes asked for
+    /// (since version 10; before, every node, which at 158,976 nodes did
+    /// not fit a frame).
     Status {
         /// Echoed back.
         token: u64,
+        /// Which nodes to list besides the summary.
+        query: super::StatusQuery,
     },
     /// Answered by the connection itself, without the manager's actors:
     /// the baseline round trip benchmarks compare against.
@@ -678,12 +682,17 @@ pub enum ClientReply {
         at: Time,
         /// The policy running.
         policy: String,
-        /// Every live node.
+        /// Nodes, processes and jobs in counts (since version 10; boxed,
+        /// so that the reply's other answers stay small).
+        summary: Box<super::StatusSummary>,
+        /// Where the page of `nodes` stands, when the request asked for
+        /// one (since version 10).
+        page: Option<super::PageWindow>,
+        /// The page of live nodes asked for, by id (none for a summary
+        /// alone).
         nodes: Vec<NodeStatus>,
         /// The latest decisions, newest last.
         recent: Vec<RecentDecision>,
-        /// Jobs submitted, open and queued.
-        counts: (u64, u64, u64),
         /// The manager process's own id and resource use (since version 2).
         manager: ProcessUsage,
         /// The node processes connected: label (`NAME (address)`), process

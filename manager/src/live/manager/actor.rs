@@ -408,9 +408,10 @@ impl Handler<FromClient> for ManagerActor {
                     }
                     continue;
                 }
-                ClientMsg::Status { token } => Event::Status {
+                ClientMsg::Status { token, query } => Event::Status {
                     client,
                     token,
+                    query,
                     manager: crate::live::procstat::own_usage(),
                 },
                 msg => Event::Client { client, msg },

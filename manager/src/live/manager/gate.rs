@@ -203,7 +203,7 @@ pub(super) fn token_of(m: &ClientMsg) -> u64 {
     match m {
         ClientMsg::Submit { token, .. }
         | ClientMsg::Quote { token, .. }
-        | ClientMsg::Status { token }
+        | ClientMsg::Status { token, .. }
         | ClientMsg::Latency { token }
         | ClientMsg::Echo { token }
         | ClientMsg::FaultApplied { token, .. } => *token,

@@ -130,7 +130,7 @@ impl LiveCore {
                 }
                 reply(self, ClientReply::Latency { token, histograms });
             }
-            ClientMsg::Status { token } => {
+            ClientMsg::Status { token, query } => {
                 // The caller turns these into Event::Status (it reads the
                 // process's usage); without one, the usage is left out.
                 let manager = ProcessUsage {
@@ -140,7 +140,7 @@ impl LiveCore {
                     rss_kb: 0,
                     peak_rss_kb: 0,
                 };
-                let r = self.status(now.trace, token, manager);
+                let r = self.status(now.trace, token, query, manager);
                 reply(self, r);
             }
         }

@@ -24,6 +24,7 @@ use common::job::JobId;
 use common::metrics::JobRecord;
 use common::protocol::{
     ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, ProcessUsage, RecentDecision,
+    StatusQuery,
 };
 use common::share::SpareRule;
 use common::time::Time;
@@ -81,6 +82,7 @@ pub(super) enum Event {
     Status {
         client: ClientId,
         token: u64,
+        query: StatusQuery,
         manager: ProcessUsage,
     },
     /// The client's burst is over: its decisions, dispatches and journal
@@ -477,9 +479,10 @@ impl LiveCore {
             Event::Status {
                 client,
                 token,
+                query,
                 manager,
             } => {
-                let reply = self.status(now.trace, token, manager);
+                let reply = self.status(now.trace, token, query, manager);
                 self.actions.push_back(Action::Reply { client, reply });
             }
             Event::ClientBurstEnd { client } => {
