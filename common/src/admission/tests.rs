@@ -265,6 +265,10 @@ proptest::proptest! {
     fn decisions_from_bounds_equal_the_plain_scan(seed in proptest::prelude::any::<u64>()) {
         let (decided, bounded, accepted) =
             bounded_against_scan(seed, "libra", &PolicyConfig::default());
+        // (Every node a decision settles from its line alone is checked
+        // against its exact load in debug builds, and the decision against
+        // the scan here; `lines_settle_nodes_without_their_exact_load`
+        // checks the path runs.)
         // The bounds must have been used, and jobs placed.
         proptest::prop_assert!(bounded * 3 >= decided, "{bounded} of {decided} from bounds");
         proptest::prop_assert!(accepted > 0 || decided == 0);
@@ -283,6 +287,20 @@ proptest::proptest! {
         let sla_part = PolicyConfig { sla_return_per_part: true, ..default };
         bounded_against_scan(seed, "libra-sla", &sla_part);
     }
+}
+
+#[test]
+fn lines_settle_nodes_without_their_exact_load() {
+    // The same random runs as the property test above, seeded: decisions
+    // equal the plain scan's while the bounded walk settles nodes from
+    // their line (each checked against its exact load in debug builds).
+    use crate::policy::steps::LINE_SETTLED;
+    let before = LINE_SETTLED.with(|c| c.get());
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra", &PolicyConfig::default());
+    }
+    let settled = LINE_SETTLED.with(|c| c.get()) - before;
+    assert!(settled > 20, "{settled} nodes settled from their line");
 }
 
 #[test]
