@@ -199,6 +199,26 @@ impl PartFn {
     }
 }
 
+impl PartFn {
+    /// The processor time the part commits inside a window of `window`
+    /// seconds from `t`: bit for bit the term Libra+$'s
+    /// `LibraPlusDollar::committed` (policy/plus_dollar.rs) adds up
+    /// for the part with [`Self::cpu_done_at`]`(t)` done (its required
+    /// share times `min(rd, window)`, 0 off track). At most `window`
+    /// times [`Self::required`]`(t)`, which is what lets Libra+$ walk the
+    /// order by load.
+    pub fn committed(&self, t: Time, window: f64) -> f64 {
+        let snap = |v: f64| if v <= TIME_EPS { 0.0 } else { v };
+        let rem = snap(self.est_cpu - self.cpu_done_at(t));
+        let rd = snap(self.deadline - t);
+        if rem > ON_TRACK_EPS && rd > ON_TRACK_EPS {
+            rem / rd * rd.min(window)
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The width of the slots bounds run out by (seconds).
 pub const EXPIRY_SLOT: Time = BOUND_WINDOW / 64.0;
 
@@ -665,6 +685,19 @@ impl BusyIndex {
         self.bounds.fns[start as usize..(start + count) as usize]
             .iter()
             .map(|f| f.required(t))
+            .sum()
+    }
+
+    /// Bounded node `k`'s processor time committed inside `window`
+    /// seconds from `t` (within its bound's window): the sum of its parts'
+    /// [`PartFn::committed`] in the order of its parts, so bit for bit
+    /// Libra+$'s committed time of the node brought to `t`.
+    pub fn exact_committed(&self, k: usize, t: Time, window: f64) -> f64 {
+        debug_assert!(matches!(self.bounds.of[k].2, Filed::Ordered | Filed::Wide));
+        let (start, count) = self.bounds.fn_at[k];
+        self.bounds.fns[start as usize..(start + count) as usize]
+            .iter()
+            .map(|f| f.committed(t, window))
             .sum()
     }
 

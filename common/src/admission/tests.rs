@@ -258,7 +258,7 @@ proptest::proptest! {
     /// the bounds leave open brought up to date) are the plain scan's
     /// on the snapshot at that instant: accept or reject, the nodes,
     /// the cost, the reason and its detail, ties included; for Libra
-    /// (best fit, least loaded), and for Libra+$, LibraRisk (node order,
+    /// (best fit, least loaded) and Libra+$, and for LibraRisk (node order,
     /// best fit) and LibraSLA (whole and per-part returns) deciding on
     /// the busy index's candidates.
     #[test]
@@ -278,6 +278,9 @@ proptest::proptest! {
         // index yields (busy nodes, one idle node per speed standing in
         // for its group): every decision the plain scan's.
         let default = PolicyConfig::default();
+        // Libra+$ decides from the bounds too.
+        let (decided, bounded, _) = bounded_against_scan(seed, "libra-plus-dollar", &default);
+        proptest::prop_assert!(bounded * 3 >= decided, "Libra+$: {bounded} of {decided} from bounds");
         for other in ["libra-plus-dollar", "libra-risk", "libra-sla"] {
             let (decided, _, accepted) = bounded_against_scan(seed, other, &default);
             proptest::prop_assert!(accepted > 0 || decided == 0, "{other}");

@@ -77,7 +77,7 @@ fn too_few_with_resources(job: &JobSpec, have: usize) -> Decision {
     )
 }
 
-fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
+pub(super) fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
     Decision::reject(
         RejectReason::Deadline,
         format!(
