@@ -280,6 +280,14 @@ pub struct LoadLine {
     pub slope: f64,
     /// Half the band's width.
     pub err: f64,
+    /// An upper bound on the node's remaining processor time (its parts'
+    /// `max(0, est - done)` added up, rounding included) at `t0`: the
+    /// most any window can commit of the node (Libra+$'s committed time).
+    pub rem0: f64,
+    /// The bound's change per second (<= 0): the remaining time of each
+    /// part is linear from `t0` on, so its `max(0, .)`, convex, lies
+    /// under its chord over the window, and so does their sum.
+    pub rem_slope: f64,
 }
 
 impl LoadLine {
@@ -289,7 +297,20 @@ impl LoadLine {
         v0: 0.0,
         slope: 0.0,
         err: f64::INFINITY,
+        rem0: f64::INFINITY,
+        rem_slope: 0.0,
     };
+
+    /// An upper bound on the node's remaining processor time at `t`
+    /// (within the bound's window), infinite before the line starts or
+    /// when there is none.
+    pub fn rem_bound(&self, t: Time) -> f64 {
+        if t >= self.t0 && self.rem0.is_finite() {
+            self.rem0 + self.rem_slope * (t - self.t0)
+        } else {
+            f64::INFINITY
+        }
+    }
 
     /// The band the exact load lies in at `t` (within the bound's window),
     /// `None` before the line starts or when there is none.

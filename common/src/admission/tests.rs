@@ -307,6 +307,20 @@ fn lines_settle_nodes_without_their_exact_load() {
 }
 
 #[test]
+fn libra_plus_dollar_prices_nodes_from_their_line() {
+    // As above for Libra+$: decisions equal the plain scan's while its
+    // bounded walk settles nodes from their line (the remaining-time
+    // bound checked against the exact committed time in debug builds).
+    use crate::policy::plus_dollar_line_priced as priced;
+    let before = priced();
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra-plus-dollar", &PolicyConfig::default());
+    }
+    let settled = priced() - before;
+    assert!(settled > 20, "{settled} nodes settled from their line");
+}
+
+#[test]
 fn busy_index_follows_the_view_and_decisions_match_a_walk_over_every_node() {
     // Seeded: three node processes of mixed speeds; submissions of 1-4
     // processors, some completions, progress reports, a lost process

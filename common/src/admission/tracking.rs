@@ -82,6 +82,8 @@ pub(super) fn load_bound(
         .filter(|t| !t.is_nan())
         .fold(from, f64::max);
     let mut line = (a < to - 1e-3).then_some((0.0f64, 0.0f64, 0.0f64));
+    // The remaining time at both ends of the line, rounding included.
+    let (mut rem_a, mut rem_to) = (0.0f64, 0.0f64);
     for f in &fns[first..] {
         let (qa, qb) = (f.required(from), f.required(to));
         let (mut l, mut h) = (qa.min(qb), qa.max(qb));
@@ -125,6 +127,10 @@ pub(super) fn load_bound(
             *v0 += qa;
             *slope += (qb - qa) / (to - a);
             *err += 0.25 * (to - a) * (db - da).abs() * (1.0 + 1e-9) + 2.0 * room;
+            // `est - done` is off by the rounding of its operands, the
+            // instants included (`scale`).
+            rem_a += (f.est_cpu - f.cpu_done_at(a)).max(0.0) + ROUND * scale;
+            rem_to += (f.est_cpu - f.cpu_done_at(to)).max(0.0) + ROUND * scale;
         }
     }
     let n = node.parts.len() as f64;
@@ -146,6 +152,9 @@ pub(super) fn load_bound(
                 slope,
                 // The sums' rounding, and the line's own evaluation.
                 err: err + sum_room + ROUND * (1.0 + v0.abs() + slope.abs() * (to - a)),
+                // Libra+$ adds its own room for the evaluation's rounding.
+                rem0: rem_a,
+                rem_slope: ((rem_to - rem_a) / (to - a)).min(0.0),
             },
             None => LoadLine::NONE,
         },

@@ -401,7 +401,7 @@ fn filter_bounded(
     // for rounding (the committed time and RESFree are sums of a node's
     // parts' floats, each off by a few ulps).
     let floor =
-        |h: f64| window - window * h.max(0.0) * (1.0 + 1e-9) - est - 1e-9 * (1.0 + window + est);
+        |committed: f64| window - committed * (1.0 + 1e-9) - est - 1e-9 * (1.0 + window + est);
     let mut kth = kth_of(&best);
     // Narrow classes first: their nodes' RESFree lower the `k`-th
     // smallest, so the wider classes' walks stop sooner (it only falls,
@@ -414,7 +414,7 @@ fn filter_bounded(
                 // Its load is at least `lo`: it fails the share test.
                 continue;
             }
-            if kth.is_some_and(|kth| floor(lo + widest) > kth + KEY_TIE_EPS) {
+            if kth.is_some_and(|kth| floor(window * (lo + widest)) > kth + KEY_TIE_EPS) {
                 break;
             }
             // The node's line settles most nodes the walk meets from its
@@ -422,7 +422,19 @@ fn filter_bounded(
             // `k` within budget are known) a RESFree surely beyond the
             // tolerance of the `k`-th smallest.
             if let Some((l, h)) = line.band(now) {
-                if l + add > limit || kth.is_some_and(|kth| floor(h) > kth + KEY_TIE_EPS) {
+                // Committed time is also at most the remaining time, the
+                // tighter bound when the job's window reaches past the
+                // node's parts' deadlines.
+                debug_assert!(
+                    index.exact_committed(n, now, f64::INFINITY)
+                        <= line.rem_bound(now) * (1.0 + 1e-9) + 1e-9,
+                    "node {n}: remaining time above its bound {} at {now}",
+                    line.rem_bound(now)
+                );
+                let committed = (window * h.max(0.0)).min(line.rem_bound(now));
+                if l + add > limit || kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS) {
+                    #[cfg(test)]
+                    LINE_PRICED.with(|c| c.set(c.get() + 1));
                     continue;
                 }
             }
@@ -432,6 +444,13 @@ fn filter_bounded(
     }
     out.sort_unstable_by_key(|c| c.0);
     (fit < k).then(|| too_few_in_time(job, fit))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Nodes [`filter_bounded`] settled from their line alone (tests
+    /// check the path ran).
+    pub(crate) static LINE_PRICED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
