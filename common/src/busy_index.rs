@@ -28,7 +28,10 @@
 //! fits found so far) and no other (see
 //! [`crate::policy::steps::best_fit_filter_bounded`]). A node's bounds are
 //! computed again only when it changes, is reported on, or its window
-//! runs out: the cost follows the events, not the cluster's size.
+//! runs out: the cost follows the events, not the cluster's size. Libra+$
+//! walks the same order (a node's committed time in any window is at most
+//! the window times its load), with each entry also bounding the node's
+//! remaining time ([`LoadLine::rem_bound`]).
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 

@@ -177,7 +177,7 @@ impl AdmissionPolicy for LibraPlusDollar {
     }
 
     /// [`Self::decide_indexed`] on the few candidates the busy index's
-    /// load bounds leave open ([`filter_bounded`]), each busy one priced
+    /// load bounds leave open (`filter_bounded`), each busy one priced
     /// from the index's own record of its parts at `now`, none brought up
     /// to date in the view.
     fn decide_bounded(
