@@ -528,6 +528,13 @@ pub fn build(name: &str, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Result<Polic
     Ok((entry(name)?.build)(cfg, nodes))
 }
 
+/// How many nodes Libra+$'s bounded walk settled from their line alone
+/// on this thread (tests check the path ran).
+#[cfg(test)]
+pub(crate) fn plus_dollar_line_priced() -> u64 {
+    plus_dollar::LINE_PRICED.with(|c| c.get())
+}
+
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::job::*;
