@@ -4,16 +4,16 @@
 //!
 //! What is executed, on node processes: `crash` (SIGKILL; with a duration
 //! the same command is started again and registers as new), `hang`
-//! (SIGSTOP, then SIGCONT), `partition` and `delay` (made by the node's
-//! own link layer, `node::linkfault`: the command is written to the
-//! process's `--fault-control` file, then SIGUSR1). A process the manager
-//! gave up on during a hang or a partition is told so when it wakes (the
-//! manager's last word, or its answer to the process's rejoin), drops its
-//! parts and registers again as new by itself (docs/node.md); one that
-//! exits after its fault instead is started again. The other kinds
-//! (`slow`, faults of single nodes, `manager-crash`) are not executed
-//! live: a scenario with them is refused before the run starts, naming
-//! the fault, rather than run as something else.
+//! (SIGSTOP, then SIGCONT); made by the node process itself from a command
+//! written to its `--fault-control` file, then SIGUSR1 ([`told`]):
+//! `partition` and `delay` (its link layer, `node::linkfault`), `slow` of
+//! the process or of one node and `crash` and `hang` of one node
+//! (`node::nodefault`). A process the manager gave up on during a hang or
+//! a partition is told so when it wakes (the manager's last word, or its
+//! answer to the process's rejoin), drops its parts and registers again as
+//! new by itself (docs/node.md); one that exits after its fault instead is
+//! started again. `manager-crash` is the run's supervisor's
+//! (`live::supervise`).
 
 use std::path::PathBuf;
 use std::process::Child;
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use common::faults::{FaultKind, Plan, Target};
+use common::faults::{Fault, FaultKind, Plan, Target};
 
 use crate::live::journal::{Entry, FaultAct, Journal};
 use crate::live::local_nodes::start_node;
@@ -33,10 +33,7 @@ use crate::live::manager::FaultNotes;
 pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
     for f in &plan.faults {
         match (f.kind, f.target) {
-            (
-                FaultKind::Crash | FaultKind::Hang | FaultKind::Partition | FaultKind::Delay { .. },
-                Target::Process(p),
-            ) => {
+            (_, Target::Process(p)) if f.kind != FaultKind::ManagerCrash => {
                 if p >= local_processes {
                     bail!(
                         "{f}: live runs signal only node processes started on this machine \
@@ -46,10 +43,11 @@ pub fn check_live(plan: &Plan, local_processes: usize) -> Result<()> {
             }
             // Executed by the run's supervisor (`live::supervise`).
             (FaultKind::ManagerCrash, Target::Manager) => {}
+            // One node: its process makes it (`told`); the expansion
+            // checked the node exists.
+            (FaultKind::Crash | FaultKind::Hang | FaultKind::Slow { .. }, Target::Node(_)) => {}
             _ => bail!(
-                "{f}: live runs execute crash, hang, partition and delay of node processes \
-                 only; {} of {} is \
-                 modelled by `libratory simulate --faults` but not executed live",
+                "{f}: live runs do not execute {} of {}",
                 f.kind.name(),
                 f.target
             ),
@@ -65,10 +63,111 @@ enum Act {
     Restart,
     Stop,
     Cont,
-    /// Write the link command (partition, delay) and signal SIGUSR1.
-    Link,
-    /// A partition or delay is over (the node lifts it itself).
-    Heal,
+    /// Write the fault's command ([`told`]) and signal SIGUSR1.
+    Tell,
+    /// A fault the node process made is over (it ends it itself).
+    Over,
+}
+
+/// What a node process is told for a fault it makes itself: the command
+/// written to its `--fault-control` file at the fault's start, and how
+/// the journal names the start and the end (none: not journaled).
+#[derive(Debug, Clone, PartialEq)]
+struct Told {
+    /// The node process (launch order).
+    process: usize,
+    /// The one node (local index), if not the whole process.
+    node: Option<u32>,
+    command: String,
+    start: FaultAct,
+    end: Option<FaultAct>,
+    /// Noted for the manager (which fault a loss is blamed on) from the
+    /// start until the end: a partition, a crash or hang of one node.
+    blamed: bool,
+}
+
+/// The node process's `--fault-control` command for fault `f`, if its
+/// process makes it (`node::linkfault`, `node::nodefault`; durations in
+/// real seconds). `nodes[p]` is how many nodes process `p` has (a node's
+/// number counts over the processes in launch order).
+fn told(f: &Fault, seed: u64, time_scale: f64, nodes: &[usize]) -> Option<Told> {
+    let secs = f.duration.map(|d| d * time_scale);
+    let s = secs.unwrap_or(0.0);
+    let (process, node) = match f.target {
+        Target::Process(p) => (p, None),
+        Target::Node(n) => {
+            let mut first = 0;
+            let p = nodes.iter().position(|&k| {
+                first += k;
+                n < first
+            })?;
+            (p, Some((n - (first - nodes[p])) as u32))
+        }
+        Target::Manager => return None,
+    };
+    let on = |cmd: String| match node {
+        Some(k) => format!("node {k} {cmd}"),
+        None => cmd,
+    };
+    let (command, start, end, blamed) = match (f.kind, node) {
+        (FaultKind::Partition, None) => (
+            format!("partition {s}"),
+            FaultAct::Link,
+            Some(FaultAct::Heal),
+            true,
+        ),
+        (
+            FaultKind::Delay {
+                delay_ms,
+                jitter_ms,
+            },
+            None,
+        ) => (
+            format!("delay {delay_ms} {jitter_ms} {s} {}", seed ^ f.id as u64),
+            FaultAct::Link,
+            Some(FaultAct::Heal),
+            false,
+        ),
+        (FaultKind::Slow { factor }, _) => (
+            on(format!("slow {factor} {s}")),
+            FaultAct::Slow,
+            Some(FaultAct::Restore),
+            false,
+        ),
+        (FaultKind::Hang, Some(_)) => (
+            on(format!("hang {s}")),
+            FaultAct::Stop,
+            Some(FaultAct::Cont),
+            true,
+        ),
+        // Back after its time once the manager gave it up (the manager's
+        // warning says when): not journaled as a restart.
+        (FaultKind::Crash, Some(_)) => (
+            on(secs.map_or("crash".into(), |s| format!("crash {s}"))),
+            FaultAct::Kill,
+            None,
+            true,
+        ),
+        _ => return None,
+    };
+    Some(Told {
+        process,
+        node,
+        command,
+        start,
+        end,
+        blamed,
+    })
+}
+
+/// The number of nodes a node process's command starts (`--nodes N`).
+fn nodes_of(cmd: &(PathBuf, Vec<std::ffi::OsString>, PathBuf)) -> usize {
+    let args = &cmd.1;
+    args.iter()
+        .position(|a| a == "--nodes")
+        .and_then(|k| args.get(k + 1))
+        .and_then(|n| n.to_str()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The local node processes and how to start each again.
@@ -106,8 +205,21 @@ pub fn spawn(
         };
         let real =
             |trace: f64| t0 + Duration::from_secs_f64((first_submit + trace).max(0.0) * time_scale);
+        let nodes: Vec<usize> = procs.commands.iter().map(nodes_of).collect();
+        let tells: Vec<Option<Told>> = plan
+            .faults
+            .iter()
+            .map(|f| told(f, plan.seed, time_scale, &nodes))
+            .collect();
         let mut acts: Vec<(Instant, Act, usize)> = Vec::new();
         for (i, f) in plan.faults.iter().enumerate() {
+            if tells[i].is_some() {
+                acts.push((real(f.at), Act::Tell, i));
+                if let Some(end) = f.end() {
+                    acts.push((real(end), Act::Over, i));
+                }
+                continue;
+            }
             match f.kind {
                 FaultKind::Crash => {
                     acts.push((real(f.at), Act::Kill, i));
@@ -119,15 +231,7 @@ pub fn spawn(
                     acts.push((real(f.at), Act::Stop, i));
                     acts.push((real(f.end().expect("hang has a duration")), Act::Cont, i));
                 }
-                FaultKind::Partition | FaultKind::Delay { .. } => {
-                    acts.push((real(f.at), Act::Link, i));
-                    acts.push((
-                        real(f.end().expect("checked: has a duration")),
-                        Act::Heal,
-                        i,
-                    ));
-                }
-                FaultKind::Slow { .. } | FaultKind::ManagerCrash => {}
+                _ => {}
             }
         }
         acts.sort_by_key(|a| a.0);
@@ -142,11 +246,17 @@ pub fn spawn(
             if let Some(j) = journal {
                 let t = j.t();
                 if let Some((act, process, i)) = done {
+                    let f = &plan.faults[i];
                     j.send(Entry::Fault {
                         t,
                         act,
                         process: process.to_string(),
-                        fault: plan.faults[i].to_string(),
+                        fault: f.to_string(),
+                        node: tells[i].as_ref().and_then(|w| w.node),
+                        factor: match (f.kind, act) {
+                            (FaultKind::Slow { factor }, FaultAct::Slow) => Some(factor),
+                            _ => None,
+                        },
                     });
                 }
                 j.send(Entry::Warning { t, text });
@@ -159,27 +269,40 @@ pub fn spawn(
                 let (_, act, i) = acts[next];
                 next += 1;
                 let f = &plan.faults[i];
-                let Target::Process(p) = f.target else {
-                    continue;
+                let tell = tells[i].as_ref();
+                let p = match (tell, f.target) {
+                    (Some(w), _) => w.process,
+                    (None, Target::Process(p)) => p,
+                    _ => continue,
                 };
                 let mut children = procs.children.lock().unwrap_or_else(|e| e.into_inner());
                 let (label, child) = &mut children[p];
                 let pid = child.id();
+                // The manager's key for what it loses: the process, or
+                // one of its nodes (`LABEL node K`).
+                let key = match tell.and_then(|w| w.node) {
+                    Some(k) => format!("{label} node {k}"),
+                    None => label.clone(),
+                };
                 let note = |on: bool| {
                     let mut n = notes.lock().unwrap_or_else(|e| e.into_inner());
-                    n.retain(|(l, _)| l != label);
+                    n.retain(|(l, _)| *l != key);
                     if on {
-                        n.push((label.clone(), f.to_string()));
+                        n.push((key.clone(), f.to_string()));
                     }
                 };
+                let blamed = tell.is_some_and(|w| w.blamed);
                 match act {
                     Act::Kill | Act::Stop => note(true),
-                    Act::Link if matches!(f.kind, FaultKind::Partition) => note(true),
-                    // A hang or partition that ended with the link alive
-                    // blames nothing later; a lost link was blamed
+                    Act::Tell if blamed => note(true),
+                    // A hang or partition that ended with the link (or the
+                    // node) alive blames nothing later; a loss was blamed
                     // meanwhile.
-                    Act::Cont | Act::Heal => note(false),
-                    Act::Restart | Act::Link => {}
+                    Act::Cont => note(false),
+                    // A crashed node is lost in any case: the loss takes
+                    // the note.
+                    Act::Over if blamed && f.kind != FaultKind::Crash => note(false),
+                    Act::Restart | Act::Tell | Act::Over => {}
                 }
                 let mut failed = false;
                 let what = match act {
@@ -210,35 +333,31 @@ pub fn spawn(
                         woken.push((p, Instant::now(), i));
                         format!("SIGCONT to node process {label} (pid {pid})")
                     }
-                    Act::Link => {
-                        let secs = f.duration.unwrap_or(0.0) * time_scale;
-                        let cmd = match f.kind {
-                            FaultKind::Delay {
-                                delay_ms,
-                                jitter_ms,
-                            } => format!(
-                                "delay {delay_ms} {jitter_ms} {secs} {}",
-                                plan.seed ^ f.id as u64
-                            ),
-                            _ => format!("partition {secs}"),
-                        };
+                    Act::Tell => {
+                        let cmd = &tell.expect("planned from a told fault").command;
                         let file = control_file(&procs.commands[p]);
                         match file.map(|file| std::fs::write(&file, format!("{cmd}\n"))) {
                             Some(Ok(())) => {
                                 signal(pid, libc::SIGUSR1);
-                                format!("`{cmd}` (real seconds) to node process {label}'s link (pid {pid})")
+                                format!(
+                                    "`{cmd}` (real seconds) to node process {label} (pid {pid})"
+                                )
                             }
                             Some(Err(e)) => {
-                                format!("could not write the link fault of {label}: {e}")
+                                failed = true;
+                                format!("could not write the fault command of {label}: {e}")
                             }
-                            None => format!("node process {label} has no --fault-control file"),
+                            None => {
+                                failed = true;
+                                format!("node process {label} has no --fault-control file")
+                            }
                         }
                     }
-                    Act::Heal => {
+                    Act::Over => {
                         if f.kind == FaultKind::Partition {
                             woken.push((p, Instant::now(), i));
                         }
-                        format!("node process {label}'s link {} is over", f.kind.name())
+                        format!("node process {label}'s {} is over", f.kind.name())
                     }
                 };
                 let done = match act {
@@ -247,8 +366,9 @@ pub fn spawn(
                     Act::Restart => Some(FaultAct::Restart),
                     Act::Stop => Some(FaultAct::Stop),
                     Act::Cont => Some(FaultAct::Cont),
-                    Act::Link => Some(FaultAct::Link),
-                    Act::Heal => Some(FaultAct::Heal),
+                    Act::Tell if failed => None,
+                    Act::Tell => tell.map(|w| w.start),
+                    Act::Over => tell.and_then(|w| w.end),
                 };
                 let label = label.clone();
                 drop(children);

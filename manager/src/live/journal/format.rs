@@ -71,6 +71,11 @@ pub enum FaultAct {
     Link,
     /// The link fault is over.
     Heal,
+    /// A `slow` fault handed to the node process: its nodes (or one)
+    /// run at `factor` of their capacity.
+    Slow,
+    /// The slow fault is over: full capacity again.
+    Restore,
 }
 
 /// One line of the journal. `t` is real seconds since the manager started.
@@ -159,6 +164,14 @@ pub enum Entry {
         /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
         /// line 12)`).
         fault: String,
+        /// The one node it acted on (local index in the process), if not
+        /// the whole process (`kill`, `stop`, `cont`, `slow`, `restore`
+        /// of single nodes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+        /// `slow`: the capacity factor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        factor: Option<f64>,
     },
     /// Something the user should know (a lost node process, a late
     /// start, a refused part), journaled within a heartbeat.

@@ -416,6 +416,9 @@ pub async fn run(
             std::mem::replace(&mut s.replies, mpsc::unbounded_channel().1),
         )
     });
+    // (faults) A single node's loss names the fault the injector noted
+    // for it (`LABEL node K`), as a process's does (actor.rs).
+    let notes = cfg.fault_notes.clone();
     let mut cfg = cfg;
     let resume = cfg.resume.take();
     let make = move |ctx: &mut Context<ManagerActor>| {
@@ -434,6 +437,14 @@ pub async fn run(
             ),
         };
         core = core.with_meter(Box::new(move || born.elapsed().as_secs_f64()));
+        let blame: super::core::Blame = Box::new(move |label: &str, local: u32| {
+            let notes = notes.as_ref()?;
+            let mut n = notes.lock().unwrap_or_else(|e| e.into_inner());
+            let key = format!("{label} node {local}");
+            let k = n.iter().position(|(l, _)| *l == key)?;
+            Some(n.remove(k).1)
+        });
+        core = core.with_node_watch(timeout, blame);
         let mut poster = None;
         if let Some((p, mailbox, mut replies)) = scheduler {
             core = core.with_scheduler(mailbox);

@@ -39,9 +39,11 @@ mod clients;
 mod nodes;
 mod rejoin;
 mod resumed;
+mod silent;
 mod views;
 
 pub use resumed::Takeover;
+pub(super) use silent::Blame;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -264,6 +266,8 @@ pub(super) struct LiveCore {
     queue_timer: Option<Time>,
     /// The books of a run taken over from its journal (`resume`).
     resumed: Option<resumed::Resumed>,
+    /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
+    watch: Option<silent::NodeWatch>,
 }
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
@@ -318,6 +322,7 @@ impl LiveCore {
             scheduler: None,
             queue_timer: None,
             resumed: None,
+            watch: None,
             cfg,
         }
     }
@@ -625,6 +630,7 @@ impl LiveCore {
             timer: Timer::Tick,
             when: When::After(self.cfg.tick()),
         });
+        self.watch_tick(now);
         if self.cfg.journal && self.warnings_journaled < self.warnings.len() {
             for text in &self.warnings[self.warnings_journaled..] {
                 self.journal_buf.push(Entry::Warning {

@@ -179,6 +179,10 @@ impl NodeProcess {
             ManagerMsg::RejoinAnswer { .. } => out.push(Out::Unexpected(
                 "a rejoin answer to a process that never rejoined".into(),
             )),
+            // The harness's nodes never go silent alone.
+            ManagerMsg::NodeLost { node, .. } => out.push(Out::Unexpected(format!(
+                "node {node} given up, but no node of the harness goes silent alone"
+            ))),
         }
     }
 
