@@ -292,6 +292,12 @@ pub fn spawn(
                     }
                 };
                 let blamed = tell.is_some_and(|w| w.blamed);
+                // Partitions and delays are the process's link's.
+                let link = if matches!(f.kind, FaultKind::Partition | FaultKind::Delay { .. }) {
+                    "'s link"
+                } else {
+                    ""
+                };
                 match act {
                     Act::Kill | Act::Stop => note(true),
                     Act::Tell if blamed => note(true),
@@ -340,7 +346,7 @@ pub fn spawn(
                             Some(Ok(())) => {
                                 signal(pid, libc::SIGUSR1);
                                 format!(
-                                    "`{cmd}` (real seconds) to node process {label} (pid {pid})"
+                                    "`{cmd}` (real seconds) to node process {label}{link} (pid {pid})"
                                 )
                             }
                             Some(Err(e)) => {
@@ -357,7 +363,10 @@ pub fn spawn(
                         if f.kind == FaultKind::Partition {
                             woken.push((p, Instant::now(), i));
                         }
-                        format!("node process {label}'s {} is over", f.kind.name())
+                        match link {
+                            "" => format!("node process {label}'s {} is over", f.kind.name()),
+                            _ => format!("node process {label}'s link {} is over", f.kind.name()),
+                        }
                     }
                 };
                 let done = match act {

@@ -1,8 +1,10 @@
 //! Single emulated nodes that go silent while their node process stays
 //! (a crash or hang of one node: docs/faults.md). A node process's
 //! heartbeat vouches for each of its nodes but those it lists in a
-//! `Silent` frame just before; a node nothing vouched for within the link
-//! timeout is lost as a whole process would be on heartbeat silence: its
+//! `Silent` frame just before; a node the heartbeats that came did not
+//! vouch for over more than the link timeout is lost as a whole process
+//! would be on heartbeat silence (a process that sends nothing at all is
+//! the link's loss, `link.rs`, not its nodes'): its
 //! jobs are lost with the reason (naming the fault that caused it, when
 //! the injector says), their other parts cancelled, the node leaves the
 //! pool and the process is told (`NodeLost`: it drops the node's parts).
@@ -36,6 +38,8 @@ struct Watched {
     ids: Vec<u32>,
     /// When a heartbeat last vouched for each (wall s).
     heard: Vec<f64>,
+    /// When the last heartbeat came (wall s).
+    beat: f64,
     lost: Vec<bool>,
     /// The nodes the last `Silent` frame listed (global ids), until the
     /// heartbeat after it.
@@ -43,7 +47,8 @@ struct Watched {
 }
 
 impl LiveCore {
-    /// Watches single nodes: one nothing vouched for within `timeout` is
+    /// Watches single nodes: one the heartbeats did not vouch for over
+    /// more than `timeout` is
     /// lost (the run's `link_timeout_s`), blamed on the fault `blame`
     /// names.
     pub(in crate::live::manager) fn with_node_watch(
@@ -74,6 +79,7 @@ impl LiveCore {
                     infos: infos.to_vec(),
                     ids: ids.to_vec(),
                     heard: vec![now.wall; ids.len()],
+                    beat: now.wall,
                     lost: vec![false; ids.len()],
                     silent: Vec::new(),
                 },
@@ -96,6 +102,7 @@ impl LiveCore {
             return;
         };
         let silent = std::mem::take(&mut l.silent);
+        l.beat = now.wall;
         let mut back = Vec::new();
         for k in 0..l.ids.len() {
             if silent.contains(&l.ids[k]) {
@@ -124,8 +131,10 @@ impl LiveCore {
         }
     }
 
-    /// At each tick: loses the nodes nothing vouched for within the
-    /// timeout, on links still up.
+    /// At each tick: loses the nodes the process's heartbeats have not
+    /// vouched for over more than the timeout, on links still up. Only
+    /// heartbeats that came count: a whole process gone silent (a hang, a
+    /// partition) is the link's loss, not its nodes'.
     pub(super) fn watch_tick(&mut self, now: Now) {
         let Some(w) = &mut self.watch else {
             return;
@@ -140,7 +149,7 @@ impl LiveCore {
                 continue;
             }
             for k in 0..l.ids.len() {
-                if !l.lost[k] && now.wall - l.heard[k] > timeout {
+                if !l.lost[k] && l.beat - l.heard[k] > timeout {
                     l.lost[k] = true;
                     gone.push((link, k as u32, l.ids[k]));
                 }
