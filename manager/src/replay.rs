@@ -108,6 +108,32 @@ fn lost_warning(text: &str) -> Option<(String, &str)> {
     Some((format!("{who})"), reason))
 }
 
+/// The manager's words for a single node lost or back (`lost node G of
+/// node process HOST (link N) at T: REASON`, `node G of node process HOST
+/// (link N) back at T, idle`: live/manager/core/silent.rs): whether it is
+/// a loss, the node's live id, `HOST` (its current incarnation), `T` (on
+/// the clock's axis) and what to name as the cause.
+fn node_warning(text: &str) -> Option<(bool, u32, &str, Time, String)> {
+    let (lost, rest) = match text.strip_prefix("lost node ") {
+        Some(r) => (true, r),
+        None => (false, text.strip_prefix("node ")?),
+    };
+    let (g, rest) = rest.split_once(" of node process ")?;
+    let (who, rest) = rest
+        .split_once(") at ")
+        .or_else(|| rest.split_once(") back at "))?;
+    let host = who.rsplit_once(" (link ")?.0;
+    let (at, reason) = match lost {
+        true => rest.split_once(": ")?,
+        false => (rest.strip_suffix(", idle")?, ""),
+    };
+    let cause = match lost {
+        true => format!("node {g} of node process {who}) gone: {reason}"),
+        false => format!("node {g} of node process {who}) back"),
+    };
+    Some((lost, g.parse().ok()?, host, at.parse().ok()?, cause))
+}
+
 /// Translates a journal (read and rebuilt) into the simulator's inputs.
 /// `speed` gives a node process's node speed from its label (the cluster
 /// configuration's), `base` the memory and disk of every node.
@@ -202,11 +228,18 @@ pub fn observe(
     let mut lost: Vec<bool> = Vec::new();
     let mut stopped: Vec<bool> = Vec::new();
     let mut events: Vec<NodeEvent> = Vec::new();
+    // The live id of each process's current incarnation's first node (the
+    // live manager numbers nodes in order of registration): a single
+    // node's loss names its live id.
+    let mut live_first: Vec<u32> = Vec::new();
+    let mut live_next: u32 = 0;
     let ids = |p: &Process| p.nodes.clone().map(|n| n as u32).collect::<Vec<u32>>();
     for e in &c.entries {
         match e {
             Entry::Node { t, host, nodes } => {
                 let label = label_of(host);
+                let first_live = live_next;
+                live_next += *nodes as u32;
                 match processes.iter().position(|p| p.label == label) {
                     None => {
                         let from = specs.len();
@@ -238,6 +271,7 @@ pub fn observe(
                             });
                         }
                         processes.push(p);
+                        live_first.push(first_live);
                         current.push(host.clone());
                         registered.push(*t);
                         lost.push(false);
@@ -269,6 +303,7 @@ pub fn observe(
                             });
                         }
                         current[k] = host.clone();
+                        live_first[k] = first_live;
                         events.push(NodeEvent {
                             at,
                             act: NodeAct::Rejoin,
@@ -285,11 +320,27 @@ pub fn observe(
                 act,
                 process,
                 fault,
+                node,
+                factor,
             } => {
                 let Some(k) = processes.iter().position(|p| p.label == *process) else {
                     continue;
                 };
+                // One node of the process, or all.
+                let nodes = match node {
+                    Some(n) if (*n as usize) < processes[k].nodes.len() => {
+                        vec![(processes[k].nodes.start + *n as usize) as u32]
+                    }
+                    Some(_) => continue,
+                    None => ids(&processes[k]),
+                };
                 let what = match act {
+                    FaultAct::Slow => NodeAct::Rate(factor.unwrap_or(1.0)),
+                    FaultAct::Restore => NodeAct::Rate(1.0),
+                    // A single node's stop and wake (its loss and return
+                    // are the manager's warnings).
+                    FaultAct::Kill | FaultAct::Stop if node.is_some() && !lost[k] => NodeAct::Stop,
+                    FaultAct::Cont if node.is_some() && !lost[k] => NodeAct::Resume,
                     FaultAct::Kill | FaultAct::Stop if !lost[k] => {
                         stopped[k] = true;
                         NodeAct::Stop
@@ -306,8 +357,24 @@ pub fn observe(
                 events.push(NodeEvent {
                     at: axis(*t),
                     act: what,
-                    nodes: ids(&processes[k]),
+                    nodes,
                     cause: fault.clone(),
+                });
+            }
+            Entry::Warning { text, .. } if node_warning(text).is_some() => {
+                let (lose, g, host, at, cause) = node_warning(text).expect("just matched");
+                let Some(k) = current.iter().position(|h| h == host) else {
+                    continue;
+                };
+                let local = g.wrapping_sub(live_first[k]) as usize;
+                if local >= processes[k].nodes.len() || lost[k] {
+                    continue;
+                }
+                events.push(NodeEvent {
+                    at: at - r.replay_offset,
+                    act: if lose { NodeAct::Lose } else { NodeAct::Rejoin },
+                    nodes: vec![(processes[k].nodes.start + local) as u32],
+                    cause,
                 });
             }
             Entry::Warning { text, .. } => {
@@ -562,6 +629,8 @@ mod tests {
             act,
             process: process.into(),
             fault: "fault 1 (crash of node process 1 at +10 s, line 4)".into(),
+            node: None,
+            factor: None,
         }
     }
 
@@ -810,6 +879,63 @@ mod tests {
         assert_eq!(
             o.timeline.events[2].cause,
             "node process a-0 (127.0.0.1:1) (link 1) gone: silent for more than 1s"
+        );
+    }
+
+    /// A slow fault of a process, and a crash of its node 1 that the
+    /// manager lost and took back (its warnings carry their times):
+    /// trace = (t - 2.0) / 0.01 on the jobs' axis, and the warnings' times
+    /// less the offset 50.
+    #[test]
+    fn slow_faults_and_single_node_losses_become_rates_and_node_events() {
+        let mut h = header();
+        h.time_scale = 0.01;
+        let one = |t, act, node, factor| Entry::Fault {
+            t,
+            act,
+            process: "a-0".into(),
+            fault: "fault 2 (x)".into(),
+            node,
+            factor,
+        };
+        let c = contents(
+            h,
+            vec![
+                node(1.0, "a-0 (127.0.0.1:1)", 2),
+                Entry::Replay { t: 2.0, offset: 50.0 },
+                Entry::Submitted {
+                    t: 2.0,
+                    record: record(1),
+                    spec: None,
+                },
+                one(2.1, FaultAct::Slow, None, Some(0.5)),
+                one(2.2, FaultAct::Restore, None, None),
+                one(2.3, FaultAct::Kill, Some(1), None),
+                warning(2.5, "lost node 1 of node process a-0 (127.0.0.1:1) (link 1) at 91.000: silent for more than 1s (no heartbeat vouched for it), after fault 2 (x)"),
+                warning(2.6, "node 1 of node process a-0 (127.0.0.1:1) (link 1) back at 101.000, idle"),
+            ],
+        );
+        let o = observe(&c, &rebuild(&c), "j", |_| 1.0, &base()).unwrap();
+        let ev: Vec<(f64, NodeAct, Vec<u32>)> = o
+            .timeline
+            .events
+            .iter()
+            .map(|e| ((e.at * 1e6).round() / 1e6, e.act.clone(), e.nodes.clone()))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (10.0, NodeAct::Rate(0.5), vec![0, 1]),
+                (20.0, NodeAct::Rate(1.0), vec![0, 1]),
+                (30.0, NodeAct::Stop, vec![1]),
+                (41.0, NodeAct::Lose, vec![1]),
+                (51.0, NodeAct::Rejoin, vec![1]),
+            ]
+        );
+        assert_eq!(
+            o.timeline.events[3].cause,
+            "node 1 of node process a-0 (127.0.0.1:1) (link 1) gone: silent for more than 1s \
+             (no heartbeat vouched for it), after fault 2 (x)"
         );
     }
 

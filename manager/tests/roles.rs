@@ -364,6 +364,8 @@ fn fault_reports_come_only_from_the_operator() {
         process: "a-0".into(),
         act: protocol::FaultAct::Stop,
         what: "SIGSTOP to node process a-0 (pid 1)".into(),
+        node: None,
+        factor: None,
         age_s: 0.5,
     };
     for who in ["client", "viewer"] {

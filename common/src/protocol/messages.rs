@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -259,6 +259,17 @@ pub enum NodeMsg {
     /// what it ran and finished while it had no manager. The manager
     /// answers [`ManagerMsg::RejoinAnswer`].
     Rejoin(Rejoin),
+    /// The process's nodes that send nothing now (since version 11; a
+    /// crash or hang of single emulated nodes, docs/faults.md), by their
+    /// cluster-wide ids: sent just before a [`NodeMsg::Heartbeat`] when
+    /// any is silent. A heartbeat vouches for every node of its process
+    /// but those listed in the `Silent` frame before it; the manager gives
+    /// up a node not vouched for within its link timeout
+    /// ([`ManagerMsg::NodeLost`]).
+    Silent {
+        /// The silent nodes.
+        nodes: Vec<u32>,
+    },
 }
 
 /// What a node process that lost its manager reports when it is admitted
@@ -352,6 +363,17 @@ pub enum ManagerMsg {
         /// ones were counted from the rejoin.
         keep: Vec<PartId>,
         /// Why the others are dropped (the node logs it).
+        reason: String,
+    },
+    /// One node of the process was given up (since version 11): it was
+    /// silent ([`NodeMsg::Silent`]) for more than the link timeout, and
+    /// its parts were recorded lost. The process drops them (nothing more
+    /// of them is sent); the node, once it sends again, serves idle under
+    /// the same id.
+    NodeLost {
+        /// The node (cluster-wide id).
+        node: u32,
+        /// Why (the node process logs it).
         reason: String,
     },
 }
@@ -516,6 +538,11 @@ pub enum ClientMsg {
         /// What the injector says it did, for people (`SIGKILL to node
         /// process lab1-0 (pid 4242)`).
         what: String,
+        /// The one node it acted on (local index in the process), if not
+        /// the whole process (since version 11).
+        node: Option<u32>,
+        /// `slow`: the capacity factor (since version 11).
+        factor: Option<f64>,
         /// Real seconds from the act to this report's sending (a report
         /// waits while no manager runs): the manager journals the act
         /// this long before it got it.
@@ -540,6 +567,11 @@ pub enum FaultAct {
     Link,
     /// The link fault is over.
     Heal,
+    /// A `slow` fault handed to the node process: its nodes (or one)
+    /// run at `factor` of their capacity.
+    Slow,
+    /// The slow fault is over: full capacity again.
+    Restore,
 }
 
 impl FaultAct {
@@ -552,6 +584,8 @@ impl FaultAct {
             FaultAct::Cont => "cont",
             FaultAct::Link => "link",
             FaultAct::Heal => "heal",
+            FaultAct::Slow => "slow",
+            FaultAct::Restore => "restore",
         }
     }
 }

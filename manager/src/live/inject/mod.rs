@@ -92,9 +92,38 @@ pub enum Action {
 }
 
 /// How act `act` of fault `f` of `plan` is made, at `time_scale` real
-/// seconds per trace second: the one place that says it.
+/// seconds per trace second: the one place that says it. A `slow` fault
+/// and the faults of one node are made by the node process itself
+/// (`node::nodefault`), from a line naming the node (`node K ...`) or not;
+/// their ends need nothing (the node process ends them on time).
 pub fn action(plan: &Plan, f: &Fault, act: FaultAct, time_scale: f64) -> Action {
+    // Real seconds: the node process knows no trace time.
+    let secs = f.duration.map(|d| d * time_scale);
+    let s = secs.unwrap_or(0.0);
+    let node = plan.process_and_node(f).and_then(|(_, n)| n);
+    let on = |cmd: String| match node {
+        Some(k) => format!("node {k} {cmd}"),
+        None => cmd,
+    };
+    match (f.kind, node, act) {
+        (FaultKind::Slow { factor }, _, FaultAct::Slow) => {
+            return Action::Control(on(format!("slow {factor} {s}")))
+        }
+        (FaultKind::Hang, Some(_), FaultAct::Stop) => {
+            return Action::Control(on(format!("hang {s}")))
+        }
+        // Back after its time once the manager gave it up (the manager's
+        // warning says when): the node process brings it back.
+        (FaultKind::Crash, Some(_), FaultAct::Kill) => {
+            return Action::Control(on(secs.map_or("crash".into(), |s| format!("crash {s}"))))
+        }
+        (FaultKind::Slow { .. }, _, _) | (FaultKind::Hang | FaultKind::Crash, Some(_), _) => {
+            return Action::Nothing
+        }
+        _ => {}
+    }
     match act {
+        FaultAct::Slow | FaultAct::Restore => Action::Nothing,
         FaultAct::Kill => Action::Signal(Sig::Kill),
         FaultAct::Stop => Action::Signal(Sig::Stop),
         FaultAct::Cont => Action::Signal(Sig::Cont),
@@ -122,14 +151,15 @@ pub fn action(plan: &Plan, f: &Fault, act: FaultAct, time_scale: f64) -> Action 
 pub fn steps(plan: &Plan) -> Vec<(f64, FaultAct, usize)> {
     let mut out = Vec::new();
     for (i, f) in plan.faults.iter().enumerate() {
-        if !matches!(f.target, Target::Process(_)) {
+        let Some((_, node)) = plan.process_and_node(f) else {
             continue;
-        }
+        };
         let end = f.end();
         match f.kind {
             FaultKind::Crash => {
                 out.push((f.at, FaultAct::Kill, i));
-                if let Some(end) = end {
+                // A crashed node comes back by itself.
+                if let (Some(end), None) = (end, node) {
                     out.push((end, FaultAct::Restart, i));
                 }
             }
@@ -141,7 +171,11 @@ pub fn steps(plan: &Plan) -> Vec<(f64, FaultAct, usize)> {
                 out.push((f.at, FaultAct::Link, i));
                 out.extend(end.map(|e| (e, FaultAct::Heal, i)));
             }
-            FaultKind::Slow { .. } | FaultKind::ManagerCrash => {}
+            FaultKind::Slow { .. } => {
+                out.push((f.at, FaultAct::Slow, i));
+                out.extend(end.map(|e| (e, FaultAct::Restore, i)));
+            }
+            FaultKind::ManagerCrash => {}
         }
     }
     // Stable: acts at one instant keep the plan's order.
@@ -149,29 +183,29 @@ pub fn steps(plan: &Plan) -> Vec<(f64, FaultAct, usize)> {
     out
 }
 
-/// Refuses the faults a live run cannot execute: kinds other than crash,
-/// hang, partition and delay of node processes, and faults of processes
-/// `executes` says no executor reaches (`Err(why)`).
+/// Refuses the faults a live run cannot execute (none the scenario format
+/// allows, today) and faults of processes `executes` says no executor
+/// reaches (`Err(why)`).
 pub fn check_live(plan: &Plan, executes: impl Fn(usize) -> Result<(), String>) -> Result<()> {
     for f in &plan.faults {
         match (f.kind, f.target) {
-            (
-                FaultKind::Crash | FaultKind::Hang | FaultKind::Partition | FaultKind::Delay { .. },
-                Target::Process(p),
-            ) => {
+            // Executed by the run's supervisor (`live::supervise`).
+            (FaultKind::ManagerCrash, Target::Manager) => {}
+            (FaultKind::ManagerCrash, _) | (_, Target::Manager) => {
+                bail!(
+                    "{f}: live runs do not execute {} of {}",
+                    f.kind.name(),
+                    f.target
+                )
+            }
+            _ => {
+                let Some((p, _)) = plan.process_and_node(f) else {
+                    bail!("{f}: the cluster has no {}", f.target);
+                };
                 if let Err(why) = executes(p) {
                     bail!("{f}: {why}");
                 }
             }
-            // Executed by the run's supervisor (`live::supervise`).
-            (FaultKind::ManagerCrash, Target::Manager) => {}
-            _ => bail!(
-                "{f}: live runs execute crash, hang, partition and delay of node processes \
-                 only; {} of {} is \
-                 modelled by `libratory simulate --faults` but not executed live",
-                f.kind.name(),
-                f.target
-            ),
         }
     }
     Ok(())
@@ -237,7 +271,7 @@ pub fn run(s: Setup<'_>, exec: &mut dyn Executor, reporter: &Reporter, stop: &At
             let (_, act, i) = acts[next];
             next += 1;
             let f = &plan.faults[i];
-            let Target::Process(p) = f.target else {
+            let Some((p, node)) = plan.process_and_node(f) else {
                 continue;
             };
             // A later fault of a woken process is its own: an exit it
@@ -246,7 +280,10 @@ pub fn run(s: Setup<'_>, exec: &mut dyn Executor, reporter: &Reporter, stop: &At
             let a = action(plan, f, act, s.time_scale);
             match exec.apply(p, &a) {
                 Ok(what) => {
+                    // Signals are the whole process's; a node's faults
+                    // are made and ended by its process.
                     match act {
+                        _ if node.is_some() => {}
                         FaultAct::Stop => stopped.push(p),
                         FaultAct::Cont => {
                             stopped.retain(|&q| q != p);
@@ -257,7 +294,7 @@ pub fn run(s: Setup<'_>, exec: &mut dyn Executor, reporter: &Reporter, stop: &At
                         }
                         _ => {}
                     }
-                    say(reporter, f, exec.label(p), act, what);
+                    say(reporter, f, exec.label(p), node, act, what);
                 }
                 Err(e) => eprintln!("fault: {f}: {e:#}"),
             }
@@ -274,6 +311,7 @@ pub fn run(s: Setup<'_>, exec: &mut dyn Executor, reporter: &Reporter, stop: &At
                                 reporter,
                                 f,
                                 exec.label(p),
+                                None,
                                 FaultAct::Restart,
                                 format!(
                                     "node process {} exited after its {} ({st}); {what}",
@@ -302,14 +340,27 @@ pub fn run(s: Setup<'_>, exec: &mut dyn Executor, reporter: &Reporter, stop: &At
 }
 
 /// Prints what was done and hands the report to the manager.
-fn say(reporter: &Reporter, f: &Fault, process: String, act: FaultAct, what: String) {
+fn say(
+    reporter: &Reporter,
+    f: &Fault,
+    process: String,
+    node: Option<u32>,
+    act: FaultAct,
+    what: String,
+) {
     eprintln!("fault: {f}: {what}");
+    let factor = match (f.kind, act) {
+        (FaultKind::Slow { factor }, FaultAct::Slow) => Some(factor),
+        _ => None,
+    };
     reporter.send(Report {
         fault: f.to_string(),
         kind: f.kind.name().to_string(),
         process,
         act,
         what,
+        node,
+        factor,
         at: Instant::now(),
     });
 }
@@ -375,6 +426,7 @@ mod tests {
                 fault(5, 2.0, FaultKind::Crash, None),
             ],
             link_timeout: 5.0,
+            processes: vec![0..4],
         };
         let s = steps(&plan);
         let got: Vec<(f64, FaultAct, usize)> = s.clone();

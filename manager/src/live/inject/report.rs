@@ -32,6 +32,10 @@ pub struct Report {
     pub act: FaultAct,
     /// What was done, for people.
     pub what: String,
+    /// The one node (local index), if not the whole process.
+    pub node: Option<u32>,
+    /// `slow`: the capacity factor.
+    pub factor: Option<f64>,
     /// When.
     pub at: Instant,
 }
@@ -174,6 +178,8 @@ fn deliver(conn: ConnArgs, rx: mpsc::Receiver<Report>) {
                 process: r.process.clone(),
                 act: r.act,
                 what: r.what.clone(),
+                node: r.node,
+                factor: r.factor,
                 age_s: r.at.elapsed().as_secs_f64(),
             };
             let answer = async {

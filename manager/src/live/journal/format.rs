@@ -158,6 +158,14 @@ pub enum Entry {
         /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
         /// line 12)`).
         fault: String,
+        /// The one node it acted on (local index in the process), if not
+        /// the whole process (`kill`, `stop`, `cont`, `slow`, `restore`
+        /// of single nodes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+        /// `slow`: the capacity factor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        factor: Option<f64>,
     },
     /// Something the user should know (a lost node process, a late
     /// start, a refused part), journaled within a heartbeat.

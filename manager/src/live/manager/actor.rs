@@ -70,7 +70,7 @@ pub(super) struct ManagerActor {
     /// applying (`ClientMsg::FaultApplied`) and not yet blamed: a lost
     /// link whose label is here takes the fault's name into its jobs'
     /// reasons (and the entry is consumed).
-    pub(super) fault_notes: Vec<(String, String)>,
+    pub(super) fault_notes: FaultNotes,
 }
 
 impl ManagerActor {
@@ -359,8 +359,9 @@ impl Handler<LinkClosed> for ManagerActor {
         // (faults) A loss the fault injector caused names the fault.
         if self.core.link_alive(m.link) && !self.core.ending() {
             let label = self.core.host(m.link).split(' ').next().unwrap_or_default();
-            if let Some(k) = self.fault_notes.iter().position(|(l, _)| l == label) {
-                let (_, fault) = self.fault_notes.remove(k);
+            let mut notes = self.fault_notes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(k) = notes.iter().position(|(l, _)| l == label) {
+                let (_, fault) = notes.remove(k);
                 reason = format!("{reason}, after {fault}");
             }
         }
@@ -399,10 +400,20 @@ impl Handler<FromClient> for ManagerActor {
                     process,
                     act,
                     what,
+                    node,
+                    factor,
                     age_s,
                 } => {
                     let partition = kind == "partition";
-                    self.fault_applied(fault, partition, process, act, &what, age_s);
+                    let applied = Applied {
+                        fault,
+                        partition,
+                        process,
+                        node,
+                        factor,
+                        act,
+                    };
+                    self.fault_applied(applied, &what, age_s);
                     if let Some(tx) = self.clients.get(&client) {
                         let _ = tx.send(ClientReply::Noted { token });
                     }
@@ -426,6 +437,22 @@ impl Handler<FromClient> for ManagerActor {
     }
 }
 
+/// A fault the injector applied (`ClientMsg::FaultApplied`).
+struct Applied {
+    fault: String,
+    /// The fault is a partition.
+    partition: bool,
+    process: String,
+    node: Option<u32>,
+    factor: Option<f64>,
+    act: common::protocol::FaultAct,
+}
+
+/// The faults the injector applied that blame the next loss of a node
+/// process (its label) or of one node (`LABEL node K`), shared with the
+/// core's watch over single nodes.
+pub(super) type FaultNotes = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
 impl ManagerActor {
     /// A fault injector applied `act` of `fault` to node process
     /// `process` `age_s` seconds ago (`partition`: the fault is one):
@@ -434,26 +461,33 @@ impl ManagerActor {
     /// the process's loss names the fault. A crash or hang, or a
     /// partition, blames the next loss of the process; a hang or partition
     /// that ended with the link alive blames nothing later.
-    fn fault_applied(
-        &mut self,
-        fault: String,
-        partition: bool,
-        process: String,
-        act: common::protocol::FaultAct,
-        what: &str,
-        age_s: f64,
-    ) {
+    fn fault_applied(&mut self, f: Applied, what: &str, age_s: f64) {
         use common::protocol::FaultAct;
+        let Applied {
+            fault,
+            partition,
+            process,
+            node,
+            factor,
+            act,
+        } = f;
         let blames = match act {
             FaultAct::Kill | FaultAct::Stop => Some(true),
             FaultAct::Link if partition => Some(true),
             FaultAct::Cont | FaultAct::Heal => Some(false),
-            FaultAct::Restart | FaultAct::Link => None,
+            FaultAct::Restart | FaultAct::Link | FaultAct::Slow | FaultAct::Restore => None,
+        };
+        // A single node's loss is blamed under `LABEL node K`
+        // (core/silent.rs), a process's under its label.
+        let key = match node {
+            Some(k) => format!("{process} node {k}"),
+            None => process.clone(),
         };
         if let Some(on) = blames {
-            self.fault_notes.retain(|(l, _)| *l != process);
+            let mut notes = self.fault_notes.lock().unwrap_or_else(|e| e.into_inner());
+            notes.retain(|(l, _)| *l != key);
             if on {
-                self.fault_notes.push((process.clone(), fault.clone()));
+                notes.push((key, fault.clone()));
             }
         }
         // A report that waited (for a manager to restart) says how long.
@@ -471,6 +505,8 @@ impl ManagerActor {
                 act,
                 process,
                 fault,
+                node,
+                factor,
             });
             j.send(journal::Entry::Warning { t, text });
         }

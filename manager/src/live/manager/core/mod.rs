@@ -40,9 +40,11 @@ mod clients;
 mod nodes;
 mod rejoin;
 mod resumed;
+mod silent;
 mod views;
 
 pub use resumed::Takeover;
+pub(super) use silent::Blame;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -266,6 +268,8 @@ pub(super) struct LiveCore {
     resumed: Option<resumed::Resumed>,
     /// When (wall s) the histograms were last journaled.
     hists_journaled: f64,
+    /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
+    watch: Option<silent::NodeWatch>,
 }
 
 /// How often (real seconds) the manager journals its histograms, for a
@@ -325,6 +329,7 @@ impl LiveCore {
             queue_timer: None,
             resumed: None,
             hists_journaled: 0.0,
+            watch: None,
             cfg,
         }
     }
@@ -637,6 +642,7 @@ impl LiveCore {
             timer: Timer::Tick,
             when: When::After(self.cfg.tick()),
         });
+        self.watch_tick(now);
         if self.cfg.journal && self.warnings_journaled < self.warnings.len() {
             for text in &self.warnings[self.warnings_journaled..] {
                 self.journal_buf.push(Entry::Warning {

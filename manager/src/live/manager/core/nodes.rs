@@ -43,6 +43,7 @@ impl LiveCore {
             });
         }
         let n = ids.len();
+        self.watch_registered(now, link, &ids, nodes);
         self.links.insert(
             link,
             LinkInfo {
@@ -92,7 +93,15 @@ impl LiveCore {
     pub(super) fn node_msg(&mut self, now: Now, link: LinkId, host: &str, msg: NodeMsg) {
         let scale = self.cfg.time_scale;
         let res = match msg {
-            NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
+            NodeMsg::Heartbeat { .. } => {
+                self.heartbeat(now, link, host);
+                Ok(())
+            }
+            NodeMsg::Silent { nodes } => {
+                self.silent_frame(link, nodes);
+                Ok(())
+            }
+            NodeMsg::Register { .. } => Ok(()),
             NodeMsg::Progress { at, parts } => {
                 self.measured("report_latency_us", (now.trace - at) * scale * 1e6);
                 self.core.progress(link, at, &parts)
