@@ -7,7 +7,10 @@
 #   <= 4 KB per idle node.
 # Memory is VmRSS from /proc, read when the last node process registered
 # (the replay has just started: nearly every node is idle) and the
-# manager's largest over the run (sampled every second).
+# manager's largest over the run (sampled every second). The manager
+# serves clients (--serve): when every job is over, the script shows its
+# status summary (`libratory status --summary`, one small frame at any
+# size) and then interrupts it, which ends the run as usual.
 #
 #   scripts/fugaku-scale.sh [CONFIG] [POLICY...]
 #     CONFIG    default cluster-configs/fugaku-scale.toml
@@ -35,6 +38,8 @@ certs=$(sed -n 's/^certs *= *"\([^"]*\)".*/\1/p' "$config")
 [[ $certs = /* ]] || certs=$cfg_dir/$certs
 hosts=$(sed -n 's/^name *= *"\([^"]*\)".*/\1/p' "$config" | paste -sd, -)
 [[ -f $certs/ca.pem ]] || libratory certs --out "$certs" --nodes "$hosts" >/dev/null
+listen=$(sed -n 's/^listen *= *"\([^"]*\)".*/\1/p' "$config")
+status() { libratory status --manager "$listen" --certs "$certs" "$@"; }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
@@ -55,10 +60,18 @@ for policy in "${policies[@]}"; do
   sed "s/^policy *= *\"[^\"]*\"/policy = \"$policy\"/" "$config" >"$run_cfg"
   log=$out/$policy.log
   start=$(date +%s.%N)
-  libratory run --spawn-local --config "$run_cfg" --out "$out/$policy" --progress-every 5 >"$log" 2>&1 &
+  libratory run --spawn-local --serve --config "$run_cfg" --out "$out/$policy" --progress-every 5 >"$log" 2>&1 &
   manager=$!
-  expected='' reg_s='' node_kb='' mgr_kb_reg='' mgr_kb_max=0 nodes_n=0
+  expected='' reg_s='' node_kb='' mgr_kb_reg='' mgr_kb_max=0 nodes_n=0 jobs='' summary=''
   while kill -0 "$manager" 2>/dev/null; do
+    # Every job over: the status summary, then the end of the run.
+    [[ -n $jobs ]] || jobs=$(sed -n 's/^replay started: \([0-9]*\) jobs.*/\1/p' "$log" | head -1)
+    if [[ -n $jobs && -z $summary ]] &&
+      status --summary --json 2>/dev/null |
+      jq -e --argjson n "$jobs" '.Status.summary | .submitted == $n and .open == 0 and .queued == 0' >/dev/null; then
+      summary=$(status --summary 2>&1 || true)
+      kill -INT "$manager"
+    fi
     if [[ -z $expected ]]; then
       expected=$(sed -n 's/.*waiting for \([0-9]*\) emulated nodes.*/\1/p' "$log" 2>/dev/null | head -1 || true)
       [[ -n $expected ]] && listening=$(date +%s.%N)
@@ -95,4 +108,8 @@ for policy in "${policies[@]}"; do
     printf "   manager: %.0f MB resident at registration, %.0f MB at most over the run: %.3f / %.3f KB per node (target <= 1 KB: %s)\n", mreg / 1024, mmax / 1024, mreg * 1024 / n / 1000, mmax * 1024 / n / 1000, (mmax * 1024 / n <= 1000 ? "met" : "missed")
   }'
   grep -E "^(policy|$policy) " "$log" | sed 's/^/   /' || true
+  if [[ -n $summary ]]; then
+    echo "   libratory status --summary when every job was over:"
+    echo "$summary" | sed 's/^/     /'
+  fi
 done

@@ -2,6 +2,7 @@
 # One command from a cluster configuration to a finished run:
 #
 #   scripts/launch.sh CONFIG [--out DIR] [--no-build] [--deploy-only]
+#                            [--faults FILE]
 #
 #  1. builds once (cargo build --release; skipped with --no-build or when
 #     LIBRATORY_BIN_DIR names prebuilt binaries);
@@ -30,6 +31,12 @@
 # DIR defaults to [output] dir / a time stamp. Hosts without `ssh` run on
 # this machine, so a one-host configuration is a local multi-process run
 # (scripts/local.sh). --deploy-only stops after step 5.
+#
+# --faults FILE (default: the configuration's [workload] faults) runs a
+# fault scenario (docs/faults.md): the manager gets it (manifest, manager
+# crashes), every node process a --fault-control file, and
+# `libratory inject` executes the node faults through each host's agent
+# over ssh, reporting each to the manager (its log: DIR/logs/inject.log).
 # Exit code: the manager's; 3 when it succeeded but a node process did not
 # exit cleanly.
 set -euo pipefail
@@ -37,18 +44,20 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 usage() {
-  echo "usage: scripts/launch.sh CONFIG [--out DIR] [--no-build] [--deploy-only]" >&2
+  echo "usage: scripts/launch.sh CONFIG [--out DIR] [--no-build] [--deploy-only] [--faults FILE]" >&2
   exit 2
 }
 config=''
 out=''
 build=1
 deploy_only=0
+faults=''
 while [[ $# -gt 0 ]]; do
   case $1 in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --no-build) build=0; shift ;;
     --deploy-only) deploy_only=1; shift ;;
+    --faults) faults=${2:?--faults needs a scenario file}; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) [[ -z $config ]] || usage; config=$1; shift ;;
@@ -63,6 +72,11 @@ if ((build)); then
   (cd "$lbr_root" && cargo build --release --workspace --bins)
 fi
 lbr_load "$config"
+faults=${faults:-$LBR_FAULTS}
+if [[ -n $faults ]]; then
+  [[ -f $faults ]] || lbr_die "--faults $faults: no such fault scenario"
+  faults=$(cd "$(dirname "$faults")" && pwd)/$(basename "$faults")
+fi
 
 if [[ -s $lbr_state/manager.pid ]] && kill -0 "$(cat "$lbr_state/manager.pid")" 2>/dev/null; then
   lbr_die "$config is already running (manager pid $(cat "$lbr_state/manager.pid")): scripts/status.sh $config, scripts/stop.sh $config"
@@ -75,6 +89,12 @@ lbr_say "launch of $LBR_CONFIG: $LBR_NHOSTS host(s), $LBR_TOTAL_NODES emulated n
 
 # ---- 2. certificates
 lbr_ensure_certs
+if [[ -n $faults && ! -e $LBR_CERTS/operator.pem ]]; then
+  # The injector reports the faults it applies with this identity.
+  [[ -e $LBR_CERTS/ca.key ]] ||
+    lbr_die "--faults: no operator certificate in $LBR_CERTS and no ca.key there to sign one"
+  "$lbr_bin_dir/libratory" certs --out "$LBR_CERTS" --add >/dev/null
+fi
 
 trap lbr_close EXIT
 
@@ -125,6 +145,7 @@ fi
 # ---- 6.-8. run, watch, stop and collect
 mgr=''
 tailer=''
+injector=''
 # finish_host I: stop what still runs on host I, then fetch its logs, pid
 # and exit files and the agent's last word into the run directory.
 finish_host() {
@@ -154,6 +175,11 @@ stop_everything() {
     fi
   fi
   if [[ -n $mgr ]]; then wait "$mgr" 2>/dev/null || true; fi
+  if [[ -n $injector ]]; then
+    kill "$injector" 2>/dev/null || true
+    wait "$injector" 2>/dev/null || true
+    injector=''
+  fi
   # The manager's last words (its table) reach the terminal before the
   # tail stops.
   if [[ -n $tailer ]]; then
@@ -184,7 +210,9 @@ on_exit() {
 trap on_exit EXIT
 trap 'echo; lbr_say "interrupted"; exit 130' INT TERM HUP
 
-"$lbr_bin_dir/libratory" run --config "$LBR_CONFIG" --out "$run" --progress-every 2 \
+fault_args=()
+[[ -n $faults ]] && fault_args=(--faults "$faults")
+"$lbr_bin_dir/libratory" run --config "$LBR_CONFIG" --out "$run" --progress-every 2 "${fault_args[@]}" \
   >"$run/logs/manager.log" 2>&1 &
 mgr=$!
 echo "$mgr" >"$lbr_state/manager.pid"
@@ -199,13 +227,33 @@ if ! grep -q 'listening on' "$run/logs/manager.log"; then
 fi
 lbr_say "manager pid $mgr listening on $LBR_LISTEN; starting node processes"
 
+if [[ -n $faults ]]; then
+  # Before the node processes: the replay cannot start before it watches.
+  "$lbr_bin_dir/libratory" inject --config "$LBR_CONFIG" --faults "$faults" --run "$run" \
+    >"$run/logs/inject.log" 2>&1 &
+  injector=$!
+  for _ in $(seq 600); do
+    grep -q 'node fault act' "$run/logs/inject.log" && break
+    kill -0 "$injector" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q 'node fault act' "$run/logs/inject.log"; then
+    cat "$run/logs/inject.log" >&2
+    lbr_die "the fault injector did not start (its log above)"
+  fi
+  lbr_say "fault injector pid $injector: $(grep 'node fault act' "$run/logs/inject.log")"
+fi
+
 for ((i = 0; i < LBR_NHOSTS; i++)); do
   declare -n work="LBR_WORK_$i" bin="LBR_NODE_BIN_$i" labels="LBR_LABELS_$i" args="LBR_NODE_ARGS_$i"
   dial=$LBR_DIAL
   lbr_is_local "$i" && dial=$LBR_LOCAL_DIAL
   for label in "${labels[@]}"; do
+    # (faults) Where the injector hands the node its link faults.
+    fc=()
+    [[ -n $faults ]] && fc=(--fault-control "$work/run/$label.fault")
     msg=$(lbr_agent "$i" start "$label" "$bin" --manager "$dial" --certs "$work/certs" \
-      --label "$label" "${args[@]}") || lbr_die "$(lbr_where "$i"): $label did not start"
+      --label "$label" "${args[@]}" "${fc[@]}") || lbr_die "$(lbr_where "$i"): $label did not start"
     lbr_say "$(lbr_where "$i"): $msg"
   done
   unset -n work bin labels args

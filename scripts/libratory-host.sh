@@ -9,7 +9,14 @@
 #   start LABEL BINARY ARGS...  start one node process, detached (setsid,
 #                               nohup): log in WORK/logs/node-LABEL.log, pid in
 #                               WORK/run/LABEL.pid, exit code in
-#                               WORK/run/LABEL.exit when it ends
+#                               WORK/run/LABEL.exit when it ends, command
+#                               line in WORK/run/LABEL.cmd
+#   fault LABEL ACT [ARG]       the fault injector's acts on one node process
+#                               (libratory inject): `signal KILL|STOP|CONT`;
+#                               `restart` (the same command line, logging
+#                               on); `control LINE` (LINE into its
+#                               --fault-control file, then SIGUSR1);
+#                               `exited` (its exit code once it ended)
 #   status                      one line per node process: label, state, pid,
 #                               last log line
 #   running                     how many node processes are alive
@@ -56,23 +63,85 @@ live_pids() {
   done
 }
 
+# start_one LABEL APPEND BINARY ARGS...: starts one node process detached;
+# APPEND=1 logs on after the earlier lines (a restart).
+start_one() {
+  local label=$1 append=$2 binary=$3
+  shift 3
+  [[ -x $binary ]] || { echo "libratory-host: $binary is not an executable on $(hostname)" >&2; exit 1; }
+  rm -f "run/$label.pid" "run/$label.exit"
+  # The command line, NUL-separated, for a restart after a crash fault.
+  printf '%s\0' "$binary" "$@" >"run/$label.cmd"
+  ((append)) || : >"logs/node-$label.log"
+  # The wrapper records the node's pid and, when it ends, its exit code.
+  # shellcheck disable=SC2016  # expanded by the wrapper's bash
+  setsid nohup bash -c '"$@" & echo $! >"run/$0.pid"; wait $!; echo $? >"run/$0.exit"' \
+    "$label" "$binary" "$@" >>"logs/node-$label.log" 2>&1 </dev/null &
+  for _ in $(seq 50); do
+    [[ -s run/$label.pid ]] && break
+    sleep 0.1
+  done
+  [[ -s run/$label.pid ]] || { echo "libratory-host: $label did not start (see $work/logs/node-$label.log)" >&2; exit 1; }
+}
+
 case $cmd in
   start)
     label=${1:?start LABEL BINARY ARGS...}
     binary=${2:?start LABEL BINARY ARGS...}
     shift 2
-    [[ -x $binary ]] || { echo "libratory-host: $binary is not an executable on $(hostname)" >&2; exit 1; }
-    rm -f "run/$label.pid" "run/$label.exit"
-    # The wrapper records the node's pid and, when it ends, its exit code.
-    # shellcheck disable=SC2016  # expanded by the wrapper's bash
-    setsid nohup bash -c '"$@" & echo $! >"run/$0.pid"; wait $!; echo $? >"run/$0.exit"' \
-      "$label" "$binary" "$@" >"logs/node-$label.log" 2>&1 </dev/null &
-    for _ in $(seq 50); do
-      [[ -s run/$label.pid ]] && break
-      sleep 0.1
-    done
-    [[ -s run/$label.pid ]] || { echo "libratory-host: $label did not start (see $work/logs/node-$label.log)" >&2; exit 1; }
+    start_one "$label" 0 "$binary" "$@"
     echo "started $label pid $(cat "run/$label.pid")"
+    ;;
+  fault)
+    label=${1:?fault LABEL ACT [ARG]}
+    act=${2:?fault LABEL ACT [ARG]}
+    pid=$(cat "run/$label.pid" 2>/dev/null || true)
+    case $act in
+      signal)
+        sig=${3:?fault LABEL signal KILL|STOP|CONT}
+        [[ $sig =~ ^(KILL|STOP|CONT)$ ]] || { echo "libratory-host: signal $sig is not one the injector sends" >&2; exit 2; }
+        alive "$pid" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
+        kill "-$sig" "$pid"
+        if [[ $sig == KILL ]]; then
+          # Gone, and its exit code written, before the act is reported.
+          for _ in $(seq 100); do
+            [[ -s run/$label.exit ]] && break
+            sleep 0.05
+          done
+        fi
+        echo "SIG$sig to node process $label (pid $pid)"
+        ;;
+      restart)
+        [[ -s run/$label.cmd ]] || { echo "libratory-host: no command line of $label to start again" >&2; exit 1; }
+        if alive "$pid"; then
+          echo "libratory-host: node process $label still runs (pid $pid): not started twice" >&2
+          exit 1
+        fi
+        mapfile -d '' -t line <"run/$label.cmd"
+        start_one "$label" 1 "${line[@]}"
+        echo "node process $label started again (pid $(cat "run/$label.pid"))"
+        ;;
+      control)
+        text=${3:?fault LABEL control LINE}
+        mapfile -d '' -t line <"run/$label.cmd" 2>/dev/null || line=()
+        file=''
+        for ((k = 0; k + 1 < ${#line[@]}; k++)); do
+          [[ ${line[$k]} == --fault-control ]] && file=${line[$((k + 1))]}
+        done
+        [[ -n $file ]] || { echo "libratory-host: node process $label has no --fault-control file" >&2; exit 1; }
+        alive "$pid" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
+        printf '%s\n' "$text" >"$file"
+        kill -USR1 "$pid"
+        echo "\`$text\` (real seconds) to node process $label's link (pid $pid)"
+        ;;
+      exited)
+        if ! alive "$pid" && [[ -s run/$label.exit ]]; then cat "run/$label.exit"; fi
+        ;;
+      *)
+        echo "libratory-host: unknown fault act $act" >&2
+        exit 2
+        ;;
+    esac
     ;;
   status)
     for l in $(labels); do

@@ -28,7 +28,10 @@
 //! fits found so far) and no other (see
 //! [`crate::policy::steps::best_fit_filter_bounded`]). A node's bounds are
 //! computed again only when it changes, is reported on, or its window
-//! runs out: the cost follows the events, not the cluster's size.
+//! runs out: the cost follows the events, not the cluster's size. Libra+$
+//! walks the same order (a node's committed time in any window is at most
+//! the window times its load), with each entry also bounding the node's
+//! remaining time ([`LoadLine::rem_bound`]).
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
@@ -199,6 +202,26 @@ impl PartFn {
     }
 }
 
+impl PartFn {
+    /// The processor time the part commits inside a window of `window`
+    /// seconds from `t`: bit for bit the term Libra+$'s
+    /// `LibraPlusDollar::committed` (policy/plus_dollar.rs) adds up
+    /// for the part with [`Self::cpu_done_at`]`(t)` done (its required
+    /// share times `min(rd, window)`, 0 off track). At most `window`
+    /// times [`Self::required`]`(t)`, which is what lets Libra+$ walk the
+    /// order by load.
+    pub fn committed(&self, t: Time, window: f64) -> f64 {
+        let snap = |v: f64| if v <= TIME_EPS { 0.0 } else { v };
+        let rem = snap(self.est_cpu - self.cpu_done_at(t));
+        let rd = snap(self.deadline - t);
+        if rem > ON_TRACK_EPS && rd > ON_TRACK_EPS {
+            rem / rd * rd.min(window)
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The width of the slots bounds run out by (seconds).
 pub const EXPIRY_SLOT: Time = BOUND_WINDOW / 64.0;
 
@@ -230,13 +253,79 @@ fn width_class(w: f64) -> usize {
 /// A busy node's load over `[from, to]`: every value
 /// [`NodeState::required_share`] gives at an instant of the window, as
 /// the live core dead-reckons the node there, lies in `[lo, hi]`
-/// (rounding included).
+/// (rounding included), and from `line.t0` on within `line`'s band.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LoadBound {
     /// Lower bound (>= 0).
     pub lo: f64,
     /// Upper bound (may be infinite).
     pub hi: f64,
+    /// The load as a line over the rest of the window, much narrower than
+    /// `[lo, hi]` (which spans the drift over the whole window):
+    /// [`LoadLine::NONE`] when there is none.
+    pub line: LoadLine,
+}
+
+/// A busy node's load from `t0` to the end of its bound's window, as a
+/// line with a band around it: the exact load at `t` (the very float
+/// [`BusyIndex::exact_load`] gives) lies within `err` of `v0 + slope (t -
+/// t0)` (evaluated in floats; rounding included in `err`). Kept with the
+/// node's entry in the order by lower bound, so that a decision tells
+/// from the entry it walks whether the node can matter, and computes the
+/// exact load (from the node's parts, elsewhere in memory) only then.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadLine {
+    /// Where the line starts (NaN: no line).
+    pub t0: Time,
+    /// The load at `t0`.
+    pub v0: f64,
+    /// Its change per second.
+    pub slope: f64,
+    /// Half the band's width.
+    pub err: f64,
+    /// An upper bound on the node's remaining processor time (its parts'
+    /// `max(0, est - done)` added up, rounding included) at `t0`: the
+    /// most any window can commit of the node (Libra+$'s committed time).
+    pub rem0: f64,
+    /// The bound's change per second (<= 0): the remaining time of each
+    /// part is linear from `t0` on, so its `max(0, .)`, convex, lies
+    /// under its chord over the window, and so does their sum.
+    pub rem_slope: f64,
+}
+
+impl LoadLine {
+    /// No line: every decision computes the exact load.
+    pub const NONE: LoadLine = LoadLine {
+        t0: Time::NAN,
+        v0: 0.0,
+        slope: 0.0,
+        err: f64::INFINITY,
+        rem0: f64::INFINITY,
+        rem_slope: 0.0,
+    };
+
+    /// An upper bound on the node's remaining processor time at `t`
+    /// (within the bound's window), infinite before the line starts or
+    /// when there is none.
+    pub fn rem_bound(&self, t: Time) -> f64 {
+        if t >= self.t0 && self.rem0.is_finite() {
+            self.rem0 + self.rem_slope * (t - self.t0)
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// The band the exact load lies in at `t` (within the bound's window),
+    /// `None` before the line starts or when there is none.
+    pub fn band(&self, t: Time) -> Option<(f64, f64)> {
+        // NaN compares false: no line.
+        if t >= self.t0 && self.err.is_finite() {
+            let v = self.v0 + self.slope * (t - self.t0);
+            Some((v - self.err, v + self.err))
+        } else {
+            None
+        }
+    }
 }
 
 /// Where a node's bound is filed.
@@ -270,8 +359,8 @@ struct Bounds {
     /// [`PartFn`]s in use in `fns`.
     fns_live: usize,
     /// Per class of width (see [`width_class`]): `(order key of lo,
-    /// node)` for every node filed `Ordered` in it.
-    by_lo: [BTreeSet<(u64, usize)>; WIDTH_CLASSES],
+    /// node)` for every node filed `Ordered` in it, with its line.
+    by_lo: [BTreeMap<(u64, usize), LoadLine>; WIDTH_CLASSES],
     /// Nodes filed `Wide` (few: a set of them, not a bit per node).
     wide: BTreeSet<usize>,
     /// When bounds run out: per slot of [`EXPIRY_SLOT`] seconds (by the
@@ -331,7 +420,15 @@ impl Bounds {
         if k >= self.of.len() {
             self.of.resize(
                 k + 1,
-                (LoadBound { lo: 0.0, hi: 0.0 }, Time::NAN, Filed::None),
+                (
+                    LoadBound {
+                        lo: 0.0,
+                        hi: 0.0,
+                        line: LoadLine::NONE,
+                    },
+                    Time::NAN,
+                    Filed::None,
+                ),
             );
         }
         let (b, _, filed) = self.of[k];
@@ -509,7 +606,8 @@ impl BusyIndex {
 
     /// Computes the bounds of the nodes changed since (a progress report
     /// on them, taken at `at`), if bounds are kept: over the window from
-    /// the last decision's instant to `BOUND_WINDOW` past `at`, so that the
+    /// the last decision's instant to `BOUND_WINDOW` (and one expiry slot)
+    /// past `at`, so that the
     /// next decisions find them ready (a report is the node process's
     /// cost; a decision then does not pay for a whole report period's).
     pub fn settle(
@@ -521,7 +619,13 @@ impl BusyIndex {
             return;
         }
         let from = self.bounds.latest;
-        let to = at.max(from) + BOUND_WINDOW;
+        // One expiry slot more than the window: a slot is taken as soon as
+        // it starts, so a window of exactly `BOUND_WINDOW` would run out a
+        // little before the next report of a node process reporting every
+        // `BOUND_WINDOW` seconds, and one decision would bound again every
+        // node that process (or every process reporting at that instant)
+        // holds, only for the report to bound them again.
+        let to = at.max(from) + BOUND_WINDOW + EXPIRY_SLOT;
         self.bound_dirty(from, to, bound);
     }
 
@@ -558,7 +662,7 @@ impl BusyIndex {
             debug_assert!(lb.lo >= 0.0 && lb.lo <= lb.hi, "node {k}: {lb:?}");
             let width = lb.hi - lb.lo;
             let filed = if width <= WIDE_BOUND {
-                b.by_lo[width_class(width)].insert((order_key(lb.lo), k));
+                b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);
                 Filed::Ordered
             } else {
                 b.wide.insert(k);
@@ -576,17 +680,17 @@ impl BusyIndex {
     }
 
     /// The ordered busy nodes of width class `class` whose lower bound is
-    /// at most `at_most`, highest lower bound first: `(lo, node)`. Their
-    /// bounds are at most [`class_width`]`(class)` wide.
+    /// at most `at_most`, highest lower bound first: `(lo, node, line)`.
+    /// Their bounds are at most [`class_width`]`(class)` wide.
     pub fn by_lower_bound_desc(
         &self,
         class: usize,
         at_most: f64,
-    ) -> impl Iterator<Item = (f64, usize)> + '_ {
+    ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
         self.bounds.by_lo[class]
             .range(..=(order_key(at_most), usize::MAX))
             .rev()
-            .map(|&(lo, k)| (from_order_key(lo), k))
+            .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
     }
 
     /// The busy nodes whose bounds are too wide for the order: their loads
@@ -605,6 +709,19 @@ impl BusyIndex {
         self.bounds.fns[start as usize..(start + count) as usize]
             .iter()
             .map(|f| f.required(t))
+            .sum()
+    }
+
+    /// Bounded node `k`'s processor time committed inside `window`
+    /// seconds from `t` (within its bound's window): the sum of its parts'
+    /// [`PartFn::committed`] in the order of its parts, so bit for bit
+    /// Libra+$'s committed time of the node brought to `t`.
+    pub fn exact_committed(&self, k: usize, t: Time, window: f64) -> f64 {
+        debug_assert!(matches!(self.bounds.of[k].2, Filed::Ordered | Filed::Wide));
+        let (start, count) = self.bounds.fn_at[k];
+        self.bounds.fns[start as usize..(start + count) as usize]
+            .iter()
+            .map(|f| f.committed(t, window))
             .sum()
     }
 

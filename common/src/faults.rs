@@ -286,6 +286,10 @@ pub struct Plan {
     pub link_timeout: f64,
     /// Every fault, ordered by time (ties: file order).
     pub faults: Vec<Fault>,
+    /// The node range (global ids) of each node process the plan was
+    /// expanded for (empty when checked without a cluster): where a live
+    /// run finds a single node's process and its local index.
+    pub processes: Vec<Range<usize>>,
 }
 
 /// A scenario problem, naming the file and, when known, the line and key.
@@ -725,11 +729,26 @@ impl Scenario {
             seed,
             link_timeout,
             faults,
+            processes: shape.map_or_else(Vec::new, |s| s.processes.clone()),
         })
     }
 }
 
 impl Plan {
+    /// The node process a fault acts on and, for a fault of one node, the
+    /// node's local index in it; `None` for the manager (or a node the
+    /// plan's cluster does not have).
+    pub fn process_and_node(&self, f: &Fault) -> Option<(usize, Option<u32>)> {
+        match f.target {
+            Target::Process(p) => Some((p, None)),
+            Target::Node(n) => {
+                let p = self.processes.iter().position(|r| r.contains(&n))?;
+                Some((p, Some((n - self.processes[p].start) as u32)))
+            }
+            Target::Manager => None,
+        }
+    }
+
     /// Whether any fault needs the simulator's process grouping or a live
     /// run's processes (anything but manager crashes).
     pub fn has_node_faults(&self) -> bool {

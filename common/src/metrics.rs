@@ -123,6 +123,28 @@ impl JobRecord {
         }
     }
 
+    /// The job as submitted, from what its record keeps: what a policy
+    /// sees (estimate, processors, deadline, budget, class, penalty) and
+    /// its actual runtime, at its submit time. A specification's memory,
+    /// disk and further segments are not in a record.
+    pub fn submitted(&self) -> WorkloadJob {
+        let mut spec = crate::job::JobSpec::new(
+            self.id,
+            self.submit,
+            self.estimate,
+            self.processors,
+            self.deadline,
+            self.budget,
+        );
+        spec.urgency = self.class;
+        spec.qos.deadline_type = self.deadline_type;
+        spec.qos.penalty_rate = self.penalty_rate;
+        WorkloadJob {
+            spec,
+            actual_runtime: self.actual,
+        }
+    }
+
     /// Accepted (time-shared) or started (space-shared) at `now` on
     /// `nodes` for `cost`.
     pub fn accept(&mut self, now: Time, nodes: Vec<usize>, cost: f64) {

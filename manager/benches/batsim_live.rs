@@ -87,9 +87,14 @@ async fn registered(addr: SocketAddr, certs: &Path, nodes: usize) {
     let end = Instant::now() + Duration::from_secs(60);
     loop {
         let (_e, _c, mut s) = client(addr, certs).await;
-        s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
-        if let Some(ClientReply::Status { nodes: n, .. }) = s.recv("reply").await.unwrap() {
-            if n.len() == nodes {
+        s.send(&ClientMsg::Status {
+            token: 0,
+            query: Default::default(),
+        })
+        .await
+        .unwrap();
+        if let Some(ClientReply::Status { summary, .. }) = s.recv("reply").await.unwrap() {
+            if summary.nodes.total == nodes {
                 return;
             }
         }

@@ -43,24 +43,35 @@
 //! of its own; the echo is measured in the same set-up.
 //!
 //! `LIVE_LATENCY_NODES` (default 128) sets the emulated nodes, split over
-//! the two processes, with half a core in all (e.g. 10000: 5,000 nodes of
-//! 0.0001 core per process); the bench then also prints the manager's
-//! memory per node and its CPU use (cores) during the 1,000/s phase.
+//! two processes, or more of at most 20,000 nodes each above 40,000
+//! (158,976: eight of 19,872), with half a core in all (e.g. 10000: 5,000
+//! nodes of 0.0001 core per process); the bench waits for them through
+//! the status summary (one small frame at any size) and prints how long
+//! they took, the manager's memory per node and its CPU use (cores) during
+//! each paced step.
+//!
+//! Last, with 16% of the nodes busy (one job of share 0.9 each, held to
+//! the end), the manager's CPU without submissions and during a paced
+//! step at 1,000/s against issue 31's target (at most half a core), and
+//! that step's p99 over the echo's.
 //!
 //! Every random choice here is fixed (no randomness is used).
 
 #[path = "support/mod.rs"]
 mod support;
 use support::client;
+#[path = "support/procs.rs"]
+mod procs;
+use procs::{cpu_budget, cpu_ns, cpu_s, host_probe, rss_kb, Kill};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::job::JobSpec;
 use common::policy::Decision;
-use common::protocol::{ClientMsg, ClientReply};
+use common::protocol::{ClientMsg, ClientReply, PageQuery, StatusQuery, StatusSummary};
 use hdrhistogram::Histogram;
 
 /// Seconds of echoes, and as many of submissions, in a paced step.
@@ -148,6 +159,17 @@ impl Knobs {
 /// Seconds of the sustained step.
 const SUSTAINED_S: f64 = 2.0;
 
+/// The share of the nodes busy in the step that measures the manager's
+/// CPU (issue 31's target: at most half a core at 1,000/s with 16% of the
+/// nodes busy).
+const BUSY_SHARE: f64 = 0.16;
+
+/// Submissions per second in that step.
+const BUSY_RATE: f64 = 1000.0;
+
+/// The most emulated nodes one node process hosts.
+const MAX_PER_PROCESS: usize = 20_000;
+
 fn bin(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_BIN_EXE_libratory")).with_file_name(name);
     assert!(
@@ -169,119 +191,6 @@ fn pinned(program: PathBuf, cpu: &str, pin: bool) -> Command {
         c
     } else {
         Command::new(program)
-    }
-}
-
-/// The CPU time the bench's processes may use, in CPUs.
-struct CpuBudget {
-    cpus: f64,
-    /// A cgroup CPU quota set it (below the CPUs this process may run on).
-    quota: bool,
-}
-
-impl CpuBudget {
-    fn describe(&self) -> String {
-        if self.quota {
-            format!("{:.2} (cgroup CPU quota)", self.cpus)
-        } else {
-            format!("{}", self.cpus)
-        }
-    }
-}
-
-/// The CPUs this process may run on, or less where its cgroup (or one
-/// above it) has a CPU quota: cgroup v1 `cpu.cfs_quota_us` /
-/// `cpu.cfs_period_us`, v2 `cpu.max`. A quota may be a fraction of a CPU
-/// (`available_parallelism` rounds it down, and said "1" for 1.5 CPUs);
-/// children inherit the cgroup, so the node processes and the manager run
-/// under the same quota.
-fn cpu_budget() -> CpuBudget {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the call.
-    let online = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            libc::CPU_COUNT(&set) as f64
-        } else {
-            1.0
-        }
-    };
-    let mut quota = f64::INFINITY;
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    for line in cgroups.lines() {
-        let mut f = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let v2 = controllers.is_empty();
-        if !v2 && !controllers.split(',').any(|c| c == "cpu") {
-            continue;
-        }
-        let root = if v2 {
-            PathBuf::from("/sys/fs/cgroup")
-        } else {
-            PathBuf::from(format!("/sys/fs/cgroup/{controllers}"))
-        };
-        // This cgroup and every one above it: the tightest quota binds.
-        let mut dir = root.join(path.trim_start_matches('/'));
-        loop {
-            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
-            let q = if v2 {
-                read("cpu.max").and_then(|t| {
-                    let mut w = t.split_whitespace();
-                    let (q, p) = (
-                        w.next()?.parse::<f64>().ok()?,
-                        w.next()?.parse::<f64>().ok()?,
-                    );
-                    Some(q / p)
-                })
-            } else {
-                read("cpu.cfs_quota_us")
-                    .zip(read("cpu.cfs_period_us"))
-                    .and_then(|(q, p)| {
-                        let (q, p) = (q.trim().parse::<f64>().ok()?, p.trim().parse::<f64>().ok()?);
-                        (q > 0.0).then(|| q / p)
-                    })
-            };
-            if let Some(q) = q {
-                quota = quota.min(q);
-            }
-            if dir == root || !dir.pop() {
-                break;
-            }
-        }
-    }
-    if quota < online {
-        CpuBudget {
-            cpus: quota,
-            quota: true,
-        }
-    } else {
-        CpuBudget {
-            cpus: online,
-            quota: false,
-        }
-    }
-}
-
-struct Kill(Vec<Child>);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        // Interrupt (the manager then writes its results), wait a while,
-        // then make sure nothing is left running.
-        for c in &mut self.0 {
-            let _ = Command::new("kill")
-                .args(["-INT", &c.id().to_string()])
-                .status();
-        }
-        let end = Instant::now() + Duration::from_secs(15);
-        for c in &mut self.0 {
-            while Instant::now() < end && matches!(c.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -625,21 +534,38 @@ async fn load_sustained(
     (hs.remove(0), got, t0.elapsed().as_secs_f64(), accepted)
 }
 
+/// The manager's status: its summary, and the first `busy` nodes holding
+/// parts (none for 0).
+async fn status(
+    addr: SocketAddr,
+    certs: &Path,
+    busy: usize,
+) -> (StatusSummary, Vec<common::protocol::NodeStatus>) {
+    let (_ep, _c, mut s) = client(addr, certs).await;
+    let query = StatusQuery {
+        nodes: (busy > 0).then_some(PageQuery {
+            page: 0,
+            per: busy,
+            busy: true,
+        }),
+    };
+    s.send(&ClientMsg::Status { token: 0, query })
+        .await
+        .unwrap();
+    match s.recv("reply").await.unwrap() {
+        Some(ClientReply::Status { summary, nodes, .. }) => (*summary, nodes),
+        other => panic!("expected the manager's status, got {other:?}"),
+    }
+}
+
 /// Parts in the manager's view now (dispatched, not yet reported done),
-/// and the nodes holding them.
+/// and the first few nodes holding them.
 async fn parts_in_flight(
     addr: SocketAddr,
     certs: &Path,
 ) -> (usize, Vec<common::protocol::NodeStatus>) {
-    let (_ep, _c, mut s) = client(addr, certs).await;
-    s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
-    match s.recv("reply").await.unwrap() {
-        Some(ClientReply::Status { mut nodes, .. }) => {
-            nodes.retain(|n| !n.parts.is_empty());
-            (nodes.iter().map(|n| n.parts.len()).sum(), nodes)
-        }
-        other => panic!("expected the manager's status, got {other:?}"),
-    }
+    let (summary, nodes) = status(addr, certs, 8).await;
+    (summary.nodes.parts, nodes)
 }
 
 /// Waits until the manager's view holds no part (at most `limit`), printing
@@ -661,8 +587,7 @@ async fn drain(addr: SocketAddr, certs: &Path, what: &str, limit: Duration) {
         } else if n > 0 && !told && since.elapsed() > Duration::from_secs(1) {
             told = true;
             println!(
-                "  {n} parts unchanged for 1 s after {what}, on {} nodes: {}",
-                nodes.len(),
+                "  {n} parts unchanged for 1 s after {what}; the first nodes holding them: {}",
                 nodes
                     .iter()
                     .take(8)
@@ -754,97 +679,25 @@ fn step_hist(
     h
 }
 
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|v| v.parse().unwrap_or(0)))
-        })
-        .unwrap_or(0)
-}
-
-/// How busy the host is, measured on its cost of the two things every
-/// accepted job pays for that depend on it: a read of the thread CPU clock
-/// (the node's burn reads it) and a bare syscall. On this VM both swing
-/// several-fold with the load of the machine under it (a clock read
-/// 110-200 ns quiet, 650-900 ns busy), and the CPU per job swings with them:
-/// print them beside the figures so runs can be told apart.
-fn host_probe() -> String {
-    fn per_call_ns(mut f: impl FnMut()) -> f64 {
-        // Median of 21 rounds of 2,000 calls, in wall time (nothing else
-        // runs on this thread).
-        let mut rounds: Vec<f64> = (0..21)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..2_000 {
-                    f();
-                }
-                t.elapsed().as_nanos() as f64 / 2_000.0
-            })
-            .collect();
-        rounds.sort_by(f64::total_cmp);
-        rounds[10]
-    }
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes a timespec we own.
-    let clock = per_call_ns(|| unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    });
-    // SAFETY: getppid takes no arguments and cannot fail.
-    let syscall = per_call_ns(|| unsafe {
-        libc::syscall(libc::SYS_getppid);
-    });
-    format!("a thread-CPU-clock read {clock:.0} ns (110-200 ns on this VM when quiet), a bare syscall {syscall:.0} ns")
-}
-
-/// CPU time of a process to the ns: its threads' run time as the
-/// scheduler counts it (`/proc/PID/task/*/schedstat`), where `/proc/PID/stat`
-/// counts 10 ms ticks, too coarse for a 0.1 s slot. Threads that ended
-/// are not counted (the manager's live for the run).
-fn cpu_ns(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|e| {
-                let s = std::fs::read_to_string(e.ok()?.path().join("schedstat")).ok()?;
-                s.split_whitespace().next()?.parse::<u64>().ok()
-            })
-            .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// User plus system CPU seconds of a process (Linux /proc).
-fn cpu_s(pid: u32) -> f64 {
-    let tick = 100.0; // USER_HZ on Linux
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // Fields after the command name (which may hold spaces).
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            Some((f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?) / tick)
-        })
-        .unwrap_or(0.0)
-}
-
 fn main() {
     let knobs = Knobs::from_env();
-    let total = knobs.nodes;
-    let per = (total / 2).max(1);
-    let total = per * 2;
-    let capacity = 0.25 / per as f64;
+    // Two node processes, more above 40,000 nodes (at most 20,000 each,
+    // as a cluster of that size would be launched), half a core in all.
+    let procs = knobs.nodes.div_ceil(MAX_PER_PROCESS).max(2);
+    let per = (knobs.nodes / procs).max(1);
+    let total = per * procs;
+    let capacity = 0.5 / total as f64;
+    let names: Vec<String> = (0..procs)
+        .map(|k| ((b'a' + k as u8) as char).to_string())
+        .collect();
+    assert!(procs <= 26, "LIVE_LATENCY_NODES: at most 520,000 nodes");
     println!("host at the start: {}", host_probe());
     let dir = tempfile::tempdir().unwrap();
     let certs = dir.path().join("certs");
     let o = Command::new(bin("libratory"))
         .args(["certs", "--out"])
         .arg(&certs)
-        .args(["--nodes", "a,b"])
+        .args(["--nodes", &names.join(",")])
         .output()
         .unwrap();
     assert!(o.status.success());
@@ -874,12 +727,12 @@ fn main() {
     let mpid = manager.id();
     let mut kids = Kill(vec![manager]);
     std::thread::sleep(Duration::from_millis(300));
-    for name in ["a", "b"] {
+    for name in &names {
         kids.0.push(
             pinned(bin("libratory-node"), OTHERS_CPU, knobs.pin)
                 .args(["--manager", &addr.to_string(), "--certs"])
                 .arg(&certs)
-                .args(["--name", name, "--nodes", &per.to_string()])
+                .args(["--name", name.as_str(), "--nodes", &per.to_string()])
                 .args(["--capacity", &capacity.to_string()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -888,6 +741,8 @@ fn main() {
         );
     }
     let node_pids: Vec<u32> = kids.0[1..].iter().map(|c| c.id()).collect();
+    // Registration is timed from here, the node processes just started.
+    let t_reg = Instant::now();
     // The host's CPUs, counted before this process is pinned to one.
     let cpus = cpu_budget();
     if knobs.pin {
@@ -916,23 +771,21 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let rss0 = rss_kb(mpid);
-        // Wait until the nodes registered.
-        let end = Instant::now() + Duration::from_secs(60);
+        // Wait until the nodes registered (the status summary: its size
+        // does not grow with the cluster).
+        let end = Instant::now() + Duration::from_secs(120);
         loop {
-            let (_e, _c, mut s) = client(addr, &certs).await;
-            s.send(&ClientMsg::Status { token: 0 }).await.unwrap();
-            if let Some(ClientReply::Status { nodes, .. }) = s.recv("reply").await.unwrap() {
-                if nodes.len() == total {
-                    break;
-                }
+            if status(addr, &certs, 0).await.0.nodes.total == total {
+                break;
             }
             assert!(Instant::now() < end, "the {total} nodes did not register");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let rss1 = rss_kb(mpid);
         println!(
-            "{total} emulated nodes in 2 node processes, manager pid {mpid}, policy libra; \
+            "{total} emulated nodes in {procs} node processes, registered {:.1} s after they started, manager pid {mpid}, policy libra; \
              manager resident memory {rss1} KB ({:.2} KB per node over its {rss0} KB before they registered)\n",
+            t_reg.elapsed().as_secs_f64(),
             rss1.saturating_sub(rss0) as f64 / total as f64
         );
         // The baseline is taken again right before each step: on a shared
@@ -1186,6 +1039,53 @@ fn main() {
             accepted_o as f64 / secs_o,
             got_o - accepted_o,
             flood_latencies(&h, &policy, &d2s)
+        );
+        // The manager with 16% of the nodes busy (issue 31's target: at
+        // most half a core at 1,000 submissions/s): once the previous
+        // step's parts are gone, one job of share 0.9 (900 s of 1,000)
+        // on each of 16% of the nodes (no node has room for two), held
+        // for the rest of the bench; the manager's CPU with them and no
+        // submissions (their nodes' reports alone), then a paced step at
+        // 1,000/s as above.
+        drain(addr, &certs, "the cluster-full step", Duration::from_secs(60)).await;
+        let fill = (total as f64 * BUSY_SHARE).round() as u64;
+        let (_h, got_f, secs_f, accepted_f) = load_counted(
+            addr,
+            &certs,
+            0.0,
+            fill,
+            Send::Submit {
+                estimate: 900.0,
+                deadline: 1000.0,
+            },
+        )
+        .await;
+        let busy_nodes = status(addr, &certs, 0).await.0.nodes.busy;
+        let (c0, t0) = (cpu_ns(mpid), Instant::now());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let idle_cores = (cpu_ns(mpid) - c0) as f64 / 1e9 / t0.elapsed().as_secs_f64();
+        let step = paired(
+            addr,
+            &certs,
+            mpid,
+            BUSY_RATE,
+            Send::Submit {
+                estimate: 0.001,
+                deadline: 100.0,
+            },
+        )
+        .await;
+        let cores = step.cpu / step.secs;
+        let p99 = step.sub.value_at_quantile(0.99);
+        let ratio = p99 as f64 / step.echo.value_at_quantile(0.99).max(1) as f64;
+        println!(
+            "with {busy_nodes} of {total} nodes busy ({:.1}%; {accepted_f} of {got_f} jobs of share 0.9 accepted in {secs_f:.1} s): manager CPU {idle_cores:.3} cores without submissions; at {BUSY_RATE:.0}/s {cores:.3} cores (target <= 0.5: {}), submit-to-decision p50 {} us p99 {p99} us = {ratio:.2}x the echo p99 at this rate ({} us; target <= 3: {}), achieved {:.0}/s",
+            busy_nodes as f64 * 100.0 / total as f64,
+            if cores <= 0.5 { "met" } else { "MISSED" },
+            step.sub.value_at_quantile(0.5),
+            step.echo.value_at_quantile(0.99),
+            if ratio <= 3.0 { "met" } else { "MISSED" },
+            step.got as f64 / step.secs,
         );
         // Memory per 1,000 jobs in flight: jobs of 1000 s estimate with
         // deadline 1e7 s (share 1e-4 each) stay in flight for the test.

@@ -101,7 +101,8 @@ enum Command {
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
         /// A fault scenario (docs/faults.md) executed on the node
-        /// processes: crashes (SIGKILL, restart) and hangs (SIGSTOP/SIGCONT).
+        /// processes: crashes (SIGKILL, restart), hangs (SIGSTOP/SIGCONT),
+        /// partitions and delays (their link layer), manager crashes.
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
         /// The policy (see `libratory policies`); `batsim` runs an
@@ -136,6 +137,23 @@ enum Command {
         /// executing a `manager-crash` fault), said in the journal.
         #[arg(long, hide = true)]
         after_fault: Option<String>,
+    },
+    /// Execute a fault scenario's node faults on the node processes the
+    /// launch scripts started (through each host's agent, over ssh), timed
+    /// from the run's replay start, and report each to the manager
+    /// (docs/faults.md; scripts/launch.sh --faults runs it).
+    Inject {
+        /// The cluster configuration.
+        #[arg(long)]
+        config: PathBuf,
+        /// The fault scenario (default: the configuration's [workload]
+        /// faults).
+        #[arg(long)]
+        faults: Option<PathBuf>,
+        /// The run directory the manager writes (its journal times the
+        /// faults).
+        #[arg(long)]
+        run: PathBuf,
     },
     /// Simulate a live run with what its journal observed: the same
     /// arrivals, node processes joining, stopping and lost when they
@@ -178,8 +196,11 @@ enum Command {
         /// when given.
         #[arg(long, value_name = "TOKEN", requires = "http")]
         http_token: Option<String>,
-        /// A fault scenario (docs/faults.md) executed on the local node
-        /// processes (needs --spawn-local and local hosts only).
+        /// A fault scenario (docs/faults.md; default: the configuration's
+        /// [workload] faults): node faults executed on the node processes
+        /// --spawn-local starts (others: `libratory inject`, which
+        /// scripts/launch.sh --faults runs), manager crashes by a
+        /// supervisor.
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
         /// The external scheduler, when the configuration's policy is
@@ -219,7 +240,8 @@ enum Command {
         /// Extra names for the manager certificate (host names).
         #[arg(long, value_delimiter = ',')]
         manager_names: Vec<String>,
-        /// Add node certificates to an existing CA in --out.
+        /// Add node certificates to an existing CA in --out (and the
+        /// operator's, when it has none).
         #[arg(long)]
         add: bool,
         /// Revoke these identities (node-NAME or a node name, client,
@@ -404,6 +426,11 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             env,
         )?,
         Command::Replay { run, out } => libratory_manager::replay::run(&run, out)?,
+        Command::Inject {
+            config,
+            faults,
+            run,
+        } => libratory_manager::live::inject::cmd::inject(&config, faults.as_deref(), &run)?,
         Command::Config { cmd } => match cmd {
             ConfigCmd::Check { config } => cluster::check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,

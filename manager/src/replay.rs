@@ -17,7 +17,6 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use common::job::JobSpec;
 use common::metrics::{JobRecord, Summary};
 use common::node_model::NodeSpec;
 use common::sim_faults::{simulate_timeline, NodeAct, NodeEvent, Timeline};
@@ -73,26 +72,6 @@ pub struct Observed {
     pub timeline: Timeline,
 }
 
-/// The job a record describes, as submitted (what a policy sees plus the
-/// actual runtime), at its observed submit time.
-fn job_of(r: &JobRecord) -> WorkloadJob {
-    let mut spec = JobSpec::new(
-        r.id,
-        r.submit,
-        r.estimate,
-        r.processors,
-        r.deadline,
-        r.budget,
-    );
-    spec.urgency = r.class;
-    spec.qos.deadline_type = r.deadline_type;
-    spec.qos.penalty_rate = r.penalty_rate;
-    WorkloadJob {
-        spec,
-        actual_runtime: r.actual,
-    }
-}
-
 /// The label of a node process from its `host` (`local-1 (127.0.0.1:9)`).
 fn label_of(host: &str) -> &str {
     host.split(' ').next().unwrap_or(host)
@@ -129,6 +108,32 @@ fn lost_warning(text: &str) -> Option<(String, &str)> {
     Some((format!("{who})"), reason))
 }
 
+/// The manager's words for a single node lost or back (`lost node G of
+/// node process HOST (link N) at T: REASON`, `node G of node process HOST
+/// (link N) back at T, idle`: live/manager/core/silent.rs): whether it is
+/// a loss, the node's live id, `HOST` (its current incarnation), `T` (on
+/// the clock's axis) and what to name as the cause.
+fn node_warning(text: &str) -> Option<(bool, u32, &str, Time, String)> {
+    let (lost, rest) = match text.strip_prefix("lost node ") {
+        Some(r) => (true, r),
+        None => (false, text.strip_prefix("node ")?),
+    };
+    let (g, rest) = rest.split_once(" of node process ")?;
+    let (who, rest) = rest
+        .split_once(") at ")
+        .or_else(|| rest.split_once(") back at "))?;
+    let host = who.rsplit_once(" (link ")?.0;
+    let (at, reason) = match lost {
+        true => rest.split_once(": ")?,
+        false => (rest.strip_suffix(", idle")?, ""),
+    };
+    let cause = match lost {
+        true => format!("node {g} of node process {who}) gone: {reason}"),
+        false => format!("node {g} of node process {who}) back"),
+    };
+    Some((lost, g.parse().ok()?, host, at.parse().ok()?, cause))
+}
+
 /// Translates a journal (read and rebuilt) into the simulator's inputs.
 /// `speed` gives a node process's node speed from its label (the cluster
 /// configuration's), `base` the memory and disk of every node.
@@ -152,7 +157,7 @@ pub fn observe(
 
     let mut jobs: Vec<WorkloadJob> = Vec::with_capacity(r.records.len());
     for rec in &r.records {
-        let j = job_of(rec);
+        let j = rec.submitted();
         j.spec.validate().map_err(|e| ReplayError::BadJob {
             file: file.to_string(),
             job: rec.id,
@@ -198,19 +203,43 @@ pub fn observe(
             .iter()
             .find(|(who, _, _)| who.rsplit_once(" (link ").is_some_and(|(h, _)| h == host))
     };
-    // Each process's current incarnation (`LABEL (ADDRESS)`).
+    // The manager's downtimes (`restart` entries, journal clock): from the
+    // crash until the resumed manager decided again. Read ahead: the node
+    // processes that rode a crash out register again before the entry.
+    let restarts: Vec<(f64, f64)> = c
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Restart { t, crashed, .. } => Some((*crashed, *t)),
+            _ => None,
+        })
+        .collect();
+    let down: Vec<(Time, Time)> = restarts
+        .iter()
+        .map(|&(from, until)| (axis(from), axis(until)))
+        .collect();
+    // Each process's current incarnation (`LABEL (ADDRESS)`), and when it
+    // registered (journal clock).
     let mut current: Vec<String> = Vec::new();
+    let mut registered: Vec<f64> = Vec::new();
     let mut processes: Vec<Process> = Vec::new();
     let mut specs: Vec<NodeSpec> = Vec::new();
     // Per process: lost (out of the pool), stopped by the injector.
     let mut lost: Vec<bool> = Vec::new();
     let mut stopped: Vec<bool> = Vec::new();
     let mut events: Vec<NodeEvent> = Vec::new();
+    // The live id of each process's current incarnation's first node (the
+    // live manager numbers nodes in order of registration): a single
+    // node's loss names its live id.
+    let mut live_first: Vec<u32> = Vec::new();
+    let mut live_next: u32 = 0;
     let ids = |p: &Process| p.nodes.clone().map(|n| n as u32).collect::<Vec<u32>>();
     for e in &c.entries {
         match e {
             Entry::Node { t, host, nodes, .. } => {
                 let label = label_of(host);
+                let first_live = live_next;
+                live_next += *nodes as u32;
                 match processes.iter().position(|p| p.label == label) {
                     None => {
                         let from = specs.len();
@@ -242,12 +271,22 @@ pub fn observe(
                             });
                         }
                         processes.push(p);
+                        live_first.push(first_live);
                         current.push(host.clone());
+                        registered.push(*t);
                         lost.push(false);
                         stopped.push(false);
                     }
+                    Some(k) if !lost[k] && rode_out(&restarts, registered[k], *t) => {
+                        // A process that rode a manager crash out
+                        // registers with the resumed manager: its nodes
+                        // and their parts went on.
+                        current[k] = host.clone();
+                        registered[k] = *t;
+                    }
                     Some(k) => {
                         let at = axis(*t);
+                        registered[k] = *t;
                         if !lost[k] {
                             // Registered again before its loss was
                             // journaled, or with none: its old self is
@@ -264,6 +303,7 @@ pub fn observe(
                             });
                         }
                         current[k] = host.clone();
+                        live_first[k] = first_live;
                         events.push(NodeEvent {
                             at,
                             act: NodeAct::Rejoin,
@@ -280,11 +320,27 @@ pub fn observe(
                 act,
                 process,
                 fault,
+                node,
+                factor,
             } => {
                 let Some(k) = processes.iter().position(|p| p.label == *process) else {
                     continue;
                 };
+                // One node of the process, or all.
+                let nodes = match node {
+                    Some(n) if (*n as usize) < processes[k].nodes.len() => {
+                        vec![(processes[k].nodes.start + *n as usize) as u32]
+                    }
+                    Some(_) => continue,
+                    None => ids(&processes[k]),
+                };
                 let what = match act {
+                    FaultAct::Slow => NodeAct::Rate(factor.unwrap_or(1.0)),
+                    FaultAct::Restore => NodeAct::Rate(1.0),
+                    // A single node's stop and wake (its loss and return
+                    // are the manager's warnings).
+                    FaultAct::Kill | FaultAct::Stop if node.is_some() && !lost[k] => NodeAct::Stop,
+                    FaultAct::Cont if node.is_some() && !lost[k] => NodeAct::Resume,
                     FaultAct::Kill | FaultAct::Stop if !lost[k] => {
                         stopped[k] = true;
                         NodeAct::Stop
@@ -301,8 +357,24 @@ pub fn observe(
                 events.push(NodeEvent {
                     at: axis(*t),
                     act: what,
-                    nodes: ids(&processes[k]),
+                    nodes,
                     cause: fault.clone(),
+                });
+            }
+            Entry::Warning { text, .. } if node_warning(text).is_some() => {
+                let (lose, g, host, at, cause) = node_warning(text).expect("just matched");
+                let Some(k) = current.iter().position(|h| h == host) else {
+                    continue;
+                };
+                let local = g.wrapping_sub(live_first[k]) as usize;
+                if local >= processes[k].nodes.len() || lost[k] {
+                    continue;
+                }
+                events.push(NodeEvent {
+                    at: at - r.replay_offset,
+                    act: if lose { NodeAct::Lose } else { NodeAct::Rejoin },
+                    nodes: vec![(processes[k].nodes.start + local) as u32],
+                    cause,
                 });
             }
             Entry::Warning { text, .. } => {
@@ -338,11 +410,17 @@ pub fn observe(
         jobs,
         specs,
         processes,
-        timeline: Timeline {
-            events,
-            down: Vec::new(),
-        },
+        timeline: Timeline { events, down },
     })
+}
+
+/// Whether a process that registered at `before` and registers again at
+/// `now` (journal clock) did so because the manager crashed in between
+/// (one of `restarts`' crashes lies between the two).
+fn rode_out(restarts: &[(f64, f64)], before: f64, now: f64) -> bool {
+    restarts
+        .iter()
+        .any(|&(crashed, _)| before <= crashed && crashed < now)
 }
 
 /// The node speed of a process label under `cfg` (`HOST-P`).
@@ -369,6 +447,7 @@ struct ReplayOf<'a> {
     time_scale: f64,
     node_processes: Vec<(String, usize)>,
     node_events: Vec<String>,
+    manager_down: Vec<String>,
 }
 
 /// `libratory replay RUN [--out DIR]`: the live run in `run`, simulated
@@ -426,6 +505,20 @@ pub fn run(dir: &Path, out: Option<PathBuf>) -> Result<()> {
         .collect();
     for e in &node_events {
         log.say(format_args!("  {e}"));
+    }
+    let manager_down: Vec<String> = obs
+        .timeline
+        .down
+        .iter()
+        .map(|(from, until)| {
+            format!(
+                "{from:.3} to {until:.3}: manager down ({:.3} trace s: arrivals wait, running parts go on)",
+                until - from
+            )
+        })
+        .collect();
+    for d in &manager_down {
+        log.say(format_args!("  {d}"));
     }
     let p = common::policy::build(&h.policy, &exp.policy, &obs.specs)
         .with_context(|| format!("{file}: the run's policy"))?;
@@ -492,6 +585,7 @@ pub fn run(dir: &Path, out: Option<PathBuf>) -> Result<()> {
                 .map(|p| (p.label.clone(), p.nodes.len()))
                 .collect(),
             node_events,
+            manager_down,
         },
     };
     let manifest = Manifest::new(
@@ -536,6 +630,8 @@ mod tests {
             act,
             process: process.into(),
             fault: "fault 1 (crash of node process 1 at +10 s, line 4)".into(),
+            node: None,
+            factor: None,
         }
     }
 
@@ -592,8 +688,8 @@ mod tests {
                 node(1.0, "a-0 (127.0.0.1:1)", 2),
                 node(1.5, "b-0 (127.0.0.1:2)", 2),
                 Entry::Replay { t: 2.0, offset: 50.0 },
-                Entry::Submitted { t: 2.015, record: j2.clone() },
-                Entry::Submitted { t: 2.03, record: j1 },
+                Entry::Submitted { t: 2.015, record: j2.clone(), spec: None },
+                Entry::Submitted { t: 2.03, record: j1, spec: None },
                 fault(2.1, FaultAct::Kill, "b-0"),
                 fault(2.15, FaultAct::Stop, "a-0"),
                 fault(2.2, FaultAct::Cont, "a-0"),
@@ -662,6 +758,79 @@ mod tests {
         assert!(o.timeline.down.is_empty());
     }
 
+    /// A hand-made journal of a run whose manager crashed, at time scale
+    /// 0.1 (1 real s = 10 trace s), the replay starting at real second
+    /// 1.0: the last entry before the crash at 3.0, the resumed manager
+    /// started at 4.0, both processes (which rode the crash out) register
+    /// with it at 4.2 and 4.3, and it decides again at 4.4 (`restart`).
+    /// Worked out by hand: the manager is down from (3.0 - 1.0) / 0.1 =
+    /// 20 to (4.4 - 1.0) / 0.1 = 34; the re-registrations lose nothing.
+    /// Process b is killed later (5.0), lost (5.6) and back (6.0): a
+    /// registration with no crash since the last is a rejoin as before,
+    /// at 40, 46 and 50.
+    #[test]
+    fn a_manager_restart_is_a_downtime_and_its_reregistrations_lose_nothing() {
+        let mut h = header();
+        h.time_scale = 0.1;
+        let mut j1 = record(1);
+        j1.submit = 2.0;
+        let c = contents(
+            h,
+            vec![
+                node(0.5, "a-0 (127.0.0.1:1)", 2),
+                node(0.6, "b-0 (127.0.0.1:2)", 1),
+                Entry::Replay {
+                    t: 1.0,
+                    offset: 0.0,
+                },
+                Entry::Submitted {
+                    t: 1.2,
+                    record: j1,
+                    spec: None,
+                },
+                warning(3.0, "the last entry before the crash"),
+                node(4.2, "a-0 (127.0.0.1:1)", 2),
+                node(4.3, "b-0 (127.0.0.1:2)", 1),
+                warning(4.4, "resumed: the manager was down 1.000 s"),
+                Entry::Restart {
+                    t: 4.4,
+                    crashed: 3.0,
+                    restarted: 4.0,
+                },
+                fault(5.0, FaultAct::Kill, "b-0"),
+                warning(
+                    5.6,
+                    "lost node process b-0 (127.0.0.1:2) (link 5): connection closed",
+                ),
+                node(6.0, "b-0 (127.0.0.1:3)", 1),
+            ],
+        );
+        let r = rebuild(&c);
+        let o = observe(&c, &r, "j", |_| 1.0, &base()).unwrap();
+        let round = |x: f64| (x * 1e6).round() / 1e6;
+        let down: Vec<(f64, f64)> = o
+            .timeline
+            .down
+            .iter()
+            .map(|&(a, b)| (round(a), round(b)))
+            .collect();
+        assert_eq!(down, [(20.0, 34.0)]);
+        let ev: Vec<(f64, NodeAct, Vec<u32>)> = o
+            .timeline
+            .events
+            .iter()
+            .map(|e| (round(e.at), e.act.clone(), e.nodes.clone()))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (40.0, NodeAct::Stop, vec![2]),
+                (46.0, NodeAct::Lose, vec![2]),
+                (50.0, NodeAct::Rejoin, vec![2]),
+            ]
+        );
+    }
+
     /// A process woken from a hang that registers again before the
     /// warning of its loss is journaled: lost then (at the registration,
     /// the earlier of the two), back at once, and the late warning (of
@@ -681,6 +850,7 @@ mod tests {
                 Entry::Submitted {
                     t: 2.0,
                     record: record(1),
+                    spec: None,
                 },
                 fault(2.1, FaultAct::Stop, "a-0"),
                 fault(2.2, FaultAct::Cont, "a-0"),
@@ -710,6 +880,63 @@ mod tests {
         assert_eq!(
             o.timeline.events[2].cause,
             "node process a-0 (127.0.0.1:1) (link 1) gone: silent for more than 1s"
+        );
+    }
+
+    /// A slow fault of a process, and a crash of its node 1 that the
+    /// manager lost and took back (its warnings carry their times):
+    /// trace = (t - 2.0) / 0.01 on the jobs' axis, and the warnings' times
+    /// less the offset 50.
+    #[test]
+    fn slow_faults_and_single_node_losses_become_rates_and_node_events() {
+        let mut h = header();
+        h.time_scale = 0.01;
+        let one = |t, act, node, factor| Entry::Fault {
+            t,
+            act,
+            process: "a-0".into(),
+            fault: "fault 2 (x)".into(),
+            node,
+            factor,
+        };
+        let c = contents(
+            h,
+            vec![
+                node(1.0, "a-0 (127.0.0.1:1)", 2),
+                Entry::Replay { t: 2.0, offset: 50.0 },
+                Entry::Submitted {
+                    t: 2.0,
+                    record: record(1),
+                    spec: None,
+                },
+                one(2.1, FaultAct::Slow, None, Some(0.5)),
+                one(2.2, FaultAct::Restore, None, None),
+                one(2.3, FaultAct::Kill, Some(1), None),
+                warning(2.5, "lost node 1 of node process a-0 (127.0.0.1:1) (link 1) at 91.000: silent for more than 1s (no heartbeat vouched for it), after fault 2 (x)"),
+                warning(2.6, "node 1 of node process a-0 (127.0.0.1:1) (link 1) back at 101.000, idle"),
+            ],
+        );
+        let o = observe(&c, &rebuild(&c), "j", |_| 1.0, &base()).unwrap();
+        let ev: Vec<(f64, NodeAct, Vec<u32>)> = o
+            .timeline
+            .events
+            .iter()
+            .map(|e| ((e.at * 1e6).round() / 1e6, e.act.clone(), e.nodes.clone()))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (10.0, NodeAct::Rate(0.5), vec![0, 1]),
+                (20.0, NodeAct::Rate(1.0), vec![0, 1]),
+                (30.0, NodeAct::Stop, vec![1]),
+                (41.0, NodeAct::Lose, vec![1]),
+                (51.0, NodeAct::Rejoin, vec![1]),
+            ]
+        );
+        assert_eq!(
+            o.timeline.events[3].cause,
+            "node 1 of node process a-0 (127.0.0.1:1) (link 1) gone: silent for more than 1s \
+             (no heartbeat vouched for it), after fault 2 (x)"
         );
     }
 

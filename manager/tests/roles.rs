@@ -306,6 +306,110 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
     m.stop();
 }
 
+/// One client request over a fresh connection as `identity`: the answer
+/// (or the reason the manager closed the connection with) and the local
+/// address the manager saw.
+fn ask_as(
+    m: &Manager,
+    identity: &str,
+    msg: ClientMsg,
+) -> (Result<ClientReply, String>, SocketAddr) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ep = net::client_endpoint(
+            "127.0.0.1:0".parse().unwrap(),
+            &m.certs(),
+            identity,
+            Timeouts::default(),
+        )
+        .unwrap();
+        let me = ep.local_addr().unwrap();
+        let conn = net::connect(&ep, m.addr).await.unwrap();
+        let mut s = FramedStream::open(&conn).await.unwrap();
+        s.handshake(&Hello::new(Role::Client, "roles test"))
+            .await
+            .unwrap();
+        s.send(&msg).await.unwrap();
+        let r = match s.recv::<ClientReply>("reply").await {
+            Ok(Some(r)) => Ok(r),
+            // Refused: the answer may lose the race with the close.
+            _ => match conn.closed().await {
+                quinn::ConnectionError::ApplicationClosed(c) => {
+                    Err(String::from_utf8_lossy(&c.reason).into_owned())
+                }
+                other => Err(other.to_string()),
+            },
+        };
+        (r, me)
+    })
+}
+
+/// Fault reports blame losses on faults: only the operator identity (the
+/// fault injector's) may send them. A client's or a viewer's is refused
+/// with the identity and its address named; the operator's is journaled at
+/// the time it says the fault happened; the operator may not submit.
+#[test]
+fn fault_reports_come_only_from_the_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = Manager::start(dir.path());
+    let _legit = Guard::spawn(&mut m.node(&m.certs(), "a", Some("a-0")));
+    m.wait_for("replay started", Duration::from_secs(120));
+    let report = |token| ClientMsg::FaultApplied {
+        token,
+        fault: "fault 1 (hang of node process 0 at +1 s, line 3)".into(),
+        kind: "hang".into(),
+        process: "a-0".into(),
+        act: protocol::FaultAct::Stop,
+        what: "SIGSTOP to node process a-0 (pid 1)".into(),
+        node: None,
+        factor: None,
+        age_s: 0.5,
+    };
+    for who in ["client", "viewer"] {
+        let (r, me) = ask_as(&m, who, report(7));
+        let message = match r {
+            Ok(ClientReply::Error { token: 7, message }) | Err(message) => message,
+            other => panic!("{who}: not refused: {other:?}"),
+        };
+        let want = format!(
+            "identity {who} (role {who}) at {me} may not report a fault (fault 1 (hang of node process 0 at +1 s, line 3) on node process a-0): only the operator identity"
+        );
+        assert!(message.contains(&want), "{message}\nwanted {want}");
+    }
+    assert!(!m.stderr().contains("fault: fault 1"), "{}", m.stderr());
+    let (r, _) = ask_as(&m, "operator", report(8));
+    assert!(matches!(r, Ok(ClientReply::Noted { token: 8 })), "{r:?}");
+    m.wait_for(
+        "fault: fault 1 (hang of node process 0 at +1 s, line 3): SIGSTOP to node process a-0 (pid 1) [reported 0.500 s later]",
+        Duration::from_secs(10),
+    );
+    let o = submit(&m, "operator");
+    assert!(
+        !o.status.success()
+            && text(&o).contains(
+                "identity operator (role operator) may not submit: the operator identity only reports faults"
+            ),
+        "{}",
+        text(&o)
+    );
+    m.stop();
+    // Journaled half a second before the manager got it, beside its
+    // warning.
+    let journal = std::fs::read_to_string(dir.path().join("run/journal.jsonl")).unwrap();
+    let fault: serde_json::Value = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["e"] == "fault")
+        .expect("a fault entry");
+    assert_eq!(
+        (fault["act"].as_str(), fault["process"].as_str()),
+        (Some("stop"), Some("a-0"))
+    );
+}
+
 fn hup(m: &Manager) {
     let st = Command::new("kill")
         .args(["-HUP", &m.child.id().to_string()])
@@ -367,7 +471,12 @@ fn revocation_closes_live_connections_and_refuses_new_ones() {
         s.handshake(&Hello::new(Role::Client, "roles test"))
             .await
             .unwrap();
-        s.send(&ClientMsg::Status { token: 1 }).await.unwrap();
+        s.send(&ClientMsg::Status {
+            token: 1,
+            query: Default::default(),
+        })
+        .await
+        .unwrap();
         let r: Option<ClientReply> = s.recv("reply").await.unwrap();
         assert!(matches!(r, Some(ClientReply::Status { .. })), "{r:?}");
 

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use common::protocol::{self, ClientReply};
+
 mod util;
 use util::{free_port, libratory, node_bin};
 
@@ -253,4 +255,178 @@ capacity = 0.1
         ),
     }
     assert!(stderr.contains("host-calibration.json"), "{stderr}");
+}
+
+/// `libratory status` against a cluster whose whole node list does not fit
+/// a frame (120,000 nodes: about 4.7 MB listed, over the 4 MiB frame): the
+/// manager answers the summary and one page, each answer a small frame;
+/// the page past the end is an error naming the pages there are, and
+/// `--busy` lists the one node holding a part.
+#[test]
+fn status_pages_and_summarises_a_cluster_too_big_to_list() {
+    const PROCS: usize = 6;
+    const PER: usize = 20_000;
+    const TOTAL: usize = PROCS * PER;
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    util::certs(&dir.path().join("certs"), "local");
+    let port = free_port();
+    let cfg = dir.path().join("cluster.toml");
+    // Serving, one workload job (done at once): the cluster stays up for
+    // the clients. One executor per process serves its 20,000 nodes of
+    // 1/20,000 of a core.
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[manager]
+listen = "127.0.0.1:{port}"
+certs = "certs"
+time_scale = 1.0
+start_timeout_s = 60
+link_timeout_s = 20
+report_ms = 500
+heartbeat_ms = 1000
+
+[workload]
+preset = "libra"
+policy = "libra"
+set = {{ jobs = 1, nodes = {TOTAL} }}
+
+[[hosts]]
+name = "local"
+processes = {PROCS}
+nodes_per_process = {PER}
+capacity = 0.00005
+executors = 1
+"#
+        ),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let _manager = util::Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--serve", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(dir.path().join("run"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let certs = dir.path().join("certs");
+    let status = |args: &[&str]| -> std::process::Output {
+        Command::new(libratory())
+            .arg("status")
+            .args(args)
+            .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
+            .arg(&certs)
+            .output()
+            .unwrap()
+    };
+    let json = |args: &[&str]| -> (ClientReply, usize) {
+        let o = status(args);
+        assert!(
+            o.status.success(),
+            "status {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: ClientReply = serde_json::from_slice(&o.stdout).unwrap();
+        let len = protocol::payload_len(&r);
+        (r, len)
+    };
+    // Every node registered: the summary alone (no node listed) says so.
+    let end = Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let o = status(&["--summary", "--json"]);
+        if o.status.success() {
+            let r: ClientReply = serde_json::from_slice(&o.stdout).unwrap();
+            let ClientReply::Status {
+                summary,
+                nodes,
+                page,
+                ..
+            } = r
+            else {
+                panic!("{r:?}")
+            };
+            assert!(nodes.is_empty() && page.is_none());
+            if summary.nodes.total == TOTAL {
+                assert_eq!((summary.processes, summary.registered), (PROCS, TOTAL));
+                break;
+            }
+        }
+        assert!(Instant::now() < end, "the {TOTAL} nodes did not register");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    eprintln!("{TOTAL} nodes registered after {:?}", t0.elapsed());
+    // A job that holds one node for the test: 1,000 s of work due in
+    // 2,000 s, a share of 0.5 that falls as the node gets ahead (a node
+    // this small counts each minimum burn slice as seconds of work).
+    let o = Command::new(libratory())
+        .args(["submit", "--estimate", "1000", "--deadline", "2000"])
+        .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
+        .arg(&certs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // Page 2 of 1,000 nodes: ids 1,000..1,999 of 120 pages; the frame is a
+    // small part of the limit, while the whole list, at these nodes' size
+    // each, would not fit one.
+    let (r, len) = json(&["--nodes", "2", "--per", "1000", "--json"]);
+    let ClientReply::Status {
+        summary,
+        page,
+        nodes,
+        ..
+    } = &r
+    else {
+        panic!("{r:?}")
+    };
+    let w = page.unwrap();
+    assert_eq!((w.page, w.per, w.pages, w.matching), (1, 1000, 120, TOTAL));
+    let ids: Vec<u32> = nodes.iter().map(|n| n.id).collect();
+    assert_eq!(ids, (1000..2000).collect::<Vec<u32>>());
+    assert!(
+        len < protocol::MAX_FRAME / 20,
+        "a page of 1,000 took {len} bytes"
+    );
+    let listed: usize = nodes.iter().map(protocol::payload_len).sum();
+    assert!(
+        listed / nodes.len() * TOTAL > protocol::MAX_FRAME,
+        "{listed} bytes for 1,000 nodes: the whole list would fit a frame, the test proves nothing"
+    );
+    assert_eq!((summary.nodes.total, summary.nodes.busy), (TOTAL, 1));
+    assert_eq!(summary.nodes.loads[0], TOTAL - 1);
+
+    // Nodes holding parts: the one.
+    let (r, _) = json(&["--busy", "--json"]);
+    let ClientReply::Status { page, nodes, .. } = &r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(page.unwrap().matching, 1);
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].parts.len(), 1);
+    assert!(
+        // A little above 0.5 before the node's first report.
+        nodes[0].load > 0.0 && nodes[0].load <= 0.51,
+        "{:?}",
+        nodes[0]
+    );
+
+    // Past the end: an error naming the range.
+    let o = status(&["--nodes", "121", "--per", "1000"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("1 to 120"), "{e}");
+    // The default: the summary and the first page, with how to see more.
+    let o = status(&[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains(&format!("{TOTAL} nodes in {PROCS} node processes"))
+            && out.contains("nodes: 1 of 120000 hold 1 parts")
+            && out.contains("page 1 of 2400"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("node ")).count(), 50);
 }

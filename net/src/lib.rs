@@ -57,6 +57,10 @@ pub const CLIENT_NAME: &str = "client";
 /// The look-only identity (`viewer.pem/.key`).
 pub const VIEWER_NAME: &str = "viewer";
 
+/// The fault injector's identity (`operator.pem/.key`): reports applied
+/// faults to the manager.
+pub const OPERATOR_NAME: &str = "operator";
+
 /// ALPN protocol id: a QUIC peer speaking something else is refused during
 /// the handshake.
 pub const ALPN: &[u8] = b"libratory/1";
@@ -247,6 +251,7 @@ pub fn make_cluster_certs(
     for (name, role) in [
         (CLIENT_NAME, CertRole::Client),
         (VIEWER_NAME, CertRole::Viewer),
+        (OPERATOR_NAME, CertRole::Operator),
     ] {
         let (c, k) = leaf(
             name,
@@ -262,12 +267,25 @@ pub fn make_cluster_certs(
     add_nodes_with(&paths, &issuer, nodes)
 }
 
-/// Adds node certificates signed by the existing CA in `dir`.
+/// Adds node certificates signed by the existing CA in `dir`, and the
+/// operator's when the directory has none (a CA made before that role).
 pub fn add_node_certs(dir: &Path, nodes: &[String]) -> Result<(), NetError> {
     let paths = CertPaths::new(dir);
     let key_pem = fs::read_to_string(paths.ca_key()).map_err(|e| file_err(&paths.ca_key(), e))?;
     let ca_key = KeyPair::from_pem(&key_pem).map_err(|e| file_err(&paths.ca_key(), e))?;
     let issuer = Issuer::new(ca_params(), ca_key);
+    let (cp, kp) = paths.identity(OPERATOR_NAME);
+    if !cp.exists() {
+        let (c, k) = leaf(
+            OPERATOR_NAME,
+            vec![OPERATOR_NAME.to_string()],
+            (CertRole::Operator, OPERATOR_NAME),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &issuer,
+        )?;
+        fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
+        write_private(&kp, &k)?;
+    }
     add_nodes_with(&paths, &issuer, nodes)
 }
 

@@ -10,7 +10,9 @@
 //! - `node` with the node name (`node-NAME.pem`): registers node processes
 //!   under NAME only;
 //! - `client` (`client.pem`): submits, quotes, looks;
-//! - `viewer` (`viewer.pem`): looks only (status, quote, latency).
+//! - `viewer` (`viewer.pem`): looks only (status, quote, latency);
+//! - `operator` (`operator.pem`): reports the faults a fault injector
+//!   applied (`FaultApplied`) and looks; submits nothing.
 //!
 //! The manager reads the role from the certificate the TLS handshake
 //! verified, never from what the peer says in its hello, and checks it
@@ -53,6 +55,8 @@ pub enum CertRole {
     Client,
     /// Looks only: status, quote, latency.
     Viewer,
+    /// The fault injector's: reports the faults it applied, and looks.
+    Operator,
 }
 
 impl CertRole {
@@ -63,6 +67,7 @@ impl CertRole {
             CertRole::Node => "node",
             CertRole::Client => "client",
             CertRole::Viewer => "viewer",
+            CertRole::Operator => "operator",
         }
     }
 
@@ -72,6 +77,7 @@ impl CertRole {
             "node" => CertRole::Node,
             "client" => CertRole::Client,
             "viewer" => CertRole::Viewer,
+            "operator" => CertRole::Operator,
             _ => return None,
         })
     }
@@ -382,6 +388,7 @@ mod tests {
         );
         assert_eq!(id("client.pem").role, CertRole::Client);
         assert_eq!(id("viewer.pem").role, CertRole::Viewer);
+        assert_eq!(id("operator.pem").role, CertRole::Operator);
         assert_eq!(id("manager.pem").role, CertRole::Manager);
         assert_eq!(
             id("node-lab1.pem").to_string(),

@@ -19,6 +19,7 @@ use common::Time;
 
 use crate::core::{NodeEngine, NodeEvent, PartStanding, PlaceError, Slice};
 use crate::exec::{BurnJob, ExecutorPool};
+use crate::nodefault::Condition;
 use crate::spec::{EmulatedNodeSpec, NodeId, PartSpec};
 use crate::telemetry::NodeTelemetry;
 use net::TraceClock;
@@ -53,6 +54,13 @@ pub struct SliceDone {
     /// What the executor burned (ns of thread CPU time).
     pub burned_ns: u64,
 }
+
+/// A fault of this node ([`crate::nodefault`]): run at `rate` of its
+/// capacity; held, it also keeps its reports until released; crashed, it
+/// drops its parts and takes and reports nothing until up again.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct SetCondition(pub crate::nodefault::NodeCondition);
 
 /// Hand over the node's telemetry histograms; with `reset`, the node then
 /// forgets finished parts and restarts its histograms.
@@ -133,6 +141,10 @@ pub struct NodeActor {
     /// This node's lane in the executor pool: at most ceil(capacity) of
     /// its slices burn at once; the one queued behind waits its turn.
     lane: u64,
+    /// Up, held or crashed ([`SetCondition`]).
+    condition: Condition,
+    /// Reports made while held, sent when released.
+    held: Vec<NodeEvent>,
 }
 
 impl NodeActor {
@@ -152,6 +164,8 @@ impl NodeActor {
             timer: None,
             me: None,
             lane,
+            condition: Condition::Up,
+            held: Vec::new(),
         }
     }
 
@@ -165,6 +179,19 @@ impl NodeActor {
         let mut a = NodeActor::new(core, clock, pool, None);
         a.reports = Reports::Local(sink);
         a
+    }
+
+    /// Sends a report, or keeps it while the node is held (a crashed node
+    /// reports nothing).
+    fn report(&mut self, event: NodeEvent) {
+        match self.condition {
+            Condition::Up => self.reports.send(NodeReport {
+                node_id: self.core.spec().id,
+                event,
+            }),
+            Condition::Held => self.held.push(event),
+            Condition::Crashed => {}
+        }
     }
 
     /// After any input: do what is due, dispatch slices, forward events,
@@ -206,9 +233,8 @@ impl NodeActor {
                 }),
             });
         }
-        let node_id = self.core.spec().id;
         while let Some(event) = self.core.poll_event() {
-            self.reports.send(NodeReport { node_id, event });
+            self.report(event);
         }
         let want = self.core.poll_timeout();
         match (self.timer, want) {
@@ -253,6 +279,11 @@ impl Handler<PlaceReported> for NodeActor {
     type Result = ();
 
     fn handle(&mut self, msg: PlaceReported, ctx: &mut Self::Context) {
+        if self.condition == Condition::Crashed {
+            // A dead node takes nothing and says nothing: the part is lost
+            // when the manager gives the node up.
+            return;
+        }
         let part_id = msg.0.part_id;
         let now = self.clock.now();
         let event = match self.core.place(msg.0, now) {
@@ -261,10 +292,7 @@ impl Handler<PlaceReported> for NodeActor {
         };
         // Before drive(): the placement is reported ahead of whatever the
         // part does next (a completion, for a tiny part).
-        self.reports.send(NodeReport {
-            node_id: self.core.spec().id,
-            event,
-        });
+        self.report(event);
         // drive() goes on from the placement's instant: what happened
         // since (the placement, its report) took well under a microsecond.
         self.drive_at(now, ctx);
@@ -288,6 +316,33 @@ impl Handler<SliceDone> for NodeActor {
     fn handle(&mut self, msg: SliceDone, ctx: &mut Self::Context) {
         let now = self.clock.now();
         self.core.on_burned(msg.slice, msg.burned_ns, now);
+        self.drive_at(now, ctx);
+    }
+}
+
+impl Handler<SetCondition> for NodeActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SetCondition, ctx: &mut Self::Context) {
+        let now = self.clock.now();
+        let was = self.condition;
+        let c = msg.0.condition;
+        if c == Condition::Crashed && was != Condition::Crashed {
+            // Its parts die with it: nothing of them is reported.
+            let parts: Vec<_> = self.core.progress().iter().map(|p| p.part_id).collect();
+            for p in parts {
+                self.core.withdraw(p, now);
+            }
+            while self.core.poll_event().is_some() {}
+            self.held.clear();
+        }
+        self.condition = c;
+        self.core.set_rate(msg.0.rate, now);
+        if c == Condition::Up && was == Condition::Held {
+            for event in std::mem::take(&mut self.held) {
+                self.report(event);
+            }
+        }
         self.drive_at(now, ctx);
     }
 }

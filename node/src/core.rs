@@ -270,6 +270,11 @@ pub struct NodeEngine {
     /// under a flood of short parts holds dozens; kept apart, walking them
     /// at every accrual cost more than the parts' own work).
     debt: Debt,
+    /// The fraction of its capacity the node runs at (a `slow` fault's
+    /// factor; 0 while a `hang` holds it; 1 otherwise): credit is earned
+    /// at `share x capacity x rate`, so the burners get that fraction of
+    /// the node's CPU time and its parts progress that much slower.
+    run_rate: f64,
     next_seq: u64,
     mem_used: u64,
     disk_used: u64,
@@ -304,6 +309,7 @@ impl NodeEngine {
             // cores at once, so a fraction of a core stays a fraction.
             max_running: spec.capacity.ceil().max(1.0) as usize,
             orphans: Vec::new(),
+            run_rate: 1.0,
             next_seq: 0,
             mem_used: 0,
             disk_used: 0,
@@ -347,6 +353,25 @@ impl NodeEngine {
     /// Whether the node has no parts (same as [`NodeEngine::is_idle`]).
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
+    }
+
+    /// CPU per real ns the node may use now: its capacity times its rate.
+    fn cap(&self) -> f64 {
+        self.spec.capacity * self.run_rate
+    }
+
+    /// Runs the node at `rate` of its capacity from `now` on (`slow`
+    /// faults: `libratory run --faults`; 0 holds it still, as a hang
+    /// does: no credit is earned and no slice starts). What was earned
+    /// until `now` is credited at the old rate first.
+    pub fn set_rate(&mut self, rate: f64, now: Time) {
+        self.accrue(now);
+        self.run_rate = rate.clamp(0.0, 1.0);
+    }
+
+    /// The fraction of its capacity the node runs at.
+    pub fn rate_now(&self) -> f64 {
+        self.run_rate
     }
 
     fn real_ns(&self, dt: Time) -> f64 {
@@ -485,7 +510,7 @@ impl NodeEngine {
         if dt <= 0.0 {
             return;
         }
-        let mut cap_ns = self.real_ns(dt) * self.spec.capacity;
+        let mut cap_ns = self.real_ns(dt) * self.cap();
         if self.debt.ns > 0.0 {
             let parts: f64 = self.parts.iter().map(|p| p.share).sum();
             let total = parts + self.debt.share;
@@ -555,7 +580,7 @@ impl NodeEngine {
     }
 
     fn quantum_ns(&self, p: &PartState) -> f64 {
-        let q = p.share * self.spec.capacity * self.cfg.period.as_nanos() as f64;
+        let q = p.share * self.cap() * self.cfg.period.as_nanos() as f64;
         q.clamp(
             self.cfg.min_slice.as_nanos() as f64,
             self.cfg.max_slice.as_nanos() as f64,
@@ -612,7 +637,7 @@ impl NodeEngine {
     /// round trip (executor -> node -> executor, two thread wake-ups) that
     /// would otherwise leave a fully loaded node idle after every slice.
     pub fn poll_slice(&mut self, now: Time) -> Option<Slice> {
-        if self.in_flight > self.max_running || self.parts.is_empty() {
+        if self.in_flight > self.max_running || self.parts.is_empty() || self.run_rate <= 0.0 {
             return None;
         }
         self.accrue(now);
@@ -682,7 +707,7 @@ impl NodeEngine {
 
     /// Rate at which the node as a whole earns credit (ns per real ns).
     fn rate(&self) -> f64 {
-        self.parts.iter().map(|p| p.share).sum::<f64>() * self.spec.capacity
+        self.parts.iter().map(|p| p.share).sum::<f64>() * self.cap()
     }
 
     /// An executor burned `burned_ns` of `slice`. Slices this node did not
@@ -877,7 +902,7 @@ impl NodeEngine {
             } else {
                 0.0
             };
-            let rate = (self.rate() + debts * self.spec.capacity).min(self.spec.capacity);
+            let rate = (self.rate() + debts * self.cap()).min(self.cap());
             if rate > 0.0 {
                 let need = -self.node_credit_ns();
                 // At least 1 us ahead, so the wake-up always earns credit.
@@ -1116,6 +1141,47 @@ mod tests {
         // One slice per part per period, roughly: 2 s real / 10 ms x 3.
         let slices = sim.core.telemetry().slices;
         assert!((300..=700).contains(&slices), "{slices} slices");
+    }
+
+    /// `slow` and `hang` of one node (`set_rate`), the simulator's model
+    /// (docs/faults.md): 1000 s of work from 0 at capacity 0.25; half
+    /// the rate from 100 to 500 (100 done by 100, 200 more by 500), held
+    /// still from 600 to 700 (100 more by 600, none until 700), so the
+    /// 600 left end at 1300 instead of 1000.
+    #[test]
+    fn a_slowed_node_earns_its_factor_and_a_held_one_nothing() {
+        let mut core = NodeEngine::new(node(0.25), cfg(SpareRule::Proportional)).unwrap();
+        core.place(part(1, 1000.0, 1000.0, 1e6), 0.0).unwrap();
+        let mut sim = Sim::new(core);
+        sim.run(100.0);
+        let t = sim.now;
+        sim.core.set_rate(0.5, t);
+        sim.run(500.0);
+        let t = sim.now;
+        sim.core.set_rate(1.0, t);
+        sim.run(600.0);
+        let (t, before) = (sim.now, sim.burned()[0]);
+        sim.core.set_rate(0.0, t);
+        assert_eq!(sim.core.poll_slice(t), None, "a held node starts no slice");
+        sim.run(700.0);
+        assert_eq!(sim.burned()[0], before, "a held node burns nothing");
+        let t = sim.now;
+        sim.core.set_rate(1.0, t);
+        sim.run(1e6);
+        let Some(NodeEvent::Completed(done)) = sim
+            .events
+            .iter()
+            .find(|e| matches!(e, NodeEvent::Completed(_)))
+        else {
+            panic!("no completion")
+        };
+        // Up to one quantum (10 trace s here) ahead of the rate, as in
+        // `small_capacity_node_burns_its_fraction`.
+        assert!(
+            done.finished_at >= 1289.0 && done.finished_at < 1303.0,
+            "{}",
+            done.finished_at
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod host;
 pub mod kernel;
 pub mod link;
 pub mod linkfault;
+pub mod nodefault;
 pub mod probe;
 pub mod spec;
 pub mod standalone;

@@ -20,7 +20,9 @@
 # hosts that cannot reach the manager's UDP port; a launch runs a small workload on six node processes
 # (four hosts over ssh, and m0, a host without ssh: the manager's machine)
 # and collects every host's logs; status/stop see nothing
-# left; a second launch stopped by SIGTERM mid-run stops every node process
+# left; a launch with a fault scenario named by the configuration crashes
+# h2's node process over ssh (libratory inject through h2's agent), and the
+# crash is journaled and named by every job it lost; a second launch stopped by SIGTERM mid-run stops every node process
 # and still collects results and logs; afterwards no process of the test
 # runs and the namespaces are gone.
 #
@@ -245,6 +247,52 @@ if out=$(in_mgr "$t_root/scripts/status.sh" "$T/cluster.toml" 2>&1); then
 fi
 [[ $(grep -c ': 0 node process(es) running' <<<"$out") == 5 ]] || fail "status did not report the five hosts: $out"
 in_mgr "$t_root/scripts/stop.sh" "$T/cluster.toml" >"$T/stop.log" 2>&1 || fail "stop.sh failed: $(cat "$T/stop.log")"
+
+# ---- a fault scenario: a node process on h2 crashed over ssh
+# The configuration names the scenario ([workload] faults, relative to it);
+# launch.sh starts `libratory inject`, which kills h2-0 through h2's agent
+# over ssh at +20 trace seconds and reports it to the manager.
+cat >"$T/faults.toml" <<'EOF'
+[[fault]]
+at = 20.0
+kind = "crash"
+process = 1
+duration = 180.0
+EOF
+sed 's/^policy = "libra"$/&\nfaults = "faults.toml"/' "$T/cluster.toml" >"$T/faulty.toml"
+grep -q '^faults = "faults.toml"$' "$T/faulty.toml" || fail "could not name the scenario in the configuration"
+t0=$SECONDS
+rc=0
+in_mgr timeout 150 "$t_root/scripts/launch.sh" "$T/faulty.toml" --out "$T/run3" >"$T/launch3.log" 2>&1 || rc=$?
+# 3: h2-0 did not exit cleanly (killed, and the run ended before its
+# restart), which the launcher reports.
+[[ $rc == 0 || $rc == 3 ]] || {
+  cat "$T/launch3.log" >&2
+  fail "the launch with faults failed ($rc)"
+}
+fault='fault 1 (crash of node process 1 at +20 s, line 3)'
+grep -qF "fault: $fault: SIGKILL to node process h2-0 (pid" "$T/run3/logs/inject.log" ||
+  fail "the injector did not kill h2-0: $(cat "$T/run3/logs/inject.log")"
+grep -qF "(host h2, over ssh, root@10.77.0.12)" "$T/run3/logs/inject.log" ||
+  fail "the kill did not go over ssh: $(cat "$T/run3/logs/inject.log")"
+python3 - "$T/run3" "$fault" <<'EOF' || fail "the crash over ssh was not journaled or not blamed"
+import json, sys
+run, fault = sys.argv[1], sys.argv[2]
+journal = [json.loads(l) for l in open(run + "/journal.jsonl")]
+kills = [e for e in journal if e["e"] == "fault" and e["act"] == "kill"]
+assert [(e["process"], e["fault"]) for e in kills] == [("h2-0", fault)], kills
+jobs = [json.loads(l) for l in open(run + "/jobs-libra.jsonl")]
+assert len(jobs) == 24 and len({j["id"] for j in jobs}) == 24, len(jobs)
+lost = [j for j in jobs if j["lost"]]
+assert lost, "no job lost to the crash"
+for j in lost:
+    assert "node process h2-0" in j["detail"] and j["detail"].endswith("after " + fault), j["detail"]
+print(f"{len(lost)} jobs lost to the crash over ssh, each naming it")
+EOF
+grep -q '"faults"' "$T/run3/manifest.json" || fail "the run's manifest does not list its fault scenario"
+left=$(test_nodes)
+[[ -z $left ]] || fail "node processes left after the launch with faults: $left"
+say "a crash over ssh: executed on h2 by the injector, journaled, its lost jobs name it ($((SECONDS - t0)) s)"
 
 # ---- the UDP check: hosts dial a port nobody answers on
 config "$T/wrong-port.toml" 'advertise = "10.77.0.1:7879"' "$ssh_opts" ""

@@ -138,6 +138,9 @@ impl ManagerCore {
         }
         self.part_done[done] = true;
         self.remove_part(g, part);
+        if self.jobs[k].held_apart {
+            self.release_node(g);
+        }
         if self.book_part_finished(now, k, part.index as usize, at) {
             out.push(Output::Finished { job: part.job });
         }

@@ -42,6 +42,8 @@ impl ManagerCore {
             n_parts: 0,
             parts_left: 0,
             over: false,
+            adopted: false,
+            held_apart: false,
         });
         self.open += 1;
         match &self.policy {

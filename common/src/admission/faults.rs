@@ -31,6 +31,42 @@ impl ManagerCore {
         self.flush(now, out);
     }
 
+    /// Node `g` of a live link is gone while its process stays (it was
+    /// silent for the link timeout: a crash or hang of that node alone;
+    /// `reason` says how). Every unfinished job with a part on it is lost,
+    /// their other parts are cancelled, the node leaves the view. Returns
+    /// whether it was alive.
+    pub fn node_lost(&mut self, now: Time, g: u32, reason: &str, out: &mut Vec<Output>) -> bool {
+        if !self.nodes.get(g as usize).is_some_and(|n| n.alive) {
+            return false;
+        }
+        let (host, link) = {
+            let n = &self.nodes[g as usize];
+            (n.host.clone(), n.link)
+        };
+        self.lose_nodes(
+            now,
+            &[g],
+            |_| format!("lost at {now:.3}: node {g} of node process {host} (link {link}) gone: {reason}"),
+            out,
+        );
+        self.pending = true;
+        self.flush(now, out);
+        true
+    }
+
+    /// A node lost alone ([`Self::node_lost`]) is back (its process vouches
+    /// for it again): idle, under its old id, with `spec`. Returns whether
+    /// it was lost (its link must still be up: the caller checks).
+    pub fn node_back(&mut self, now: Time, spec: NodeSpec, out: &mut Vec<Output>) -> bool {
+        if self.nodes.get(spec.id).is_none_or(|n| n.alive) {
+            return false;
+        }
+        self.rejoin_nodes(now, std::slice::from_ref(&spec));
+        self.flush(now, out);
+        true
+    }
+
     /// Loses every unfinished job with a part on `dead` (alive nodes; the
     /// reason of each from `detail`, given the first dead node the job
     /// used) and takes the nodes out of the view and the queue's pool.
@@ -112,7 +148,7 @@ impl ManagerCore {
         self.records[k].lose(detail);
         j.over = true;
         self.open -= 1;
-        let (first, n_parts) = (j.first_part, j.n_parts);
+        let (first, n_parts, apart) = (j.first_part, j.n_parts, j.held_apart);
         for index in 0..n_parts {
             let g = self.parts[first + index].node as u32;
             let part = PartId {
@@ -120,6 +156,7 @@ impl ManagerCore {
                 index: index as u32,
             };
             let n = &self.nodes[g as usize];
+            let alive = n.alive;
             if n.alive && !self.part_done[first + index] && skip != Some(part.index) {
                 out.push(Output::Send {
                     link: n.link,
@@ -127,6 +164,9 @@ impl ManagerCore {
                 });
             }
             self.remove_part(g, part);
+            if apart && alive && !self.part_done[first + index] {
+                self.release_node(g);
+            }
         }
         if let Policy::Queue(q) = &mut self.policy {
             q.finished(now, id);
@@ -207,6 +247,12 @@ impl ManagerCore {
     /// again): idle, with their own spec, under their old ids, so the
     /// results name the same nodes. Nodes still alive are skipped.
     pub fn sim_nodes_rejoin(&mut self, now: Time, specs: &[NodeSpec]) {
+        self.rejoin_nodes(now, specs);
+    }
+
+    /// Nodes come back at `now`, idle, under their old ids (simulated or
+    /// live). Nodes still alive are skipped.
+    fn rejoin_nodes(&mut self, now: Time, specs: &[NodeSpec]) {
         self.refresh(now);
         for spec in specs {
             let g = spec.id;
@@ -217,8 +263,13 @@ impl ManagerCore {
             self.view_index[g] = Some(self.view.len());
             self.view_ids.push(g as u32);
             self.view.push(NodeState::new(spec.clone()));
-            if let Tracking::Simulated { extras, .. } = &mut self.tracking {
-                extras.push(FluidExtra::starting_at(now));
+            match &mut self.tracking {
+                Tracking::Simulated { extras, .. } => extras.push(FluidExtra::starting_at(now)),
+                Tracking::Reported(reports) => {
+                    reports.push(Vec::new());
+                    let v = self.view.len() - 1;
+                    self.busy.add(v, &self.view[v]);
+                }
             }
             if let Policy::Queue(q) = &mut self.policy {
                 q.set_node_available(g, true);

@@ -45,9 +45,11 @@
 //! concern: the view of the nodes and how it is kept up to date
 //! (`tracking`: registration, reports, dead reckoning, the fluid model),
 //! decisions (`decide`: arrival, admission, placement, queue passes,
-//! quotes), the books (`books`: completions and records) and faults
-//! (`faults`: lost links and nodes, refused parts, simulated faults).
+//! quotes), the books (`books`: completions and records), faults
+//! (`faults`: lost links and nodes, refused parts, simulated faults) and
+//! jobs taken over from an earlier manager of a live run (`adopt`).
 
+mod adopt;
 mod books;
 mod decide;
 mod errors;
@@ -123,6 +125,11 @@ struct LiveJob {
     parts_left: usize,
     /// Its record is final (completed, lost or rejected).
     over: bool,
+    /// Taken over from an earlier manager ([`ManagerCore::adopt`]).
+    adopted: bool,
+    /// Adopted, and the queue policy could not hold its nodes: the core
+    /// takes each out of the pool while its part runs.
+    held_apart: bool,
 }
 
 /// The admission state machine.

@@ -258,13 +258,17 @@ proptest::proptest! {
     /// the bounds leave open brought up to date) are the plain scan's
     /// on the snapshot at that instant: accept or reject, the nodes,
     /// the cost, the reason and its detail, ties included; for Libra
-    /// (best fit, least loaded), and for Libra+$, LibraRisk (node order,
+    /// (best fit, least loaded) and Libra+$, and for LibraRisk (node order,
     /// best fit) and LibraSLA (whole and per-part returns) deciding on
     /// the busy index's candidates.
     #[test]
     fn decisions_from_bounds_equal_the_plain_scan(seed in proptest::prelude::any::<u64>()) {
         let (decided, bounded, accepted) =
             bounded_against_scan(seed, "libra", &PolicyConfig::default());
+        // (Every node a decision settles from its line alone is checked
+        // against its exact load in debug builds, and the decision against
+        // the scan here; `lines_settle_nodes_without_their_exact_load`
+        // checks the path runs.)
         // The bounds must have been used, and jobs placed.
         proptest::prop_assert!(bounded * 3 >= decided, "{bounded} of {decided} from bounds");
         proptest::prop_assert!(accepted > 0 || decided == 0);
@@ -274,6 +278,9 @@ proptest::proptest! {
         // index yields (busy nodes, one idle node per speed standing in
         // for its group): every decision the plain scan's.
         let default = PolicyConfig::default();
+        // Libra+$ decides from the bounds too.
+        let (decided, bounded, _) = bounded_against_scan(seed, "libra-plus-dollar", &default);
+        proptest::prop_assert!(bounded * 3 >= decided, "Libra+$: {bounded} of {decided} from bounds");
         for other in ["libra-plus-dollar", "libra-risk", "libra-sla"] {
             let (decided, _, accepted) = bounded_against_scan(seed, other, &default);
             proptest::prop_assert!(accepted > 0 || decided == 0, "{other}");
@@ -283,6 +290,34 @@ proptest::proptest! {
         let sla_part = PolicyConfig { sla_return_per_part: true, ..default };
         bounded_against_scan(seed, "libra-sla", &sla_part);
     }
+}
+
+#[test]
+fn lines_settle_nodes_without_their_exact_load() {
+    // The same random runs as the property test above, seeded: decisions
+    // equal the plain scan's while the bounded walk settles nodes from
+    // their line (each checked against its exact load in debug builds).
+    use crate::policy::steps::LINE_SETTLED;
+    let before = LINE_SETTLED.with(|c| c.get());
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra", &PolicyConfig::default());
+    }
+    let settled = LINE_SETTLED.with(|c| c.get()) - before;
+    assert!(settled > 20, "{settled} nodes settled from their line");
+}
+
+#[test]
+fn libra_plus_dollar_prices_nodes_from_their_line() {
+    // As above for Libra+$: decisions equal the plain scan's while its
+    // bounded walk settles nodes from their line (the remaining-time
+    // bound checked against the exact committed time in debug builds).
+    use crate::policy::plus_dollar_line_priced as priced;
+    let before = priced();
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra-plus-dollar", &PolicyConfig::default());
+    }
+    let settled = priced() - before;
+    assert!(settled > 20, "{settled} nodes settled from their line");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The view of the nodes: registration, progress reports and how the
 //! snapshot is kept (dead reckoning live, the fluid model simulated).
 
-use crate::busy_index::{LoadBound, PartFn};
+use crate::busy_index::{LoadBound, LoadLine, PartFn};
 use crate::node_model::{
     fluid_advance, FluidExtra, FluidScratch, NodeSpec, NodeState, PartFinished,
 };
@@ -73,6 +73,17 @@ pub(super) fn load_bound(
     const ROUND: f64 = 1e-12;
     let (mut lo, mut hi) = (0.0f64, 0.0f64);
     let first = fns.len() - node.parts.len();
+    // The line runs from the latest report instant in the window on:
+    // before a report's instant its part's done time stands still, after
+    // it grows (a kink), and a line must follow one piece.
+    let a = fns[first..]
+        .iter()
+        .map(|f| f.at)
+        .filter(|t| !t.is_nan())
+        .fold(from, f64::max);
+    let mut line = (a < to - 1e-3).then_some((0.0f64, 0.0f64, 0.0f64));
+    // The remaining time at both ends of the line, rounding included.
+    let (mut rem_a, mut rem_to) = (0.0f64, 0.0f64);
     for f in &fns[first..] {
         let (qa, qb) = (f.required(from), f.required(to));
         let (mut l, mut h) = (qa.min(qb), qa.max(qb));
@@ -101,17 +112,52 @@ pub(super) fn load_bound(
         let room = ROUND * scale / (f.deadline - to) + ROUND * h;
         lo += l - room;
         hi += h + room;
+        if let Some((v0, slope, err)) = &mut line {
+            // On [a, to] the share is (R - s t) / (D - t) with R, s, D
+            // fixed: its derivative is (q - s) / (D - t) and its second
+            // 2 (q - s) / (D - t)^2, of one sign (q - s keeps its sign),
+            // so the share stays on one side of its chord, within a
+            // quarter of the window times the change of the derivative
+            // (where the tangents at the ends meet). Both ends' floats
+            // are within `room` of the real shares, and so is the exact
+            // load's float of each part at any instant.
+            let qa = f.required(a);
+            let s = if f.at.is_nan() { 0.0 } else { f.share };
+            let (da, db) = ((qa - s) / (f.deadline - a), (qb - s) / (f.deadline - to));
+            *v0 += qa;
+            *slope += (qb - qa) / (to - a);
+            *err += 0.25 * (to - a) * (db - da).abs() * (1.0 + 1e-9) + 2.0 * room;
+            // `est - done` is off by the rounding of its operands, the
+            // instants included (`scale`).
+            rem_a += (f.est_cpu - f.cpu_done_at(a)).max(0.0) + ROUND * scale;
+            rem_to += (f.est_cpu - f.cpu_done_at(to)).max(0.0) + ROUND * scale;
+        }
     }
     let n = node.parts.len() as f64;
     if hi.is_infinite() {
         return LoadBound {
             lo: lo.max(0.0),
             hi,
+            line: LoadLine::NONE,
         };
     }
+    let sum_room = ROUND * n * hi;
     LoadBound {
-        lo: (lo - ROUND * n * hi).max(0.0),
-        hi: hi + ROUND * n * hi,
+        lo: (lo - sum_room).max(0.0),
+        hi: hi + sum_room,
+        line: match line {
+            Some((v0, slope, err)) => LoadLine {
+                t0: a,
+                v0,
+                slope,
+                // The sums' rounding, and the line's own evaluation.
+                err: err + sum_room + ROUND * (1.0 + v0.abs() + slope.abs() * (to - a)),
+                // Libra+$ adds its own room for the evaluation's rounding.
+                rem0: rem_a,
+                rem_slope: ((rem_to - rem_a) / (to - a)).min(0.0),
+            },
+            None => LoadLine::NONE,
+        },
     }
 }
 

@@ -252,6 +252,15 @@ pub trait QueuePolicy: Send {
     /// as at construction; `node == len` appends a new node.
     fn set_node_available(&mut self, node: usize, available: bool);
 
+    /// A job this policy never started (a live manager took it over from
+    /// an earlier one of the same run) runs a part on `node` until about
+    /// `est_end`: the policy books the node busy with it until its
+    /// [`QueuePolicy::finished`]. False if the policy cannot: the caller
+    /// then takes the node out of the pool while the part runs.
+    fn hold_node(&mut self, _job: JobId, _node: usize, _est_end: Time) -> bool {
+        false
+    }
+
     /// The next time the policy must be called although nothing arrives
     /// or completes (a decision it holds for later); none by default.
     fn wakeup(&self) -> Option<Time> {
@@ -517,6 +526,13 @@ pub fn entry(name: &str) -> Result<&'static PolicyEntry, UnknownPolicy> {
 /// Builds a policy by name.
 pub fn build(name: &str, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Result<Policy, UnknownPolicy> {
     Ok((entry(name)?.build)(cfg, nodes))
+}
+
+/// How many nodes Libra+$'s bounded walk settled from their line alone
+/// on this thread (tests check the path ran).
+#[cfg(test)]
+pub(crate) fn plus_dollar_line_priced() -> u64 {
+    plus_dollar::LINE_PRICED.with(|c| c.get())
 }
 
 #[cfg(test)]

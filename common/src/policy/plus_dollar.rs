@@ -5,16 +5,18 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BinaryHeap;
+
 use super::steps::{
-    load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed, too_many_processors,
-    top_k, Better,
+    load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed, too_few_in_time,
+    too_many_processors, top_k, Better, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
-use crate::busy_index::BusyIndex;
+use crate::busy_index::{class_width, BusyIndex, WIDTH_CLASSES};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
-use crate::time::Time;
+use crate::time::{Time, KEY_TIE_EPS};
 
 /// The price one node would charge a job now.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -48,14 +50,12 @@ impl LibraPlusDollar {
         }
     }
 
-    /// RESFree_ij: the window's processor time D_i, less what every
-    /// on-track part k needs inside the window at its required share,
-    /// q_k x min(rd_k, D_i), less the job's own RE_i / s_j. Overdue parts
-    /// commit nothing (the share rule gives them only spare or pool time).
-    pub fn res_free(now: Time, node: &NodeState, job: &JobSpec) -> f64 {
-        let window = job.qos.deadline;
-        let committed: f64 = node
-            .parts
+    /// The processor time node's on-track parts need inside a window of
+    /// `window` seconds from `now`: each part k's q_k x min(rd_k, window).
+    /// Overdue parts commit nothing (the share rule gives them only spare
+    /// or pool time).
+    pub fn committed(now: Time, node: &NodeState, window: f64) -> f64 {
+        node.parts
             .iter()
             .map(|p| {
                 let s = p.share_input(now);
@@ -65,8 +65,15 @@ impl LibraPlusDollar {
                     0.0
                 }
             })
-            .sum();
-        window - committed - node.est_cpu(job)
+            .sum()
+    }
+
+    /// RESFree_ij: the window's processor time D_i, less what every
+    /// on-track part needs inside the window ([`Self::committed`]), less
+    /// the job's own RE_i / s_j.
+    pub fn res_free(now: Time, node: &NodeState, job: &JobSpec) -> f64 {
+        let window = job.qos.deadline;
+        window - LibraPlusDollar::committed(now, node, window) - node.est_cpu(job)
     }
 
     /// The quote of one node, or `None` if the job would leave no free
@@ -78,13 +85,23 @@ impl LibraPlusDollar {
         job: &JobSpec,
     ) -> Option<PriceQuote> {
         let res_free = LibraPlusDollar::res_free(now, node, job);
+        LibraPlusDollar::quote_of(cfg, job, node.spec.id, res_free)
+    }
+
+    /// The quote of node `node` for `job` given its RESFree.
+    fn quote_of(
+        cfg: &PolicyConfig,
+        job: &JobSpec,
+        node: usize,
+        res_free: f64,
+    ) -> Option<PriceQuote> {
         if res_free <= 0.0 {
             return None;
         }
         let putil = job.qos.deadline / res_free * cfg.pbase;
         let price = cfg.alpha * cfg.pbase + cfg.beta * putil;
         Some(PriceQuote {
-            node: node.spec.id,
+            node,
             res_free,
             putil,
             price,
@@ -117,11 +134,13 @@ impl AdmissionPolicy for LibraPlusDollar {
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
+        let window = job.qos.deadline;
         self.decide_with(
             nodes,
             job,
-            |cands| resource_deadline_filter(now, nodes, job, cands, None),
+            |_, cands| resource_deadline_filter(now, nodes, job, cands, None),
             now,
+            |k| LibraPlusDollar::committed(now, &nodes[k], window),
         )
     }
 
@@ -141,35 +160,73 @@ impl AdmissionPolicy for LibraPlusDollar {
         index: &BusyIndex,
         job: &JobSpec,
     ) -> Decision {
+        let window = job.qos.deadline;
         self.decide_with(
             nodes,
             job,
-            |cands| {
+            |_, cands| {
                 resource_deadline_filter_indexed(now, nodes, index, job, cands, job.processors())
             },
             now,
+            |k| LibraPlusDollar::committed(now, &nodes[k], window),
         )
+    }
+
+    fn decides_bounded(&self) -> bool {
+        true
+    }
+
+    /// [`Self::decide_indexed`] on the few candidates the busy index's
+    /// load bounds leave open (`filter_bounded`), each busy one priced
+    /// from the index's own record of its parts at `now`, none brought up
+    /// to date in the view.
+    fn decide_bounded(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        if job.resources.memory_kb != 0
+            || job.resources.disk_mb != 0
+            || index.speeds() != 1
+            || nodes.is_empty()
+            || !index.bounded()
+        {
+            return None;
+        }
+        let window = job.qos.deadline;
+        Some(self.decide_with(
+            nodes,
+            job,
+            |cfg, cands| filter_bounded(cfg, now, nodes, index, job, cands),
+            now,
+            |k| index.exact_committed(k, now, window),
+        ))
     }
 }
 
 impl LibraPlusDollar {
     /// The decision with `filter` for the resource and deadline filters
     /// (candidates in node order with their load after the part), then
-    /// each candidate priced.
+    /// each candidate priced, a busy one from `committed` (its
+    /// [`Self::committed`] time in the job's window at `now`).
     fn decide_with(
         &mut self,
         nodes: &[NodeState],
         job: &JobSpec,
-        filter: impl FnOnce(&mut Vec<(usize, f64)>) -> Option<Decision>,
+        filter: impl FnOnce(&PolicyConfig, &mut Vec<(usize, f64)>) -> Option<Decision>,
         now: Time,
+        committed: impl Fn(usize) -> f64,
     ) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;
         }
         let p = job.processors();
-        if let Some(d) = filter(&mut self.cands) {
+        if let Some(d) = filter(&self.cfg, &mut self.cands) {
             return d;
         }
+        let window = job.qos.deadline;
         self.quotes.clear();
         // An empty node's quote depends on its speed alone (no parts, so
         // nothing committed): computed again only when the speed differs
@@ -187,7 +244,8 @@ impl LibraPlusDollar {
                     }
                 }
             } else {
-                LibraPlusDollar::quote(&self.cfg, now, n, job)
+                let res_free = window - committed(k) - n.est_cpu(job);
+                LibraPlusDollar::quote_of(&self.cfg, job, n.spec.id, res_free)
             };
             if let Some(mut q) = quote {
                 // Decisions name nodes by their index in the snapshot (a
@@ -240,6 +298,159 @@ impl LibraPlusDollar {
             cost,
         })
     }
+}
+
+/// Libra+$'s share test over the bounds of `index` ([`BusyIndex::rebound`],
+/// up to date at `now`), with the outcome of
+/// [`resource_deadline_filter_indexed`] as far as the rest of Libra+$'s
+/// decision goes: into `out`, a subset of that filter's candidates (in
+/// node order) on which the pricing, the budget and the best fit by
+/// RESFree choose the very same nodes at the same cost; the same
+/// rejections with the same counts and cheapest cost. A busy node's exact
+/// load and committed time are computed from the index's record of its
+/// parts ([`BusyIndex::exact_load`], [`BusyIndex::exact_committed`]), only
+/// for the nodes whose bounds leave the outcome open.
+///
+/// Why: a part's committed time `q min(rd, D)` is at most `q D`, so a
+/// node's committed time is at most `D` times its load and its RESFree at
+/// least `D - D load - RE / s`: the walk over the order by lower bound of
+/// the load, highest first (from the highest that can pass the share
+/// test), meets the nodes in roughly ascending RESFree and stops once `P`
+/// nodes within budget are known and no node left can come within
+/// [`KEY_TIE_EPS`] of the `P`-th smallest RESFree among them (its lower
+/// bound plus its class's width bounds its load). `top_k` (lower is
+/// better) depends only on the candidates within the tolerance of the
+/// `P`-th best key, and the whole set's is at most the subset's, so
+/// every node left out ranks below the choice. A rejection needs fewer
+/// than `P` within budget: the walk then never stopped early and saw
+/// every node that fits, so the counts and the cheapest cost are the
+/// walk's over every node (idle nodes by the stand-in argument of
+/// [`resource_deadline_filter_indexed`]).
+///
+/// The caller checks the job needs no memory or disk and every node has
+/// one speed (`index` has seen one).
+fn filter_bounded(
+    cfg: &PolicyConfig,
+    now: Time,
+    nodes: &[NodeState],
+    index: &BusyIndex,
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+) -> Option<Decision> {
+    let k = job.processors();
+    let window = job.qos.deadline;
+    // Every node of one speed: the job's processor time and share on any.
+    let est = nodes[0].est_cpu(job);
+    let add = est / window;
+    let limit = 1.0 + SHARE_SUM_EPS;
+    out.clear();
+    let mut fit = 0;
+    // The `k` smallest RESFree within budget so far, as a max-heap of
+    // their bits (within budget means quoted, so RESFree > 0, and the
+    // bits of positive floats order as the floats do): the `k`-th on top.
+    let mut best: BinaryHeap<u64> = BinaryHeap::with_capacity(k + 1);
+    let within = |res_free: f64| {
+        LibraPlusDollar::quote_of(cfg, job, 0, res_free).is_some_and(|q| q.cost <= job.qos.budget)
+    };
+    let take = |best: &mut BinaryHeap<u64>, res_free: f64| {
+        let bits = res_free.to_bits();
+        if best.len() < k {
+            best.push(bits);
+        } else if best.peek().is_some_and(|&top| bits < top) {
+            best.pop();
+            best.push(bits);
+        }
+    };
+    let kth_of = |best: &BinaryHeap<u64>| {
+        (best.len() == k).then(|| best.peek().map_or(f64::NAN, |&b| f64::from_bits(b)))
+    };
+    for (_, group) in index.idle_by_speed() {
+        let Some(first) = group.first() else {
+            continue;
+        };
+        // Computed on a member, as the walk computes it on each.
+        let Some(l) = load_if_fits(&nodes[first], job, now) else {
+            continue;
+        };
+        fit += group.len();
+        let res_free = LibraPlusDollar::res_free(now, &nodes[first], job);
+        for n in group.iter().take(k) {
+            out.push((n, l));
+            if within(res_free) {
+                take(&mut best, res_free);
+            }
+        }
+    }
+    // A busy node that fits: a candidate, priced exactly.
+    let mut exact = |n: usize, best: &mut BinaryHeap<u64>| {
+        let load = index.exact_load(n, now) + add;
+        if load > limit {
+            return;
+        }
+        fit += 1;
+        out.push((n, load));
+        let res_free = window - index.exact_committed(n, now, window) - est;
+        if within(res_free) {
+            take(best, res_free);
+        }
+    };
+    for n in index.wide() {
+        exact(n, &mut best);
+    }
+    // The least RESFree a node of load at most `h` can have, less room
+    // for rounding (the committed time and RESFree are sums of a node's
+    // parts' floats, each off by a few ulps).
+    let floor =
+        |committed: f64| window - committed * (1.0 + 1e-9) - est - 1e-9 * (1.0 + window + est);
+    let mut kth = kth_of(&best);
+    // Narrow classes first: their nodes' RESFree lower the `k`-th
+    // smallest, so the wider classes' walks stop sooner (it only falls,
+    // so a stop on an earlier one is safe).
+    for class in 0..WIDTH_CLASSES {
+        let widest = class_width(class);
+        // Room for rounding in the share test's start, as Libra's walk.
+        for (lo, n, line) in index.by_lower_bound_desc(class, limit - add + 1e-9) {
+            if lo + add > limit {
+                // Its load is at least `lo`: it fails the share test.
+                continue;
+            }
+            if kth.is_some_and(|kth| floor(window * (lo + widest)) > kth + KEY_TIE_EPS) {
+                break;
+            }
+            // The node's line settles most nodes the walk meets from its
+            // entry alone: surely above the share test's limit, or (once
+            // `k` within budget are known) a RESFree surely beyond the
+            // tolerance of the `k`-th smallest.
+            if let Some((l, h)) = line.band(now) {
+                // Committed time is also at most the remaining time, the
+                // tighter bound when the job's window reaches past the
+                // node's parts' deadlines.
+                debug_assert!(
+                    index.exact_committed(n, now, f64::INFINITY)
+                        <= line.rem_bound(now) * (1.0 + 1e-9) + 1e-9,
+                    "node {n}: remaining time above its bound {} at {now}",
+                    line.rem_bound(now)
+                );
+                let committed = (window * h.max(0.0)).min(line.rem_bound(now));
+                if l + add > limit || kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS) {
+                    #[cfg(test)]
+                    LINE_PRICED.with(|c| c.set(c.get() + 1));
+                    continue;
+                }
+            }
+            exact(n, &mut best);
+            kth = kth_of(&best);
+        }
+    }
+    out.sort_unstable_by_key(|c| c.0);
+    (fit < k).then(|| too_few_in_time(job, fit))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Nodes [`filter_bounded`] settled from their line alone (tests
+    /// check the path ran).
+    pub(crate) static LINE_PRICED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]

@@ -377,6 +377,26 @@ impl Planner {
         }
     }
 
+    /// An adopted job's part holds `node` (see
+    /// [`QueuePolicy::hold_node`]): the plan sees it busy until `est_end`.
+    fn hold(&mut self, job: JobId, node: usize, est_end: Time) -> bool {
+        if !self.pool.take(node) {
+            return false;
+        }
+        match self.running.iter_mut().find(|r| r.id == job) {
+            Some(r) => {
+                r.nodes.push(node);
+                r.est_end = r.est_end.max(est_end);
+            }
+            None => self.running.push(Run {
+                id: job,
+                nodes: vec![node],
+                est_end,
+            }),
+        }
+        true
+    }
+
     fn finished(&mut self, job: JobId) {
         if let Some(k) = self.running.iter().position(|r| r.id == job) {
             let r = self.running.swap_remove(k);
@@ -796,6 +816,10 @@ impl QueuePolicy for Qops {
 
     fn set_node_available(&mut self, node: usize, available: bool) {
         self.planner.set_available(node, available);
+    }
+
+    fn hold_node(&mut self, job: JobId, node: usize, est_end: Time) -> bool {
+        self.planner.hold(job, node, est_end)
     }
 
     fn would_submit(&self, now: Time, job: &JobSpec, _usable: usize) -> Option<Reject> {

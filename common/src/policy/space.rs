@@ -132,6 +132,17 @@ impl NodePool {
         nodes
     }
 
+    /// Takes free node `node`; false if it is not free.
+    pub(crate) fn take(&mut self, node: usize) -> bool {
+        let (w, bit) = (node / 64, 1u64 << (node % 64));
+        if self.free.get(w).is_none_or(|word| word & bit == 0) {
+            return false;
+        }
+        self.free[w] &= !bit;
+        self.n_free -= 1;
+        true
+    }
+
     /// Gives nodes back (dead ones stay out).
     pub(crate) fn release(&mut self, nodes: &[usize]) {
         for &n in nodes {
@@ -225,6 +236,26 @@ impl SpaceState {
             let r = self.running.swap_remove(k);
             self.pool.release(&r.nodes);
         }
+    }
+
+    /// An adopted job's part holds `node` (see
+    /// [`QueuePolicy::hold_node`]).
+    fn hold(&mut self, job: JobId, node: usize, est_end: Time) -> bool {
+        if !self.pool.take(node) {
+            return false;
+        }
+        match self.running.iter_mut().find(|r| r.id == job) {
+            Some(r) => {
+                r.nodes.push(node);
+                r.est_end = r.est_end.max(est_end);
+            }
+            None => self.running.push(Running {
+                id: job,
+                nodes: vec![node],
+                est_end,
+            }),
+        }
+        true
     }
 
     /// Starts queue entry `k` now on the lowest-index free nodes.
@@ -351,6 +382,10 @@ macro_rules! space_state_queue {
 
         fn set_node_available(&mut self, node: usize, available: bool) {
             self.st.set_available(node, available);
+        }
+
+        fn hold_node(&mut self, job: JobId, node: usize, est_end: Time) -> bool {
+            self.st.hold(job, node, est_end)
         }
     };
 }

@@ -77,7 +77,7 @@ fn too_few_with_resources(job: &JobSpec, have: usize) -> Decision {
     )
 }
 
-fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
+pub(super) fn too_few_in_time(job: &JobSpec, can: usize) -> Decision {
     Decision::reject(
         RejectReason::Deadline,
         format!(
@@ -394,7 +394,7 @@ pub fn best_fit_filter_bounded(
     // stop on an earlier one is safe).
     for class in 0..WIDTH_CLASSES {
         let widest = class_width(class);
-        for (lo, n) in index.by_lower_bound_desc(class, top) {
+        for (lo, n, line) in index.by_lower_bound_desc(class, top) {
             if lo + add > 1.0 + SHARE_SUM_EPS {
                 // Its load is at least `lo`: it fails the share test.
                 continue;
@@ -402,6 +402,28 @@ pub fn best_fit_filter_bounded(
             if let Some(kth) = kth {
                 if lo + widest + add + SLACK < kth - KEY_TIE_EPS {
                     break;
+                }
+            }
+            // The node's line, from its entry, settles most nodes the walk
+            // meets without their exact load (their parts are elsewhere
+            // in memory): one whose load is surely above the share test's
+            // limit fails it (float addition is monotone, so the sum the
+            // test takes is at least this one), and once k nodes fit one
+            // surely below the k-th best key less the tolerance cannot be
+            // chosen (the count of nodes that fit then no longer matters:
+            // at least k do).
+            if let Some((l, h)) = line.band(now) {
+                debug_assert!(
+                    (l..=h).contains(&index.exact_load(n, now)),
+                    "node {n}: exact load {} outside its line's band [{l}, {h}] at {now}",
+                    index.exact_load(n, now)
+                );
+                if l + add > 1.0 + SHARE_SUM_EPS
+                    || kth.is_some_and(|kth| h + add + SLACK < kth - KEY_TIE_EPS)
+                {
+                    #[cfg(test)]
+                    LINE_SETTLED.with(|c| c.set(c.get() + 1));
+                    continue;
                 }
             }
             if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
@@ -414,6 +436,13 @@ pub fn best_fit_filter_bounded(
     }
     out.sort_unstable_by_key(|c| c.0);
     Some((fit < k).then(|| too_few_in_time(job, fit)))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Nodes [`best_fit_filter_bounded`] settled from their line alone
+    /// (tests check the path ran).
+    pub static LINE_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// An `f64` key ordered by `total_cmp` (keys here are finite).
@@ -769,7 +798,11 @@ mod tests {
                 deadline: p.deadline,
             }));
             let l = n[k].required_share(0.0);
-            LoadBound { lo: l, hi: l }
+            LoadBound {
+                lo: l,
+                hi: l,
+                line: crate::busy_index::LoadLine::NONE,
+            }
         });
         let j = job(1, 30.0, 1, 100.0, 1e9);
         let mut got = Vec::new();

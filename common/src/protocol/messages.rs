@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -259,6 +259,17 @@ pub enum NodeMsg {
     /// what it ran and finished while it had no manager. The manager
     /// answers [`ManagerMsg::RejoinAnswer`].
     Rejoin(Rejoin),
+    /// The process's nodes that send nothing now (since version 11; a
+    /// crash or hang of single emulated nodes, docs/faults.md), by their
+    /// cluster-wide ids: sent just before a [`NodeMsg::Heartbeat`] when
+    /// any is silent. A heartbeat vouches for every node of its process
+    /// but those listed in the `Silent` frame before it; the manager gives
+    /// up a node not vouched for within its link timeout
+    /// ([`ManagerMsg::NodeLost`]).
+    Silent {
+        /// The silent nodes.
+        nodes: Vec<u32>,
+    },
 }
 
 /// What a node process that lost its manager reports when it is admitted
@@ -352,6 +363,17 @@ pub enum ManagerMsg {
         /// ones were counted from the rejoin.
         keep: Vec<PartId>,
         /// Why the others are dropped (the node logs it).
+        reason: String,
+    },
+    /// One node of the process was given up (since version 11): it was
+    /// silent ([`NodeMsg::Silent`]) for more than the link timeout, and
+    /// its parts were recorded lost. The process drops them (nothing more
+    /// of them is sent); the node, once it sends again, serves idle under
+    /// the same id.
+    NodeLost {
+        /// The node (cluster-wide id).
+        node: u32,
+        /// Why (the node process logs it).
         reason: String,
     },
 }
@@ -475,10 +497,14 @@ pub enum ClientMsg {
         /// The job.
         job: WireJob,
     },
-    /// The cluster's state.
+    /// The cluster's state: a summary, and the page of nodes asked for
+    /// (since version 10; before, every node, which at 158,976 nodes did
+    /// not fit a frame).
     Status {
         /// Echoed back.
         token: u64,
+        /// Which nodes to list besides the summary.
+        query: super::StatusQuery,
     },
     /// Answered by the connection itself, without the manager's actors:
     /// the baseline round trip benchmarks compare against.
@@ -493,6 +519,75 @@ pub enum ClientMsg {
         /// Echoed back.
         token: u64,
     },
+    /// A fault injector applied a fault to a node process (since version
+    /// 9; only the `operator` identity may send it). The manager journals
+    /// it and names the fault in the reasons of what the process's loss
+    /// loses; answered [`ClientReply::Noted`].
+    FaultApplied {
+        /// Echoed back.
+        token: u64,
+        /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
+        /// line 12)`).
+        fault: String,
+        /// The fault's kind (`crash`, `hang`, `partition`, ...).
+        kind: String,
+        /// The node process's label.
+        process: String,
+        /// What was done.
+        act: FaultAct,
+        /// What the injector says it did, for people (`SIGKILL to node
+        /// process lab1-0 (pid 4242)`).
+        what: String,
+        /// The one node it acted on (local index in the process), if not
+        /// the whole process (since version 11).
+        node: Option<u32>,
+        /// `slow`: the capacity factor (since version 11).
+        factor: Option<f64>,
+        /// Real seconds from the act to this report's sending (a report
+        /// waits while no manager runs): the manager journals the act
+        /// this long before it got it.
+        age_s: f64,
+    },
+}
+
+/// What a fault injector did to a node process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultAct {
+    /// SIGKILL (a crash).
+    Kill,
+    /// Started again after a crash, or after it exited when woken from a
+    /// hang or a partition (it registers as new).
+    Restart,
+    /// SIGSTOP (a hang).
+    Stop,
+    /// SIGCONT (the hang is over).
+    Cont,
+    /// A link fault (partition, delay) handed to the node's link layer.
+    Link,
+    /// The link fault is over.
+    Heal,
+    /// A `slow` fault handed to the node process: its nodes (or one)
+    /// run at `factor` of their capacity.
+    Slow,
+    /// The slow fault is over: full capacity again.
+    Restore,
+}
+
+impl FaultAct {
+    /// The word the journal and the agent (`libratory-host fault`) use.
+    pub fn word(self) -> &'static str {
+        match self {
+            FaultAct::Kill => "kill",
+            FaultAct::Restart => "restart",
+            FaultAct::Stop => "stop",
+            FaultAct::Cont => "cont",
+            FaultAct::Link => "link",
+            FaultAct::Heal => "heal",
+            FaultAct::Slow => "slow",
+            FaultAct::Restore => "restore",
+        }
+    }
 }
 
 /// A process's resource use as it reads it itself (`getrusage`, /proc).
@@ -621,12 +716,17 @@ pub enum ClientReply {
         at: Time,
         /// The policy running.
         policy: String,
-        /// Every live node.
+        /// Nodes, processes and jobs in counts (since version 10; boxed,
+        /// so that the reply's other answers stay small).
+        summary: Box<super::StatusSummary>,
+        /// Where the page of `nodes` stands, when the request asked for
+        /// one (since version 10).
+        page: Option<super::PageWindow>,
+        /// The page of live nodes asked for, by id (none for a summary
+        /// alone).
         nodes: Vec<NodeStatus>,
         /// The latest decisions, newest last.
         recent: Vec<RecentDecision>,
-        /// Jobs submitted, open and queued.
-        counts: (u64, u64, u64),
         /// The manager process's own id and resource use (since version 2).
         manager: ProcessUsage,
         /// The node processes connected: label (`NAME (address)`), process
@@ -645,6 +745,11 @@ pub enum ClientReply {
         token: u64,
         /// Name and serialised histogram.
         histograms: Vec<(String, Vec<u8>)>,
+    },
+    /// The answer to [`ClientMsg::FaultApplied`]: journaled.
+    Noted {
+        /// The request's token.
+        token: u64,
     },
     /// The request could not be served.
     Error {

@@ -1,5 +1,6 @@
 //! The wire protocol between the manager and the nodes: every message type,
-//! versioned ([`messages`]), and the frame codec ([`codec`]), the only
+//! versioned ([`messages`]; the status answer's paging and summary in
+//! [`status`]), and the frame codec ([`codec`]), the only
 //! module that knows the byte encoding (bincode 2.0.1, pinned: 3.0.0 is an
 //! empty tombstone release and the crate is unmaintained, so nothing else
 //! may depend on it directly). Both are re-exported here: callers name
@@ -24,6 +25,8 @@
 
 pub mod codec;
 pub mod messages;
+pub mod status;
 
 pub use codec::*;
 pub use messages::*;
+pub use status::*;

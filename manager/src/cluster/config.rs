@@ -307,6 +307,23 @@ fn default_time_limit() -> String {
     "00:30:00".into()
 }
 
+/// The 1-based line of `key = ...` in table `[section]` of TOML `text`.
+fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (k, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            current = h.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+        } else if current == section
+            && l.strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        {
+            return Some(k + 1);
+        }
+    }
+    None
+}
+
 /// A configuration problem, naming the file (and line/key when known).
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -356,10 +373,23 @@ impl ClusterConfig {
                 c.workload.trace = Some(base.join(t));
             }
         }
-        if let Some(f) = &c.workload.faults {
-            if f.is_relative() {
-                c.workload.faults = Some(base.join(f));
+        if let Some(f) = c.workload.faults.clone() {
+            let resolved = if f.is_relative() { base.join(&f) } else { f };
+            // A scenario that is not there is the configuration's mistake:
+            // say where it names it.
+            if !resolved.is_file() {
+                let line =
+                    line_of(&text, "workload", "faults").map_or(String::new(), |n| format!(":{n}"));
+                return Err(ConfigError::Invalid {
+                    path: PathBuf::from(format!("{}{line}", path.display())),
+                    key: "workload.faults".into(),
+                    why: format!(
+                        "no fault scenario {} (relative paths are relative to the configuration file)",
+                        resolved.display()
+                    ),
+                });
             }
+            c.workload.faults = Some(resolved);
         }
         Ok(c)
     }
@@ -705,6 +735,30 @@ capacity = 0.25
         .unwrap_err()
         .to_string();
         assert!(e.contains("manager.listen"), "{e}");
+    }
+
+    /// A scenario the configuration names must exist, relative to the
+    /// configuration: else the error names the file, the line and the key.
+    #[test]
+    fn a_missing_fault_scenario_names_file_line_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("lab.toml");
+        let text = GOOD.replace(
+            "policy = \"libra\"\n",
+            "policy = \"libra\"\nfaults = \"f/crash.toml\"\n",
+        );
+        std::fs::write(&cfg, &text).unwrap();
+        let e = ClusterConfig::load(&cfg).unwrap_err().to_string();
+        let want = format!(
+            "{}:10: workload.faults: no fault scenario {}",
+            cfg.display(),
+            dir.path().join("f/crash.toml").display()
+        );
+        assert!(e.starts_with(&want), "{e}\nwanted {want}");
+        std::fs::create_dir(dir.path().join("f")).unwrap();
+        std::fs::write(dir.path().join("f/crash.toml"), "").unwrap();
+        let c = ClusterConfig::load(&cfg).unwrap();
+        assert_eq!(c.workload.faults, Some(dir.path().join("f/crash.toml")));
     }
 
     fn err(text: &str) -> String {

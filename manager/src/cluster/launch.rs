@@ -47,6 +47,8 @@ pub struct LaunchPlan {
     pub hosts: Vec<HostPlan>,
     /// sbatch options for a Slurm submission (one argument each).
     pub sbatch: Vec<String>,
+    /// The fault scenario of `[workload] faults` (absolute), if any.
+    pub faults: Option<PathBuf>,
 }
 
 /// The manager's side of a launch.
@@ -168,6 +170,11 @@ impl LaunchPlan {
             .clone()
             .unwrap_or_else(|| PathBuf::from("runs").join(&name));
         LaunchPlan {
+            faults: cfg
+                .workload
+                .faults
+                .as_ref()
+                .map(|f| std::path::absolute(f).unwrap_or(f.clone())),
             sbatch: sbatch_options(cfg, &name),
             config,
             name,
@@ -202,6 +209,14 @@ impl LaunchPlan {
         var(&mut s, "LBR_LOCAL_DIAL", &self.manager.local_dial);
         var(&mut s, "LBR_CERTS", &self.manager.certs.to_string_lossy());
         var(&mut s, "LBR_OUTPUT_DIR", &self.output_dir.to_string_lossy());
+        var(
+            &mut s,
+            "LBR_FAULTS",
+            &self
+                .faults
+                .as_ref()
+                .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+        );
         var(
             &mut s,
             "LBR_MAX_SKEW_MS",

@@ -1,6 +1,7 @@
 //! `libratory certs`: a cluster CA and the certificates of the manager,
-//! the client, the viewer and each node; more node certificates later
-//! (`--add`); revocations (`--revoke`).
+//! the client, the viewer, the operator (the fault injector's) and each
+//! node; more node certificates later (`--add`, which also signs the
+//! operator's if missing); revocations (`--revoke`).
 
 use std::path::Path;
 
@@ -46,7 +47,7 @@ pub fn certs_or_revoke(
     } else {
         net::make_cluster_certs(out, manager_names, nodes)?;
         println!(
-            "made a cluster CA, the manager, client and viewer certificates and {} node certificate(s) in {}\n\
+            "made a cluster CA, the manager, client, viewer and operator certificates and {} node certificate(s) in {}\n\
              copy ca.pem and node-NAME.pem/.key (only its own) to each node host; keep ca.key on this machine",
             nodes.len(),
             out.display()

@@ -16,7 +16,10 @@ use common::job::{
     ResourceRequirements,
 };
 use common::policy::Decision;
-use common::protocol::{ClientMsg, ClientReply, Hello, QuoteAnswer, Role};
+use common::protocol::{
+    ClientMsg, ClientReply, Hello, PageQuery, PageWindow, QuoteAnswer, Role, StatusQuery,
+    MAX_PER_PAGE,
+};
 use net::{self, FramedStream, Timeouts};
 use serde::Deserialize;
 
@@ -400,37 +403,71 @@ pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
     }
 }
 
-/// Which nodes `libratory status` lists: a large cluster is summarised
-/// and listed a page at a time.
+/// Which nodes `libratory status` lists: the manager sends the summary
+/// and one page of nodes, so the answer fits a frame at any cluster size.
 #[derive(Args, Clone, Debug)]
 pub struct StatusArgs {
     /// List this page of nodes (1-based; each of `--per` nodes). Without
-    /// it every node is listed when there are at most `--per`, else only
-    /// the summary.
-    #[arg(long = "nodes", value_name = "PAGE")]
+    /// it the first page is listed, with how many pages there are.
+    #[arg(long = "nodes", value_name = "PAGE", conflicts_with = "summary")]
     pub page: Option<usize>,
     /// Nodes per page.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=MAX_PER_PAGE as u64))]
     pub per: u64,
     /// Only nodes holding parts (in the list and the page count).
     #[arg(long)]
     pub busy: bool,
+    /// The summary alone: counts of node processes, nodes, busy nodes,
+    /// parts and jobs, no node listed.
+    #[arg(long)]
+    pub summary: bool,
 }
 
-/// The indexes of page `page` (1-based) of `per` nodes among `n`; a page
-/// past the end (or 0) is an error naming the pages there are.
-pub fn status_page(n: usize, page: usize, per: usize) -> Result<std::ops::Range<usize>> {
-    let pages = n.div_ceil(per).max(1);
-    if page == 0 || page > pages {
-        bail!("--nodes {page}: pages run from 1 to {pages} ({n} nodes, {per} a page)");
+impl StatusArgs {
+    /// What to ask the manager for.
+    pub fn query(&self) -> Result<StatusQuery> {
+        if self.summary {
+            return Ok(StatusQuery { nodes: None });
+        }
+        let page = match self.page {
+            Some(0) => bail!("--nodes 0: pages are numbered from 1"),
+            Some(p) => p - 1,
+            None => 0,
+        };
+        Ok(StatusQuery {
+            nodes: Some(PageQuery {
+                page,
+                per: self.per as usize,
+                busy: self.busy,
+            }),
+        })
     }
-    Ok((page - 1) * per..(page * per).min(n))
 }
 
-/// `libratory status`: nodes (summarised, a page of them), their jobs and
-/// shares, recent decisions.
+/// The manager answers a page past the end with the last page; asked for
+/// by number (`--nodes PAGE`), that is an error naming the pages there
+/// are.
+pub fn check_page(asked: Option<usize>, w: &PageWindow) -> Result<()> {
+    match asked {
+        Some(p) if p != w.page + 1 => bail!(
+            "--nodes {p}: pages run from 1 to {} ({} nodes{}, {} a page)",
+            w.pages,
+            w.matching,
+            if w.busy { " with parts" } else { "" },
+            w.per
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `libratory status`: a summary of the nodes and jobs, a page of nodes
+/// with their parts and shares, recent decisions.
 pub fn status(conn: &ConnArgs, view: &StatusArgs) -> Result<ExitCode> {
-    let reply = rt()?.block_on(request(conn, ClientMsg::Status { token: 1 }))?;
+    let query = view.query()?;
+    let reply = rt()?.block_on(request(conn, ClientMsg::Status { token: 1, query }))?;
+    if let ClientReply::Status { page: Some(w), .. } = &reply {
+        check_page(view.page, w)?;
+    }
     if conn.json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
         return Ok(ExitCode::SUCCESS);
@@ -439,52 +476,41 @@ pub fn status(conn: &ConnArgs, view: &StatusArgs) -> Result<ExitCode> {
         ClientReply::Status {
             at,
             policy,
+            summary: s,
+            page,
             nodes,
             recent,
-            counts,
             ..
         } => {
+            let n = &s.nodes;
             println!(
-                "policy {policy} at trace time {at:.1}: {} nodes, {} jobs submitted, {} open, {} queued",
-                nodes.len(),
-                counts.0,
-                counts.1,
-                counts.2
+                "policy {policy} at trace time {at:.1}: {} nodes in {} node processes ({} of {} registered), \
+                 jobs: {} submitted, {} decided, {} finished, {} open, {} queued",
+                n.total, s.processes, s.registered, s.expected, s.submitted, s.decided, s.finished, s.open, s.queued
             );
-            let busy = nodes.iter().filter(|n| !n.parts.is_empty()).count();
-            let parts: usize = nodes.iter().map(|n| n.parts.len()).sum();
-            let max_load = nodes.iter().map(|n| n.load).fold(0.0, f64::max);
             println!(
-                "nodes: {busy} of {} hold {parts} parts, largest load {max_load:.3}",
-                nodes.len()
+                "nodes: {} of {} hold {} parts, largest load {:.3}; by load: {} idle, {} to 0.25, {} to 0.5, {} to 0.75, {} to 1, {} above 1",
+                n.busy, n.total, n.parts, n.max_load, n.loads[0], n.loads[1], n.loads[2], n.loads[3], n.loads[4], n.loads[5]
             );
-            let kept: Vec<_> = nodes
-                .iter()
-                .filter(|n| !view.busy || !n.parts.is_empty())
-                .collect();
-            let per = view.per as usize;
-            let shown = match view.page {
-                Some(page) => {
-                    let r = status_page(kept.len(), page, per)?;
+            if let Some(w) = page {
+                let of = if w.busy {
+                    " nodes with parts"
+                } else {
+                    " nodes"
+                };
+                if w.pages > 1 {
                     println!(
-                        "page {page} of {}{}:",
-                        kept.len().div_ceil(per).max(1),
-                        if view.busy { " (nodes with parts)" } else { "" }
+                        "page {} of {} ({}{of}, {} a page; others with --nodes PAGE, --per N, --busy):",
+                        w.page + 1,
+                        w.pages,
+                        w.matching,
+                        w.per
                     );
-                    &kept[r]
+                } else if w.busy {
+                    println!("{}{of}:", w.matching);
                 }
-                None if kept.len() <= per => &kept[..],
-                None => {
-                    println!(
-                        "({} nodes{}: list them a page at a time with --nodes 1 .. {}, --per N)",
-                        kept.len(),
-                        if view.busy { " with parts" } else { "" },
-                        kept.len().div_ceil(per)
-                    );
-                    &kept[..0]
-                }
-            };
-            for n in shown {
+            }
+            for n in &nodes {
                 println!("node {:>4} ({}) load {:.3}", n.id, n.host, n.load);
                 for p in &n.parts {
                     println!(
@@ -517,17 +543,52 @@ pub fn status(conn: &ConnArgs, view: &StatusArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::status_page;
+    use super::*;
+
+    fn args(page: Option<usize>, per: u64, busy: bool, summary: bool) -> StatusArgs {
+        StatusArgs {
+            page,
+            per,
+            busy,
+            summary,
+        }
+    }
 
     #[test]
-    fn status_pages_cover_the_nodes_and_name_the_range_when_asked_past_it() {
-        // 158,976 nodes by 50: 3,180 pages, the last of 26.
-        assert_eq!(status_page(158_976, 1, 50).unwrap(), 0..50);
-        assert_eq!(status_page(158_976, 3180, 50).unwrap(), 158_950..158_976);
-        let e = status_page(158_976, 3181, 50).unwrap_err().to_string();
-        assert!(e.contains("1 to 3180"), "{e}");
-        assert!(status_page(10, 0, 50).is_err());
-        // No node at all: one empty page.
-        assert_eq!(status_page(0, 1, 50).unwrap(), 0..0);
+    fn status_asks_for_a_page_or_the_summary_and_names_the_pages_when_asked_past_them() {
+        // The default: the first page of 50.
+        let q = args(None, 50, false, false).query().unwrap();
+        assert_eq!(
+            q.nodes,
+            Some(PageQuery {
+                page: 0,
+                per: 50,
+                busy: false
+            })
+        );
+        assert_eq!(
+            args(Some(3), 20, true, false)
+                .query()
+                .unwrap()
+                .nodes
+                .unwrap()
+                .page,
+            2
+        );
+        assert_eq!(args(None, 50, false, true).query().unwrap().nodes, None);
+        assert!(args(Some(0), 50, false, false).query().is_err());
+        // 158,976 nodes by 50: 3,180 pages. The manager shows the last for
+        // page 3,181; asked by number, that is an error naming the range.
+        let past = PageQuery {
+            page: 3180,
+            per: 50,
+            busy: false,
+        }
+        .window(158_976);
+        let e = check_page(Some(3181), &past).unwrap_err().to_string();
+        assert!(e.contains("1 to 3180") && e.contains("158976 nodes"), "{e}");
+        check_page(Some(3180), &past).unwrap();
+        // Not asked by number: whatever page came is fine.
+        check_page(None, &past).unwrap();
     }
 }

@@ -31,6 +31,9 @@ pub fn demo(
     let certs = out.join("certs");
     if !certs.join("ca.key").exists() {
         crate::live::certs::certs(&certs, &["local".to_string()], &[], false)?;
+    } else if !certs.join(format!("{}.pem", net::OPERATOR_NAME)).exists() {
+        // Made before the operator identity: the fault injector needs it.
+        net::add_node_certs(&certs, &[])?;
     }
     let mut cfg = demo_config(
         &std::fs::canonicalize(&certs)?,

@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::nodepage::{self, NodeSummary, PageQuery};
+use super::nodepage::{self, NodeSummary};
 pub use super::nodepage::{NodeView, PartRow};
 
 /// The page, served at `/`.
@@ -338,7 +338,7 @@ fn header(name: &str, value: &str) -> tiny_http::Header {
 pub fn route(path: &str, s: &Snapshot) -> Option<(String, &'static str)> {
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     // Nodes come summarised and one page at a time (nodepage.rs).
-    let q = PageQuery::parse(query);
+    let q = nodepage::parse_query(query);
     let json = |v: serde_json::Result<String>| {
         Some((
             v.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),

@@ -30,7 +30,7 @@ use crate::live::procstat;
 use anyhow::{bail, Context, Result};
 use common::job::JobSpec;
 use common::policy::Decision;
-use common::protocol::{ClientMsg, ClientReply, NodeProcess, ProcessUsage};
+use common::protocol::{ClientMsg, ClientReply, NodeProcess, ProcessUsage, StatusQuery};
 use hdrhistogram::Histogram;
 use net::FrameReceiver;
 use serde::Serialize;
@@ -189,7 +189,13 @@ async fn status(
     rx: &mut FrameReceiver,
     token: u64,
 ) -> Result<StatusFacts> {
-    tx.send(&ClientMsg::Status { token }).await?;
+    // The summary alone: the load test needs counts and processes, not
+    // the nodes.
+    tx.send(&ClientMsg::Status {
+        token,
+        query: StatusQuery::default(),
+    })
+    .await?;
     loop {
         let r = tokio::time::timeout(Duration::from_secs(30), rx.recv::<ClientReply>("reply"))
             .await
@@ -199,14 +205,14 @@ async fn status(
             ClientReply::Status {
                 token: t,
                 policy,
-                nodes,
+                summary,
                 manager,
                 processes,
                 ..
             } if t == token => {
                 return Ok(StatusFacts {
                     policy,
-                    nodes: nodes.len(),
+                    nodes: summary.nodes.total,
                     manager,
                     processes,
                 })

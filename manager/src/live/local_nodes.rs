@@ -1,6 +1,8 @@
 //! The node processes a live run starts on this machine (`--spawn-local`,
-//! `demo`, `calibrate`): started beside the manager, logged to `logs/`,
-//! killed on drop, and started again by the fault injector after a crash.
+//! `demo`, `calibrate`): started beside the manager (or by the run's
+//! supervisor, when a fault scenario crashes the manager), logged to
+//! `logs/`, killed on drop, and started again by the fault injector after
+//! a crash.
 
 use std::fs;
 use std::net::SocketAddr;
@@ -66,14 +68,12 @@ impl LocalNodes {
         })
     }
 
-    /// The processes, for the fault injector.
-    pub fn shared(&self) -> std::sync::Arc<std::sync::Mutex<Vec<(String, Child)>>> {
-        self.children.clone()
-    }
-
-    /// How process `p` was started (program, arguments, log file).
-    pub fn command(&self, p: usize) -> Option<&(PathBuf, Vec<std::ffi::OsString>, PathBuf)> {
-        self.commands.get(p)
+    /// The fault injector's executor on these processes.
+    pub fn executor(&self) -> crate::live::inject::exec::Children {
+        crate::live::inject::exec::Children {
+            children: self.children.clone(),
+            commands: self.commands.clone(),
+        }
     }
 
     /// Waits up to `grace` for the processes to leave, then kills the rest.

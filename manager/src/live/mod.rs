@@ -4,7 +4,7 @@
 pub mod certs;
 pub mod client;
 pub mod demo;
-pub mod faultinject;
+pub mod inject;
 pub mod journal;
 pub mod liveview;
 pub mod loadtest;

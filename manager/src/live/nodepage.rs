@@ -2,7 +2,9 @@
 //! emulated nodes cannot be drawn or sent whole every half second, so the
 //! page gets a summary of every node (how many hold parts, how their loads
 //! spread) and one page of them, chosen by the query
-//! (`?page=N&per=M&busy=1`).
+//! (`?page=N&per=M&busy=1`). The paging rules and the summary's counts
+//! are `common::protocol::status`'s, which the manager's `Status` answer
+//! follows too.
 
 use serde::Serialize;
 
@@ -35,71 +37,24 @@ pub struct NodeView {
     pub parts: Vec<PartRow>,
 }
 
-/// Nodes per page when the query does not say.
-pub const PER_PAGE: usize = 100;
+pub use common::protocol::{NodeSummary, PageQuery, LOAD_CLASSES, MAX_PER_PAGE, PER_PAGE};
 
-/// The most nodes one page holds (a larger `per` is cut to it).
-pub const MAX_PER_PAGE: usize = 1000;
-
-/// Upper bounds of the load classes of [`NodeSummary::loads`]: a node of
-/// load `l` counts in the first class whose bound is `>= l` (the last
-/// class is "above 1": more promised than the node has).
-pub const LOAD_CLASSES: [f64; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
-
-/// Which page of nodes a request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageQuery {
-    /// 0-based page.
-    pub page: usize,
-    /// Nodes per page (1..=[`MAX_PER_PAGE`]).
-    pub per: usize,
-    /// Only nodes holding parts.
-    pub busy: bool,
-}
-
-impl Default for PageQuery {
-    fn default() -> Self {
-        PageQuery {
-            page: 0,
-            per: PER_PAGE,
-            busy: false,
+/// The page a URL's query string (after `?`) asks for: `page`, `per` and
+/// `busy` (`1`/`true`); other keys (the token) and values that do not
+/// parse are ignored, so a bad query shows the first page rather than
+/// nothing.
+pub fn parse_query(query: &str) -> PageQuery {
+    let mut q = PageQuery::default();
+    for kv in query.split('&') {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            "page" => q.page = v.parse().unwrap_or(0),
+            "per" => q.per = v.parse().unwrap_or(PER_PAGE).clamp(1, MAX_PER_PAGE),
+            "busy" => q.busy = matches!(v, "1" | "true"),
+            _ => {}
         }
     }
-}
-
-impl PageQuery {
-    /// From a URL's query string (after `?`): `page`, `per` and `busy`
-    /// (`1`/`true`); other keys (the token) and values that do not parse
-    /// are ignored, so a bad query shows the first page rather than
-    /// nothing.
-    pub fn parse(query: &str) -> PageQuery {
-        let mut q = PageQuery::default();
-        for kv in query.split('&') {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            match k {
-                "page" => q.page = v.parse().unwrap_or(0),
-                "per" => q.per = v.parse().unwrap_or(PER_PAGE).clamp(1, MAX_PER_PAGE),
-                "busy" => q.busy = matches!(v, "1" | "true"),
-                _ => {}
-            }
-        }
-        q
-    }
-}
-
-/// Every node at a glance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeSummary {
-    /// Nodes in the view.
-    pub total: usize,
-    /// Nodes holding at least one part.
-    pub busy: usize,
-    /// Parts on all nodes.
-    pub parts: usize,
-    /// Nodes per load class ([`LOAD_CLASSES`], then above 1).
-    pub loads: [usize; 6],
-    /// The largest load.
-    pub max_load: f64,
+    q
 }
 
 /// One page of nodes and where it stands.
@@ -121,29 +76,15 @@ pub struct NodePage<'a> {
 
 /// The summary of `nodes`.
 pub fn summary(nodes: &[NodeView]) -> NodeSummary {
-    let mut s = NodeSummary {
-        total: nodes.len(),
-        busy: 0,
-        parts: 0,
-        loads: [0; 6],
-        max_load: 0.0,
-    };
+    let mut s = NodeSummary::default();
     for n in nodes {
-        if !n.parts.is_empty() {
-            s.busy += 1;
-        }
-        s.parts += n.parts.len();
-        let class = LOAD_CLASSES
-            .iter()
-            .position(|&b| n.load <= b)
-            .unwrap_or(LOAD_CLASSES.len());
-        s.loads[class] += 1;
-        s.max_load = s.max_load.max(n.load);
+        s.add(n.load, n.parts.len());
     }
     s
 }
 
-/// Page `q` of `nodes`.
+/// Page `q` of `nodes` (the same window as the manager's status answer:
+/// [`PageQuery::window`]).
 pub fn page<'a>(nodes: &'a [NodeView], q: PageQuery) -> NodePage<'a> {
     let keep = |n: &&NodeView| !q.busy || !n.parts.is_empty();
     let matching = if q.busy {
@@ -151,20 +92,19 @@ pub fn page<'a>(nodes: &'a [NodeView], q: PageQuery) -> NodePage<'a> {
     } else {
         nodes.len()
     };
-    let per = q.per.clamp(1, MAX_PER_PAGE);
-    let pages = matching.div_ceil(per).max(1);
-    let page = q.page.min(pages - 1);
+    let w = q.window(matching);
+    let r = w.range();
     let shown = nodes
         .iter()
         .filter(keep)
-        .skip(page * per)
-        .take(per)
+        .skip(r.start)
+        .take(r.len())
         .collect();
     NodePage {
-        page,
-        per,
-        pages,
-        busy: q.busy,
+        page: w.page,
+        per: w.per,
+        pages: w.pages,
+        busy: w.busy,
         matching,
         nodes: shown,
     }
@@ -195,18 +135,18 @@ mod tests {
 
     #[test]
     fn queries_parse_with_defaults_and_bounds() {
-        assert_eq!(PageQuery::parse(""), PageQuery::default());
+        assert_eq!(parse_query(""), PageQuery::default());
         assert_eq!(
-            PageQuery::parse("token=abc&page=3&per=20&busy=1"),
+            parse_query("token=abc&page=3&per=20&busy=1"),
             PageQuery {
                 page: 3,
                 per: 20,
                 busy: true
             }
         );
-        let q = PageQuery::parse("page=x&per=0");
+        let q = parse_query("page=x&per=0");
         assert_eq!((q.page, q.per, q.busy), (0, 1, false));
-        assert_eq!(PageQuery::parse("per=1000000").per, MAX_PER_PAGE);
+        assert_eq!(parse_query("per=1000000").per, MAX_PER_PAGE);
     }
 
     #[test]

@@ -77,6 +77,19 @@ pub fn resume(
         s.resumed_before,
         takeover.note
     ));
+    // The earlier managers' histograms, as last journaled.
+    let mut takeover = takeover;
+    for (name, text) in &s.histograms {
+        match crate::results::histograms::decode(text) {
+            Ok(h) => {
+                takeover.histograms.insert(name.clone(), h);
+            }
+            Err(e) => log.say(format_args!(
+                "{}: histogram {name} of the managers before: {e}; left out",
+                path.display()
+            )),
+        }
+    }
     let listen = cfg.manager.listen.parse()?;
     let writer = JournalWriter::append(&path, s.last_t + down)?;
     let live_cfg = LiveConfig {
@@ -102,7 +115,6 @@ pub fn resume(
         view: None,
         threads: Threads::parse(env.manager_threads().as_deref())?,
         replay_started: None,
-        fault_notes: None,
         batsim: Default::default(),
         resume: Some(takeover),
     };
@@ -143,6 +155,11 @@ pub fn resume(
         &files,
     )
     .live(&node_facts);
+    // The run's fault scenario, as its first manager listed it.
+    let manifest = match &c.header.faults {
+        Some(facts) => manifest.with_faults(facts),
+        None => manifest,
+    };
     rundir::finish(
         dir,
         manifest,
@@ -187,12 +204,27 @@ pub(crate) fn takeover(
             remaining.push(j.clone());
         }
     }
-    let unrecoverable: Vec<_> = s
-        .undecided
-        .iter()
-        .filter(|r| r.id >= CLIENT_JOBS)
-        .cloned()
-        .collect();
+    // Clients' jobs queued at the crash: decided now from the
+    // specification the journal keeps (on the clock's axis already);
+    // journals written before did not keep it.
+    let mut unrecoverable = Vec::new();
+    for r in s.undecided.iter().filter(|r| r.id >= CLIENT_JOBS) {
+        match s.client_specs.get(&r.id) {
+            Some(spec) => undecided.push(WorkloadJob {
+                spec: spec.clone(),
+                actual_runtime: r.actual,
+            }),
+            None => unrecoverable.push(r.clone()),
+        }
+    }
+    // Decided in the order they came.
+    undecided.sort_by(|a, b| {
+        a.spec
+            .details
+            .submit_time
+            .total_cmp(&b.spec.details.submit_time)
+            .then(a.spec.id.cmp(&b.spec.id))
+    });
     let wait = Duration::from_secs_f64(cfg.manager.manager_grace_s);
     let after = after_fault.map_or(String::new(), |f| format!(" after {f}"));
     let note = format!(
@@ -233,6 +265,11 @@ pub(crate) fn takeover(
         crash_trace: s.last_trace,
         note,
         trace_now,
+        crashed: s.last_t,
+        restarted: s.last_t + down,
+        // The earlier managers' histograms are decoded by the caller,
+        // which logs a bad one.
+        histograms: Default::default(),
     };
     (takeover, remaining)
 }

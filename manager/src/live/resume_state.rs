@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::job::JobId;
+use common::job::{JobId, JobSpec};
 use common::metrics::JobRecord;
 use common::time::Time;
 
@@ -41,6 +41,12 @@ pub struct ResumeState {
     pub open: Vec<OpenJob>,
     /// Jobs submitted and not decided (a queue policy's queue), by id.
     pub undecided: Vec<JobRecord>,
+    /// The specifications of clients' jobs the journal holds (their
+    /// `submitted` entries'), by id.
+    pub client_specs: BTreeMap<JobId, JobSpec>,
+    /// The managers' latency histograms as last journaled (the last
+    /// `histograms` entry: name -> encoded), cumulative over the run.
+    pub histograms: BTreeMap<String, String>,
     /// Trace seconds from the clock's start to the replay start (None:
     /// the replay had not started).
     pub replay_offset: Option<Time>,
@@ -84,6 +90,8 @@ impl ResumeState {
         let mut parts_over: BTreeMap<JobId, BTreeMap<u32, Time>> = BTreeMap::new();
         let mut resumed_before = 0;
         let mut ended = false;
+        let mut client_specs = BTreeMap::new();
+        let mut histograms = BTreeMap::new();
         let put = |jobs: &mut BTreeMap<JobId, (Stage, JobRecord)>, s, r: &JobRecord| {
             let slot = jobs.entry(r.id).or_insert((s, r.clone()));
             if slot.0 != Stage::Finished {
@@ -107,8 +115,11 @@ impl ResumeState {
                     replay = Some((*t, *offset));
                     *t
                 }
-                Entry::Submitted { t, record } => {
+                Entry::Submitted { t, record, spec } => {
                     put(&mut jobs, Stage::Submitted, record);
+                    if let Some(spec) = spec {
+                        client_specs.insert(record.id, (**spec).clone());
+                    }
                     *t
                 }
                 Entry::Decided { t, record } => {
@@ -168,7 +179,11 @@ impl ResumeState {
                     ended = true;
                     *t
                 }
-                Entry::Fault { t, .. } => *t,
+                Entry::Fault { t, .. } | Entry::Restart { t, .. } => *t,
+                Entry::Histograms { t, manager } => {
+                    histograms = manager.clone();
+                    *t
+                }
             };
             last_t = last_t.max(t);
         }
@@ -195,6 +210,8 @@ impl ResumeState {
             done,
             open,
             undecided,
+            client_specs,
+            histograms,
             replay_offset: replay.map(|(_, off)| off),
             last_trace,
             last_t,
@@ -291,6 +308,7 @@ mod tests {
                     },
                     duplicates: 0,
                 },
+                faults: None,
             },
             entries,
             torn_line: None,
@@ -355,6 +373,7 @@ mod tests {
             Entry::Submitted {
                 t: 2.5,
                 record: record(4, false),
+                spec: None,
             },
             Entry::Finished {
                 t: 4.0,
@@ -387,6 +406,28 @@ mod tests {
         ids.sort_unstable();
         assert_eq!(ids, vec![1, 2, 3, 4]);
         assert!(check_resumable(&c, &s).is_ok());
+    }
+
+    /// A client's job queued at the crash whose `submitted` entry carries
+    /// its specification: undecided, with the specification at hand.
+    #[test]
+    fn a_queued_clients_specification_is_taken_back() {
+        let id = 1 << 40;
+        let spec = JobSpec::new(id, 12.0, 5.0, 1, 50.0, 9.0);
+        let c = contents(vec![
+            Entry::Replay {
+                t: 1.0,
+                offset: 0.0,
+            },
+            Entry::Submitted {
+                t: 2.0,
+                record: record(id, false),
+                spec: Some(Box::new(spec.clone())),
+            },
+        ]);
+        let s = ResumeState::from_journal(&c);
+        assert_eq!(s.undecided, vec![record(id, false)]);
+        assert_eq!(s.client_specs.get(&id), Some(&spec));
     }
 
     /// A journal that ended, or whose replay never began, is refused with

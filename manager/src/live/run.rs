@@ -18,7 +18,7 @@ use crate::live::journal::{JournalWriter, JOURNAL};
 use crate::live::local_nodes::LocalNodes;
 use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
 use crate::live::progress::Progress;
-use crate::live::{recover, run_files, setup, supervise};
+use crate::live::{inject, recover, run_files, setup, supervise};
 use crate::results::calibration;
 use crate::results::histograms::Percentiles;
 use crate::results::rundir::{self, Invocation, Log, Manifest};
@@ -29,7 +29,7 @@ pub struct RunExtras<'a> {
     /// The live view's address and token (`--http`, `--http-token`).
     pub http: Option<crate::live::liveview::ViewAddr>,
     /// A fault scenario (`--faults FILE`) executed on the local node
-    /// processes (see [`crate::live::faultinject`]).
+    /// processes (see [`crate::live::inject`]).
     pub faults: Option<&'a Path>,
     /// The external scheduler of the `batsim` policy.
     pub batsim: crate::batsim::BatsimArgs,
@@ -116,28 +116,67 @@ pub fn run(
     recover::recover_interrupted(out, &mut log)?;
     // Before the journal: a scenario a live run cannot execute leaves
     // nothing behind.
+    let supervised = std::env::var_os(supervise::SUPERVISED).is_some();
+    let hosts_of = setup::process_hosts(cfg);
+    let reaches = |p: usize| match hosts_of.get(p) {
+        // Without --spawn-local the node processes are started elsewhere
+        // (the launch scripts), and so are their faults (`inject`).
+        _ if !spawn_local => Ok(()),
+        Some(h) if h.is_local() => Ok(()),
+        Some(h) => Err(format!(
+            "node process {p} runs on host {} ({}), which this run does not start: \
+             scripts/launch.sh --faults executes the faults of node processes on other hosts",
+            h.name,
+            h.ssh.as_deref().unwrap_or_default()
+        )),
+        None => Err(format!("the configuration has no node process {p}")),
+    };
     let faults = scenario
         .as_ref()
-        .map(|sf| setup::fault_plan(sf, cfg, spawn_local, &wl, seed, &mut log))
+        .map(|sf| setup::fault_plan(sf, cfg, reaches, &wl, seed, &mut log))
         .transpose()?;
+    let first_submit = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
     if let Some((plan, _)) = &faults {
-        if supervise::needed(plan) {
-            supervise::check(plan)?;
-            if std::env::var_os(supervise::SUPERVISED).is_none() {
-                let first = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-                let st = supervise::run(plan, out, cfg.manager.time_scale, first, &mut log)?;
-                if !st.success() {
-                    bail!("the supervised run ended with {st}");
-                }
-                return Ok(None);
+        let node_faults = !crate::live::inject::steps(plan).is_empty();
+        if node_faults && spawn_local {
+            crate::live::inject::cmd::check_operator(&cfg.manager.certs)?;
+        }
+        if node_faults && !spawn_local && !supervised {
+            log.say(format_args!(
+                "faults: this run starts no node process: its node faults are executed by \
+                 `libratory inject --config CONFIG --faults FILE --run {}` (scripts/launch.sh --faults starts it)",
+                out.display()
+            ));
+        }
+        if supervise::needed(plan) && !supervised {
+            let st = supervise::run(
+                plan,
+                supervise::Context {
+                    cfg,
+                    out,
+                    spawn_local,
+                    first_submit,
+                },
+                &mut log,
+            )?;
+            if !st.success() {
+                bail!("the supervised run ended with {st}");
             }
+            return Ok(None);
         }
     }
     let trace = wl.trace.clone();
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
     let writer = JournalWriter::create(
         &out.join(JOURNAL),
-        setup::journal_header(&inv, cfg, &exp, &wl, trace_facts.as_ref())?,
+        setup::journal_header(
+            &inv,
+            cfg,
+            &exp,
+            &wl,
+            trace_facts.as_ref(),
+            faults.as_ref().map(|(_, facts)| facts),
+        )?,
     )?;
     log.say(format_args!(
         "libratory run: policy {}, preset {}, seed {seed}, {} jobs, time scale {} ({} real s per trace s), {} emulated nodes expected",
@@ -179,24 +218,17 @@ pub fn run(
         view: view.as_ref().map(|v| v.publisher.clone()),
         threads: Threads::parse(env.manager_threads().as_deref())?,
         replay_started: None,
-        fault_notes: None,
         batsim,
         resume: None,
     };
-    let mut live_cfg = live_cfg;
-    let replay_rx = faults.as_ref().map(|_| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        live_cfg.replay_started = Some(tx);
-        rx
-    });
-    let notes = faults.as_ref().map(|_| {
-        let notes = crate::live::manager::FaultNotes::default();
-        live_cfg.fault_notes = Some(notes.clone());
-        notes
-    });
-    let first_submit = wl.jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
-    let injector_journal = writer.journal();
-    let plan = faults.as_ref().map(|(p, _)| p.clone());
+    // (faults) The injector runs beside the manager, unless the run's
+    // supervisor holds the node processes and runs it.
+    let injector_plan = faults
+        .as_ref()
+        .filter(|_| spawn_local && !supervised)
+        .map(|(p, _)| p.clone());
+    let reporting = (local_dial, cfg.manager.certs.clone(), out.join(JOURNAL));
+    let fault_control = faults.is_some();
     let jobs = wl.jobs.clone();
     let local_hosts: Vec<&HostSection> = cfg.hosts.iter().filter(|h| h.is_local()).collect();
     let logs = out.join("logs");
@@ -204,32 +236,28 @@ pub fn run(
     let started = SystemTime::now();
     let (outcome, exits, manager_seconds): (LiveOutcome, Vec<(String, String)>, f64) =
         actix_rt::System::new().block_on(async move {
-            let nodes = if spawn_local {
+            // Under a supervisor, the supervisor starts them (they outlive
+            // the manager it kills).
+            let nodes = if spawn_local && !supervised {
                 Some(LocalNodes::spawn(
                     cfg,
                     &local_hosts,
                     local_dial,
                     &logs,
-                    plan.is_some(),
+                    fault_control,
                 )?)
             } else {
                 None
             };
-            // (faults) The injector signals the processes from its own
-            // thread, timed from the replay's start.
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let injector = match (&nodes, plan, replay_rx) {
-                (Some(n), Some(plan), Some(rx)) => Some(crate::live::faultinject::spawn(
+            let injector = match (&nodes, injector_plan) {
+                (Some(n), Some(plan)) => Some(inject::spawn(
                     plan,
-                    crate::live::faultinject::Procs {
-                        children: n.shared(),
-                        commands: (0..).map_while(|p| n.command(p).cloned()).collect(),
-                        journal: Some(injector_journal),
-                        notes: notes.unwrap_or_default(),
-                    },
                     cfg.manager.time_scale,
                     first_submit,
-                    rx,
+                    reporting.2,
+                    Box::new(n.executor()),
+                    inject::report::Reporter::start(reporting.0, reporting.1),
                     stop.clone(),
                 )),
                 _ => None,

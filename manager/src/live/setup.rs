@@ -3,7 +3,7 @@
 //! `--faults`, and the warnings about a time scale too small for the
 //! workload.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use common::experiment::Experiment;
 use common::workload;
 
@@ -11,6 +11,14 @@ use crate::cluster::config::ClusterConfig;
 use crate::faults::ScenarioFile;
 use crate::live::journal::{self, Header};
 use crate::results::rundir::{self, Invocation, Log};
+
+/// The host of each node process in launch order.
+pub fn process_hosts(cfg: &ClusterConfig) -> Vec<&crate::cluster::config::HostSection> {
+    cfg.hosts
+        .iter()
+        .flat_map(|h| std::iter::repeat_n(h, h.processes))
+        .collect()
+}
 
 /// Builds the experiment and workload a config describes.
 pub fn experiment_of(cfg: &ClusterConfig) -> Result<(Experiment, workload::Workload)> {
@@ -52,6 +60,7 @@ pub fn journal_header(
     exp: &Experiment,
     wl: &workload::Workload,
     trace: Option<&rundir::TraceFacts>,
+    faults: Option<&serde_json::Value>,
 ) -> Result<Header> {
     Ok(Header {
         format: journal::FORMAT.into(),
@@ -69,6 +78,7 @@ pub fn journal_header(
             facts: rundir::WorkloadFacts::of(wl, exp.params.nodes),
             duplicates: wl.duplicates,
         },
+        faults: faults.cloned(),
     })
 }
 
@@ -94,23 +104,17 @@ pub fn warn_short_jobs(wl: &workload::Workload, time_scale: f64) {
 }
 
 /// The plan of a fault scenario (`--faults`) for a live run, and the
-/// manifest's facts about it, logged fault by fault. Live runs execute
-/// faults on the node processes they start: every host must be local and
-/// `spawn_local` set.
+/// manifest's facts about it, logged fault by fault. `executes(p)` says
+/// whether the run's injector reaches node process `p` (launch order),
+/// else why not: a fault of a process it does not reach is refused.
 pub fn fault_plan(
     sf: &ScenarioFile,
     cfg: &ClusterConfig,
-    spawn_local: bool,
+    executes: impl Fn(usize) -> Result<(), String>,
     wl: &workload::Workload,
     seed: u64,
     log: &mut Log,
 ) -> Result<(common::faults::Plan, serde_json::Value)> {
-    if !spawn_local || cfg.hosts.iter().any(|h| !h.is_local()) {
-        bail!(
-            "--faults: live runs execute faults on node processes they start on this \
-             machine: every host must be local and --spawn-local given (demo does both)"
-        );
-    }
     let mut ranges = Vec::new();
     let mut n = 0;
     for h in &cfg.hosts {
@@ -125,7 +129,7 @@ pub fn fault_plan(
         _ => 0.0,
     };
     let plan = sf.expand(&shape, horizon, seed)?;
-    crate::live::faultinject::check_live(&plan, shape.processes.len())?;
+    crate::live::inject::check_live(&plan, executes)?;
     log.say(format_args!(
         "faults: {} (seed {}{}), {} faults",
         sf.path.display(),

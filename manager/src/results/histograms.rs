@@ -13,6 +13,32 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+/// A histogram as the `.hlog` files and the journal's `histograms` entry
+/// spell it: the compressed V2 encoding, base64.
+pub fn encode(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut bytes = Vec::new();
+    // Serializing into memory cannot fail on I/O; a histogram that cannot
+    // be encoded is left empty rather than stopping the run.
+    let _ = hdrhistogram::serialization::Serializer::serialize(
+        &mut V2DeflateSerializer::new(),
+        h,
+        &mut bytes,
+    );
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The histogram [`encode`] spelled (the error says why not).
+pub fn decode(text: &str) -> std::result::Result<Histogram<u64>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("not an encoded histogram: {e:?}"))
+}
+
 /// Percentiles of one histogram, for `summary.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {

@@ -130,6 +130,13 @@ pub enum Action {
     /// Open a connection, register ([`LinkMachine::register`]) and report
     /// [`LinkMachine::connected`] or [`LinkMachine::connect_failed`].
     Connect,
+    /// The manager gave node `node` (local index) up ([`ManagerMsg::NodeLost`]):
+    /// its parts are off the books (each dropped); tell the node faults
+    /// ([`crate::nodefault::NodeFaults::given_up`]).
+    NodeGivenUp {
+        /// Local node index.
+        node: u32,
+    },
     /// A line for the process's log.
     Log(String),
     /// The link is over: `Ok` on the manager's shutdown.
@@ -275,6 +282,9 @@ pub struct LinkMachine {
     next_report: Instant,
     next_histogram: Instant,
     seq: u64,
+    /// Nodes (local) that send nothing now (a crash or hang of one node:
+    /// [`crate::nodefault`]), listed before each heartbeat.
+    silent: Vec<u32>,
     out: VecDeque<Action>,
 }
 
@@ -315,6 +325,7 @@ impl LinkMachine {
             next_report: now + never,
             next_histogram: now + never,
             seq: 0,
+            silent: Vec::new(),
             out: VecDeque::new(),
         }
     }
@@ -387,6 +398,15 @@ impl LinkMachine {
             State::Up => {
                 if now >= self.next_heartbeat {
                     self.seq += 1;
+                    if !self.silent.is_empty() {
+                        // The heartbeat vouches for every node but these.
+                        let nodes = self
+                            .silent
+                            .iter()
+                            .filter_map(|&k| self.ids.get(k as usize).copied())
+                            .collect();
+                        self.out.push_back(Action::Send(NodeMsg::Silent { nodes }));
+                    }
                     self.out
                         .push_back(Action::Send(NodeMsg::Heartbeat { seq: self.seq }));
                     self.next_heartbeat = now + self.periods.heartbeat;
@@ -648,7 +668,53 @@ impl LinkMachine {
                     ))));
             }
             ManagerMsg::RejoinAnswer { keep, reason } => self.rejoin_answer(&keep, &reason),
+            ManagerMsg::NodeLost { node, reason } => {
+                let Some(k) = self.ids.iter().position(|&g| g == node) else {
+                    self.out.push_back(Action::Log(format!(
+                        "the manager gave up node {node}, not one of ours: {reason}"
+                    )));
+                    return;
+                };
+                let k = k as u32;
+                let n = self.drop_node(k, true);
+                self.out.push_back(Action::Log(format!(
+                    "the manager gave node {node} (local {k}) up ({reason}): dropped {n} part(s)"
+                )));
+                self.out.push_back(Action::NodeGivenUp { node: k });
+            }
         }
+    }
+
+    /// Nodes (local indices) that send nothing now, listed before each
+    /// heartbeat from now on.
+    pub fn set_silent(&mut self, nodes: Vec<u32>) {
+        self.silent = nodes;
+    }
+
+    /// Node `node` (local) crashed: its parts are gone with it (the node
+    /// dropped them itself) and nothing more of them is sent.
+    pub fn node_crashed(&mut self, node: u32) -> usize {
+        self.drop_node(node, false)
+    }
+
+    /// Every part of node `node` off the books (with a [`Action::Drop`]
+    /// each if `withdraw`); how many.
+    fn drop_node(&mut self, node: u32, withdraw: bool) -> usize {
+        let mut on: Vec<u64> = self
+            .parts
+            .iter()
+            .filter(|(_, h)| h.node == node)
+            .map(|(&l, _)| l)
+            .collect();
+        on.sort_unstable();
+        for &local in &on {
+            self.forget(local);
+            if withdraw {
+                self.out.push_back(Action::Drop { node, local });
+            }
+        }
+        self.gathered.remove(&node);
+        on.len()
     }
 
     fn rejoin_answer(&mut self, keep: &[PartId], reason: &str) {
@@ -1073,6 +1139,48 @@ mod tests {
             ]
         );
         assert_eq!(m.running(), 0);
+    }
+
+    /// A node gone silent (a crash or hang of that node alone) is listed
+    /// before each heartbeat by its cluster-wide id; the manager's
+    /// `NodeLost` drops its parts, and only its.
+    #[test]
+    fn silent_nodes_are_listed_before_heartbeats_and_a_lost_one_drops_its_parts() {
+        let t0 = Instant::now();
+        let mut m = up_with_two_parts(t0);
+        m.handle_timeout(t0 + SEC);
+        assert_eq!(
+            sends(&drain(&mut m)),
+            vec![NodeMsg::Heartbeat { seq: 1 }],
+            "nothing silent: the heartbeat alone"
+        );
+        m.set_silent(vec![1]);
+        m.handle_timeout(t0 + 2 * SEC);
+        assert_eq!(
+            sends(&drain(&mut m)),
+            vec![
+                NodeMsg::Silent { nodes: vec![5] },
+                NodeMsg::Heartbeat { seq: 2 }
+            ]
+        );
+        m.frame(
+            t0 + 2 * SEC,
+            ManagerMsg::NodeLost {
+                node: 5,
+                reason: "silent".into(),
+            },
+        );
+        let a = drain(&mut m);
+        assert!(a.contains(&Action::Drop { node: 1, local: 2 }), "{a:?}");
+        assert!(a.contains(&Action::NodeGivenUp { node: 1 }), "{a:?}");
+        assert_eq!(m.running(), 1, "node 0's part stays");
+        // Nothing more of the dropped part is sent.
+        m.node_event(1, completed(2, 103.0, 1));
+        assert!(sends(&drain(&mut m)).is_empty());
+        // A crashed node's parts leave the books without a withdrawal.
+        assert_eq!(m.node_crashed(0), 1);
+        assert_eq!(m.running(), 0);
+        assert!(drain(&mut m).is_empty());
     }
 
     #[test]

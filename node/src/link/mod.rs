@@ -28,9 +28,12 @@ use hdrhistogram::Histogram;
 use net::{self, FramedStream, NetError, Timeouts};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::actor::{GetTelemetry, NodeActor, NodeReport, PlaceReported, WithdrawPart};
+use crate::actor::{
+    GetTelemetry, NodeActor, NodeReport, PlaceReported, SetCondition, WithdrawPart,
+};
 use crate::host::NodeHost;
 use crate::linkfault::{read_command, LinkFaults};
+use crate::nodefault::{Changes, Condition, NodeFaults};
 use crate::spec::{EmulatedNodeSpec, SliceConfig};
 use machine::{Action, Backoff, LinkMachine, MachineConfig};
 use net::TraceClock;
@@ -266,6 +269,11 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // The manager keeps its own view of shares: it never reads these.
     slice.share_events = false;
     let mut host = NodeHost::new(cfg.executors, slice, clock)?;
+    // (faults) Slow, hung and crashed nodes ([`crate::nodefault`]): the
+    // listener hands their commands to the loop below, which owns the
+    // nodes and the machine.
+    let mut node_faults = NodeFaults::new(cfg.nodes);
+    let (node_cmd_tx, mut node_cmds) = unbounded_channel::<String>();
     let fault_listener = match &cfg.fault_control {
         Some(path) => {
             let mut usr1 =
@@ -274,10 +282,19 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             let (path, faults, label) = (path.clone(), link_faults.clone(), cfg.label.clone());
             Some(actix::spawn(async move {
                 while usr1.recv().await.is_some() {
-                    let r = read_command(&path)
-                        .and_then(|c| faults.borrow_mut().apply(&c, tokio::time::Instant::now()));
+                    let r = read_command(&path).and_then(|c| {
+                        if NodeFaults::is_node_command(&c) {
+                            let _ = node_cmd_tx.send(c);
+                            return Ok(None);
+                        }
+                        faults
+                            .borrow_mut()
+                            .apply(&c, tokio::time::Instant::now())
+                            .map(Some)
+                    });
                     match r {
-                        Ok(what) => eprintln!("libratory-node {label}: fault: {what}"),
+                        Ok(Some(what)) => eprintln!("libratory-node {label}: fault: {what}"),
+                        Ok(None) => {}
                         Err(e) => eprintln!("libratory-node {label}: fault command refused: {e}"),
                     }
                 }
@@ -324,6 +341,20 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     machine
         .borrow_mut()
         .connected(Instant::now(), &welcome, clock.now());
+    // Node faults' changes go to the nodes and the machine.
+    let apply = |changes: Changes| {
+        for (k, c) in changes {
+            nodes[k as usize].do_send(SetCondition(c));
+            let mut m = machine.borrow_mut();
+            if c.condition == Condition::Crashed {
+                m.node_crashed(k);
+            }
+            eprintln!(
+                "libratory-node {}: node {k} now {:?} at {} of its capacity",
+                cfg.label, c.condition, c.rate
+            );
+        }
+    };
     let mut conn = Some(conn);
     type Opening = Pin<Box<dyn std::future::Future<Output = Result<(Conn, Welcome)>>>>;
     let mut opening: Option<Opening> = None;
@@ -378,11 +409,18 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                         link_faults.clone(),
                     )));
                 }
+                Action::NodeGivenUp { node } => {
+                    apply(node_faults.given_up(node, Instant::now()));
+                    machine.borrow_mut().set_silent(node_faults.silent());
+                }
                 Action::Log(line) => eprintln!("libratory-node {}: {line}", cfg.label),
                 Action::Exit(r) => break 'serve r.map_err(anyhow::Error::new),
             }
         }
-        let timeout = machine.borrow().poll_timeout();
+        let timeout = match (machine.borrow().poll_timeout(), node_faults.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let timer = async {
             match timeout {
                 Some(t) => tokio::time::sleep_until(t.into()).await,
@@ -437,7 +475,25 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     Err(e) => machine.borrow_mut().connect_failed(now, format!("{e:#}")),
                 }
             }
-            () = timer => machine.borrow_mut().handle_timeout(Instant::now()),
+            () = timer => {
+                let now = Instant::now();
+                machine.borrow_mut().handle_timeout(now);
+                let changes = node_faults.handle_timeout(now);
+                if !changes.is_empty() {
+                    apply(changes);
+                    machine.borrow_mut().set_silent(node_faults.silent());
+                }
+            }
+            Some(line) = node_cmds.recv() => {
+                match node_faults.apply(&line, Instant::now()) {
+                    Ok((what, changes)) => {
+                        eprintln!("libratory-node {}: fault: {what}", cfg.label);
+                        apply(changes);
+                        machine.borrow_mut().set_silent(node_faults.silent());
+                    }
+                    Err(e) => eprintln!("libratory-node {}: fault command refused: {e}", cfg.label),
+                }
+            }
             () = wake.notified() => {}
         }
     };

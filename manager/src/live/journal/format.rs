@@ -3,7 +3,7 @@
 //! events by hand (the same bytes, faster).
 
 use common::experiment::Experiment;
-use common::job::JobId;
+use common::job::{JobId, JobSpec};
 use common::metrics::JobRecord;
 use common::time::Time;
 use serde::{Deserialize, Serialize};
@@ -52,26 +52,17 @@ pub struct Header {
     pub trace: Option<serde_json::Value>,
     /// Facts of the workload.
     pub workload: JournalWorkload,
+    /// The fault scenario of `run`/`demo --faults` (the manifest's
+    /// `faults`: file, seed, every fault as expanded), so that a resumed
+    /// run's manifest lists it too. Journals written before, and runs
+    /// without one, have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<serde_json::Value>,
 }
 
-/// What the fault injector did to a node process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultAct {
-    /// SIGKILL (a crash).
-    Kill,
-    /// Started again after a crash, or after it exited when woken from a
-    /// hang or a partition (it registers as new).
-    Restart,
-    /// SIGSTOP (a hang).
-    Stop,
-    /// SIGCONT (the hang is over).
-    Cont,
-    /// A link fault (partition, delay) handed to the node's link layer.
-    Link,
-    /// The link fault is over.
-    Heal,
-}
+/// What the fault injector did to a node process (on the wire in
+/// `ClientMsg::FaultApplied`, and in the journal).
+pub use common::protocol::FaultAct;
 
 /// One line of the journal. `t` is real seconds since the manager started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -101,12 +92,20 @@ pub enum Entry {
         /// Trace seconds from the clock's start to the replay start.
         offset: Time,
     },
-    /// A job was handed to the policy.
+    /// A job was handed to the policy (written when the policy did not
+    /// decide it at once: a queue policy's).
     Submitted {
         /// When.
         t: f64,
         /// Its record after the submission.
         record: JobRecord,
+        /// A client's job: its whole specification (submit time on the
+        /// record's axis), so that a resumed manager can decide it if it
+        /// was still queued at a crash. The workload's jobs are rebuilt
+        /// from the run's configuration instead. Journals written before
+        /// do not have it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spec: Option<Box<JobSpec>>,
     },
     /// A job was decided.
     Decided {
@@ -179,6 +178,14 @@ pub enum Entry {
         /// The fault's name (`fault 1 (crash of node process 1 at +30 s,
         /// line 12)`).
         fault: String,
+        /// The one node it acted on (local index in the process), if not
+        /// the whole process (`kill`, `stop`, `cont`, `slow`, `restore`
+        /// of single nodes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<u32>,
+        /// `slow`: the capacity factor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        factor: Option<f64>,
     },
     /// Something the user should know (a lost node process, a late
     /// start, a refused part), journaled within a heartbeat.
@@ -187,6 +194,31 @@ pub enum Entry {
         t: f64,
         /// The warning.
         text: String,
+    },
+    /// A resumed manager (`libratory resume`) decides again: the manager
+    /// before it was down from `crashed` (the journal's last entry before
+    /// the restart, the earliest the crash can have been) and the new one
+    /// started at `restarted`; it decided nothing until `t`, when its node
+    /// processes were back and the replay went on. Journals written before
+    /// have the `resumed:` warning only.
+    Restart {
+        /// When the replay went on.
+        t: f64,
+        /// The journal's last entry before the crash.
+        crashed: f64,
+        /// When the resumed manager started.
+        restarted: f64,
+    },
+    /// The manager's latency histograms so far (every few seconds), so
+    /// that a manager resuming the run after a crash adds them to its
+    /// own: each histogram of `manager.hlog`, by name, in the compressed
+    /// V2 encoding, base64 (as in the `.hlog` files). Cumulative over
+    /// every manager of the run: only the last entry counts.
+    Histograms {
+        /// When.
+        t: f64,
+        /// Name -> encoded histogram.
+        manager: std::collections::BTreeMap<String, String>,
     },
     /// The run ended and wrote its own result files.
     End {
@@ -203,7 +235,11 @@ pub enum Entry {
 /// 10,000 jobs/s, beside the manager's own threads on the same cores.
 pub(super) fn entry_json(line: &mut Vec<u8>, e: &Entry) -> std::io::Result<()> {
     let (tag, t, part, record) = match e {
-        Entry::Submitted { t, record } => ("submitted", *t, None::<u32>, record),
+        Entry::Submitted {
+            t,
+            record,
+            spec: None,
+        } => ("submitted", *t, None::<u32>, record),
         Entry::Decided { t, record } => ("decided", *t, None, record),
         Entry::Started {
             t,
@@ -303,6 +339,7 @@ mod tests {
                 Entry::Submitted {
                     t,
                     record: r.clone(),
+                    spec: None,
                 },
                 Entry::Decided {
                     t,
@@ -340,5 +377,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A client's `submitted` line carries its whole specification and
+    /// reads back; a line without one (as journals before wrote them, and
+    /// as the workload's jobs are still written) reads with none.
+    #[test]
+    fn a_clients_specification_is_journaled_and_lines_without_it_still_read() {
+        let mut spec = JobSpec::new(1 << 40, 3.5, 10.0, 2, 100.0, 50.0);
+        spec.resources.memory_kb = 4096;
+        let e = Entry::Submitted {
+            t: 1.0,
+            record: record(1 << 40),
+            spec: Some(Box::new(spec.clone())),
+        };
+        let mut line = Vec::new();
+        entry_json(&mut line, &e).unwrap();
+        let back: Entry = serde_json::from_slice(&line).unwrap();
+        assert!(matches!(back, Entry::Submitted { spec: Some(s), .. } if *s == spec));
+        let old = br#"{"e":"submitted","t":0.5,"record":{"id":1,"class":null,"submit":10.0,"estimate":5.0,"actual":4.0,"processors":1,"deadline":50.0,"budget":"unlimited","penalty_rate":0.0,"deadline_type":"hard","accepted":false,"reason":null,"detail":"","decided_at":10.0,"nodes":[],"start":null,"finish":null,"cost":0.0,"lost":false}}"#;
+        let back: Entry = serde_json::from_slice(old).unwrap();
+        assert!(
+            matches!(back, Entry::Submitted { spec: None, ref record, .. } if record.id == 1),
+            "{back:?}"
+        );
     }
 }

@@ -141,6 +141,7 @@ pub(crate) mod testkit {
                 },
                 duplicates: 0,
             },
+            faults: None,
         }
     }
 
@@ -166,6 +167,7 @@ pub(crate) mod testkit {
         j.send(Entry::Submitted {
             t: 0.3,
             record: r1.clone(),
+            spec: None,
         });
         r1.accepted = true;
         r1.decided_at = 11.0;
@@ -198,6 +200,7 @@ pub(crate) mod testkit {
         j.send(Entry::Submitted {
             t: 0.8,
             record: record(4),
+            spec: None,
         });
         j.send(Entry::Warning {
             t: 0.8,

@@ -78,7 +78,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 replay_t = Some(*t);
                 (*t, None, None)
             }
-            Entry::Submitted { t, record } => (*t, Some(Stage::Submitted), Some(record)),
+            Entry::Submitted { t, record, .. } => (*t, Some(Stage::Submitted), Some(record)),
             Entry::Decided { t, record } => (*t, Some(Stage::Decided), Some(record)),
             Entry::Started {
                 t,
@@ -122,7 +122,10 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
                 (*t, None, None)
             }
             Entry::Finished { t, .. } => (*t, None, None),
-            Entry::Fault { t, .. } | Entry::Ended { t, .. } => (*t, None, None),
+            Entry::Fault { t, .. }
+            | Entry::Ended { t, .. }
+            | Entry::Restart { t, .. }
+            | Entry::Histograms { t, .. } => (*t, None, None),
             Entry::Warning { t, text } => {
                 warnings.push(text.clone());
                 (*t, None, None)

@@ -322,6 +322,7 @@ mod tests {
         w.journal().send(Entry::Submitted {
             t: 0.1,
             record: record(9),
+            spec: None,
         });
         let start = Instant::now();
         loop {

@@ -56,18 +56,11 @@ pub struct LiveConfig {
     /// Told the instant and trace time (`offset`) the replay starts at:
     /// the fault injector (`--faults`) times its faults from it.
     pub replay_started: Option<std::sync::mpsc::Sender<(std::time::Instant, f64)>>,
-    /// Faults the injector applied to node processes, by process label,
-    /// not yet blamed: a lost link whose label is here takes the fault's
-    /// name into its jobs' reasons (and the entry is consumed).
-    pub fault_notes: Option<FaultNotes>,
     /// The external scheduler, when `policy` is `batsim`.
     pub batsim: crate::batsim::BatsimArgs,
     /// Take over an unfinished run from its journal (`libratory resume`).
     pub resume: Option<super::Takeover>,
 }
-
-/// (process label, fault name) of faults applied and not yet blamed.
-pub type FaultNotes = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
 
 /// Names of the manager's latency histograms (microseconds).
 pub const MANAGER_HISTOGRAMS: &[&str] = &[

@@ -7,6 +7,7 @@
 //! do in it comes from its certificate.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -193,6 +194,7 @@ fn request_name(m: &ClientMsg) -> &'static str {
         ClientMsg::Status { .. } => "status",
         ClientMsg::Latency { .. } => "latency",
         ClientMsg::Echo { .. } => "echo",
+        ClientMsg::FaultApplied { .. } => "report a fault",
     }
 }
 
@@ -201,26 +203,47 @@ pub(super) fn token_of(m: &ClientMsg) -> u64 {
     match m {
         ClientMsg::Submit { token, .. }
         | ClientMsg::Quote { token, .. }
-        | ClientMsg::Status { token }
+        | ClientMsg::Status { token, .. }
         | ClientMsg::Latency { token }
-        | ClientMsg::Echo { token } => *token,
+        | ClientMsg::Echo { token }
+        | ClientMsg::FaultApplied { token, .. } => *token,
     }
 }
 
-/// Whether `id` may make client request `m`: a client anything, a viewer
-/// only look (status, quote, latency, echo), a node nothing.
-pub(super) fn permits(id: &Identity, m: &ClientMsg) -> Result<(), String> {
+/// Whether `id` (connected from `peer`) may make client request `m`: a
+/// client anything but fault reports, a viewer only look (status, quote,
+/// latency, echo), the operator report faults and look, a node nothing.
+pub(super) fn permits(id: &Identity, peer: SocketAddr, m: &ClientMsg) -> Result<(), String> {
+    let fault = matches!(m, ClientMsg::FaultApplied { .. });
+    let look = !fault && !matches!(m, ClientMsg::Submit { .. });
     let ok = match id.role {
-        CertRole::Client => true,
-        CertRole::Viewer => !matches!(m, ClientMsg::Submit { .. }),
+        CertRole::Client => !fault,
+        CertRole::Viewer => look,
+        CertRole::Operator => fault || look,
         CertRole::Node | CertRole::Manager => false,
     };
     if ok {
         return Ok(());
     }
+    if fault {
+        // A fault report blames losses on a fault: say who tried.
+        let what = match m {
+            ClientMsg::FaultApplied { fault, process, .. } => {
+                format!(" ({fault} on node process {process})")
+            }
+            _ => String::new(),
+        };
+        return Err(format!(
+            "{id} at {peer} may not report a fault{what}: only the operator identity \
+             (operator.pem, the fault injector's) reports the faults it applied"
+        ));
+    }
     let why = match id.role {
         CertRole::Viewer => "a viewer may only look (status, quote, latency)",
         CertRole::Node => "a node identity only registers node processes under its name",
+        CertRole::Operator => {
+            "the operator identity only reports faults and looks (status, quote, latency)"
+        }
         _ => "the manager's certificate serves only the manager",
     };
     Err(format!("{id} may not {}: {why}", request_name(m)))

@@ -37,6 +37,6 @@ mod messages;
 mod server;
 
 pub use self::core::Takeover;
-pub use config::{FaultNotes, LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
+pub use config::{LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

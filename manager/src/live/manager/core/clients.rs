@@ -51,6 +51,9 @@ impl LiveCore {
                 job.details.submit_time = now.trace;
                 let actual = actual.unwrap_or(job.details.runtime_estimate);
                 self.wait_for(id, client, token);
+                // Journaled if the policy queues it (an admission policy
+                // decides at once): a resumed manager decides it then.
+                let spec = (self.core.queues() && self.cfg.journal).then(|| Box::new(job.clone()));
                 let mark = self.out.len();
                 let r = self.submit(
                     now.trace,
@@ -71,7 +74,7 @@ impl LiveCore {
                         },
                     );
                 }
-                self.journal_submitted(id, mark, now);
+                self.journal_submitted(id, mark, now, spec);
                 self.burst.push((id, token));
             }
             ClientMsg::Quote { token, job } => {
@@ -99,6 +102,16 @@ impl LiveCore {
                 );
             }
             ClientMsg::Echo { token } => reply(self, ClientReply::Echo { token }),
+            // The actor journals fault reports itself (it holds the
+            // journal and the blame notes); one that reaches the core was
+            // not meant for it.
+            ClientMsg::FaultApplied { token, .. } => reply(
+                self,
+                ClientReply::Error {
+                    token,
+                    message: "fault reports are handled by the manager's actor".into(),
+                },
+            ),
             ClientMsg::Latency { token } => {
                 let mut ser = hdrhistogram::serialization::V2Serializer::new();
                 let mut histograms = Vec::new();
@@ -117,7 +130,7 @@ impl LiveCore {
                 }
                 reply(self, ClientReply::Latency { token, histograms });
             }
-            ClientMsg::Status { token } => {
+            ClientMsg::Status { token, query } => {
                 // The caller turns these into Event::Status (it reads the
                 // process's usage); without one, the usage is left out.
                 let manager = ProcessUsage {
@@ -127,7 +140,7 @@ impl LiveCore {
                     rss_kb: 0,
                     peak_rss_kb: 0,
                 };
-                let r = self.status(now.trace, token, manager);
+                let r = self.status(now.trace, token, query, manager);
                 reply(self, r);
             }
         }

@@ -24,6 +24,7 @@ use common::job::JobId;
 use common::metrics::JobRecord;
 use common::protocol::{
     ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, ProcessUsage, RecentDecision,
+    StatusQuery,
 };
 use common::share::SpareRule;
 use common::time::Time;
@@ -39,9 +40,11 @@ mod clients;
 mod nodes;
 mod rejoin;
 mod resumed;
+mod silent;
 mod views;
 
 pub use resumed::Takeover;
+pub(super) use silent::Blame;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -81,6 +84,7 @@ pub(super) enum Event {
     Status {
         client: ClientId,
         token: u64,
+        query: StatusQuery,
         manager: ProcessUsage,
     },
     /// The client's burst is over: its decisions, dispatches and journal
@@ -199,8 +203,6 @@ pub(super) struct LinkInfo {
     pub(super) host: String,
     pub(super) pid: u32,
     pub(super) nodes: usize,
-    /// The global ids of its nodes, by local index.
-    pub(super) ids: Vec<u32>,
     pub(super) alive: bool,
     /// Its place in the order of registration (links are never removed):
     /// the results list node processes in it, as the journal does.
@@ -264,7 +266,15 @@ pub(super) struct LiveCore {
     queue_timer: Option<Time>,
     /// The books of a run taken over from its journal (`resume`).
     resumed: Option<resumed::Resumed>,
+    /// When (wall s) the histograms were last journaled.
+    hists_journaled: f64,
+    /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
+    watch: Option<silent::NodeWatch>,
 }
+
+/// How often (real seconds) the manager journals its histograms, for a
+/// manager that resumes the run after a crash: what it loses.
+const HISTOGRAMS_EVERY_S: f64 = 2.0;
 
 /// A monotonic source of real seconds, for [`LiveCore::with_meter`].
 pub(super) type Meter = Box<dyn Fn() -> f64>;
@@ -318,6 +328,8 @@ impl LiveCore {
             scheduler: None,
             queue_timer: None,
             resumed: None,
+            hists_journaled: 0.0,
+            watch: None,
             cfg,
         }
     }
@@ -472,9 +484,10 @@ impl LiveCore {
             Event::Status {
                 client,
                 token,
+                query,
                 manager,
             } => {
-                let reply = self.status(now.trace, token, manager);
+                let reply = self.status(now.trace, token, query, manager);
                 self.actions.push_back(Action::Reply { client, reply });
             }
             Event::ClientBurstEnd { client } => {
@@ -537,8 +550,11 @@ impl LiveCore {
         }
     }
 
-    fn maybe_start(&mut self, now: Now) {
+    pub(super) fn maybe_start(&mut self, now: Now) {
         if self.phase != Phase::Waiting || self.registered_nodes < self.cfg.expect_nodes {
+            return;
+        }
+        if self.rejoins_pending() {
             return;
         }
         self.phase = Phase::Replaying;
@@ -583,6 +599,7 @@ impl LiveCore {
                 self.registered_nodes, self.cfg.expect_nodes
             ));
             self.cfg.expect_nodes = self.registered_nodes;
+            self.waive_rejoins();
             self.maybe_start(now);
         }
     }
@@ -610,7 +627,7 @@ impl LiveCore {
                     self.warnings.push(format!("job {id}: {e}"));
                     self.finished += 1;
                 }
-                Ok(()) => self.journal_submitted(id, mark, now),
+                Ok(()) => self.journal_submitted(id, mark, now, None),
             }
             self.submitted += 1;
             self.flush(now);
@@ -625,6 +642,7 @@ impl LiveCore {
             timer: Timer::Tick,
             when: When::After(self.cfg.tick()),
         });
+        self.watch_tick(now);
         if self.cfg.journal && self.warnings_journaled < self.warnings.len() {
             for text in &self.warnings[self.warnings_journaled..] {
                 self.journal_buf.push(Entry::Warning {
@@ -633,6 +651,19 @@ impl LiveCore {
                 });
             }
             self.warnings_journaled = self.warnings.len();
+            self.hand_journal();
+        }
+        if self.cfg.journal && now.wall - self.hists_journaled >= HISTOGRAMS_EVERY_S {
+            self.hists_journaled = now.wall;
+            let manager = self
+                .hists
+                .iter()
+                .map(|(k, h)| (k.clone(), crate::results::histograms::encode(h)))
+                .collect();
+            self.journal_buf.push(Entry::Histograms {
+                t: now.journal,
+                manager,
+            });
             self.hand_journal();
         }
         if self.phase == Phase::Replaying {
@@ -664,7 +695,6 @@ impl LiveCore {
             || self.cfg.serve
             || !self.jobs.is_empty()
             || self.core.open_jobs() > 0
-            || self.resumed.as_ref().is_some_and(|r| r.open() > 0)
         {
             return;
         }
@@ -746,13 +776,20 @@ impl LiveCore {
 
     /// Journals a submission, unless the policy decided it at once: its
     /// `Decided` entry, in `self.out` since `mark`, follows in the same
-    /// hand-over and carries the same record.
-    fn journal_submitted(&mut self, job: JobId, mark: usize, now: Now) {
+    /// hand-over and carries the same record. `spec`: a client's job's
+    /// specification (see [`Entry::Submitted`]).
+    fn journal_submitted(
+        &mut self,
+        job: JobId,
+        mark: usize,
+        now: Now,
+        spec: Option<Box<common::job::JobSpec>>,
+    ) {
         let decided = self.out[mark..]
             .iter()
             .any(|o| matches!(o, Output::Decided { job: j, .. } if *j == job));
         if !decided {
-            self.journal(job, now, |t, record| Entry::Submitted { t, record });
+            self.journal(job, now, |t, record| Entry::Submitted { t, record, spec });
         }
     }
 

@@ -10,21 +10,6 @@ use crate::live::journal::Entry;
 use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now};
 
 impl LiveCore {
-    /// Whether `job` is a carried job of a resumed run (booked apart from
-    /// the admission core).
-    fn carries(&self, job: common::job::JobId) -> bool {
-        self.resumed.as_ref().is_some_and(|r| r.holds(job))
-    }
-
-    /// Takes carried parts out of a progress report (the admission core
-    /// does not hold them, and refuses a report naming a part it does not
-    /// know).
-    fn uncarried(&self, parts: &mut Vec<common::protocol::PartProgress>) {
-        if let Some(r) = &self.resumed {
-            parts.retain(|p| !r.holds(p.part.job));
-        }
-    }
-
     pub(super) fn connected(
         &mut self,
         now: Now,
@@ -59,13 +44,13 @@ impl LiveCore {
             });
         }
         let n = ids.len();
+        self.watch_registered(now, link, &ids, nodes);
         self.links.insert(
             link,
             LinkInfo {
                 host,
                 pid,
                 nodes: n,
-                ids: ids.clone(),
                 alive: true,
                 registered: self.links.len(),
             },
@@ -96,14 +81,12 @@ impl LiveCore {
         }
         l.alive = false;
         let lost = format!("lost node process {} (link {link}): {reason}", l.host);
-        let host = l.host.clone();
         if self.ending() {
             self.collected();
             return;
         }
         self.warnings.push(lost);
         self.core.link_lost(now.trace, link, reason, &mut self.out);
-        self.carried_link_lost(now, link, &host, reason);
         self.flush(now);
         self.check_end(now);
     }
@@ -111,22 +94,23 @@ impl LiveCore {
     pub(super) fn node_msg(&mut self, now: Now, link: LinkId, host: &str, msg: NodeMsg) {
         let scale = self.cfg.time_scale;
         let res = match msg {
-            NodeMsg::Heartbeat { .. } | NodeMsg::Register { .. } => Ok(()),
-            NodeMsg::Progress { at, mut parts } => {
-                self.measured("report_latency_us", (now.trace - at) * scale * 1e6);
-                self.uncarried(&mut parts);
-                self.core.progress(link, at, &parts)
-            }
-            NodeMsg::Reports { mut reports } => reports.iter_mut().try_for_each(|r| {
-                self.measured("report_latency_us", (now.trace - r.at) * scale * 1e6);
-                self.uncarried(&mut r.parts);
-                self.core.progress(link, r.at, &r.parts)
-            }),
-            NodeMsg::Completed { part, at, .. } if self.carries(part.job) => {
-                self.carried_part_done(now, part, at);
+            NodeMsg::Heartbeat { .. } => {
+                self.heartbeat(now, link, host);
                 Ok(())
             }
-            NodeMsg::Withdrawn { part, .. } if self.carries(part.job) => Ok(()),
+            NodeMsg::Silent { nodes } => {
+                self.silent_frame(link, nodes);
+                Ok(())
+            }
+            NodeMsg::Register { .. } => Ok(()),
+            NodeMsg::Progress { at, parts } => {
+                self.measured("report_latency_us", (now.trace - at) * scale * 1e6);
+                self.core.progress(link, at, &parts)
+            }
+            NodeMsg::Reports { reports } => reports.iter().try_for_each(|r| {
+                self.measured("report_latency_us", (now.trace - r.at) * scale * 1e6);
+                self.core.progress(link, r.at, &r.parts)
+            }),
             NodeMsg::Rejoin(r) => {
                 self.rejoin(now, link, host, r);
                 Ok(())

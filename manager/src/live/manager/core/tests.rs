@@ -650,3 +650,142 @@ fn a_part_over_while_its_job_goes_on_is_journaled() {
         journal(&a)
     );
 }
+
+/// (job, local node) of every dispatch.
+fn on_nodes(a: &[Action]) -> Vec<(JobId, u32)> {
+    let mut v = Vec::new();
+    for x in a {
+        if let Action::Send { msg, .. } = x {
+            match msg {
+                ManagerMsg::Dispatch(d) => v.push((d.part.job, d.node)),
+                ManagerMsg::Dispatches(ds) => v.extend(ds.iter().map(|d| (d.part.job, d.node))),
+                _ => {}
+            }
+        }
+    }
+    v
+}
+
+/// One node of a process goes silent (a crash of that node alone): its
+/// heartbeats list it in a `Silent` frame, and once nothing vouched for it
+/// for the link timeout (5 s here) it is lost alone, with the fault named:
+/// the jobs with a part on it are lost, their other parts cancelled, the
+/// job only on the other node goes on. A heartbeat that vouches for it
+/// again brings it back, idle, under its id.
+#[test]
+fn a_single_silent_node_is_lost_alone_and_comes_back_idle() {
+    // Job 1 (share 0.6) at 0 to node 0, job 2 (0.6) at 5 to node 1 (1.2
+    // beside job 1 does not fit), job 3 (two parts of 0.3) at 10 on both;
+    // job 4 (0.6) at 20.
+    let mut c = libra(
+        2,
+        vec![
+            job(1, 0.0, 60.0, 1, 100.0),
+            job(2, 5.0, 60.0, 1, 100.0),
+            job(3, 10.0, 30.0, 2, 100.0),
+            job(4, 20.0, 60.0, 1, 100.0),
+        ],
+    )
+    .with_node_watch(
+        Duration::from_secs(5),
+        Box::new(|label, local| {
+            (label == "a" && local == 1)
+                .then(|| "fault 1 (crash of node 1 at +11 s, line 3)".into())
+        }),
+    );
+    actions(&mut c);
+    c.handle(
+        at(0.0),
+        Event::Connected {
+            link: 1,
+            host: "a".into(),
+            pid: 7,
+            nodes: vec![info(0), info(1)],
+        },
+    );
+    actions(&mut c);
+    assert_eq!(c.phase(), Phase::Replaying);
+    let mut placed = Vec::new();
+    for t in [0.0, 5.0, 10.0] {
+        c.handle(at(t), Event::Timer(Timer::Replay));
+        placed.extend(on_nodes(&actions(&mut c)));
+    }
+    placed.sort_unstable();
+    assert_eq!(placed, vec![(1, 0), (2, 1), (3, 0), (3, 1)]);
+    let beat = |c: &mut LiveCore, t: f64, silent: Vec<u32>| {
+        let mut msgs = Vec::new();
+        if !silent.is_empty() {
+            msgs.push(NodeMsg::Silent { nodes: silent });
+        }
+        msgs.push(NodeMsg::Heartbeat { seq: t as u64 });
+        c.handle(at(t), Event::FromNode { link: 1, msgs });
+        actions(c)
+    };
+    beat(&mut c, 11.0, vec![]);
+    for t in [12.0, 14.0] {
+        beat(&mut c, t, vec![1]);
+    }
+    // 3 s of heartbeats without node 1: nothing lost yet; nor while no
+    // heartbeat comes at all (the whole process silent is its link's
+    // loss, not its nodes').
+    for t in [15.0, 16.4] {
+        c.handle(at(t), Event::Timer(Timer::Tick));
+        let a = actions(&mut c);
+        assert!(sent(&a, |m| matches!(m, ManagerMsg::NodeLost { .. })).is_empty());
+    }
+    assert_eq!(c.core.live_nodes(), 2);
+    // 5.5 s of heartbeats without it: lost, alone.
+    beat(&mut c, 16.5, vec![1]);
+    c.handle(at(16.5), Event::Timer(Timer::Tick));
+    let a = actions(&mut c);
+    assert_eq!(
+        sent(&a, |m| matches!(m, ManagerMsg::NodeLost { node: 1, .. })),
+        vec![1]
+    );
+    assert_eq!(
+        sent(
+            &a,
+            |m| matches!(m, ManagerMsg::Cancel { part } if *part == PartId { job: 3, index: 0 })
+        ),
+        vec![1],
+        "job 3's part on the surviving node is cancelled"
+    );
+    assert_eq!(c.core.live_nodes(), 1);
+    let lost_warning = warnings(&a);
+    for j in [2, 3] {
+        let r = c.core.record(j).unwrap();
+        assert!(r.lost, "job {j}");
+        assert_eq!(
+            r.detail,
+            "lost at 16.500: node 1 of node process a (link 1) gone: silent for more than 5s \
+             (no heartbeat vouched for it), after fault 1 (crash of node 1 at +11 s, line 3)"
+        );
+    }
+    assert!(!c.core.record(1).unwrap().lost && !c.core.job_over(1));
+    // Vouched for again: back, idle; job 4 goes there (node 0 holds 0.6).
+    beat(&mut c, 17.0, vec![]);
+    assert_eq!(c.core.live_nodes(), 2);
+    c.handle(at(20.0), Event::Timer(Timer::Replay));
+    assert_eq!(on_nodes(&actions(&mut c)), vec![(4, 1)]);
+    // The warnings say both, with their times, for `replay`.
+    // (The loss is journaled by the tick that found it.)
+    assert!(
+        matches!(&lost_warning[..], [t] if t.starts_with("lost node 1 of node process a (link 1) at 16.500: silent")),
+        "{lost_warning:?}"
+    );
+    c.handle(at(21.0), Event::Timer(Timer::Tick));
+    assert_eq!(
+        warnings(&actions(&mut c)),
+        vec!["node 1 of node process a (link 1) back at 17.000, idle"]
+    );
+}
+
+fn warnings(a: &[Action]) -> Vec<String> {
+    journal(a)
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Warning { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}

@@ -2,7 +2,10 @@
 //! view's snapshot and the run's outcome. Copies of its state, built with
 //! the time given.
 
-use common::protocol::{self, ClientReply, NodeProcess, NodeStatus, PartStatus, ProcessUsage};
+use common::protocol::{
+    self, ClientReply, NodeProcess, NodeStatus, NodeSummary, PartStatus, ProcessUsage, StatusQuery,
+    StatusSummary,
+};
 use common::time::Time;
 
 use crate::live::liveview as lv;
@@ -11,19 +14,36 @@ use crate::live::manager::config::LiveOutcome;
 use super::{LinkInfo, LiveCore, Now, Phase};
 
 impl LiveCore {
-    /// A status answer at trace time `now`.
-    pub(super) fn status(&mut self, now: Time, token: u64, manager: ProcessUsage) -> ClientReply {
+    /// A status answer at trace time `now`: the summary, and the page of
+    /// nodes `query` asks for. Only the page's nodes are copied out, so
+    /// the answer's size follows the page, not the cluster.
+    pub(super) fn status(
+        &mut self,
+        now: Time,
+        token: u64,
+        query: StatusQuery,
+        manager: ProcessUsage,
+    ) -> ClientReply {
         let policy = self.core.policy_name().to_string();
-        let counts = (
-            self.submitted as u64,
-            self.core.open_jobs() as u64,
-            self.core.queued() as u64,
-        );
         let (view, ids) = self.core.snapshot(now);
-        let nodes: Vec<(u32, Vec<PartStatus>, f64)> = view
+        let mut nodes = NodeSummary::default();
+        // (id, position in the view) of the nodes the page's filter keeps.
+        let mut kept: Vec<(u32, usize)> = Vec::new();
+        for (k, (st, &id)) in view.iter().zip(ids).enumerate() {
+            nodes.add(st.required_share(now).max(0.0), st.parts.len());
+            if query.nodes.is_some_and(|q| !q.busy || !st.parts.is_empty()) {
+                kept.push((id, k));
+            }
+        }
+        // Pages run in id order; the view's order changes as nodes are
+        // lost and rejoin.
+        kept.sort_unstable();
+        let window = query.nodes.map(|q| q.window(kept.len()));
+        let shown: Vec<(u32, Vec<PartStatus>, f64)> = window
+            .map_or(&[][..], |w| &kept[w.range()])
             .iter()
-            .zip(ids)
-            .map(|(st, &id)| {
+            .map(|&(id, k)| {
+                let st = &view[k];
                 let parts = st
                     .parts
                     .iter()
@@ -38,7 +58,7 @@ impl LiveCore {
                 (id, parts, st.required_share(now).max(0.0))
             })
             .collect();
-        let nodes: Vec<NodeStatus> = nodes
+        let shown: Vec<NodeStatus> = shown
             .into_iter()
             .map(|(id, parts, load)| NodeStatus {
                 id,
@@ -58,26 +78,40 @@ impl LiveCore {
             })
             .collect();
         processes.sort_by(|a, b| a.host.cmp(&b.host));
-        let n_nodes = nodes.len();
+        let summary = StatusSummary {
+            nodes,
+            processes: processes.len(),
+            registered: self.registered_nodes,
+            expected: self.cfg.expect_nodes,
+            submitted: self.submitted as u64,
+            decided: self.decided as u64,
+            finished: self.finished as u64,
+            open: self.core.open_jobs() as u64,
+            queued: self.core.queued() as u64,
+        };
+        let n_shown = shown.len();
         let answer = ClientReply::Status {
             token,
             at: now,
             policy,
-            nodes,
+            summary: Box::new(summary),
+            page: window,
+            nodes: shown,
             recent: self.recent.iter().cloned().collect(),
-            counts,
             manager,
             processes,
         };
-        // One frame holds at most MAX_FRAME bytes; at Fugaku's size the
-        // node list alone is larger. Say so instead of failing to send.
+        // A page holds at most MAX_PER_PAGE nodes, which fits a frame
+        // unless they hold thousands of parts between them (or tens of
+        // thousands of node processes are connected): say so instead of
+        // failing to send.
         let len = protocol::payload_len(&answer);
         if len > protocol::MAX_FRAME {
             return ClientReply::Error {
                 token,
                 message: format!(
-                    "the status of {n_nodes} nodes takes {len} bytes, above the {} a frame holds; \
-                     the live view (--http) pages the nodes",
+                    "the status with a page of {n_shown} nodes takes {len} bytes, above the {} a \
+                     frame holds; ask for fewer nodes a page (or the summary alone)",
                     protocol::MAX_FRAME
                 ),
             };

@@ -48,6 +48,9 @@ pub(super) enum Out {
     /// A node's shares add up to more than 1, or an exclusive part shares
     /// its node (the invariant), in words.
     OverCapacity(String),
+    /// Something the harness's processes never cause happened, in words
+    /// (a node given up alone: no node of the harness goes silent alone).
+    Unexpected(String),
     /// Parts still on the process's nodes when the manager collected its
     /// histograms: every job was over then, and the cancels of a lost
     /// job's parts went out before that request on the same link.
@@ -362,6 +365,9 @@ impl NodeProcess {
                 Action::Disconnect => out.push(Out::Disconnect),
                 Action::Connect => out.push(Out::Connect(self.machine.register())),
                 Action::Log(_) => {}
+                Action::NodeGivenUp { node } => out.push(Out::Unexpected(format!(
+                    "node {node} given up alone, but no node of the harness goes silent alone"
+                ))),
                 Action::Exit(r) => out.push(Out::Exit(r)),
             }
         }

@@ -171,6 +171,7 @@ impl Scenario {
                 },
                 duplicates: 0,
             },
+            faults: None,
         }
     }
 }

@@ -698,6 +698,11 @@ impl World {
                 Out::OverCapacity(what) => {
                     self.run.over_capacity.push(format!("p{process} {what}"))
                 }
+                // Reported with the node-side breaches.
+                Out::Unexpected(what) => self
+                    .run
+                    .over_capacity
+                    .push(format!("p{process} unexpected: {what}")),
                 Out::Leftover(parts) => self.run.leftover.push((process, parts)),
                 Out::Exit(r) => {
                     if let Err(e) = r {

@@ -1,0 +1,486 @@
+//! Jobs taken over from an earlier manager of the same live run
+//! (`libratory resume`): accepted and started before a crash, booked here
+//! as running without a decision and without a dispatch, so that the
+//! policies deciding after the restart see their load, and their
+//! completion, loss and cancellation take the paths of any job (one record,
+//! part records in the parts files).
+//!
+//! The resumed manager adopts each such job with its decided record, its
+//! parts on the nodes the record names. Those are the earlier manager's
+//! node ids, taken by nodes that are no longer alive (the node processes
+//! register again under new ids): such a part waits out of the view until
+//! its process reports it running ([`ManagerCore::adopted_part_back`],
+//! which moves it to the node it runs on now, with its progress) or
+//! finished ([`ManagerCore::adopted_part_finished`]), or its job is lost
+//! ([`ManagerCore::lose`]) because its process did not come back.
+//!
+//! A queue policy never queued or started such a job: it is told that the
+//! job holds the nodes its parts run on, until its end
+//! ([`crate::policy::QueuePolicy::hold_node`], with the end its estimate
+//! promises); one that cannot be told has the nodes taken out of its pool
+//! while the parts run.
+
+use crate::metrics::{JobRecord, PartRecord};
+use crate::policy::Policy;
+use crate::protocol::PartId;
+use crate::time::Time;
+use crate::workload::WorkloadJob;
+
+use super::tracking::Reported;
+use super::*;
+
+impl ManagerCore {
+    /// Books `job` (live cores), accepted and started by an earlier manager as its
+    /// decided `record` says (nodes, start, cost; this core's clock), as a
+    /// running job: no decision, nothing sent. A part on an alive node
+    /// enters the view as not yet reported (all its estimate to do, the
+    /// conservative side); one on a node not alive waits (see the module
+    /// header).
+    pub fn adopt(&mut self, job: WorkloadJob, record: JobRecord) -> Result<(), CoreError> {
+        let id = job.spec.id;
+        if self.index.contains(id) {
+            return Err(CoreError::Duplicate(id));
+        }
+        let invalid = |why: String| CoreError::Invalid(format!("adopted job {id}: {why}"));
+        if !matches!(self.tracking, Tracking::Reported(_)) {
+            return Err(invalid("only a live core takes jobs over".into()));
+        }
+        if record.id != id || !record.accepted || record.lost || record.finish.is_some() {
+            return Err(invalid(
+                "its record is not one of an accepted, unfinished job".into(),
+            ));
+        }
+        if record.nodes.is_empty() {
+            return Err(invalid("its record names no node".into()));
+        }
+        if let Some(&n) = record.nodes.iter().find(|&&n| n >= self.nodes.len()) {
+            return Err(invalid(format!(
+                "its record names node {n}, never registered"
+            )));
+        }
+        let start = record.start.unwrap_or(record.decided_at);
+        let k = self.jobs.len();
+        let n_parts = record.nodes.len();
+        let first_part = self.parts.len();
+        self.index.insert(id, k);
+        let parts: Vec<PartRecord> = record
+            .nodes
+            .iter()
+            .map(|&g| PartRecord {
+                job: id,
+                node: g,
+                start,
+                finish: Time::INFINITY,
+                cpu: job.actual_runtime / self.speed_of(g),
+            })
+            .collect();
+        self.parts.extend(parts);
+        self.part_done.resize(self.parts.len(), false);
+        let nodes = record.nodes.clone();
+        self.records.push(record);
+        self.jobs.push(LiveJob {
+            job,
+            first_part,
+            n_parts,
+            parts_left: n_parts,
+            over: false,
+            adopted: true,
+            held_apart: false,
+        });
+        self.open += 1;
+        for &g in &nodes {
+            if self.nodes[g].alive {
+                self.place_adopted(k, g as u32, None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Part `part` of an adopted job runs on node `local` of `link` (a node
+    /// process that registered with this manager), having done `work_done`
+    /// (reference work) at `share` by `now`: it moves there (its part
+    /// record and its job's record name that node) and the view counts it
+    /// from that report on. Returns the node's global id.
+    pub fn adopted_part_back(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        local: u32,
+        work_done: f64,
+        share: f64,
+    ) -> Result<u32, CoreError> {
+        let host = || self.link_host(link).to_string();
+        let unknown = || CoreError::UnknownPart {
+            host: host(),
+            link,
+            job: part.job,
+            index: part.index,
+        };
+        let k = self.index.get(part.job).ok_or_else(unknown)?;
+        let index = part.index as usize;
+        let j = &self.jobs[k];
+        if !j.adopted || j.over || index >= j.n_parts || self.part_done[j.first_part + index] {
+            return Err(unknown());
+        }
+        let g = (0..self.nodes.len() as u32)
+            .find(|&g| {
+                let n = &self.nodes[g as usize];
+                n.alive && n.link == link && n.local == local
+            })
+            .ok_or_else(unknown)?;
+        let bad = |field, want, value| CoreError::BadReport {
+            host: host(),
+            link,
+            what: format!("adopted part {}/{}", part.job, part.index),
+            field,
+            want,
+            value,
+        };
+        if !(work_done.is_finite() && work_done >= 0.0) {
+            return Err(bad("work_done", "finite and >= 0", work_done));
+        }
+        if !(0.0..=1.0).contains(&share) {
+            return Err(bad("share", "in [0, 1]", share));
+        }
+        let p = self.jobs[k].first_part + index;
+        let old = self.parts[p].node as u32;
+        if old != g {
+            self.remove_part(old, part);
+            if self.nodes[old as usize].alive && self.jobs[k].held_apart {
+                self.release_node(old);
+            }
+            self.parts[p].node = g as usize;
+            self.parts[p].cpu = self.jobs[k].job.actual_runtime / self.speed_of(g as usize);
+            self.records[k].nodes[index] = g as usize;
+        }
+        let speed = self.speed_of(g as usize);
+        let report = Reported {
+            cpu_done: work_done / speed,
+            share,
+            at: now,
+        };
+        self.place_adopted(k, g, Some(report));
+        Ok(g)
+    }
+
+    /// Part `part` of an adopted job finished at `at` (a node process
+    /// reported it finished while no manager ran, or it ended before the
+    /// crash unobserved and `at` is the caller's best time). A job whose
+    /// last part this was is over.
+    pub fn adopted_part_finished(
+        &mut self,
+        now: Time,
+        part: PartId,
+        at: Time,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let unknown = || CoreError::UnknownPart {
+            host: "(adopted)".into(),
+            link: 0,
+            job: part.job,
+            index: part.index,
+        };
+        let k = self.index.get(part.job).ok_or_else(unknown)?;
+        let j = &self.jobs[k];
+        let index = part.index as usize;
+        if !j.adopted || index >= j.n_parts {
+            return Err(unknown());
+        }
+        if j.over || self.part_done[j.first_part + index] {
+            return Ok(());
+        }
+        if !at.is_finite() {
+            return Err(CoreError::Invalid(format!(
+                "adopted part {}/{}: finish must be finite, got {at}",
+                part.job, part.index
+            )));
+        }
+        let p = j.first_part + index;
+        self.part_done[p] = true;
+        let g = self.parts[p].node as u32;
+        self.remove_part(g, part);
+        if self.nodes[g as usize].alive && self.jobs[k].held_apart {
+            self.release_node(g);
+        }
+        if self.book_part_finished(now, k, index, at) {
+            out.push(Output::Finished { job: part.job });
+        }
+        Ok(())
+    }
+
+    /// Ends `job` as lost (`detail` says why): its parts still running on
+    /// live nodes are cancelled, as when a node is lost. For jobs no node
+    /// loss ends, such as an adopted job whose node process did not come
+    /// back. Nothing happens to a job already over.
+    pub fn lose(
+        &mut self,
+        now: Time,
+        job: JobId,
+        detail: String,
+        out: &mut Vec<Output>,
+    ) -> Result<(), CoreError> {
+        let k = self.index.get(job).ok_or_else(|| {
+            CoreError::Invalid(format!("job {job} cannot be lost: it was never submitted"))
+        })?;
+        if self.jobs[k].over {
+            return Ok(());
+        }
+        self.lose_job(now, k, detail, None, out);
+        self.pending = true;
+        self.flush(now, out);
+        Ok(())
+    }
+
+    /// Whether `job` was adopted and part `index` of it is neither back on
+    /// a node of this manager nor over.
+    pub fn adopted_part_waiting(&self, job: JobId, index: u32) -> bool {
+        self.index.get(job).is_some_and(|k| {
+            let j = &self.jobs[k];
+            let i = index as usize;
+            j.adopted
+                && !j.over
+                && i < j.n_parts
+                && !self.part_done[j.first_part + i]
+                && !self.nodes[self.parts[j.first_part + i].node].alive
+        })
+    }
+
+    /// The speed of node `g` (1 once it left the view: its part records
+    /// then only keep the processor time it would have taken).
+    fn speed_of(&self, g: usize) -> f64 {
+        self.view_index[g].map_or(1.0, |v| self.view[v].spec.speed)
+    }
+
+    /// Puts adopted job `k`'s part on alive node `g` into the
+    /// view (with its last report, if any) and, for a queue policy, takes
+    /// the node out of the pool.
+    fn place_adopted(&mut self, k: usize, g: u32, report: Option<Reported>) {
+        let Some(v) = self.view_index[g as usize] else {
+            return;
+        };
+        let spec = &self.jobs[k].job.spec;
+        let value = match &self.policy {
+            Policy::Admission(p) => p.part_value(spec),
+            Policy::Queue(_) => crate::node_model::PartValue::default(),
+        };
+        let id = spec.id;
+        let at = self.view[v].parts.iter().position(|q| q.job == id);
+        let placed = at.is_none();
+        let at = match at {
+            Some(i) => i,
+            None => {
+                let part = self.view[v].new_valued_part(spec, value);
+                self.view[v].parts.push(part);
+                if let Tracking::Reported(reports) = &mut self.tracking {
+                    reports[v].push(None);
+                }
+                self.view[v].parts.len() - 1
+            }
+        };
+        if let Tracking::Reported(reports) = &mut self.tracking {
+            if let Some(r) = report {
+                self.view[v].parts[at].cpu_done = r.cpu_done;
+                reports[v][at] = Some(r);
+            }
+            self.busy.update(v, &self.view[v]);
+        }
+        if !placed {
+            return;
+        }
+        if let Policy::Queue(q) = &mut self.policy {
+            // The end its estimate promises, from its start.
+            let start = self.records[k].start.unwrap_or(0.0);
+            let est_end = start + self.jobs[k].job.spec.estimate() / self.view[v].spec.speed;
+            if !q.hold_node(id, g as usize, est_end) {
+                q.set_node_available(g as usize, false);
+                self.jobs[k].held_apart = true;
+            }
+            self.pending = true;
+        }
+    }
+
+    /// An adopted part held apart left alive node `g`: a queue policy may
+    /// use it again.
+    pub(super) fn release_node(&mut self, g: u32) {
+        if let Policy::Queue(q) = &mut self.policy {
+            q.set_node_available(g as usize, true);
+            self.pending = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::job::{JobSpec, Urgency};
+    use crate::policy::{self, PolicyConfig};
+    use crate::protocol::{ManagerMsg, NodeInfo};
+
+    use super::*;
+
+    fn info(local: u32) -> NodeInfo {
+        NodeInfo {
+            local,
+            capacity: 1.0,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        }
+    }
+
+    fn job(id: JobId, submit: f64, re: f64, p: u32, d: f64) -> WorkloadJob {
+        WorkloadJob {
+            spec: JobSpec::new(id, submit, re, p, d, 1e9).with_urgency(Urgency::Low),
+            actual_runtime: re,
+        }
+    }
+
+    /// The record an earlier manager decided for `j` at its submit time.
+    fn decided(j: &WorkloadJob, nodes: Vec<usize>) -> JobRecord {
+        let mut r = JobRecord::new(j);
+        r.accept(j.spec.details.submit_time, nodes, 0.0);
+        r
+    }
+
+    fn placed(out: &[Output], job: JobId) -> Option<Vec<usize>> {
+        out.iter().find_map(|o| match o {
+            Output::Decided {
+                job: j,
+                decision: crate::policy::Decision::Accept(a),
+            } if *j == job => Some(a.nodes.clone()),
+            _ => None,
+        })
+    }
+
+    /// The earlier manager's node process (node 0) is gone; the one that
+    /// rode the crash out registered as nodes 1 and 2 (link 2).
+    fn resumed(policy: &str) -> ManagerCore {
+        let p = policy::build(policy, &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        assert_eq!(c.register(2, "b", &[info(0), info(1)]).unwrap(), [1, 2]);
+        c
+    }
+
+    /// Libra, numbers by hand. Job 1 (RE 100, D 200, submitted and
+    /// started at 0 on the old node 0) is adopted and reported back at 50
+    /// on node 1 with 50 done at share 0.5: it needs (100 - 50) / (200 -
+    /// 50) = 1/3 there. Job 2 (RE 100, D 120) needs 100 / 120 = 5/6:
+    /// 1/3 + 5/6 > 1, so it goes to node 2 (without the adopted part Libra
+    /// puts it on the lowest empty node, 1). Job 3 (RE 60, D 100) needs
+    /// 0.6: node 1 holds 1/3 + 0.6 = 0.933 (had the report not counted,
+    /// 100 / 150 + 0.6 > 1), node 2 would hold 5/6 + 0.6: node 1. Job 1
+    /// completes on node 1 at 149 by the normal path: one record, one
+    /// part record naming node 1.
+    #[test]
+    fn an_adopted_part_counts_in_the_view_from_its_report_and_completes_as_usual() {
+        let mut c = resumed("libra");
+        let j1 = job(1, 0.0, 100.0, 1, 200.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        assert!(c.adopted_part_waiting(1, 0));
+        assert_eq!(c.open_jobs(), 1);
+        let p = PartId { job: 1, index: 0 };
+        assert_eq!(c.adopted_part_back(50.0, 2, p, 0, 50.0, 0.5).unwrap(), 1);
+        assert!(!c.adopted_part_waiting(1, 0));
+        assert_eq!(c.record(1).unwrap().nodes, [1]);
+
+        let mut out = Vec::new();
+        c.submit(50.0, job(2, 50.0, 100.0, 1, 120.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), Some(vec![2]));
+        c.submit(50.0, job(3, 50.0, 60.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 3), Some(vec![1]));
+
+        // The same core without the adoption: job 2 takes node 1.
+        let mut bare = resumed("libra");
+        let mut o = Vec::new();
+        bare.submit(50.0, job(2, 50.0, 100.0, 1, 120.0), &mut o)
+            .unwrap();
+        assert_eq!(placed(&o, 2), Some(vec![1]));
+
+        out.clear();
+        c.completed(150.0, 2, p, 149.0, &mut out).unwrap();
+        assert_eq!(out, [Output::Finished { job: 1 }]);
+        let r = c.record(1).unwrap();
+        assert_eq!((r.finish, r.lost, r.start), (Some(149.0), false, Some(0.0)));
+        let parts: Vec<(JobId, usize, f64, f64)> = c
+            .part_records()
+            .iter()
+            .map(|p| (p.job, p.node, p.start, p.finish))
+            .collect();
+        assert_eq!(parts[0], (1, 1, 0.0, 149.0));
+        assert_eq!(c.open_jobs(), 2);
+    }
+
+    /// A two-part job whose part 0 came back and whose part 1's process
+    /// did not: lost, part 0 cancelled on its node; a one-part job that
+    /// finished while no manager ran is over at its finish.
+    #[test]
+    fn adopted_jobs_end_lost_or_finished_unobserved() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0), info(1)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        c.register(2, "b", &[info(0)]).unwrap();
+        let j4 = job(4, 0.0, 100.0, 2, 200.0);
+        c.adopt(j4.clone(), decided(&j4, vec![0, 1])).unwrap();
+        let j5 = job(5, 0.0, 10.0, 1, 200.0);
+        c.adopt(j5.clone(), decided(&j5, vec![1])).unwrap();
+        let p40 = PartId { job: 4, index: 0 };
+        c.adopted_part_back(20.0, 2, p40, 0, 20.0, 1.0).unwrap();
+        let mut out = Vec::new();
+        let p5 = PartId { job: 5, index: 0 };
+        c.adopted_part_finished(20.0, p5, 10.0, &mut out).unwrap();
+        assert_eq!(out, [Output::Finished { job: 5 }]);
+        assert_eq!(c.record(5).unwrap().finish, Some(10.0));
+        out.clear();
+        assert!(c.adopted_part_waiting(4, 1));
+        c.lose(
+            30.0,
+            4,
+            "lost at 30.000: did not come back".into(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            [
+                Output::Send {
+                    link: 2,
+                    msg: ManagerMsg::Cancel { part: p40 }
+                },
+                Output::Finished { job: 4 }
+            ]
+        );
+        let r = c.record(4).unwrap();
+        assert!(r.lost && r.finish.is_none());
+        assert_eq!(r.nodes, [2, 1]);
+        assert_eq!(c.open_jobs(), 0);
+        assert_eq!(c.live_nodes(), 1);
+        // The node holds nothing now: a part reported for job 4 is unknown.
+        assert!(c.adopted_part_back(31.0, 2, p40, 0, 1.0, 1.0).is_err());
+    }
+
+    /// FIFO on two nodes: the adopted part's node is out of the pool
+    /// while it runs, so a 2-processor job waits for its end.
+    #[test]
+    fn a_queue_policy_does_not_start_jobs_on_an_adopted_parts_node() {
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0), info(1)]).unwrap();
+        let j1 = job(1, 0.0, 10.0, 1, 100.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        let mut out = Vec::new();
+        c.submit(1.0, job(2, 1.0, 10.0, 2, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), None);
+        assert_eq!(c.queued(), 1);
+        out.clear();
+        c.completed(9.0, 1, PartId { job: 1, index: 0 }, 9.0, &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), Some(vec![0, 1]));
+        assert_eq!(c.queued(), 0);
+    }
+}
