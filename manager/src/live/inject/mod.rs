@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-use common::faults::{Fault, FaultKind, Plan, Target};
+use anyhow::Result;
+use common::faults::{Fault, FaultKind, Plan};
 use common::protocol::FaultAct;
 
 use exec::Executor;
@@ -181,34 +181,6 @@ pub fn steps(plan: &Plan) -> Vec<(f64, FaultAct, usize)> {
     // Stable: acts at one instant keep the plan's order.
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     out
-}
-
-/// Refuses the faults a live run cannot execute (none the scenario format
-/// allows, today) and faults of processes `executes` says no executor
-/// reaches (`Err(why)`).
-pub fn check_live(plan: &Plan, executes: impl Fn(usize) -> Result<(), String>) -> Result<()> {
-    for f in &plan.faults {
-        match (f.kind, f.target) {
-            // Executed by the run's supervisor (`live::supervise`).
-            (FaultKind::ManagerCrash, Target::Manager) => {}
-            (FaultKind::ManagerCrash, _) | (_, Target::Manager) => {
-                bail!(
-                    "{f}: live runs do not execute {} of {}",
-                    f.kind.name(),
-                    f.target
-                )
-            }
-            _ => {
-                let Some((p, _)) = plan.process_and_node(f) else {
-                    bail!("{f}: the cluster has no {}", f.target);
-                };
-                if let Err(why) = executes(p) {
-                    bail!("{f}: {why}");
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Waits for the journal's `replay` entry (the replay's start) and
