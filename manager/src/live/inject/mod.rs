@@ -39,7 +39,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use common::faults::{Fault, FaultKind, Plan};
 use common::protocol::FaultAct;
 
@@ -362,7 +361,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::faults::{Origin, Plan};
+    use common::faults::{Origin, Plan, Target};
 
     fn fault(id: usize, at: f64, kind: FaultKind, duration: Option<f64>) -> Fault {
         Fault {
