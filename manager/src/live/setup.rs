@@ -179,32 +179,6 @@ pub fn tiny_parts(cfg: &ClusterConfig, actuals: &[f64], time_scale: f64) -> Opti
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-
-    #[test]
-    fn run_warns_about_parts_shorter_than_ten_minimum_slices() {
-        let cfg = ClusterConfig::parse(
-            Path::new("t.toml"),
-            "[manager]\nlisten = \"127.0.0.1:1\"\ncerts = \"c\"\ntime_scale = 0.01\n\
-             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
-             [[hosts]]\nname = \"a\"\nnodes_per_process = 2\ncapacity = 0.002\n",
-        )
-        .unwrap();
-        // 2.5 ms of processor time at capacity 0.002 and scale 0.01 is
-        // 2.5e-3 / (0.002 x 0.01) = 125 trace seconds of work.
-        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.01).unwrap();
-        assert!(w.starts_with("2 of 3 jobs"), "{w}");
-        // At scale 0.1 the bound is 12.5 trace seconds.
-        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.1).unwrap();
-        assert!(w.starts_with("1 of 3 jobs"), "{w}");
-        assert_eq!(tiny_parts(&cfg, &[100.0, 130.0], 0.1), None);
-    }
-}
-
 /// `libratory config check`: parse and check a cluster configuration,
 /// print a one-line summary. The fault scenario it names is read and
 /// expanded for this cluster as a run would (errors name the scenario's
@@ -251,4 +225,30 @@ fn check_live(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn run_warns_about_parts_shorter_than_ten_minimum_slices() {
+        let cfg = ClusterConfig::parse(
+            Path::new("t.toml"),
+            "[manager]\nlisten = \"127.0.0.1:1\"\ncerts = \"c\"\ntime_scale = 0.01\n\
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
+             [[hosts]]\nname = \"a\"\nnodes_per_process = 2\ncapacity = 0.002\n",
+        )
+        .unwrap();
+        // 2.5 ms of processor time at capacity 0.002 and scale 0.01 is
+        // 2.5e-3 / (0.002 x 0.01) = 125 trace seconds of work.
+        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.01).unwrap();
+        assert!(w.starts_with("2 of 3 jobs"), "{w}");
+        // At scale 0.1 the bound is 12.5 trace seconds.
+        let w = tiny_parts(&cfg, &[100.0, 130.0, 10.0], 0.1).unwrap();
+        assert!(w.starts_with("1 of 3 jobs"), "{w}");
+        assert_eq!(tiny_parts(&cfg, &[100.0, 130.0], 0.1), None);
+    }
 }
