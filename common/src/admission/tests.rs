@@ -972,6 +972,8 @@ fn the_core_answers_what_it_was_built_with_and_what_it_holds() {
     assert_eq!(c.open_jobs(), 1);
     // Job 2's one part, placed on node 2 at 0, is the book's third part
     // (job 1 placed two before it).
+    let placed: Vec<(JobId, usize)> = c.part_records().iter().map(|p| (p.job, p.node)).collect();
+    assert_eq!(placed, vec![(1, 0), (1, 1), (2, 2)]);
     let (jobs, parts) = c.into_books();
     assert_eq!(jobs.len(), 2);
     assert_eq!(parts.len(), 3);
