@@ -979,3 +979,24 @@ fn the_core_answers_what_it_was_built_with_and_what_it_holds() {
     assert_eq!(parts.len(), 3);
     assert_eq!((parts[2].job, parts[2].node), (2, 2));
 }
+
+#[test]
+fn a_part_index_past_a_jobs_last_part_is_unknown() {
+    // One process, one node: job 1 (1 part) and job 2 (1 part) both run
+    // there (shares 0.5 and 0.25: best fit puts them together). Their part
+    // records are consecutive, so "part 1 of job 1" would be job 2's part
+    // 0 if the index were not checked against job 1's part count.
+    let mut c = libra();
+    c.register(10, "lab-1", &[info(0)]).unwrap();
+    let mut out = Vec::new();
+    c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+        .unwrap();
+    c.submit(0.0, job(2, 0.0, 25.0, 1, 100.0), &mut out)
+        .unwrap();
+    assert_eq!(dispatches(&out).len(), 2);
+    let past = PartId { job: 1, index: 1 };
+    let e = c.completed(30.0, 10, past, 30.0, &mut out).unwrap_err();
+    assert!(e.to_string().contains("unknown part 1/1"), "{e}");
+    assert!(!c.job_over(1) && !c.job_over(2));
+    assert_eq!(c.open_jobs(), 2);
+}
