@@ -59,6 +59,18 @@ mkdir -p "$src"
 rsync -a --delete --exclude /target --exclude /.git --exclude /runs "$root/" "$src/"
 ln -sfn "$(cd "$root/../shared" && pwd)" "$out/shared"
 
+# A run stopped mid-build (Ctrl-C, kill, timeout) can leave rustc's
+# incremental cache of libratory-common inconsistent: every later mutant
+# then fails to link ("undefined hidden symbol") and would be counted
+# unviable. A marker says a run is under way; finding it at the start
+# means the last one was stopped, and that cache is rebuilt from scratch.
+marker=$out/run-under-way
+if [ -e "$marker" ]; then
+  echo "== the last run was stopped: rebuilding libratory-common's incremental cache"
+  rm -rf "$CARGO_TARGET_DIR"/debug/incremental/common-*
+fi
+touch "$marker"
+
 modules=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   modules+=("$1")
@@ -114,3 +126,4 @@ for m in "${modules[@]}"; do
     "$m" "$(wc -l <"$d/caught.txt")" "$(wc -l <"$d/missed.txt")" \
     "$(wc -l <"$d/timeout.txt")" "$(wc -l <"$d/unviable.txt")" "$took" "$rc"
 done
+rm -f "$marker"
