@@ -5,55 +5,125 @@
 # against it; a mutant no test catches is "missed". Too long for every CI
 # run (see docs/testing.md for how long it takes and the latest counts).
 #
-#   scripts/mutants.sh [module ...]      modules: sim share admission policy
-#                                        (default: all four, smallest first)
+#   scripts/mutants.sh [module ...] [-- cargo-mutants options]
+#     modules: sim share admission policy (default: all four, smallest first)
+#     e.g. scripts/mutants.sh policy -- --shard 0/8
+#          scripts/mutants.sh admission -- -F 'ManagerCore::reserve'
 #
 # Output: $MUTANTS_OUT/<module>/mutants.out/{caught,missed,timeout,unviable}.txt
-# (default MUTANTS_OUT: target/mutants). One mutant at a time (--jobs 1) so
-# that the timeout means the same on a shared machine; a mutant that loops
-# is stopped after MUTANT_TIMEOUT seconds and counted as "timeout".
+# and outcomes.json (each mutant's build and test seconds); default
+# MUTANTS_OUT: target/mutants. One mutant at a time (in place, in one
+# copy) so that the timeout means the same on a shared machine; a mutant that loops is
+# stopped after MUTANT_TIMEOUT seconds and counted as "timeout".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 
 if ! command -v cargo-mutants >/dev/null; then
   echo "== installing cargo-mutants (cargo install cargo-mutants --locked)"
   cargo install cargo-mutants --locked
 fi
+command -v rsync >/dev/null || {
+  echo "error: rsync is needed to copy the tree the mutants are made in" >&2
+  exit 1
+}
 
 out=${MUTANTS_OUT:-target/mutants}
-timeout=${MUTANT_TIMEOUT:-120}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+timeout=${MUTANT_TIMEOUT:-240}
 # Mutants build in their own target directory so that they never race a
-# developer's build; no debug info: linking the test binaries dominates
-# each mutant's build.
+# developer's build; no debug info, which the test binaries do not need.
 export CARGO_TARGET_DIR=${MUTANTS_TARGET_DIR:-$out/target}
 export CARGO_PROFILE_DEV_DEBUG=0
 export CARGO_PROFILE_TEST_DEBUG=0
+# The property tests read PROPTEST_CASES (their `cases` helper): a mutant
+# runs each with 16 random cases instead of the suite's 48-128. The
+# mutants the properties catch break every case or nearly (a survivor at
+# 16 cases is rerun with the full count before it is listed).
+export PROPTEST_CASES=${PROPTEST_CASES:-16}
 
-modules=("$@")
+# The mutants are made in place in a plain copy of the tree at a fixed
+# path ($out/src): not in the developer's tree, which stays untouched, and
+# not in cargo-mutants' fresh temporary copy, whose new path makes every
+# run rebuild libratory-common from scratch (~3 minutes on a loaded
+# 2-core host). The trace tests read ../shared/traces beside the tree, so
+# the copy gets the same neighbour.
+traces="$root/../shared/traces"
+[ -d "$traces" ] || {
+  echo "error: the SWF traces are missing at $traces (the paper-findings tests need them)" >&2
+  exit 1
+}
+src=$out/src
+mkdir -p "$src"
+rsync -a --delete --exclude /target --exclude /.git --exclude /runs "$root/" "$src/"
+ln -sfn "$(cd "$root/../shared" && pwd)" "$out/shared"
+
+# A run stopped mid-build (Ctrl-C, kill, timeout) can leave rustc's
+# incremental cache of libratory-common inconsistent: every later mutant
+# then fails to link ("undefined hidden symbol") and would be counted
+# unviable. A marker says a run is under way; finding it at the start
+# means the last one was stopped, and that cache is rebuilt from scratch.
+marker=$out/run-under-way
+if [ -e "$marker" ]; then
+  echo "== the last run was stopped: rebuilding libratory-common's incremental cache"
+  rm -rf "$CARGO_TARGET_DIR"/debug/incremental/common-*
+fi
+touch "$marker"
+
+modules=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  modules+=("$1")
+  shift
+done
+[ "${1:-}" != "--" ] || shift
+extra=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=(sim share admission policy)
+
 for m in "${modules[@]}"; do
+  # common::sim_faults is a module of its own (the fault schedule), not
+  # part of common::sim. admission/tests.rs is #[cfg(test)]: no mutants.
   case $m in
-    sim | share | admission) files=("common/src/$m.rs") ;;
-    policy) files=("common/src/policy/*.rs") ;;
+    sim | share) globs=("common/src/$m.rs") ;;
+    admission | policy) globs=("common/src/$m/*.rs") ;;
     *)
       echo "error: unknown module '$m' (sim, share, admission, policy)" >&2
       exit 2
       ;;
   esac
   args=()
-  for f in "${files[@]}"; do args+=(--file "$f"); done
+  for g in "${globs[@]}"; do
+    # Fail loudly when the tree has moved under the script: a glob that
+    # matches no file would make cargo-mutants test nothing and report 0.
+    if ! compgen -G "$src/$g" >/dev/null; then
+      echo "error: common::$m: '$g' matches no file (was the module moved? update scripts/mutants.sh)" >&2
+      exit 1
+    fi
+    args+=(--file "$g")
+  done
+  n=$(cd "$src" && cargo mutants -p libratory-common "${args[@]}" --list "${extra[@]}" | wc -l)
+  if [ "$n" -eq 0 ]; then
+    echo "error: common::$m: cargo-mutants finds no mutant in ${globs[*]}" >&2
+    exit 1
+  fi
   mkdir -p "$out/$m"
-  echo "== mutants of common::$m ($(date -u +%H:%M:%S) UTC)"
+  echo "== $n mutants of common::$m ($(date -u +%H:%M:%S) UTC) ${extra[*]}"
   start=$(date +%s)
-  # Exit status 2 means "some mutants missed": reported, not fatal here.
+  # Exit status 2 means "some mutants missed", 3 "some timed out":
+  # reported, not fatal here.
   rc=0
-  cargo mutants -p libratory-common "${args[@]}" --jobs 1 \
+  (cd "$src" && cargo mutants -p libratory-common "${args[@]}" --in-place \
     --timeout "$timeout" --build-timeout 900 --baseline skip \
-    --output "$out/$m" --no-shuffle || rc=$?
+    --output "$out/$m" --no-shuffle "${extra[@]}") || rc=$?
   took=$(($(date +%s) - start))
+  case $rc in 0 | 2 | 3) ;; *)
+    echo "error: cargo-mutants failed on common::$m (exit $rc)" >&2
+    exit "$rc"
+    ;;
+  esac
   d="$out/$m/mutants.out"
   printf '== common::%s: %d caught, %d missed, %d timeout, %d unviable in %d s (exit %d)\n' \
     "$m" "$(wc -l <"$d/caught.txt")" "$(wc -l <"$d/missed.txt")" \
     "$(wc -l <"$d/timeout.txt")" "$(wc -l <"$d/unviable.txt")" "$took" "$rc"
-  case $rc in 0 | 2 | 3) ;; *) exit "$rc" ;; esac
 done
+rm -f "$marker"

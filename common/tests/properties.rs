@@ -72,8 +72,18 @@ fn workloads() -> impl Strategy<Value = (Vec<WorkloadJob>, usize)> {
         })
 }
 
+/// The suite's count of random cases, or `PROPTEST_CASES` when it is set
+/// (as for a plain proptest config): scripts/mutants.sh runs fewer per
+/// mutant, the suite keeps its count.
+fn cases(full: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(full)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(cases(128)))]
 
     /// Under accurate estimates no job accepted by Libra or Libra+$ misses
     /// its deadline (whatever the spare rule).

@@ -432,7 +432,7 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
             run,
         } => libratory_manager::live::inject::cmd::inject(&config, faults.as_deref(), &run)?,
         Command::Config { cmd } => match cmd {
-            ConfigCmd::Check { config } => cluster::check(&config)?,
+            ConfigCmd::Check { config } => libratory_manager::live::setup::config_check(&config)?,
             ConfigCmd::Show { config, format } => cluster::show(&config, format)?,
         },
         Command::ProbeServer {

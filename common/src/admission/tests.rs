@@ -251,8 +251,18 @@ fn bounded_against_scan(seed: u64, policy_name: &str, cfg: &PolicyConfig) -> (u6
     (decided, c.bounded_decisions(), accepted)
 }
 
+/// The suite's count of random cases, or `PROPTEST_CASES` when it is set
+/// (as for a plain proptest config): scripts/mutants.sh runs fewer per
+/// mutant, the suite keeps its count.
+fn cases(full: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(full)
+}
+
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(cases(48)))]
 
     /// Decisions taken from the busy index's bounds (only busy nodes
     /// the bounds leave open brought up to date) are the plain scan's
@@ -940,4 +950,88 @@ fn refused_part_frees_a_queue_policy_node_for_the_next_job() {
     assert_eq!(d[0].1.part.job, 2);
     assert!(c.record(1).unwrap().lost);
     assert_eq!(c.open_jobs(), 1);
+}
+
+#[test]
+fn the_core_answers_what_it_was_built_with_and_what_it_holds() {
+    // The registry names and what each kind of policy means for the
+    // nodes: LibraSLA runs its own spare rule (Algorithm 2 of its paper),
+    // Libra the proportional default, a queue policy takes whatever the
+    // caller runs (each part has a node to itself).
+    let sla = policy::build("libra-sla", &PolicyConfig::default(), &[]).unwrap();
+    let c = ManagerCore::new(sla);
+    assert_eq!(c.policy_name(), "libra-sla");
+    assert_eq!(c.spare_rule(SpareRule::Idle), SpareRule::Sla);
+    assert!(!c.queues());
+    let edf = policy::build("edf", &PolicyConfig::default(), &[]).unwrap();
+    let c = ManagerCore::new(edf);
+    assert_eq!(c.policy_name(), "edf");
+    assert_eq!(
+        c.spare_rule(SpareRule::HighestReturn),
+        SpareRule::HighestReturn
+    );
+    assert!(c.queues());
+
+    // Two processes, link 10 ("a": nodes 0, 1) and link 20 ("b": node 2).
+    // Job 1 (P 2, RE 50, D 100: share 0.5) goes on best fit to nodes 0
+    // and 1; job 2 (P 1, RE 50, D 60: share 0.83) fits only the idle node
+    // 2. Losing link 10 loses job 1 and nodes 0 and 1.
+    let mut c = libra();
+    assert_eq!(c.policy_name(), "libra");
+    c.register(10, "a", &[info(0), info(1)]).unwrap();
+    c.register(20, "b", &[info(0)]).unwrap();
+    assert_eq!((c.host_of(0), c.host_of(1), c.host_of(2)), ("a", "a", "b"));
+    assert_eq!(c.live_nodes(), 3);
+    let mut out = Vec::new();
+    c.submit(0.0, job(1, 0.0, 50.0, 2, 100.0), &mut out)
+        .unwrap();
+    c.submit(0.0, job(2, 0.0, 50.0, 1, 60.0), &mut out).unwrap();
+    assert_eq!(c.open_jobs(), 2);
+    assert_eq!(
+        (c.job_position(1), c.job_position(2), c.job_position(3)),
+        (Some(0), Some(1), None)
+    );
+    assert!(!c.job_over(1) && !c.job_over(2) && !c.job_over(3));
+    c.link_lost(5.0, 10, "idle timeout", &mut out);
+    assert_eq!(c.live_nodes(), 1);
+    assert_eq!(
+        (
+            c.node_alive(0),
+            c.node_alive(1),
+            c.node_alive(2),
+            c.node_alive(3)
+        ),
+        (false, false, true, false)
+    );
+    assert!(c.job_over(1) && !c.job_over(2));
+    assert_eq!(c.open_jobs(), 1);
+    // Job 2's one part, placed on node 2 at 0, is the book's third part
+    // (job 1 placed two before it).
+    let placed: Vec<(JobId, usize)> = c.part_records().iter().map(|p| (p.job, p.node)).collect();
+    assert_eq!(placed, vec![(1, 0), (1, 1), (2, 2)]);
+    let (jobs, parts) = c.into_books();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(parts.len(), 3);
+    assert_eq!((parts[2].job, parts[2].node), (2, 2));
+}
+
+#[test]
+fn a_part_index_past_a_jobs_last_part_is_unknown() {
+    // One process, one node: job 1 (1 part) and job 2 (1 part) both run
+    // there (shares 0.5 and 0.25: best fit puts them together). Their part
+    // records are consecutive, so "part 1 of job 1" would be job 2's part
+    // 0 if the index were not checked against job 1's part count.
+    let mut c = libra();
+    c.register(10, "lab-1", &[info(0)]).unwrap();
+    let mut out = Vec::new();
+    c.submit(0.0, job(1, 0.0, 50.0, 1, 100.0), &mut out)
+        .unwrap();
+    c.submit(0.0, job(2, 0.0, 25.0, 1, 100.0), &mut out)
+        .unwrap();
+    assert_eq!(dispatches(&out).len(), 2);
+    let past = PartId { job: 1, index: 1 };
+    let e = c.completed(30.0, 10, past, 30.0, &mut out).unwrap_err();
+    assert!(e.to_string().contains("unknown part 1/1"), "{e}");
+    assert!(!c.job_over(1) && !c.job_over(2));
+    assert_eq!(c.open_jobs(), 2);
 }

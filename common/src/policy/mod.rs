@@ -584,3 +584,26 @@ pub(crate) mod test_util {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RejectReason;
+
+    #[test]
+    fn a_reject_reason_prints_as_its_stable_name() {
+        // What the reports, the CLI and the protocol show, in report order.
+        let shown: Vec<String> = RejectReason::ALL.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "resources",
+                "deadline",
+                "budget",
+                "risk",
+                "return",
+                "expired",
+                "scheduler"
+            ]
+        );
+    }
+}

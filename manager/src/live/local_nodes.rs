@@ -18,10 +18,12 @@ use crate::cluster::config::{ClusterConfig, HostSection};
 /// Shared with the fault injector (`--faults`), which signals and
 /// restarts them by their position in launch order.
 pub struct LocalNodes {
-    children: std::sync::Arc<std::sync::Mutex<Vec<(String, Child)>>>,
+    /// (label, child) in launch order, shared with the fault injector's
+    /// executor (`inject::exec::Children::of`).
+    pub(crate) children: std::sync::Arc<std::sync::Mutex<Vec<(String, Child)>>>,
     /// How each was started (program, arguments, log file), to start it
     /// again after a crash fault.
-    commands: Vec<(PathBuf, Vec<std::ffi::OsString>, PathBuf)>,
+    pub(crate) commands: Vec<(PathBuf, Vec<std::ffi::OsString>, PathBuf)>,
 }
 
 impl LocalNodes {
@@ -66,14 +68,6 @@ impl LocalNodes {
             children: std::sync::Arc::new(std::sync::Mutex::new(children)),
             commands,
         })
-    }
-
-    /// The fault injector's executor on these processes.
-    pub fn executor(&self) -> crate::live::inject::exec::Children {
-        crate::live::inject::exec::Children {
-            children: self.children.clone(),
-            commands: self.commands.clone(),
-        }
     }
 
     /// Waits up to `grace` for the processes to leave, then kills the rest.

@@ -256,7 +256,7 @@ pub fn run(
                     cfg.manager.time_scale,
                     first_submit,
                     reporting.2,
-                    Box::new(n.executor()),
+                    Box::new(crate::live::inject::exec::Children::of(n)),
                     inject::report::Reporter::start(reporting.0, reporting.1),
                     stop.clone(),
                 )),

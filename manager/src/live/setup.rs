@@ -129,7 +129,7 @@ pub fn fault_plan(
         _ => 0.0,
     };
     let plan = sf.expand(&shape, horizon, seed)?;
-    crate::live::inject::check_live(&plan, executes)?;
+    check_live(&plan, executes)?;
     log.say(format_args!(
         "faults: {} (seed {}{}), {} faults",
         sf.path.display(),
@@ -177,6 +177,54 @@ pub fn tiny_parts(cfg: &ClusterConfig, actuals: &[f64], time_scale: f64) -> Opti
             10.0 * MIN_SLICE_S * 1e3
         )
     })
+}
+
+/// `libratory config check`: parse and check a cluster configuration,
+/// print a one-line summary. The fault scenario it names is read and
+/// expanded for this cluster as a run would (errors name the scenario's
+/// file, line and key), which is why this lives here and not in
+/// `cluster`: it needs the run's workload.
+pub fn config_check(path: &std::path::Path) -> Result<()> {
+    let cfg = ClusterConfig::load(path)?;
+    if let Some(f) = &cfg.workload.faults {
+        let sf = ScenarioFile::load(f)?;
+        let (exp, wl) = experiment_of(&cfg)?;
+        let mut log = Log::new();
+        fault_plan(&sf, &cfg, |_| Ok(()), &wl, exp.params.seed, &mut log)?;
+    }
+    println!("{}: ok: {}", path.display(), cfg.summary());
+    Ok(())
+}
+
+/// Refuses the faults a live run cannot execute (none the scenario format
+/// allows, today) and faults of processes `executes` says no executor
+/// reaches (`Err(why)`).
+fn check_live(
+    plan: &common::faults::Plan,
+    executes: impl Fn(usize) -> Result<(), String>,
+) -> Result<()> {
+    for f in &plan.faults {
+        match (f.kind, f.target) {
+            // Executed by the run's supervisor (`live::supervise`).
+            (common::faults::FaultKind::ManagerCrash, common::faults::Target::Manager) => {}
+            (common::faults::FaultKind::ManagerCrash, _) | (_, common::faults::Target::Manager) => {
+                anyhow::bail!(
+                    "{f}: live runs do not execute {} of {}",
+                    f.kind.name(),
+                    f.target
+                )
+            }
+            _ => {
+                let Some((p, _)) = plan.process_and_node(f) else {
+                    anyhow::bail!("{f}: the cluster has no {}", f.target);
+                };
+                if let Err(why) = executes(p) {
+                    anyhow::bail!("{f}: {why}");
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ pub fn run(plan: &Plan, cx: Context<'_>, log: &mut Log) -> Result<ExitStatus> {
                 time_scale,
                 first_submit,
                 journal.clone(),
-                Box::new(n.executor()),
+                Box::new(crate::live::inject::exec::Children::of(&n)),
                 inject::report::Reporter::start(
                     cfg.local_dial_address(),
                     cfg.manager.certs.clone(),

@@ -43,6 +43,16 @@ pub struct Children {
     pub commands: Vec<NodeCommand>,
 }
 
+impl Children {
+    /// The executor on the node processes `nodes` started.
+    pub fn of(nodes: &crate::live::local_nodes::LocalNodes) -> Children {
+        Children {
+            children: nodes.children.clone(),
+            commands: nodes.commands.clone(),
+        }
+    }
+}
+
 impl Executor for Children {
     fn label(&self, p: usize) -> String {
         let c = self.children.lock().unwrap_or_else(|e| e.into_inner());

@@ -39,8 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-use common::faults::{Fault, FaultKind, Plan, Target};
+use common::faults::{Fault, FaultKind, Plan};
 use common::protocol::FaultAct;
 
 use exec::Executor;
@@ -181,34 +180,6 @@ pub fn steps(plan: &Plan) -> Vec<(f64, FaultAct, usize)> {
     // Stable: acts at one instant keep the plan's order.
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     out
-}
-
-/// Refuses the faults a live run cannot execute (none the scenario format
-/// allows, today) and faults of processes `executes` says no executor
-/// reaches (`Err(why)`).
-pub fn check_live(plan: &Plan, executes: impl Fn(usize) -> Result<(), String>) -> Result<()> {
-    for f in &plan.faults {
-        match (f.kind, f.target) {
-            // Executed by the run's supervisor (`live::supervise`).
-            (FaultKind::ManagerCrash, Target::Manager) => {}
-            (FaultKind::ManagerCrash, _) | (_, Target::Manager) => {
-                bail!(
-                    "{f}: live runs do not execute {} of {}",
-                    f.kind.name(),
-                    f.target
-                )
-            }
-            _ => {
-                let Some((p, _)) = plan.process_and_node(f) else {
-                    bail!("{f}: the cluster has no {}", f.target);
-                };
-                if let Err(why) = executes(p) {
-                    bail!("{f}: {why}");
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Waits for the journal's `replay` entry (the replay's start) and
@@ -390,7 +361,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::faults::{Origin, Plan};
+    use common::faults::{Origin, Plan, Target};
 
     fn fault(id: usize, at: f64, kind: FaultKind, duration: Option<f64>) -> Fault {
         Fault {
@@ -426,7 +397,7 @@ mod tests {
                 fault(5, 2.0, FaultKind::Crash, None),
             ],
             link_timeout: 5.0,
-            processes: vec![0..4],
+            processes: vec![0..4, 4..8],
         };
         let s = steps(&plan);
         let got: Vec<(f64, FaultAct, usize)> = s.clone();
@@ -458,5 +429,54 @@ mod tests {
         );
         assert_eq!(a(3, FaultAct::Heal), Action::Nothing);
         assert_eq!((Sig::Kill.name(), Sig::Kill.number()), ("KILL", 9));
+    }
+
+    /// `slow` and the faults of one node are lines for the node process
+    /// (`node K ...`, K the node's index in its process: node 5 of
+    /// processes of 4 nodes is process 1's node 1); their ends need nothing
+    /// and a crashed node is not restarted by the injector.
+    #[test]
+    fn slow_and_single_node_faults_are_control_lines() {
+        let on = |mut f: Fault, target| {
+            f.target = target;
+            f
+        };
+        let plan = Plan {
+            seed: 7,
+            faults: vec![
+                fault(1, 1.0, FaultKind::Slow { factor: 0.5 }, Some(20.0)),
+                on(fault(2, 2.0, FaultKind::Hang, Some(10.0)), Target::Node(5)),
+                on(fault(3, 3.0, FaultKind::Crash, Some(40.0)), Target::Node(5)),
+                on(fault(4, 4.0, FaultKind::Crash, None), Target::Node(2)),
+            ],
+            link_timeout: 5.0,
+            processes: vec![0..4, 4..8],
+        };
+        assert_eq!(
+            steps(&plan),
+            vec![
+                (1.0, FaultAct::Slow, 0),
+                (2.0, FaultAct::Stop, 1),
+                (3.0, FaultAct::Kill, 2),
+                (4.0, FaultAct::Kill, 3),
+                (12.0, FaultAct::Cont, 1),
+                (21.0, FaultAct::Restore, 0),
+            ]
+        );
+        let a = |i: usize, act| action(&plan, &plan.faults[i], act, 0.05);
+        // 20 x 0.05 = 1 real s.
+        assert_eq!(a(0, FaultAct::Slow), Action::Control("slow 0.5 1".into()));
+        assert_eq!(a(0, FaultAct::Restore), Action::Nothing);
+        assert_eq!(
+            a(1, FaultAct::Stop),
+            Action::Control("node 1 hang 0.5".into())
+        );
+        assert_eq!(a(1, FaultAct::Cont), Action::Nothing);
+        assert_eq!(
+            a(2, FaultAct::Kill),
+            Action::Control("node 1 crash 2".into())
+        );
+        assert_eq!(a(3, FaultAct::Kill), Action::Control("node 2 crash".into()));
+        assert_eq!(plan.process_and_node(&plan.faults[3]), Some((0, Some(2))));
     }
 }
