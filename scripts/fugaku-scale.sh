@@ -110,6 +110,6 @@ for policy in "${policies[@]}"; do
   grep -E "^(policy|$policy) " "$log" | sed 's/^/   /' || true
   if [[ -n $summary ]]; then
     echo "   libratory status --summary when every job was over:"
-    echo "$summary" | sed 's/^/     /'
+    while IFS= read -r line; do echo "     $line"; done <<<"$summary"
   fi
 done
