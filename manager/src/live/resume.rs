@@ -19,7 +19,7 @@ use common::workload::WorkloadJob;
 
 use crate::environment::Environment;
 use crate::live::journal::{self, JournalWriter, JOURNAL};
-use crate::live::manager::{self as live, LiveConfig, Takeover, Threads};
+use crate::live::manager::{self as live, LiveConfig, Takeover};
 use crate::live::progress::Progress;
 use crate::live::resume_state::{check_resumable, ResumeState, RESUMED};
 use crate::live::{run_files, setup};
@@ -93,30 +93,8 @@ pub fn resume(
     let listen = cfg.manager.listen.parse()?;
     let writer = JournalWriter::append(&path, s.last_t + down)?;
     let live_cfg = LiveConfig {
-        listen,
-        certs: cfg.manager.certs.clone(),
-        time_scale: scale,
-        expect_nodes: cfg.total_nodes(),
-        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
-        policy: cfg.workload.policy.clone(),
-        policy_config: exp.policy.clone(),
-        report_ms: cfg.manager.report_ms,
-        heartbeat_ms: cfg.manager.heartbeat_ms,
-        histogram_ms: cfg.manager.histogram_ms,
-        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
-        histogram_timeout: Duration::from_secs(5),
-        progress: matches!(progress, Progress::Bar),
-        progress_lines: match progress {
-            Progress::Lines(every) => Some(every),
-            Progress::Quiet | Progress::Bar => None,
-        },
-        serve: false,
-        journal: Some(writer.journal()),
-        view: None,
-        threads: Threads::parse(env.manager_threads().as_deref())?,
-        replay_started: None,
-        batsim: Default::default(),
         resume: Some(takeover),
+        ..setup::live_config(&cfg, &exp, listen, progress, writer.journal(), env)?
     };
     let started = SystemTime::now();
     let outcome = actix_rt::System::new().block_on(async move {

@@ -16,7 +16,7 @@ use crate::cluster::config::{ClusterConfig, HostSection};
 use crate::environment::Environment;
 use crate::live::journal::{JournalWriter, JOURNAL};
 use crate::live::local_nodes::LocalNodes;
-use crate::live::manager::{self as live, LiveConfig, LiveOutcome, Threads};
+use crate::live::manager::{self as live, LiveConfig, LiveOutcome};
 use crate::live::progress::Progress;
 use crate::live::{inject, recover, run_files, setup, supervise};
 use crate::results::calibration;
@@ -196,30 +196,10 @@ pub fn run(
         eprintln!("warning: {w}");
     }
     let live_cfg = LiveConfig {
-        listen,
-        certs: cfg.manager.certs.clone(),
-        time_scale: cfg.manager.time_scale,
-        expect_nodes: cfg.total_nodes(),
-        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
-        policy: cfg.workload.policy.clone(),
-        policy_config: exp.policy.clone(),
-        report_ms: cfg.manager.report_ms,
-        heartbeat_ms: cfg.manager.heartbeat_ms,
-        histogram_ms: cfg.manager.histogram_ms,
-        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
-        histogram_timeout: Duration::from_secs(5),
-        progress: matches!(progress, Progress::Bar),
-        progress_lines: match progress {
-            Progress::Lines(every) => Some(every),
-            Progress::Quiet | Progress::Bar => None,
-        },
         serve,
-        journal: Some(writer.journal()),
         view: view.as_ref().map(|v| v.publisher.clone()),
-        threads: Threads::parse(env.manager_threads().as_deref())?,
-        replay_started: None,
         batsim,
-        resume: None,
+        ..setup::live_config(cfg, &exp, listen, progress, writer.journal(), env)?
     };
     // (faults) The injector runs beside the manager, unless the run's
     // supervisor holds the node processes and runs it.

@@ -227,6 +227,48 @@ fn check_live(
     Ok(())
 }
 
+/// The live manager's configuration of a run of `cfg` (`run` and
+/// `resume` alike): its settings from the cluster configuration, the
+/// journal `journal`, no web view, no external scheduler, not serving,
+/// not resuming; callers set what differs with struct update syntax.
+pub fn live_config(
+    cfg: &ClusterConfig,
+    exp: &Experiment,
+    listen: std::net::SocketAddr,
+    progress: crate::live::progress::Progress,
+    journal: journal::Journal,
+    env: &crate::environment::Environment,
+) -> Result<crate::live::manager::LiveConfig> {
+    use crate::live::progress::Progress;
+    use std::time::Duration;
+    Ok(crate::live::manager::LiveConfig {
+        listen,
+        certs: cfg.manager.certs.clone(),
+        time_scale: cfg.manager.time_scale,
+        expect_nodes: cfg.total_nodes(),
+        start_timeout: Duration::from_secs_f64(cfg.manager.start_timeout_s),
+        policy: cfg.workload.policy.clone(),
+        policy_config: exp.policy.clone(),
+        report_ms: cfg.manager.report_ms,
+        heartbeat_ms: cfg.manager.heartbeat_ms,
+        histogram_ms: cfg.manager.histogram_ms,
+        link_timeout: Duration::from_secs_f64(cfg.manager.link_timeout_s),
+        histogram_timeout: Duration::from_secs(5),
+        progress: matches!(progress, Progress::Bar),
+        progress_lines: match progress {
+            Progress::Lines(every) => Some(every),
+            Progress::Quiet | Progress::Bar => None,
+        },
+        serve: false,
+        journal: Some(journal),
+        view: None,
+        threads: crate::live::manager::Threads::parse(env.manager_threads().as_deref())?,
+        replay_started: None,
+        batsim: Default::default(),
+        resume: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
