@@ -672,13 +672,7 @@ impl LiveCore {
             self.check_end(now);
         }
         // Application-level round trips, one ping per link per tick.
-        let mut alive: Vec<LinkId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| l.alive)
-            .map(|(&id, _)| id)
-            .collect();
-        alive.sort_unstable();
+        let alive = self.alive_links();
         for link in alive {
             self.nonce += 1;
             let nonce = (link << 32) | (self.nonce & 0xffff_ffff);
@@ -688,6 +682,19 @@ impl LiveCore {
                 msg: ManagerMsg::Ping { nonce },
             });
         }
+    }
+
+    /// The links alive now, in id order (each tick and the end send to
+    /// every one in the same order).
+    fn alive_links(&self) -> Vec<LinkId> {
+        let mut alive: Vec<LinkId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.alive)
+            .map(|(&id, _)| id)
+            .collect();
+        alive.sort_unstable();
+        alive
     }
 
     fn check_end(&mut self, now: Now) {
@@ -712,13 +719,7 @@ impl LiveCore {
             self.core.end_queue(now.trace, &mut self.out);
             self.flush(now);
         }
-        let mut alive: Vec<LinkId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| l.alive)
-            .map(|(&id, _)| id)
-            .collect();
-        alive.sort_unstable();
+        let alive = self.alive_links();
         for &link in &alive {
             self.actions.push_back(Action::Send {
                 link,
@@ -756,13 +757,7 @@ impl LiveCore {
             return;
         }
         self.phase = Phase::Over;
-        let mut alive: Vec<LinkId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| l.alive)
-            .map(|(&id, _)| id)
-            .collect();
-        alive.sort_unstable();
+        let alive = self.alive_links();
         for link in alive {
             self.actions.push_back(Action::Send {
                 link,
