@@ -483,4 +483,127 @@ mod tests {
         assert_eq!(placed(&out, 2), Some(vec![0, 1]));
         assert_eq!(c.queued(), 0);
     }
+
+    fn invalid(r: Result<(), CoreError>) -> String {
+        match r {
+            Err(CoreError::Invalid(m)) => m,
+            other => panic!("expected an invalid adoption, got {other:?}"),
+        }
+    }
+
+    /// Each way a record can fail to be an accepted, unfinished job's is
+    /// refused alone (one condition at a time), and nothing is booked.
+    #[test]
+    fn adopt_refuses_each_record_that_is_not_an_accepted_unfinished_jobs() {
+        let mut c = resumed("libra");
+        let j = job(1, 0.0, 100.0, 1, 200.0);
+        let ok = decided(&j, vec![1]);
+        let not_running = "adopted job 1: its record is not one of an accepted, unfinished job";
+        let mut r = ok.clone();
+        r.id = 9;
+        assert_eq!(invalid(c.adopt(j.clone(), r)), not_running);
+        let mut r = ok.clone();
+        r.accepted = false;
+        assert_eq!(invalid(c.adopt(j.clone(), r)), not_running);
+        let mut r = ok.clone();
+        r.lost = true;
+        assert_eq!(invalid(c.adopt(j.clone(), r)), not_running);
+        let mut r = ok.clone();
+        r.finish = Some(150.0);
+        assert_eq!(invalid(c.adopt(j.clone(), r)), not_running);
+        let mut r = ok.clone();
+        r.nodes.clear();
+        assert_eq!(
+            invalid(c.adopt(j.clone(), r)),
+            "adopted job 1: its record names no node"
+        );
+        let mut r = ok.clone();
+        r.nodes = vec![1, 3];
+        assert_eq!(
+            invalid(c.adopt(j.clone(), r)),
+            "adopted job 1: its record names node 3, never registered"
+        );
+        assert_eq!(c.open_jobs(), 0);
+        assert!(c.record(1).is_none());
+        c.adopt(j.clone(), ok.clone()).unwrap();
+        assert_eq!(c.open_jobs(), 1);
+        assert!(matches!(c.adopt(j, ok), Err(CoreError::Duplicate(1))));
+    }
+
+    /// Part records keep the processor time the part takes on its node:
+    /// actual runtime 120 on an alive node of speed 2 is 60; on a node no
+    /// longer alive (out of the view) 120, the time at speed 1; 30 once
+    /// the part is back on a node of speed 4. The second adopted job's
+    /// parts start at part record 1, so the part reported back (its part
+    /// 1, record 2) is told apart from the first job's part (record 0) and
+    /// its own part 0 (record 1).
+    #[test]
+    fn an_adopted_part_moves_with_its_processor_time_and_its_own_record() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        let fast = |local, speed| NodeInfo {
+            speed,
+            ..info(local)
+        };
+        c.register(1, "old", &[info(0)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        assert_eq!(
+            c.register(2, "b", &[fast(0, 2.0), fast(1, 4.0)]).unwrap(),
+            [1, 2]
+        );
+        let j7 = job(7, 0.0, 120.0, 1, 500.0);
+        c.adopt(j7.clone(), decided(&j7, vec![1])).unwrap();
+        let j8 = job(8, 0.0, 120.0, 2, 500.0);
+        c.adopt(j8.clone(), decided(&j8, vec![1, 0])).unwrap();
+        let cpu: Vec<f64> = c.part_records().iter().map(|p| p.cpu).collect();
+        assert_eq!(cpu, [60.0, 60.0, 120.0]);
+        let p81 = PartId { job: 8, index: 1 };
+        assert_eq!(c.adopted_part_back(10.0, 2, p81, 1, 40.0, 1.0).unwrap(), 2);
+        let moved: Vec<(JobId, usize, f64)> = c
+            .part_records()
+            .iter()
+            .map(|p| (p.job, p.node, p.cpu))
+            .collect();
+        assert_eq!(moved, [(7, 1, 60.0), (8, 1, 60.0), (8, 2, 30.0)]);
+        assert_eq!(c.record(8).unwrap().nodes, [1, 2]);
+        assert_eq!(c.record(7).unwrap().nodes, [1]);
+    }
+
+    /// A report that cannot be an adopted part coming back is refused:
+    /// a job not adopted, a part index beyond the job, a part already
+    /// over, a node the link does not have, negative or unknown work, a
+    /// share above 1.
+    #[test]
+    fn adopted_part_back_refuses_what_cannot_be_an_adopted_part() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0), info(1)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        assert_eq!(c.register(2, "b", &[info(0), info(1)]).unwrap(), [2, 3]);
+        let j7 = job(7, 0.0, 100.0, 1, 500.0);
+        c.adopt(j7.clone(), decided(&j7, vec![0])).unwrap();
+        let j8 = job(8, 0.0, 100.0, 2, 500.0);
+        c.adopt(j8.clone(), decided(&j8, vec![0, 1])).unwrap();
+        let mut out = Vec::new();
+        c.submit(2.0, job(9, 2.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        let back = |c: &mut ManagerCore, job, index, local, work: f64, share: f64| {
+            c.adopted_part_back(5.0, 2, PartId { job, index }, local, work, share)
+        };
+        let unknown = |r: Result<u32, CoreError>| matches!(r, Err(CoreError::UnknownPart { .. }));
+        let bad = |r: Result<u32, CoreError>, f: &str| matches!(r, Err(CoreError::BadReport { field, .. }) if field == f);
+        assert!(unknown(back(&mut c, 9, 0, 0, 1.0, 1.0)), "not adopted");
+        assert!(unknown(back(&mut c, 8, 2, 0, 1.0, 1.0)), "index beyond");
+        assert!(unknown(back(&mut c, 8, 1, 5, 1.0, 1.0)), "no such node");
+        assert!(bad(back(&mut c, 8, 1, 1, -1.0, 1.0), "work_done"));
+        assert!(bad(back(&mut c, 8, 1, 1, f64::NAN, 1.0), "work_done"));
+        assert!(bad(back(&mut c, 8, 1, 1, 1.0, 1.5), "share"));
+        // Part 8/1 finished while no manager ran: over, so refused; part
+        // 8/0 and job 7's part (records 1 and 0) are not.
+        c.adopted_part_finished(5.0, PartId { job: 8, index: 1 }, 4.0, &mut out)
+            .unwrap();
+        assert!(unknown(back(&mut c, 8, 1, 1, 1.0, 1.0)), "part over");
+        assert_eq!(back(&mut c, 8, 0, 1, 1.0, 1.0).unwrap(), 3);
+        assert_eq!(back(&mut c, 7, 0, 0, 1.0, 1.0).unwrap(), 2);
+    }
 }
