@@ -606,4 +606,89 @@ mod tests {
         assert_eq!(back(&mut c, 8, 0, 1, 1.0, 1.0).unwrap(), 3);
         assert_eq!(back(&mut c, 7, 0, 0, 1.0, 1.0).unwrap(), 2);
     }
+
+    /// The work a part reports coming back is reference work: on a node
+    /// of speed 2 it is half as many processor seconds. Job 1 (RE 120, D
+    /// 200) reported at 10 with 40 done: 20 of its 60 s done there, 40 s
+    /// left in 190 s, q = 0.2105. Job 2 (RE 160, D 100) needs 80 / 100 =
+    /// 0.8 there: 1.0105 > 1, rejected for its deadline (had the 40 been
+    /// processor seconds, 80 would be done of 60 and the part would count
+    /// nothing).
+    #[test]
+    fn an_adopted_parts_reported_work_is_reference_work() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        let fast = NodeInfo {
+            speed: 2.0,
+            ..info(0)
+        };
+        assert_eq!(c.register(2, "b", &[fast]).unwrap(), [1]);
+        let j1 = job(1, 0.0, 120.0, 1, 200.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        c.adopted_part_back(10.0, 2, PartId { job: 1, index: 0 }, 0, 40.0, 1.0)
+            .unwrap();
+        let mut out = Vec::new();
+        c.submit(10.0, job(2, 10.0, 160.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), None);
+        assert_eq!(
+            c.record(2).unwrap().reason,
+            Some(crate::policy::RejectReason::Deadline)
+        );
+    }
+
+    /// An adopted part's finish is booked once: the same part finished
+    /// again changes nothing (the job, with a part still running, stays
+    /// open); a job not adopted and a part index beyond the job are
+    /// refused. Job 8's parts start at part record 1, after job 7's.
+    #[test]
+    fn an_adopted_parts_finish_is_booked_once() {
+        let mut c = resumed("libra");
+        let j7 = job(7, 0.0, 100.0, 1, 500.0);
+        c.adopt(j7.clone(), decided(&j7, vec![0])).unwrap();
+        let j8 = job(8, 0.0, 100.0, 2, 500.0);
+        c.adopt(j8.clone(), decided(&j8, vec![0, 0])).unwrap();
+        let mut out = Vec::new();
+        c.submit(1.0, job(9, 1.0, 10.0, 1, 100.0), &mut out)
+            .unwrap();
+        out.clear();
+        let unknown = |r: Result<(), CoreError>| matches!(r, Err(CoreError::UnknownPart { .. }));
+        assert!(unknown(c.adopted_part_finished(
+            5.0,
+            PartId { job: 9, index: 0 },
+            4.0,
+            &mut out
+        )));
+        assert!(unknown(c.adopted_part_finished(
+            5.0,
+            PartId { job: 8, index: 2 },
+            4.0,
+            &mut out
+        )));
+        let p81 = PartId { job: 8, index: 1 };
+        c.adopted_part_finished(5.0, p81, 4.0, &mut out).unwrap();
+        c.adopted_part_finished(6.0, p81, 4.5, &mut out).unwrap();
+        assert_eq!(out, []);
+        assert!(c.adopted_part_waiting(8, 0));
+        assert!(c.adopted_part_waiting(7, 0));
+        assert!(!c.adopted_part_waiting(8, 1));
+        assert_eq!(c.open_jobs(), 3);
+        let finish: Vec<(JobId, f64)> =
+            c.part_records().iter().map(|p| (p.job, p.finish)).collect();
+        assert_eq!(
+            finish,
+            [
+                (7, f64::INFINITY),
+                (8, f64::INFINITY),
+                (8, 4.0),
+                (9, f64::INFINITY)
+            ]
+        );
+        c.adopted_part_finished(7.0, PartId { job: 8, index: 0 }, 6.0, &mut out)
+            .unwrap();
+        assert_eq!(out, [Output::Finished { job: 8 }]);
+        assert_eq!(c.record(8).unwrap().finish, Some(6.0));
+    }
 }
