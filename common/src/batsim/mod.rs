@@ -802,4 +802,78 @@ mod tests {
         assert_eq!(after_kill[2].0, "JOB_KILLED");
         assert!(after_kill[2].1["job_progress"].get("w0!1").is_some());
     }
+
+    /// Starts each submitted job at once on node 0 and keeps what it is
+    /// told when given up.
+    struct OnNodeZero {
+        given_up: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Exchange for OnNodeZero {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            let now = msg["now"].as_f64().unwrap();
+            let out: Vec<Value> = msg["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["type"] == "JOB_SUBMITTED")
+                .map(|e| {
+                    json!({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": e["data"]["job_id"], "alloc": "0"}})
+                })
+                .collect();
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            self.given_up.lock().unwrap().push(why.to_string());
+        }
+    }
+
+    /// A resumed live manager took over job 1, running on node 0: the
+    /// external scheduler, which never started it, cannot be told (it has
+    /// no message for it), so node 0 is down for it while the part runs.
+    /// A scheduler that starts job 2 there is refused, naming the node,
+    /// and job 2 does not share node 0 with job 1.
+    #[test]
+    fn an_adopted_jobs_node_is_down_for_the_scheduler() {
+        use crate::admission::ManagerCore;
+        use crate::metrics::JobRecord;
+        use crate::protocol::NodeInfo;
+        let given_up = Arc::new(Mutex::new(Vec::new()));
+        let ex = OnNodeZero {
+            given_up: given_up.clone(),
+        };
+        let q = BatsimQueue::new(Box::new(ex), 0, 2, "test", 1.0);
+        let mut c = ManagerCore::new(Policy::Queue(Box::new(q)));
+        let info = |local| NodeInfo {
+            local,
+            capacity: 1.0,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        };
+        c.register(1, "a", &[info(0), info(1)]).unwrap();
+        let j1 = WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 100.0, 1, 1000.0, 1e9),
+            actual_runtime: 100.0,
+        };
+        let mut r = JobRecord::new(&j1);
+        r.accept(0.0, vec![0], 0.0);
+        c.adopt(j1, r).unwrap();
+        let j2 = WorkloadJob {
+            spec: JobSpec::new(2, 1.0, 10.0, 1, 1000.0, 1e9),
+            actual_runtime: 10.0,
+        };
+        let mut out = Vec::new();
+        c.submit(1.0, j2, &mut out).unwrap();
+        assert_ne!(c.record(2).unwrap().nodes, [0]);
+        let given_up = given_up.lock().unwrap();
+        assert_eq!(given_up.len(), 1, "{given_up:?}");
+        assert!(
+            given_up[0].contains("EXECUTE_JOB of job 'w0!2' on resource 0, which is down"),
+            "{given_up:?}"
+        );
+    }
 }
