@@ -691,4 +691,52 @@ mod tests {
         assert_eq!(out, [Output::Finished { job: 8 }]);
         assert_eq!(c.record(8).unwrap().finish, Some(6.0));
     }
+
+    /// An adopted part counts beside the parts already on its node: job 3
+    /// (RE 50, D 100, q 0.5) runs on node 1 when job 1's part comes back
+    /// there (50 of 100 done by 10, D 200: q = 50 / 190 = 0.263); node 1
+    /// holds 0.763, so job 4 (q 0.5) goes to node 2 (had the report landed
+    /// on job 3's part, node 1 would count nothing and take it).
+    #[test]
+    fn an_adopted_part_comes_back_beside_the_parts_on_its_node() {
+        let mut c = resumed("libra");
+        let j1 = job(1, 0.0, 100.0, 1, 200.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        let mut out = Vec::new();
+        c.submit(10.0, job(3, 10.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 3), Some(vec![1]));
+        let p = PartId { job: 1, index: 0 };
+        assert_eq!(c.adopted_part_back(10.0, 2, p, 0, 50.0, 0.5).unwrap(), 1);
+        c.submit(10.0, job(4, 10.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 4), Some(vec![2]));
+    }
+
+    /// EASY backfilling (FCFS) is told when an adopted part should end by
+    /// its estimate: job 1 started at 5 with an estimate of 100 holds
+    /// node 0 until 105. Job 2 (two nodes) waits for it; a one-node job
+    /// submitted at 10 backfills on node 1 if it ends by then (estimate
+    /// 50: at 60) and not otherwise (estimate 200: at 210).
+    #[test]
+    fn backfilling_plans_around_an_adopted_parts_estimated_end() {
+        for (estimate, backfills) in [(50.0, true), (200.0, false)] {
+            let p = policy::build("fcfs-bf", &PolicyConfig::default(), &[]).unwrap();
+            let mut c = ManagerCore::new(p);
+            c.register(1, "a", &[info(0), info(1)]).unwrap();
+            let j1 = job(1, 0.0, 100.0, 1, 1000.0);
+            let mut r = JobRecord::new(&j1);
+            r.accept(0.0, vec![0], 0.0);
+            r.start = Some(5.0);
+            c.adopt(j1, r).unwrap();
+            let mut out = Vec::new();
+            c.submit(10.0, job(2, 10.0, 10.0, 2, 1000.0), &mut out)
+                .unwrap();
+            c.submit(10.0, job(3, 10.0, estimate, 1, 1000.0), &mut out)
+                .unwrap();
+            assert_eq!(placed(&out, 2), None);
+            let want = backfills.then(|| vec![1]);
+            assert_eq!(placed(&out, 3), want, "estimate {estimate}");
+        }
+    }
 }
