@@ -717,13 +717,22 @@ mod tests {
     /// its estimate: job 1 started at 5 with an estimate of 100 holds
     /// node 0 until 105. Job 2 (two nodes) waits for it; a one-node job
     /// submitted at 10 backfills on node 1 if it ends by then (estimate
-    /// 50: at 60) and not otherwise (estimate 200: at 210).
+    /// 50: at 60) and not otherwise (estimate 200: at 210). On nodes of
+    /// speed 2, job 1 holds node 0 until 5 + 100 / 2 = 55, and a job of
+    /// estimate 100 (ending at 60 at that speed, or 110 at speed 1) does
+    /// not backfill.
     #[test]
     fn backfilling_plans_around_an_adopted_parts_estimated_end() {
-        for (estimate, backfills) in [(50.0, true), (200.0, false)] {
+        for (speed, estimate, backfills) in
+            [(1.0, 50.0, true), (1.0, 200.0, false), (2.0, 100.0, false)]
+        {
             let p = policy::build("fcfs-bf", &PolicyConfig::default(), &[]).unwrap();
             let mut c = ManagerCore::new(p);
-            c.register(1, "a", &[info(0), info(1)]).unwrap();
+            let node = |local| NodeInfo {
+                speed,
+                ..info(local)
+            };
+            c.register(1, "a", &[node(0), node(1)]).unwrap();
             let j1 = job(1, 0.0, 100.0, 1, 1000.0);
             let mut r = JobRecord::new(&j1);
             r.accept(0.0, vec![0], 0.0);
@@ -736,7 +745,7 @@ mod tests {
                 .unwrap();
             assert_eq!(placed(&out, 2), None);
             let want = backfills.then(|| vec![1]);
-            assert_eq!(placed(&out, 3), want, "estimate {estimate}");
+            assert_eq!(placed(&out, 3), want, "speed {speed}, estimate {estimate}");
         }
     }
 }
