@@ -112,7 +112,11 @@ for m in "${modules[@]}"; do
   # Exit status 2 means "some mutants missed", 3 "some timed out":
   # reported, not fatal here.
   rc=0
+  # --tests: the unit, property and paper-findings tests, not the doc
+  # tests: libratory-common has none, and rustdoc's pass over the crate
+  # to find them is a second compilation per mutant.
   (cd "$src" && cargo mutants -p libratory-common "${args[@]}" --in-place \
+    --cargo-test-arg=--tests \
     --timeout "$timeout" --build-timeout 900 --baseline skip \
     --output "$out/$m" --no-shuffle "${extra[@]}") || rc=$?
   took=$(($(date +%s) - start))
