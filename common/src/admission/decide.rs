@@ -402,3 +402,73 @@ impl ManagerCore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::job::JobSpec;
+    use crate::policy::{self, PolicyConfig};
+    use crate::protocol::NodeInfo;
+
+    use super::*;
+
+    fn job(id: JobId, re: f64, d: f64) -> WorkloadJob {
+        WorkloadJob {
+            spec: JobSpec::new(id, 0.0, re, 1, d, 1e9),
+            actual_runtime: re,
+        }
+    }
+
+    fn libra_on_four_nodes() -> ManagerCore {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        let infos: Vec<NodeInfo> = (0..4)
+            .map(|local| NodeInfo {
+                local,
+                capacity: 1.0,
+                speed: 1.0,
+                memory_kb: 1 << 20,
+                disk_mb: 1 << 10,
+            })
+            .collect();
+        c.register(1, "a", &infos).unwrap();
+        c
+    }
+
+    /// Decisions come from the busy index's bounds once as many nodes are
+    /// busy as `bounded_from` says, not before: with it at 2, jobs of
+    /// share 0.9 (one a node) are decided by bringing the nodes up to date
+    /// while 0 and 1 nodes are busy, from the bounds when 2 are.
+    #[test]
+    fn decisions_come_from_the_bounds_from_bounded_from_busy_nodes_on() {
+        let mut c = libra_on_four_nodes();
+        c.bounded_from = 2;
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 90.0, 100.0), &mut out).unwrap();
+        c.submit(0.0, job(2, 90.0, 100.0), &mut out).unwrap();
+        assert_eq!(c.bounded_decisions(), 0);
+        c.submit(0.0, job(3, 90.0, 100.0), &mut out).unwrap();
+        assert_eq!(c.bounded_decisions(), 1);
+        assert_eq!(c.record(3).unwrap().nodes.len(), 1);
+    }
+
+    /// A job whose actual runtime is negative or not a number is refused,
+    /// naming it, and nothing is booked.
+    #[test]
+    fn a_job_with_an_impossible_actual_runtime_is_refused() {
+        let mut c = libra_on_four_nodes();
+        let mut out = Vec::new();
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let mut j = job(5, 10.0, 100.0);
+            j.actual_runtime = bad;
+            match c.submit(0.0, j, &mut out) {
+                Err(CoreError::Invalid(m)) => assert_eq!(
+                    m,
+                    format!("job 5: actual runtime must be finite and >= 0, got {bad}")
+                ),
+                other => panic!("actual runtime {bad}: {other:?}"),
+            }
+        }
+        assert!(out.is_empty());
+        assert!(c.record(5).is_none());
+    }
+}

@@ -876,4 +876,45 @@ mod tests {
             "{given_up:?}"
         );
     }
+
+    /// Once the adopted job's part completes, node 0 is the scheduler's
+    /// again: job 2, started there, runs.
+    #[test]
+    fn an_adopted_jobs_node_comes_back_to_the_scheduler_at_its_end() {
+        use crate::admission::ManagerCore;
+        use crate::metrics::JobRecord;
+        use crate::protocol::{NodeInfo, PartId};
+        let given_up = Arc::new(Mutex::new(Vec::new()));
+        let ex = OnNodeZero {
+            given_up: given_up.clone(),
+        };
+        let q = BatsimQueue::new(Box::new(ex), 0, 2, "test", 1.0);
+        let mut c = ManagerCore::new(Policy::Queue(Box::new(q)));
+        let info = NodeInfo {
+            local: 0,
+            capacity: 1.0,
+            speed: 1.0,
+            memory_kb: 1 << 20,
+            disk_mb: 1 << 10,
+        };
+        c.register(1, "a", &[info]).unwrap();
+        let j1 = WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 100.0, 1, 1000.0, 1e9),
+            actual_runtime: 100.0,
+        };
+        let mut r = JobRecord::new(&j1);
+        r.accept(0.0, vec![0], 0.0);
+        c.adopt(j1, r).unwrap();
+        let mut out = Vec::new();
+        c.completed(50.0, 1, PartId { job: 1, index: 0 }, 50.0, &mut out)
+            .unwrap();
+        let j2 = WorkloadJob {
+            spec: JobSpec::new(2, 60.0, 10.0, 1, 1000.0, 1e9),
+            actual_runtime: 10.0,
+        };
+        c.submit(60.0, j2, &mut out).unwrap();
+        assert_eq!(c.record(2).unwrap().nodes, [0]);
+        assert_eq!(c.record(2).unwrap().start, Some(60.0));
+        assert!(given_up.lock().unwrap().is_empty());
+    }
 }
