@@ -551,7 +551,7 @@ pub enum ClientMsg {
 }
 
 /// What a fault injector did to a node process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultAct {
     /// SIGKILL (a crash).

@@ -248,6 +248,8 @@ pub(crate) fn takeover(
         // The earlier managers' histograms are decoded by the caller,
         // which logs a bad one.
         histograms: Default::default(),
+        faults: s.faults.clone(),
+        node_times: s.node_times.clone(),
     };
     (takeover, remaining)
 }

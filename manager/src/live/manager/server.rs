@@ -442,6 +442,7 @@ pub async fn run(
             ),
         };
         core = core.with_meter(Box::new(move || born.elapsed().as_secs_f64()));
+        core = core.with_fault_notes(notes.clone());
         let blame: super::core::Blame = Box::new(move |label: &str, local: u32| {
             let mut n = notes.lock().unwrap_or_else(|e| e.into_inner());
             let key = format!("{label} node {local}");

@@ -37,12 +37,15 @@ use crate::live::journal::Entry;
 use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS, SCHEDULER_HISTOGRAM};
 
 mod clients;
+mod faults;
 mod nodes;
 mod rejoin;
 mod resumed;
 mod silent;
 mod views;
 
+pub use faults::FaultKey;
+pub(super) use faults::{FaultNotes, FaultReport};
 pub use resumed::Takeover;
 pub(super) use silent::Blame;
 
@@ -148,6 +151,17 @@ pub(super) enum Action {
     Refused { link: LinkId, reason: String },
     /// Append these entries to the journal (one hand-over).
     Journal(Vec<Entry>),
+    /// A fault report taken (`text`, for people, if it was new): append
+    /// `entries` to the journal and answer the client `Noted` with `token`
+    /// once they are written, not before (a manager killed in between
+    /// gets the report again from the injector, and its successor knows
+    /// from the journal whether it has it).
+    Noted {
+        client: ClientId,
+        token: u64,
+        entries: Vec<Entry>,
+        text: Option<String>,
+    },
     /// Fire [`Event::Timer`] at that time.
     Arm { timer: Timer, when: When },
     /// Send this request to the external scheduler; its reply comes back
@@ -270,6 +284,8 @@ pub(super) struct LiveCore {
     hists_journaled: f64,
     /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
     watch: Option<silent::NodeWatch>,
+    /// The fault injector's reports.
+    faults: faults::FaultBook,
 }
 
 /// How often (real seconds) the manager journals its histograms, for a
@@ -330,6 +346,7 @@ impl LiveCore {
             resumed: None,
             hists_journaled: 0.0,
             watch: None,
+            faults: faults::FaultBook::default(),
             cfg,
         }
     }

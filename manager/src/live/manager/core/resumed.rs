@@ -82,6 +82,12 @@ pub struct Takeover {
     /// The latency histograms of the managers before this one, as last
     /// journaled: added to this one's.
     pub histograms: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>>,
+    /// The fault reports the journal holds (its `fault` entries: journal
+    /// time, key), in order: not journaled again, and those after their
+    /// process's last registration blame its loss (core/faults.rs).
+    pub faults: Vec<(f64, super::FaultKey)>,
+    /// The journal time of each registration of `node_processes`.
+    pub node_times: Vec<f64>,
 }
 
 /// The resumed core's books of the takeover.
@@ -198,6 +204,13 @@ impl LiveCore {
         }
         let mut c = LiveCore::new(core, cfg, jobs);
         c.warnings.extend(refused);
+        let registered: Vec<(f64, String)> = t
+            .node_times
+            .iter()
+            .zip(&t.node_processes)
+            .map(|(&at, (h, _))| (at, label(h).to_string()))
+            .collect();
+        c.faults = super::faults::FaultBook::from_journal(&t.faults, &registered);
         // Clients' jobs submitted from now on get ids after the run's.
         let ids = r.done.iter().map(|j| j.id).chain(r.carried.iter().copied());
         let ids = ids
@@ -544,6 +557,10 @@ impl LiveCore {
         let wait = r.wait;
         let carried: Vec<JobId> = r.carried.iter().copied().collect();
         let mut lost: Vec<(JobId, String)> = Vec::new();
+        // The fault the injector reported for each process that did not
+        // come back (taken out: this is the loss it blamed), once per
+        // process for all its jobs.
+        let mut blamed: Vec<(String, Option<String>)> = Vec::new();
         for job in carried {
             if let Some(&i) = self.waiting_parts(job).first() {
                 let node = self
@@ -553,10 +570,26 @@ impl LiveCore {
                     .unwrap_or(0);
                 let r = self.resumed.as_ref().expect("checked");
                 let host = r.node_hosts.get(node).map_or("?", String::as_str);
+                let me = label(host).to_string();
+                let fault = match blamed.iter().find(|(l, _)| *l == me) {
+                    Some((_, f)) => f.clone(),
+                    None => {
+                        let f = self.faults.take_blame(&me);
+                        blamed.push((me.clone(), f.clone()));
+                        f
+                    }
+                };
+                let after = match fault {
+                    Some(f) => format!(", after {f}"),
+                    None => {
+                        self.faults.unexplained(&me, job, now.journal);
+                        String::new()
+                    }
+                };
                 lost.push((
                     job,
                     format!(
-                        "manager crash: node process {host} (node {node}, part {job}/{i}) did not come back within {wait:?} of the manager's restart"
+                        "manager crash: node process {host} (node {node}, part {job}/{i}) did not come back within {wait:?} of the manager's restart{after}"
                     ),
                 ));
             }
@@ -581,7 +614,7 @@ impl LiveCore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{CoreConfig, Event, Phase};
     use super::*;
     use common::admission::ManagerCore;
@@ -590,7 +623,7 @@ mod tests {
     use common::protocol::{FinishedPart, HeldPart, ManagerMsg, NodeMsg};
     use common::share::SpareRule;
 
-    fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
+    pub(in crate::live::manager::core) fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
         JobRecord {
             id,
             class: None,
@@ -614,7 +647,7 @@ mod tests {
         }
     }
 
-    fn at(t: f64) -> Now {
+    pub(in crate::live::manager::core) fn at(t: f64) -> Now {
         Now {
             trace: t,
             wall: t,
@@ -622,7 +655,7 @@ mod tests {
         }
     }
 
-    fn node(local: u32) -> NodeInfo {
+    pub(in crate::live::manager::core) fn node(local: u32) -> NodeInfo {
         NodeInfo {
             local,
             capacity: 1.0,
@@ -632,7 +665,7 @@ mod tests {
         }
     }
 
-    fn config(expect_nodes: usize) -> CoreConfig {
+    pub(in crate::live::manager::core) fn config(expect_nodes: usize) -> CoreConfig {
         CoreConfig {
             time_scale: 1.0,
             expect_nodes,
@@ -683,6 +716,8 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: [("policy_compute_us".to_string(), before)].into(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -806,6 +841,8 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: Default::default(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -932,7 +969,10 @@ mod tests {
         assert_eq!(parts, [(1, 3, 94.0), (2, 2, f64::INFINITY), (3, 1, 50.0)]);
     }
 
-    fn takeover(open: Vec<JobRecord>, processes: Vec<(&str, usize, u32)>) -> Takeover {
+    pub(in crate::live::manager::core) fn takeover(
+        open: Vec<JobRecord>,
+        processes: Vec<(&str, usize, u32)>,
+    ) -> Takeover {
         Takeover {
             done: Vec::new(),
             open,
@@ -950,14 +990,16 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: Default::default(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
         }
     }
 
-    fn drain(c: &mut LiveCore) -> Vec<Action> {
+    pub(in crate::live::manager::core) fn drain(c: &mut LiveCore) -> Vec<Action> {
         std::iter::from_fn(|| c.poll_action()).collect()
     }
 
-    fn journaled(a: &[Action]) -> Vec<&Entry> {
+    pub(in crate::live::manager::core) fn journaled(a: &[Action]) -> Vec<&Entry> {
         a.iter()
             .filter_map(|x| match x {
                 Action::Journal(v) => Some(v.iter()),
@@ -967,11 +1009,11 @@ mod tests {
             .collect()
     }
 
-    fn part(job: JobId, index: u32) -> PartId {
+    pub(in crate::live::manager::core) fn part(job: JobId, index: u32) -> PartId {
         PartId { job, index }
     }
 
-    fn held(job: JobId, index: u32, node: u32) -> HeldPart {
+    pub(in crate::live::manager::core) fn held(job: JobId, index: u32, node: u32) -> HeldPart {
         HeldPart {
             part: part(job, index),
             node,
@@ -985,7 +1027,7 @@ mod tests {
     /// rejoins saying it had nodes `was`, holding `running` and having
     /// finished `finished`: the actions of the rejoin.
     #[allow(clippy::too_many_arguments)]
-    fn come_back(
+    pub(in crate::live::manager::core) fn come_back(
         c: &mut LiveCore,
         t: f64,
         link: LinkId,

@@ -98,7 +98,9 @@ impl World {
                 Action::Refused { link, reason } => {
                     self.send_to_node(link, &ManagerMsg::Reject { reason });
                 }
-                Action::Journal(entries) => {
+                // No harness scenario reports faults; a report's entries
+                // would be journaled like any.
+                Action::Journal(entries) | Action::Noted { entries, .. } => {
                     for e in &entries {
                         write_entry(&mut self.journal, &mut line, e).expect("writing to memory");
                         let id = match e {

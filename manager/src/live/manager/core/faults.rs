@@ -1,0 +1,480 @@
+//! The fault injector's reports (`ClientMsg::FaultApplied`): each act is
+//! journaled once, at the time it happened (a `fault` entry `replay`
+//! reads and a warning for people), and remembered as a note that names
+//! the fault in the next loss of the process (or single node) it blames.
+//!
+//! Reports are delivered at least once: the injector sends one again to
+//! the next manager when no `Noted` came back. A report is known by what
+//! identifies one application of a fault ([`FaultKey`]: the fault's name,
+//! the act, the process and the node), and the core answers one it
+//! already has (journaled by it or by a manager before it, whose journal
+//! the resumed core read) `Noted` without journaling it again. Its time
+//! is not part of the key: a report carries only its age when sent, which
+//! each manager turns into a time on its own journal clock, so the two
+//! copies of one act differ by the delivery's jitter. None is needed: the
+//! injector applies each act of a fault to its target at most once (a
+//! crash's kill and restart, a hang's stop and cont, a partition's link
+//! and heal, and at most one restart of a process that exits when woken).
+//!
+//! A carried job lost at the end of a resumed manager's wait for its
+//! node process ("did not come back within ...") names the fault the
+//! notes hold for that process. A report that comes only after that loss
+//! (it waited for the manager behind others) still names it: the job's
+//! final record takes the fault's name and the journal gets the record
+//! again, whole, with it (the journal is append-only; the last `finished`
+//! line of a job is its record for `resume` and `recover`), if the fault
+//! happened before the loss.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use common::job::JobId;
+use common::protocol::FaultAct;
+
+use super::{Action, ClientId, Entry, LiveCore, Now};
+
+/// The faults the injector applied that blame the next loss of a node
+/// process (key: its label) or of one node (`LABEL node K`), each with
+/// the fault's name; shared with the actor (the loss of a link) and the
+/// watch over single nodes.
+pub(in crate::live::manager) type FaultNotes = Arc<Mutex<Vec<(String, String)>>>;
+
+/// What identifies one application of a fault (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FaultKey {
+    /// The fault's name.
+    pub fault: String,
+    /// What was done.
+    pub act: FaultAct,
+    /// The node process's label.
+    pub process: String,
+    /// The one node (local index), if not the whole process.
+    pub node: Option<u32>,
+}
+
+/// A fault report, as the core takes it.
+#[derive(Debug, Clone)]
+pub(in crate::live::manager) struct FaultReport {
+    pub(in crate::live::manager) token: u64,
+    pub(in crate::live::manager) key: FaultKey,
+    /// The fault's kind (`crash`, `partition`, ...).
+    pub(in crate::live::manager) kind: String,
+    /// What the injector did, for people.
+    pub(in crate::live::manager) what: String,
+    /// `slow`: the capacity factor.
+    pub(in crate::live::manager) factor: Option<f64>,
+    /// Real seconds from the act to the report's sending.
+    pub(in crate::live::manager) age_s: f64,
+}
+
+/// The core's books of fault reports.
+#[derive(Default)]
+pub(super) struct FaultBook {
+    pub(super) notes: FaultNotes,
+    /// Every report journaled in the run (by this manager or one before).
+    seen: HashSet<FaultKey>,
+    /// Carried jobs lost at the end of the wait for their node process
+    /// with no fault known for it then: (its label, the job, the loss's
+    /// journal time).
+    unexplained: Vec<(String, JobId, f64)>,
+    /// Lost jobs' details completed by a report that came after the
+    /// loss; the outcome's records take them.
+    pub(super) amended: Vec<(JobId, String)>,
+}
+
+/// Whether an act blames the next loss of its target (`Some(true)`),
+/// clears the blame (`Some(false)`: a hang or partition that ended with
+/// the link alive) or leaves it (`None`). `partition`: the fault is one
+/// (a `link` act of a delay blames nothing).
+pub(super) fn blames(act: FaultAct, partition: bool) -> Option<bool> {
+    match act {
+        FaultAct::Kill | FaultAct::Stop => Some(true),
+        FaultAct::Link if partition => Some(true),
+        FaultAct::Cont | FaultAct::Heal => Some(false),
+        FaultAct::Restart | FaultAct::Link | FaultAct::Slow | FaultAct::Restore => None,
+    }
+}
+
+/// The notes' key of a report's target: a single node's loss is blamed
+/// under `LABEL node K` (silent.rs), a process's under its label.
+pub(super) fn note_key(process: &str, node: Option<u32>) -> String {
+    match node {
+        Some(k) => format!("{process} node {k}"),
+        None => process.to_string(),
+    }
+}
+
+/// The kind word of a fault's name (`fault 3 (partition of node process
+/// 1 at +30 s, line 9)`: `partition`); "" if the name is not one.
+pub(super) fn kind_of(fault: &str) -> &str {
+    fault
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .unwrap_or("")
+}
+
+/// Sets the note of `key` as `act` of `fault` says.
+fn note(notes: &mut Vec<(String, String)>, key: String, act: FaultAct, fault: &str) {
+    let partition = kind_of(fault) == "partition";
+    if let Some(on) = blames(act, partition) {
+        notes.retain(|(l, _)| *l != key);
+        if on {
+            notes.push((key, fault.to_string()));
+        }
+    }
+}
+
+impl FaultBook {
+    /// The books of a resumed run from its journal: `faults`, its `fault`
+    /// entries (time, key) and `registered`, its `node` entries (time,
+    /// label), each in journal order. Every journaled report is known;
+    /// the notes are those of the faults after their process's last
+    /// registration (one before it cannot explain the loss of what the
+    /// process registered since).
+    pub(super) fn from_journal(faults: &[(f64, FaultKey)], registered: &[(f64, String)]) -> Self {
+        let book = FaultBook::default();
+        let mut notes = Vec::new();
+        for (t, key) in faults {
+            let again = registered
+                .iter()
+                .any(|(at, label)| at > t && *label == key.process);
+            if !again {
+                note(
+                    &mut notes,
+                    note_key(&key.process, key.node),
+                    key.act,
+                    &key.fault,
+                );
+            }
+        }
+        *book.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
+        FaultBook {
+            seen: faults.iter().map(|(_, k)| k.clone()).collect(),
+            ..book
+        }
+    }
+
+    /// The fault the notes blame for the loss of `key`'s target, taken
+    /// out (the loss is the one it blamed).
+    pub(super) fn take_blame(&self, key: &str) -> Option<String> {
+        let mut n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        let k = n.iter().position(|(l, _)| l == key)?;
+        Some(n.remove(k).1)
+    }
+
+    /// Carried job `job` was lost at journal time `t` at the end of the
+    /// wait for node process `label`, with no fault known for it.
+    pub(super) fn unexplained(&mut self, label: &str, job: JobId, t: f64) {
+        self.unexplained.push((label.to_string(), job, t));
+    }
+}
+
+impl LiveCore {
+    /// Shares `notes` with the caller (the actor blames lost links with
+    /// them).
+    pub(in crate::live::manager) fn with_fault_notes(mut self, notes: FaultNotes) -> LiveCore {
+        let mine =
+            std::mem::take(&mut *self.faults.notes.lock().unwrap_or_else(|e| e.into_inner()));
+        notes.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
+        self.faults.notes = notes;
+        self
+    }
+
+    /// A fault injector reports an act (see the module docs): journaled
+    /// once, at the time it happened; answered `Noted` once the journal
+    /// holds it ([`Action::Noted`]).
+    pub(super) fn fault_applied(&mut self, now: Now, client: ClientId, r: FaultReport) {
+        let FaultReport {
+            token,
+            key,
+            kind,
+            what,
+            factor,
+            age_s,
+        } = r;
+        if !self.faults.seen.insert(key.clone()) {
+            tracing::info!(
+                "fault report already journaled, answered again: {}: {what}",
+                key.fault
+            );
+            self.actions.push_back(Action::Noted {
+                client,
+                token,
+                entries: Vec::new(),
+                text: None,
+            });
+            return;
+        }
+        let target = note_key(&key.process, key.node);
+        let partition = kind == "partition";
+        {
+            let mut notes = self.faults.notes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(on) = blames(key.act, partition) {
+                notes.retain(|(l, _)| *l != target);
+                if on {
+                    notes.push((target.clone(), key.fault.clone()));
+                }
+            }
+        }
+        // A report that waited (for a manager to restart) says how long.
+        let late = if age_s >= 0.1 {
+            format!(" [reported {age_s:.3} s later]")
+        } else {
+            String::new()
+        };
+        let text = format!("fault: {}: {what}{late}", key.fault);
+        let t = (now.journal - age_s.max(0.0)).max(0.0);
+        let mut entries = Vec::new();
+        if self.cfg.journal {
+            entries.push(Entry::Fault {
+                t,
+                act: key.act,
+                process: key.process.clone(),
+                fault: key.fault.clone(),
+                node: key.node,
+                factor,
+            });
+            entries.push(Entry::Warning {
+                t,
+                text: text.clone(),
+            });
+        }
+        if blames(key.act, partition) == Some(true) && key.node.is_none() {
+            self.explain_late(now, t, &key, &mut entries);
+        }
+        self.actions.push_back(Action::Noted {
+            client,
+            token,
+            entries,
+            text: Some(text),
+        });
+    }
+
+    /// A report of `key`, applied at journal time `t`, that came after
+    /// the carried jobs of its process were lost unexplained (the end of
+    /// the wait for it): their records name it now (see the module docs).
+    fn explain_late(&mut self, now: Now, t: f64, key: &FaultKey, entries: &mut Vec<Entry>) {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.faults.unexplained)
+            .into_iter()
+            .partition(|(label, _, lost)| *label == key.process && *lost >= t);
+        self.faults.unexplained = rest;
+        if mine.is_empty() {
+            return;
+        }
+        // The loss is the one the fault blamed.
+        self.faults.take_blame(&key.process);
+        let mut jobs = Vec::new();
+        for (_, job, _) in mine {
+            let Some(rec) = self.core.record(job) else {
+                continue;
+            };
+            let mut record = rec.clone();
+            record.detail = format!(
+                "{}, after {} (reported after the loss)",
+                record.detail, key.fault
+            );
+            jobs.push(job);
+            self.faults.amended.push((job, record.detail.clone()));
+            if self.cfg.journal {
+                entries.push(Entry::Finished {
+                    t: now.journal,
+                    id: None,
+                    finish: None,
+                    record: Some(Box::new(record)),
+                });
+            }
+        }
+        self.warnings.push(format!(
+            "{} came after the loss of its node process {}'s carried jobs {jobs:?}: their records name it",
+            key.fault, key.process
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::resumed::tests::{at, come_back, config, drain, held, record, takeover};
+    use super::super::{Event, Timer};
+    use super::*;
+    use common::admission::ManagerCore;
+    use common::policy::{self, PolicyConfig};
+    use common::protocol::ClientMsg;
+
+    const CRASH: &str = "fault 1 (crash of node process 0 at +30 s, line 5)";
+    const LATER: &str = "fault 2 (crash of node process 0 at +80 s, line 9)";
+
+    fn key(fault: &str, act: FaultAct, process: &str) -> FaultKey {
+        FaultKey {
+            fault: fault.into(),
+            act,
+            process: process.into(),
+            node: None,
+        }
+    }
+
+    /// `client` reports `act` of `fault` on process `a`, `age_s` old, at
+    /// `t`: the actions.
+    fn report(
+        c: &mut LiveCore,
+        t: f64,
+        client: ClientId,
+        token: u64,
+        k: FaultKey,
+        age_s: f64,
+    ) -> Vec<Action> {
+        c.handle(
+            at(t),
+            Event::Client {
+                client,
+                msg: ClientMsg::FaultApplied {
+                    token,
+                    kind: kind_of(&k.fault).into(),
+                    fault: k.fault,
+                    process: k.process,
+                    act: k.act,
+                    what: "done".into(),
+                    node: k.node,
+                    factor: None,
+                    age_s,
+                },
+            },
+        );
+        drain(c)
+    }
+
+    /// The `Noted` answers among `a`: (client, token, entries).
+    fn noted(a: &[Action]) -> Vec<(ClientId, u64, &[Entry])> {
+        a.iter()
+            .filter_map(|x| match x {
+                Action::Noted {
+                    client,
+                    token,
+                    entries,
+                    ..
+                } => Some((*client, *token, entries.as_slice())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The old run had `a` (pid 9, node 0: job 1) and `b` (pid 10, node
+    /// 1: job 2), the wait is 30 s. `b` comes back at 60 with job 2's part
+    /// and the replay goes on at 60.1 (one node expected); `a` does not.
+    fn two_processes(faults: Vec<(f64, FaultKey)>) -> LiveCore {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(
+            vec![record(1, vec![0]), record(2, vec![1])],
+            vec![("a", 1, 9), ("b", 1, 10)],
+        );
+        t.node_times = vec![5.0, 6.0];
+        t.faults = faults;
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
+        drain(&mut c);
+        come_back(
+            &mut c,
+            60.0,
+            1,
+            "b",
+            10,
+            1,
+            vec![1],
+            vec![held(2, 0, 0)],
+            Vec::new(),
+        );
+        c
+    }
+
+    fn detail(c: &mut LiveCore, job: JobId) -> String {
+        let o = c.outcome();
+        o.records
+            .iter()
+            .find(|r| r.id == job)
+            .unwrap()
+            .detail
+            .clone()
+    }
+
+    const GONE: &str = "lost at 91.000: manager crash: node process a (node 0, part 1/0) did not \
+                        come back within 30s of the manager's restart";
+
+    /// A report a manager journaled and died before answering comes
+    /// again: answered `Noted` with nothing journaled. A new one is
+    /// journaled once, at the time it happened (61 - 1), and the same one
+    /// again (the injector retrying) is not.
+    #[test]
+    fn a_report_the_journal_holds_is_answered_and_not_journaled_again() {
+        let kill = key(CRASH, FaultAct::Kill, "a");
+        let mut c = two_processes(vec![(40.0, kill.clone())]);
+        let a = report(&mut c, 61.0, 7, 1, kill, 21.0);
+        let n = noted(&a);
+        assert!(matches!(n[..], [(7, 1, [])]), "{a:?}");
+        let restart = key(CRASH, FaultAct::Restart, "a");
+        let a = report(&mut c, 61.0, 7, 2, restart.clone(), 1.0);
+        let n = noted(&a);
+        assert_eq!(n.len(), 1);
+        assert!(
+            matches!(n[0].2, [
+            Entry::Fault { t, act: FaultAct::Restart, .. },
+            Entry::Warning { t: w, text },
+        ] if *t == 60.0 && *w == 60.0 && text == &format!("fault: {CRASH}: done [reported 1.000 s later]")),
+            "{n:?}"
+        );
+        let a = report(&mut c, 62.0, 8, 1, restart, 2.0);
+        let n = noted(&a);
+        assert!(matches!(n[..], [(8, 1, [])]), "{a:?}");
+        // The journaled kill (after `a`'s last registration at 5) blames
+        // `a`'s not coming back.
+        c.handle(at(91.0), Event::Timer(Timer::Carried));
+        drain(&mut c);
+        assert_eq!(detail(&mut c, 1), format!("{GONE}, after {CRASH}"));
+    }
+
+    /// A kill journaled before the process registered again (at 45)
+    /// explains nothing of what it registered since.
+    #[test]
+    fn a_fault_before_the_last_registration_blames_nothing() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(vec![record(1, vec![1])], vec![("a", 1, 9), ("a", 1, 11)]);
+        t.node_times = vec![5.0, 45.0];
+        t.faults = vec![(40.0, key(CRASH, FaultAct::Kill, "a"))];
+        let c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
+        assert!(c.faults.take_blame("a").is_none());
+    }
+
+    /// `a` crashed at 57, while no manager ran; the report reaches the
+    /// resumed manager at 62, before the wait ends at 91: the loss names
+    /// the fault.
+    #[test]
+    fn a_process_crashed_while_no_manager_ran_is_lost_naming_the_fault() {
+        let mut c = two_processes(Vec::new());
+        let a = report(&mut c, 62.0, 7, 1, key(CRASH, FaultAct::Kill, "a"), 5.0);
+        assert_eq!(noted(&a)[0].2.len(), 2);
+        c.handle(at(91.0), Event::Timer(Timer::Carried));
+        drain(&mut c);
+        assert_eq!(detail(&mut c, 1), format!("{GONE}, after {CRASH}"));
+    }
+
+    /// The report comes only at 95, after the loss at 91: a fault applied
+    /// after the loss (fault 2, at 95) explains nothing; fault 1, applied
+    /// at 57, completes the record, journaled again whole with it.
+    #[test]
+    fn a_report_after_the_loss_completes_its_record() {
+        let mut c = two_processes(Vec::new());
+        c.handle(at(91.0), Event::Timer(Timer::Carried));
+        drain(&mut c);
+        let a = report(&mut c, 95.0, 7, 1, key(LATER, FaultAct::Kill, "a"), 0.0);
+        assert_eq!(noted(&a)[0].2.len(), 2, "{a:?}");
+        let a = report(&mut c, 95.0, 7, 2, key(CRASH, FaultAct::Kill, "a"), 38.0);
+        let want = format!("{GONE}, after {CRASH} (reported after the loss)");
+        let n = noted(&a);
+        assert!(
+            matches!(n[0].2, [
+            Entry::Fault { t, .. },
+            Entry::Warning { .. },
+            Entry::Finished { record: Some(r), .. },
+        ] if *t == 57.0 && r.id == 1 && r.lost && r.detail == want),
+            "{n:?}"
+        );
+        assert_eq!(detail(&mut c, 1), want);
+    }
+}
