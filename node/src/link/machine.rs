@@ -27,8 +27,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use common::protocol::{
-    Dispatch, FinishedPart, HeldPart, ManagerMsg, NodeInfo, NodeMsg, NodeProgress, PartId,
-    PartProgress, Rejoin, Welcome,
+    Dispatch, DownNode, FinishedPart, HeldPart, ManagerMsg, NodeInfo, NodeMsg, NodeProgress,
+    PartId, PartProgress, Rejoin, Welcome,
 };
 use common::time::Time;
 use rand::{Rng, SeedableRng};
@@ -282,10 +282,22 @@ pub struct LinkMachine {
     next_report: Instant,
     next_histogram: Instant,
     seq: u64,
-    /// Nodes (local) that send nothing now (a crash or hang of one node:
-    /// [`crate::nodefault`]), listed before each heartbeat.
-    silent: Vec<u32>,
+    /// Nodes that send nothing now (a crash or hang of one node:
+    /// [`crate::nodefault`]), listed before each heartbeat and reported
+    /// in a [`Rejoin`] as what they are.
+    silent: Vec<Silent>,
     out: VecDeque<Action>,
+}
+
+/// A node that sends nothing now.
+#[derive(Debug, Clone, Copy)]
+struct Silent {
+    /// Its local index.
+    node: u32,
+    /// Crashed (its parts dropped), else held still.
+    crashed: bool,
+    /// Since when it sends nothing.
+    since: Instant,
 }
 
 impl LinkMachine {
@@ -403,7 +415,7 @@ impl LinkMachine {
                         let nodes = self
                             .silent
                             .iter()
-                            .filter_map(|&k| self.ids.get(k as usize).copied())
+                            .filter_map(|s| self.ids.get(s.node as usize).copied())
                             .collect();
                         self.out.push_back(Action::Send(NodeMsg::Silent { nodes }));
                     }
@@ -601,12 +613,24 @@ impl LinkMachine {
                 ..*f
             })
             .collect();
+        // Its silent nodes as what they are: a crashed one's parts are
+        // gone (not in `running`), a held one's make no progress.
+        let down: Vec<DownNode> = self
+            .silent
+            .iter()
+            .map(|s| DownNode {
+                node: s.node,
+                crashed: s.crashed,
+                silent_s: now.saturating_duration_since(s.since).as_secs_f64(),
+            })
+            .collect();
         self.out.push_back(Action::Log(format!(
-            "back with the manager at {} after {:.1} s: reporting {} running and {} finished part(s)",
+            "back with the manager at {} after {:.1} s: reporting {} running and {} finished part(s), {} node(s) down",
             self.cfg.manager,
             now.duration_since(since).as_secs_f64(),
             running.len(),
-            finished.len()
+            finished.len(),
+            down.len()
         )));
         self.out.push_back(Action::Send(NodeMsg::Rejoin(Rejoin {
             was,
@@ -614,6 +638,7 @@ impl LinkMachine {
             why,
             running,
             finished,
+            down,
         })));
     }
 
@@ -685,15 +710,37 @@ impl LinkMachine {
         }
     }
 
-    /// Nodes (local indices) that send nothing now, listed before each
-    /// heartbeat from now on.
-    pub fn set_silent(&mut self, nodes: Vec<u32>) {
-        self.silent = nodes;
+    /// Nodes (local indices) that send nothing now (as of `now`), listed
+    /// before each heartbeat from now on.
+    pub fn set_silent(&mut self, now: Instant, nodes: Vec<u32>) {
+        self.silent.retain(|s| nodes.contains(&s.node));
+        for k in nodes {
+            if !self.silent.iter().any(|s| s.node == k) {
+                self.silent.push(Silent {
+                    node: k,
+                    crashed: false,
+                    since: now,
+                });
+            }
+        }
+        self.silent.sort_by_key(|s| s.node);
     }
 
-    /// Node `node` (local) crashed: its parts are gone with it (the node
-    /// dropped them itself) and nothing more of them is sent.
-    pub fn node_crashed(&mut self, node: u32) -> usize {
+    /// Node `node` (local) crashed at `now`: its parts are gone with it
+    /// (the node dropped them itself) and nothing more of them is sent;
+    /// it is silent until [`Self::set_silent`] no longer lists it.
+    pub fn node_crashed(&mut self, now: Instant, node: u32) -> usize {
+        match self.silent.iter_mut().find(|s| s.node == node) {
+            Some(s) => s.crashed = true,
+            None => {
+                self.silent.push(Silent {
+                    node,
+                    crashed: true,
+                    since: now,
+                });
+                self.silent.sort_by_key(|s| s.node);
+            }
+        }
         self.drop_node(node, false)
     }
 
@@ -1154,7 +1201,7 @@ mod tests {
             vec![NodeMsg::Heartbeat { seq: 1 }],
             "nothing silent: the heartbeat alone"
         );
-        m.set_silent(vec![1]);
+        m.set_silent(t0, vec![1]);
         m.handle_timeout(t0 + 2 * SEC);
         assert_eq!(
             sends(&drain(&mut m)),
@@ -1178,7 +1225,7 @@ mod tests {
         m.node_event(1, completed(2, 103.0, 1));
         assert!(sends(&drain(&mut m)).is_empty());
         // A crashed node's parts leave the books without a withdrawal.
-        assert_eq!(m.node_crashed(0), 1);
+        assert_eq!(m.node_crashed(t0, 0), 1);
         assert_eq!(m.running(), 0);
         assert!(drain(&mut m).is_empty());
     }
@@ -1381,6 +1428,67 @@ mod tests {
             panic!("{a:?}")
         };
         (m, r.clone())
+    }
+
+    /// Nodes faulted while the link is down are reported as what they
+    /// are. Lost at t0 + 1 s with part 1 on node 0 and part 2 on node 1;
+    /// node 0 crashes at t0 + 1.5 s (it drops part 1) and node 1 is held
+    /// from t0 + 2 s. The rejoin at t0 + 3 s reports part 2 alone running,
+    /// node 0 crashed 1.5 s ago and node 1 held 1 s ago; once the answer
+    /// keeps part 2, the heartbeats leave both nodes (new ids 6, 7)
+    /// unvouched, and a node back up (the hang over) is no longer listed.
+    #[test]
+    fn a_rejoin_reports_nodes_crashed_or_held_while_the_link_was_down() {
+        let t0 = Instant::now();
+        let mut m = up_with_two_parts(t0);
+        m.link_lost(t0 + SEC, "closed".into());
+        assert_eq!(m.node_crashed(t0 + 3 * SEC / 2, 0), 1);
+        m.set_silent(t0 + 3 * SEC / 2, vec![0]);
+        m.set_silent(t0 + 2 * SEC, vec![0, 1]);
+        drain(&mut m);
+        m.handle_timeout(m.poll_timeout().unwrap());
+        assert_eq!(drain(&mut m), vec![Action::Connect]);
+        m.connected(t0 + 3 * SEC, &welcome(vec![6, 7], 115.0), 105.0);
+        let a = sends(&drain(&mut m));
+        let [NodeMsg::Rejoin(r)] = &a[..] else {
+            panic!("{a:?}")
+        };
+        let running: Vec<(PartId, u32)> = r.running.iter().map(|h| (h.part, h.node)).collect();
+        assert_eq!(
+            running,
+            vec![(part(2), 1)],
+            "the crashed node's part is gone"
+        );
+        assert_eq!(
+            r.down,
+            vec![
+                DownNode {
+                    node: 0,
+                    crashed: true,
+                    silent_s: 1.5
+                },
+                DownNode {
+                    node: 1,
+                    crashed: false,
+                    silent_s: 1.0
+                },
+            ]
+        );
+        m.frame(
+            t0 + 3 * SEC,
+            ManagerMsg::RejoinAnswer {
+                keep: vec![part(2)],
+                reason: String::new(),
+            },
+        );
+        drain(&mut m);
+        m.handle_timeout(t0 + 4 * SEC);
+        let beat = sends(&drain(&mut m));
+        assert_eq!(beat[0], NodeMsg::Silent { nodes: vec![6, 7] }, "{beat:?}");
+        m.set_silent(t0 + 5 * SEC, vec![0]);
+        m.handle_timeout(t0 + 5 * SEC);
+        let beat = sends(&drain(&mut m));
+        assert_eq!(beat[0], NodeMsg::Silent { nodes: vec![6] }, "{beat:?}");
     }
 
     /// A completion sent on a link that is then lost may never have been

@@ -162,6 +162,13 @@ impl FaultBook {
         Some(n.remove(k).1)
     }
 
+    /// The fault the notes blame for the loss of `key`'s target, left in
+    /// (a later loss is still its).
+    pub(super) fn blame_of(&self, key: &str) -> Option<String> {
+        let n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        n.iter().find(|(l, _)| l == key).map(|(_, f)| f.clone())
+    }
+
     /// Carried job `job` was lost at journal time `t` at the end of the
     /// wait for node process `label`, with no fault known for it.
     pub(super) fn unexplained(&mut self, label: &str, job: JobId, t: f64) {
@@ -476,5 +483,165 @@ mod tests {
             "{n:?}"
         );
         assert_eq!(detail(&mut c, 1), want);
+    }
+}
+
+#[cfg(test)]
+mod down_nodes {
+    use super::super::resumed::tests::{at, config, drain, held, record, takeover};
+    use super::super::{Event, Timer};
+    use super::*;
+    use common::admission::ManagerCore;
+    use common::policy::{self, PolicyConfig};
+    use common::protocol::{ClientMsg, DownNode, NodeInfo, NodeMsg, Rejoin};
+    use std::time::Duration;
+
+    const NODE_CRASH: &str = "fault 3 (crash of node 0 at +40 s, line 7)";
+
+    /// Process `a` (pid 9) had nodes 0 (job 1) and 1 (job 2), both parts
+    /// journaled started; link timeout 5 s. Node 0 crashed 2 s before `a`
+    /// rejoins at 60 (its report came at 59), node 1 has been held for
+    /// 1 s. The rejoin reports job 2's part running on node 1 and both
+    /// nodes down. Job 1 is lost at once naming the node's fault (not
+    /// booked over at the crash, as a part that finished unobserved
+    /// would be); job 2 is taken back. Both nodes (new ids 2, 3) count as
+    /// silent since they went so: the heartbeat at 63.5 leaves node 2
+    /// unvouched for 5.5 s (lost), node 3 for 4.5 s (kept); at 64.5 node 3
+    /// has 5.5 s and is lost, and job 2 with it. Counted from the rejoin
+    /// neither would be lost before 65.
+    #[test]
+    fn nodes_crashed_or_held_while_no_manager_ran_are_what_they_are() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(
+            vec![record(1, vec![0]), record(2, vec![1])],
+            vec![("a", 2, 9)],
+        );
+        t.started = vec![
+            common::protocol::PartId { job: 1, index: 0 },
+            common::protocol::PartId { job: 2, index: 0 },
+        ];
+        let notes = FaultNotes::default();
+        let blame_notes = notes.clone();
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t)
+            .with_fault_notes(notes)
+            .with_node_watch(
+                Duration::from_secs(5),
+                Box::new(move |label: &str, local: u32| {
+                    let mut n = blame_notes.lock().unwrap();
+                    let k = n
+                        .iter()
+                        .position(|(l, _)| *l == note_key(label, Some(local)))?;
+                    Some(n.remove(k).1)
+                }),
+            );
+        drain(&mut c);
+        c.handle(
+            at(59.0),
+            Event::Client {
+                client: 7,
+                msg: ClientMsg::FaultApplied {
+                    token: 1,
+                    fault: NODE_CRASH.into(),
+                    kind: "crash".into(),
+                    process: "a".into(),
+                    act: FaultAct::Kill,
+                    what: "node 0 crashed".into(),
+                    node: Some(0),
+                    factor: None,
+                    age_s: 1.0,
+                },
+            },
+        );
+        drain(&mut c);
+        let nodes = (0..2)
+            .map(|local| NodeInfo {
+                local,
+                capacity: 1.0,
+                speed: 1.0,
+                memory_kb: 1 << 20,
+                disk_mb: 1 << 10,
+            })
+            .collect();
+        c.handle(
+            at(60.0),
+            Event::Connected {
+                link: 1,
+                host: "a".into(),
+                pid: 9,
+                nodes,
+            },
+        );
+        drain(&mut c);
+        c.handle(
+            at(60.0),
+            Event::FromNode {
+                link: 1,
+                msgs: vec![NodeMsg::Rejoin(Rejoin {
+                    was: vec![0, 1],
+                    away_s: 3.0,
+                    why: "lost".into(),
+                    running: vec![held(2, 0, 1)],
+                    finished: Vec::new(),
+                    down: vec![
+                        DownNode {
+                            node: 0,
+                            crashed: true,
+                            silent_s: 2.0,
+                        },
+                        DownNode {
+                            node: 1,
+                            crashed: false,
+                            silent_s: 1.0,
+                        },
+                    ],
+                })],
+            },
+        );
+        let a = drain(&mut c);
+        assert!(
+            a.iter().any(|x| matches!(x, Action::Send { msg: common::protocol::ManagerMsg::RejoinAnswer { keep, .. }, .. }
+                if *keep == vec![common::protocol::PartId { job: 2, index: 0 }])),
+            "{a:?}"
+        );
+        let beat = |c: &mut LiveCore, t: f64| {
+            c.handle(
+                at(t),
+                Event::FromNode {
+                    link: 1,
+                    msgs: vec![
+                        NodeMsg::Silent { nodes: vec![2, 3] },
+                        NodeMsg::Heartbeat { seq: 1 },
+                    ],
+                },
+            );
+            c.handle(at(t), Event::Timer(Timer::Tick));
+            drain(c);
+        };
+        beat(&mut c, 63.5);
+        let open = |c: &LiveCore, job| c.core.record(job).is_some_and(|r| !r.lost);
+        assert!(open(&c, 2), "node 3 silent 4.5 s: kept");
+        beat(&mut c, 64.5);
+        assert!(!open(&c, 2), "node 3 silent 5.5 s: lost");
+        let o = c.outcome();
+        let detail = |job| {
+            o.records
+                .iter()
+                .find(|r| r.id == job)
+                .unwrap()
+                .detail
+                .clone()
+        };
+        assert_eq!(
+            detail(1),
+            format!(
+                "lost at 60.000: manager crash: node 0 (local 0) of node process a crashed while it \
+                 had no manager: its part 1/0 is gone, after {NODE_CRASH}"
+            )
+        );
+        assert_eq!(
+            detail(2),
+            "lost at 64.500: node 3 of node process a (link 1) gone: silent for more than 5s (no \
+             heartbeat vouched for it)"
+        );
     }
 }

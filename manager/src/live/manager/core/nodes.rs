@@ -112,6 +112,8 @@ impl LiveCore {
                 self.core.progress(link, r.at, &r.parts)
             }),
             NodeMsg::Rejoin(r) => {
+                // Its silent nodes count as silent since they went so.
+                self.watch_down(now, link, &r.down);
                 self.rejoin(now, link, host, r);
                 Ok(())
             }

@@ -103,6 +103,8 @@ pub(super) struct Resumed {
     node_hosts: Vec<String>,
     /// The pid of each old node's process (None: not journaled).
     node_pids: Vec<Option<u32>>,
+    /// Each old node's local index in its process.
+    node_local: Vec<u32>,
     /// Carried parts known to have reached their node (journaled
     /// started).
     reached: HashSet<PartId>,
@@ -146,9 +148,11 @@ impl LiveCore {
         let mut out = Vec::new();
         let mut node_hosts = Vec::new();
         let mut node_pids = Vec::new();
+        let mut node_local = Vec::new();
         for (k, (host, n)) in t.node_processes.iter().enumerate() {
             let pid = t.node_pids.get(k).copied().flatten();
             node_pids.extend(std::iter::repeat_n(pid, *n));
+            node_local.extend(0..*n as u32);
             let link = LinkId::MAX - k as LinkId;
             let infos: Vec<NodeInfo> = (0..*n as u32)
                 .map(|local| NodeInfo {
@@ -169,6 +173,7 @@ impl LiveCore {
             undecided: t.undecided,
             node_hosts,
             node_pids,
+            node_local,
             reached: t.started.into_iter().collect(),
             wait: t.wait,
             crash_trace: t.crash_trace,
@@ -362,6 +367,23 @@ impl LiveCore {
                 }
             }
         }
+        // Its old nodes that crashed while it had no manager (local index
+        // by old id): their parts are gone, not over.
+        let crashed: Vec<(usize, u32)> = was
+            .iter()
+            .filter_map(|&n| {
+                let local = r.node_local.get(n).copied().or_else(|| {
+                    rj.was
+                        .iter()
+                        .position(|&g| g as usize == n)
+                        .map(|k| k as u32)
+                })?;
+                rj.down
+                    .iter()
+                    .any(|d| d.crashed && d.node == local)
+                    .then_some((n, local))
+            })
+            .collect();
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
@@ -431,6 +453,24 @@ impl LiveCore {
                 let Some(n) = node.filter(|n| !reported && was.contains(n)) else {
                     continue;
                 };
+                if let Some(&(_, local)) = crashed.iter().find(|(c, _)| *c == n) {
+                    if !lost.iter().any(|(j, _)| *j == job) {
+                        // Named after the node's fault, which its loss by
+                        // the silent-node rule names again.
+                        let after = self
+                            .faults
+                            .blame_of(&super::faults::note_key(label(host), Some(local)))
+                            .map(|f| format!(", after {f}"))
+                            .unwrap_or_default();
+                        lost.push((
+                            job,
+                            format!(
+                                "manager crash: node {n} (local {local}) of node process {host} crashed while it had no manager: its part {job}/{i} is gone{after}"
+                            ),
+                        ));
+                    }
+                    continue;
+                }
                 let started = self
                     .resumed
                     .as_ref()
@@ -744,6 +784,7 @@ pub(super) mod tests {
                     why: "lost".into(),
                     running: Vec::new(),
                     finished: Vec::new(),
+                    down: Vec::new(),
                 })],
             },
         );
@@ -881,6 +922,7 @@ pub(super) mod tests {
                         started_at: 1.0,
                     }],
                     finished: Vec::<FinishedPart>::new(),
+                    down: Vec::new(),
                 })],
             },
         );
@@ -1058,6 +1100,7 @@ pub(super) mod tests {
                     why: "lost".into(),
                     running,
                     finished,
+                    down: Vec::new(),
                 })],
             },
         );

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::admission::LinkId;
 use common::node_model::NodeSpec;
-use common::protocol::{ManagerMsg, NodeInfo};
+use common::protocol::{DownNode, ManagerMsg, NodeInfo};
 use rustc_hash::FxHashMap;
 
 use super::{Action, LiveCore, Now};
@@ -84,6 +84,23 @@ impl LiveCore {
                     silent: Vec::new(),
                 },
             );
+        }
+    }
+
+    /// A rejoining process's nodes that send nothing (`down`, a [`Rejoin`]
+    /// field): each counts as unheard since it went silent, so the
+    /// silent-node rule gives it up a link timeout after that, not after
+    /// the rejoin.
+    ///
+    /// [`Rejoin`]: common::protocol::Rejoin
+    pub(super) fn watch_down(&mut self, now: Now, link: LinkId, down: &[DownNode]) {
+        let Some(l) = self.watch.as_mut().and_then(|w| w.links.get_mut(&link)) else {
+            return;
+        };
+        for d in down {
+            if let Some(h) = l.heard.get_mut(d.node as usize) {
+                *h = h.min(now.wall - d.silent_s.max(0.0));
+            }
         }
     }
 
