@@ -27,69 +27,20 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use common::protocol::{
-    Dispatch, DownNode, FinishedPart, HeldPart, ManagerMsg, NodeInfo, NodeMsg, NodeProgress,
-    PartId, PartProgress, Rejoin, Welcome,
+    Dispatch, FinishedPart, HeldPart, ManagerMsg, NodeInfo, NodeMsg, NodeProgress, PartId,
+    PartProgress, Rejoin, Welcome,
 };
 use common::time::Time;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
-use thiserror::Error;
 
 use crate::core::NodeEvent;
 use crate::exception::{retain_reports, ExceptionRule};
 use crate::spec::PartSpec;
 
-/// Why the link ended other than by the manager's shutdown.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum LinkError {
-    /// No manager took the process back within the grace period.
-    #[error(
-        "no manager at {manager} for {grace:?} (the grace period, --manager-grace-s) since the link \
-         was lost ({why}); {attempts} reconnection attempt(s) failed, the last: {last}; \
-         stopping {running} running part(s)"
-    )]
-    GraceOver {
-        /// The manager's address.
-        manager: String,
-        /// The grace period.
-        grace: Duration,
-        /// Why the link was lost.
-        why: String,
-        /// Connection attempts made.
-        attempts: u32,
-        /// The last attempt's failure.
-        last: String,
-        /// Parts still on the nodes.
-        running: usize,
-    },
-    /// A later manager runs its trace clock at another speed: the parts'
-    /// progress cannot be carried over.
-    #[error(
-        "the manager at {manager} now runs at time scale {theirs}, this process at {ours}: \
-         a node process keeps the time scale it was first given"
-    )]
-    TimeScale {
-        /// The manager's address.
-        manager: String,
-        /// The new welcome's.
-        theirs: f64,
-        /// The first welcome's.
-        ours: f64,
-    },
-    /// The manager closed the link refusing this process (a revoked
-    /// identity): not a lost manager, so not retried.
-    #[error("the manager at {manager} closed the link refusing this process: {reason}")]
-    Refused {
-        /// The manager's address.
-        manager: String,
-        /// Its close reason.
-        reason: String,
-    },
-    /// A welcome on a link that already had one.
-    #[error("the manager at {0} sent a second welcome on one link")]
-    SecondWelcome(String),
-}
+pub use super::error::LinkError;
+use super::silent::SilentNodes;
 
 /// What the I/O side must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -285,19 +236,8 @@ pub struct LinkMachine {
     /// Nodes that send nothing now (a crash or hang of one node:
     /// [`crate::nodefault`]), listed before each heartbeat and reported
     /// in a [`Rejoin`] as what they are.
-    silent: Vec<Silent>,
+    silent: SilentNodes,
     out: VecDeque<Action>,
-}
-
-/// A node that sends nothing now.
-#[derive(Debug, Clone, Copy)]
-struct Silent {
-    /// Its local index.
-    node: u32,
-    /// Crashed (its parts dropped), else held still.
-    crashed: bool,
-    /// Since when it sends nothing.
-    since: Instant,
 }
 
 impl LinkMachine {
@@ -337,7 +277,7 @@ impl LinkMachine {
             next_report: now + never,
             next_histogram: now + never,
             seq: 0,
-            silent: Vec::new(),
+            silent: SilentNodes::default(),
             out: VecDeque::new(),
         }
     }
@@ -412,11 +352,7 @@ impl LinkMachine {
                     self.seq += 1;
                     if !self.silent.is_empty() {
                         // The heartbeat vouches for every node but these.
-                        let nodes = self
-                            .silent
-                            .iter()
-                            .filter_map(|s| self.ids.get(s.node as usize).copied())
-                            .collect();
+                        let nodes = self.silent.wire(&self.ids);
                         self.out.push_back(Action::Send(NodeMsg::Silent { nodes }));
                     }
                     self.out
@@ -615,15 +551,7 @@ impl LinkMachine {
             .collect();
         // Its silent nodes as what they are: a crashed one's parts are
         // gone (not in `running`), a held one's make no progress.
-        let down: Vec<DownNode> = self
-            .silent
-            .iter()
-            .map(|s| DownNode {
-                node: s.node,
-                crashed: s.crashed,
-                silent_s: now.saturating_duration_since(s.since).as_secs_f64(),
-            })
-            .collect();
+        let down = self.silent.down(now);
         self.out.push_back(Action::Log(format!(
             "back with the manager at {} after {:.1} s: reporting {} running and {} finished part(s), {} node(s) down",
             self.cfg.manager,
@@ -713,34 +641,14 @@ impl LinkMachine {
     /// Nodes (local indices) that send nothing now (as of `now`), listed
     /// before each heartbeat from now on.
     pub fn set_silent(&mut self, now: Instant, nodes: Vec<u32>) {
-        self.silent.retain(|s| nodes.contains(&s.node));
-        for k in nodes {
-            if !self.silent.iter().any(|s| s.node == k) {
-                self.silent.push(Silent {
-                    node: k,
-                    crashed: false,
-                    since: now,
-                });
-            }
-        }
-        self.silent.sort_by_key(|s| s.node);
+        self.silent.set(now, nodes);
     }
 
     /// Node `node` (local) crashed at `now`: its parts are gone with it
     /// (the node dropped them itself) and nothing more of them is sent;
     /// it is silent until [`Self::set_silent`] no longer lists it.
     pub fn node_crashed(&mut self, now: Instant, node: u32) -> usize {
-        match self.silent.iter_mut().find(|s| s.node == node) {
-            Some(s) => s.crashed = true,
-            None => {
-                self.silent.push(Silent {
-                    node,
-                    crashed: true,
-                    since: now,
-                });
-                self.silent.sort_by_key(|s| s.node);
-            }
-        }
+        self.silent.crashed(now, node);
         self.drop_node(node, false)
     }
 
@@ -1462,12 +1370,12 @@ mod tests {
         assert_eq!(
             r.down,
             vec![
-                DownNode {
+                common::protocol::DownNode {
                     node: 0,
                     crashed: true,
                     silent_s: 1.5
                 },
-                DownNode {
+                common::protocol::DownNode {
                     node: 1,
                     crashed: false,
                     silent_s: 1.0

@@ -11,7 +11,9 @@
 //! listener. The nodes' trace clock is set from the first welcome
 //! (`trace_now` and `time_scale`), so host clocks never need to agree.
 
+mod error;
 pub mod machine;
+mod silent;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
