@@ -352,4 +352,31 @@ mod tests {
         }
         drop(w);
     }
+
+    /// `written` tells once what was sent before it is in the file (the
+    /// manager answers a fault report only then).
+    #[test]
+    fn written_tells_once_the_entries_before_it_are_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        let j = w.journal();
+        j.send_all(vec![Entry::Warning {
+            t: 0.2,
+            text: "fault: fault 1 (...): done".into(),
+        }]);
+        let told = j.written();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(told)
+            .expect("the writer tells");
+        let c = read(&path).unwrap();
+        assert!(
+            matches!(&c.entries[..], [Entry::Warning { text, .. }] if text.starts_with("fault: fault 1")),
+            "{:?}",
+            c.entries.len()
+        );
+        drop(w);
+    }
 }
