@@ -66,11 +66,6 @@ pub(super) struct ManagerActor {
     /// Posts requests to the external scheduler's transport (the `batsim`
     /// policy); its replies come back as [`SchedulerReplied`].
     pub(super) scheduler: Option<crate::batsim::Poster>,
-    /// (process label, fault name) of faults a fault injector reported
-    /// applying (`ClientMsg::FaultApplied`) and not yet blamed: a lost
-    /// link whose label is here takes the fault's name into its jobs'
-    /// reasons (and the entry is consumed).
-    pub(super) fault_notes: FaultNotes,
 }
 
 impl ManagerActor {
@@ -361,21 +356,12 @@ impl Handler<LinkClosed> for ManagerActor {
     type Result = ();
 
     fn handle(&mut self, m: LinkClosed, ctx: &mut Self::Context) {
-        let mut reason = m.reason;
-        // (faults) A loss the fault injector caused names the fault.
-        if self.core.link_alive(m.link) && !self.core.ending() {
-            let label = self.core.host(m.link).split(' ').next().unwrap_or_default();
-            let mut notes = self.fault_notes.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(k) = notes.iter().position(|(l, _)| l == label) {
-                let (_, fault) = notes.remove(k);
-                reason = format!("{reason}, after {fault}");
-            }
-        }
+        // The core names the fault that caused it, if the injector said.
         self.step(
             ctx,
             Event::LinkClosed {
                 link: m.link,
-                reason,
+                reason: m.reason,
             },
         );
     }
@@ -416,10 +402,6 @@ impl Handler<FromClient> for ManagerActor {
         }
     }
 }
-
-/// The faults the injector applied that blame the next loss (the core's
-/// notes, shared).
-pub(super) use super::core::FaultNotes;
 
 impl ManagerActor {
     /// A fault report taken: its entries go to the journal at once, and

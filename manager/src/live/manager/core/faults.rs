@@ -26,18 +26,11 @@
 //! happened before the loss.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
 
 use common::job::JobId;
 use common::protocol::FaultAct;
 
 use super::{Action, ClientId, Entry, LiveCore, Now};
-
-/// The faults the injector applied that blame the next loss of a node
-/// process (key: its label) or of one node (`LABEL node K`), each with
-/// the fault's name; shared with the actor (the loss of a link) and the
-/// watch over single nodes.
-pub(in crate::live::manager) type FaultNotes = Arc<Mutex<Vec<(String, String)>>>;
 
 /// What identifies one application of a fault (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,7 +63,11 @@ pub(in crate::live::manager) struct FaultReport {
 /// The core's books of fault reports.
 #[derive(Default)]
 pub(super) struct FaultBook {
-    pub(super) notes: FaultNotes,
+    /// The faults the injector applied that blame the next loss of a node
+    /// process (key: its label) or of one node (`LABEL node K`), each
+    /// with the fault's name: a lost link, a silent node or a carried
+    /// job's process not coming back takes it (and the note is used up).
+    notes: Vec<(String, String)>,
     /// Every report journaled in the run (by this manager or one before).
     seen: HashSet<FaultKey>,
     /// Carried jobs lost at the end of the wait for their node process
@@ -132,7 +129,6 @@ impl FaultBook {
     /// registration (one before it cannot explain the loss of what the
     /// process registered since).
     pub(super) fn from_journal(faults: &[(f64, FaultKey)], registered: &[(f64, String)]) -> Self {
-        let book = FaultBook::default();
         let mut notes = Vec::new();
         for (t, key) in faults {
             let again = registered
@@ -147,26 +143,27 @@ impl FaultBook {
                 );
             }
         }
-        *book.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         FaultBook {
+            notes,
             seen: faults.iter().map(|(_, k)| k.clone()).collect(),
-            ..book
+            ..FaultBook::default()
         }
     }
 
     /// The fault the notes blame for the loss of `key`'s target, taken
     /// out (the loss is the one it blamed).
-    pub(super) fn take_blame(&self, key: &str) -> Option<String> {
-        let mut n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
-        let k = n.iter().position(|(l, _)| l == key)?;
-        Some(n.remove(k).1)
+    pub(super) fn take_blame(&mut self, key: &str) -> Option<String> {
+        let k = self.notes.iter().position(|(l, _)| l == key)?;
+        Some(self.notes.remove(k).1)
     }
 
     /// The fault the notes blame for the loss of `key`'s target, left in
     /// (a later loss is still its).
     pub(super) fn blame_of(&self, key: &str) -> Option<String> {
-        let n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
-        n.iter().find(|(l, _)| l == key).map(|(_, f)| f.clone())
+        self.notes
+            .iter()
+            .find(|(l, _)| l == key)
+            .map(|(_, f)| f.clone())
     }
 
     /// Carried job `job` was lost at journal time `t` at the end of the
@@ -177,16 +174,6 @@ impl FaultBook {
 }
 
 impl LiveCore {
-    /// Shares `notes` with the caller (the actor blames lost links with
-    /// them).
-    pub(in crate::live::manager) fn with_fault_notes(mut self, notes: FaultNotes) -> LiveCore {
-        let mine =
-            std::mem::take(&mut *self.faults.notes.lock().unwrap_or_else(|e| e.into_inner()));
-        notes.lock().unwrap_or_else(|e| e.into_inner()).extend(mine);
-        self.faults.notes = notes;
-        self
-    }
-
     /// A fault injector reports an act (see the module docs): journaled
     /// once, at the time it happened; answered `Noted` once the journal
     /// holds it ([`Action::Noted`]).
@@ -214,13 +201,11 @@ impl LiveCore {
         }
         let target = note_key(&key.process, key.node);
         let partition = kind == "partition";
-        {
-            let mut notes = self.faults.notes.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(on) = blames(key.act, partition) {
-                notes.retain(|(l, _)| *l != target);
-                if on {
-                    notes.push((target.clone(), key.fault.clone()));
-                }
+        if let Some(on) = blames(key.act, partition) {
+            let notes = &mut self.faults.notes;
+            notes.retain(|(l, _)| *l != target);
+            if on {
+                notes.push((target, key.fault.clone()));
             }
         }
         // A report that waited (for a manager to restart) says how long.
@@ -444,7 +429,7 @@ mod tests {
         let mut t = takeover(vec![record(1, vec![1])], vec![("a", 1, 9), ("a", 1, 11)]);
         t.node_times = vec![5.0, 45.0];
         t.faults = vec![(40.0, key(CRASH, FaultAct::Kill, "a"))];
-        let c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         assert!(c.faults.take_blame("a").is_none());
     }
 
@@ -520,20 +505,8 @@ mod down_nodes {
             common::protocol::PartId { job: 1, index: 0 },
             common::protocol::PartId { job: 2, index: 0 },
         ];
-        let notes = FaultNotes::default();
-        let blame_notes = notes.clone();
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t)
-            .with_fault_notes(notes)
-            .with_node_watch(
-                Duration::from_secs(5),
-                Box::new(move |label: &str, local: u32| {
-                    let mut n = blame_notes.lock().unwrap();
-                    let k = n
-                        .iter()
-                        .position(|(l, _)| *l == note_key(label, Some(local)))?;
-                    Some(n.remove(k).1)
-                }),
-            );
+            .with_node_watch(Duration::from_secs(5));
         drain(&mut c);
         c.handle(
             at(59.0),

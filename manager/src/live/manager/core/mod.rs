@@ -45,9 +45,8 @@ mod silent;
 mod views;
 
 pub use faults::FaultKey;
-pub(super) use faults::{FaultNotes, FaultReport};
+pub(super) use faults::FaultReport;
 pub use resumed::Takeover;
-pub(super) use silent::Blame;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -76,8 +75,8 @@ pub(super) enum Event {
     },
     /// Frames from a node process, in the order received (one burst).
     FromNode { link: LinkId, msgs: Vec<NodeMsg> },
-    /// A link ended; `reason` already names the fault that caused it, if
-    /// one did.
+    /// A link ended, for `reason` (the core adds the fault the injector
+    /// reported for the process, if one).
     LinkClosed { link: LinkId, reason: String },
     /// One request of a client's burst (answers that need no flush leave
     /// at once; decisions leave with [`Event::ClientBurstEnd`]).
@@ -406,11 +405,6 @@ impl LiveCore {
             self.measured("policy_compute_us", micros);
         }
         r
-    }
-
-    /// Whether `link` is a registered node process's, still up.
-    pub(super) fn link_alive(&self, link: LinkId) -> bool {
-        self.links.get(&link).is_some_and(|l| l.alive)
     }
 
     /// The next action to carry out, in order.
