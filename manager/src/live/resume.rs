@@ -250,6 +250,7 @@ pub(crate) fn takeover(
         histograms: Default::default(),
         faults: s.faults.clone(),
         node_times: s.node_times.clone(),
+        losses: s.losses.clone(),
     };
     (takeover, remaining)
 }

@@ -71,6 +71,9 @@ pub struct ResumeState {
     /// Its `fault` entries (journal time, what identifies the report), in
     /// order.
     pub faults: Vec<(f64, crate::live::manager::FaultKey)>,
+    /// Its warnings of lost node processes and nodes (journal time,
+    /// text), in order.
+    pub losses: Vec<(f64, String)>,
 }
 
 /// How the resumed manager's first journal entry starts.
@@ -93,6 +96,7 @@ impl ResumeState {
         let mut pids = Vec::new();
         let mut node_times = Vec::new();
         let mut faults = Vec::new();
+        let mut losses = Vec::new();
         let mut started: BTreeMap<JobId, BTreeSet<u32>> = BTreeMap::new();
         let mut parts_over: BTreeMap<JobId, BTreeMap<u32, Time>> = BTreeMap::new();
         let mut resumed_before = 0;
@@ -181,6 +185,9 @@ impl ResumeState {
                     if text.starts_with(RESUMED) {
                         resumed_before += 1;
                     }
+                    if text.starts_with("lost node ") {
+                        losses.push((*t, text.clone()));
+                    }
                     *t
                 }
                 Entry::End { t, .. } => {
@@ -246,6 +253,7 @@ impl ResumeState {
             ended,
             node_times,
             faults,
+            losses,
         }
     }
 

@@ -110,6 +110,28 @@ pub(super) fn kind_of(fault: &str) -> &str {
         .unwrap_or("")
 }
 
+/// The note key of the target of a journaled loss warning: `lost node
+/// process HOST (link N): ...` (its label) or `lost node G of node
+/// process HOST (link N) at ...` (`LABEL node K`, K the local index of
+/// node G by `processes`, the run's registrations in order: label, nodes).
+pub(super) fn loss_key(text: &str, processes: &[(String, usize)]) -> Option<String> {
+    if let Some(rest) = text.strip_prefix("lost node process ") {
+        return rest.split(' ').next().map(str::to_string);
+    }
+    let rest = text.strip_prefix("lost node ")?;
+    let (g, rest) = rest.split_once(" of node process ")?;
+    let g: usize = g.parse().ok()?;
+    let label = rest.split(' ').next()?;
+    let mut first = 0;
+    for (_, n) in processes {
+        if g < first + n {
+            return Some(note_key(label, Some((g - first) as u32)));
+        }
+        first += n;
+    }
+    None
+}
+
 /// Sets the note of `key` as `act` of `fault` says.
 fn note(notes: &mut Vec<(String, String)>, key: String, act: FaultAct, fault: &str) {
     let partition = kind_of(fault) == "partition";
@@ -123,24 +145,29 @@ fn note(notes: &mut Vec<(String, String)>, key: String, act: FaultAct, fault: &s
 
 impl FaultBook {
     /// The books of a resumed run from its journal: `faults`, its `fault`
-    /// entries (time, key) and `registered`, its `node` entries (time,
-    /// label), each in journal order. Every journaled report is known;
-    /// the notes are those of the faults after their process's last
-    /// registration (one before it cannot explain the loss of what the
+    /// entries (time, key); `registered`, its `node` entries (time,
+    /// label); `lost`, the losses its warnings journaled (time, the
+    /// target's note key, [`loss_key`]). Every journaled report is known;
+    /// a fault blames the loss of its target unless the target was lost
+    /// after it (that loss was the one it blamed) or its process
+    /// registered again (one before cannot explain the loss of what the
     /// process registered since).
-    pub(super) fn from_journal(faults: &[(f64, FaultKey)], registered: &[(f64, String)]) -> Self {
+    pub(super) fn from_journal(
+        faults: &[(f64, FaultKey)],
+        registered: &[(f64, String)],
+        lost: &[(f64, String)],
+    ) -> Self {
         let mut notes = Vec::new();
         for (t, key) in faults {
+            let target = note_key(&key.process, key.node);
             let again = registered
                 .iter()
                 .any(|(at, label)| at > t && *label == key.process);
-            if !again {
-                note(
-                    &mut notes,
-                    note_key(&key.process, key.node),
-                    key.act,
-                    &key.fault,
-                );
+            let used = lost.iter().any(|(at, k)| at > t && *k == target);
+            if again || used {
+                notes.retain(|(l, _)| *l != target);
+            } else {
+                note(&mut notes, target, key.act, &key.fault);
             }
         }
         FaultBook {
@@ -431,6 +458,34 @@ mod tests {
         t.faults = vec![(40.0, key(CRASH, FaultAct::Kill, "a"))];
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         assert!(c.faults.take_blame("a").is_none());
+    }
+
+    /// A kill the manager before journaled, and whose loss it journaled
+    /// (at 42), blames nothing more; nor does a node's crash whose node
+    /// (id 1: `a`'s local 1) it gave up.
+    #[test]
+    fn a_fault_whose_loss_the_journal_holds_blames_nothing_more() {
+        let lost = [
+            "lost node process a 127.0.0.1:9 (link 1): heartbeat timeout",
+            "lost node 1 of node process a 127.0.0.1:9 (link 1) at 41.000: silent",
+        ];
+        let processes = [("a 127.0.0.1:9".to_string(), 2)];
+        let lost: Vec<(f64, String)> = lost
+            .iter()
+            .map(|w| (42.0, loss_key(w, &processes).unwrap()))
+            .collect();
+        assert_eq!(lost[1].1, "a node 1");
+        let node = FaultKey {
+            node: Some(1),
+            ..key(CRASH, FaultAct::Kill, "a")
+        };
+        let faults = [(40.0, key(CRASH, FaultAct::Kill, "a")), (40.0, node)];
+        let mut b = FaultBook::from_journal(&faults, &[(5.0, "a".into())], &lost);
+        assert!(b.take_blame("a").is_none() && b.take_blame("a node 1").is_none());
+        // Without the losses both blame.
+        let mut b = FaultBook::from_journal(&faults, &[(5.0, "a".into())], &[]);
+        assert_eq!(b.take_blame("a").as_deref(), Some(CRASH));
+        assert_eq!(b.take_blame("a node 1").as_deref(), Some(CRASH));
     }
 
     /// `a` crashed at 57, while no manager ran; the report reaches the

@@ -88,6 +88,9 @@ pub struct Takeover {
     pub faults: Vec<(f64, super::FaultKey)>,
     /// The journal time of each registration of `node_processes`.
     pub node_times: Vec<f64>,
+    /// The losses of node processes and single nodes its warnings
+    /// journaled (journal time, text).
+    pub losses: Vec<(f64, String)>,
 }
 
 /// The resumed core's books of the takeover.
@@ -215,7 +218,14 @@ impl LiveCore {
             .zip(&t.node_processes)
             .map(|(&at, (h, _))| (at, label(h).to_string()))
             .collect();
-        c.faults = super::faults::FaultBook::from_journal(&t.faults, &registered);
+        let lost: Vec<(f64, String)> = t
+            .losses
+            .iter()
+            .filter_map(|(at, text)| {
+                super::faults::loss_key(text, &t.node_processes).map(|k| (*at, k))
+            })
+            .collect();
+        c.faults = super::faults::FaultBook::from_journal(&t.faults, &registered, &lost);
         // Clients' jobs submitted from now on get ids after the run's.
         let ids = r.done.iter().map(|j| j.id).chain(r.carried.iter().copied());
         let ids = ids
@@ -758,6 +768,7 @@ pub(super) mod tests {
             histograms: [("policy_compute_us".to_string(), before)].into(),
             faults: Vec::new(),
             node_times: Vec::new(),
+            losses: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -884,6 +895,7 @@ pub(super) mod tests {
             histograms: Default::default(),
             faults: Vec::new(),
             node_times: Vec::new(),
+            losses: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -1034,6 +1046,7 @@ pub(super) mod tests {
             histograms: Default::default(),
             faults: Vec::new(),
             node_times: Vec::new(),
+            losses: Vec::new(),
         }
     }
 
