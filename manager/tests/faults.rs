@@ -122,6 +122,21 @@ fn live_run_of(
     arrival: f64,
     scenario: &str,
 ) -> (std::path::PathBuf, String) {
+    live_run_with(d, processes, jobs, arrival, scenario, 20, 60)
+}
+
+/// [`live_run_of`] with the manager's `start_timeout_s` and
+/// `manager_grace_s` (the node processes' grace, and a resumed manager's
+/// wait for them).
+fn live_run_with(
+    d: &Path,
+    processes: usize,
+    jobs: usize,
+    arrival: f64,
+    scenario: &str,
+    start_timeout_s: u32,
+    manager_grace_s: u32,
+) -> (std::path::PathBuf, String) {
     ok(
         &libratory(&["certs", "--out", "certs", "--nodes", "local"], d),
         "certs",
@@ -130,7 +145,7 @@ fn live_run_of(
         d.join("cluster.toml"),
         format!(
             "[manager]\nlisten = \"127.0.0.1:{}\"\ncerts = \"certs\"\ntime_scale = 0.05\n\
-             start_timeout_s = 20\nlink_timeout_s = 2\n\
+             start_timeout_s = {start_timeout_s}\nlink_timeout_s = 2\nmanager_grace_s = {manager_grace_s}\n\
              [workload]\npreset = \"libra\"\npolicy = \"libra\"\n\
              set = {{ jobs = {jobs}, nodes = {}, synthetic_arrival_max = {arrival}, synthetic_mips = 1000 }}\n\
              [[hosts]]\nname = \"local\"\nprocesses = {processes}\nnodes_per_process = 4\ncapacity = 0.15\n",
@@ -658,6 +673,54 @@ fn a_manager_crash_with_nodes_alive_loses_nothing() {
     assert!(lost.is_empty(), "{lost:#?}");
     assert_eq!(journal.iter().filter(|e| e["e"] == "end").count(), 1);
     assert!(out.join("summary.json").is_file());
+}
+
+/// A node process killed while no manager runs (the manager down from
+/// +20 to +40 trace s, process 1 killed at +25 and not started again):
+/// the injector's report waits for the resumed manager, and the carried
+/// jobs with a part on it, lost when it does not come back within the
+/// wait (`manager_grace_s`, 3 s here), name the crash. Process 0 rides the
+/// crash out: nothing of it is lost.
+#[test]
+fn a_node_process_killed_while_no_manager_runs_is_named_in_its_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = "[[fault]]\nat = 20.0\nkind = \"manager-crash\"\nduration = 20.0\n\
+         [[fault]]\nat = 25.0\nkind = \"crash\"\nprocess = 1\n";
+    let (out, text) = live_run_with(dir.path(), 2, 40, 30.0, scenario, 3, 3);
+    let crash = "fault 2 (crash of node process 1 at +25 s, line 7)";
+    let journal = jsonl(&out.join("journal.jsonl"));
+    let w = warnings(&journal);
+    let kill = w
+        .iter()
+        .find(|(_, t)| t.starts_with(&format!("fault: {crash}: SIGKILL to node process local-1")))
+        .unwrap_or_else(|| panic!("no kill of local-1 in {w:#?}\n{text}"));
+    assert!(kill.1.contains("[reported "), "{}", kill.1);
+    // Journaled once, though delivered across a restart.
+    let reports = journal
+        .iter()
+        .filter(|e| e["e"] == "fault" && e["fault"] == crash && e["act"] == "kill")
+        .count();
+    assert_eq!(reports, 1);
+    let jobs = one_record_each(&out, 40);
+    let lost: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j["lost"] == true)
+        .map(|j| j["detail"].as_str().unwrap())
+        .collect();
+    let not_back: Vec<&&str> = lost
+        .iter()
+        .filter(|d| d.contains("node process local-1") && d.contains("did not come back"))
+        .collect();
+    println!(
+        "{} jobs lost, {} carried ones for local-1 not coming back, for example: {}",
+        lost.len(),
+        not_back.len(),
+        not_back.first().map_or("", |d| **d)
+    );
+    assert!(!not_back.is_empty(), "{lost:#?}");
+    for d in &lost {
+        assert!(d.ends_with(crash), "{d}");
+    }
 }
 
 /// The chaos run: 300 short jobs on three real node processes, with a

@@ -372,6 +372,11 @@ mod tests {
                     at: 4.0,
                     cpu_seconds: 0.125,
                 }],
+                down: vec![DownNode {
+                    node: 1,
+                    crashed: true,
+                    silent_s: 0.75,
+                }],
             }),
         ]
     }

@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -288,6 +288,24 @@ pub struct Rejoin {
     pub running: Vec<HeldPart>,
     /// Parts that finished their work while it had no manager.
     pub finished: Vec<FinishedPart>,
+    /// Its nodes that send nothing now (since version 12): a crashed
+    /// one's parts are gone (none is in `running`); a held one's (a hang)
+    /// are in `running` but make no progress while it is held. The
+    /// manager's silent-node rule applies to both from when they went
+    /// silent.
+    pub down: Vec<DownNode>,
+}
+
+/// A node of a rejoining node process that sends nothing now (a fault of
+/// that node alone).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DownNode {
+    /// Its local index.
+    pub node: u32,
+    /// Crashed (its parts are gone), else held still (a hang).
+    pub crashed: bool,
+    /// Real seconds since it went silent.
+    pub silent_s: f64,
 }
 
 /// A part still running on a rejoining node process.
@@ -551,7 +569,7 @@ pub enum ClientMsg {
 }
 
 /// What a fault injector did to a node process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultAct {
     /// SIGKILL (a crash).

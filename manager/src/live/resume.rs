@@ -248,6 +248,9 @@ pub(crate) fn takeover(
         // The earlier managers' histograms are decoded by the caller,
         // which logs a bad one.
         histograms: Default::default(),
+        faults: s.faults.clone(),
+        node_times: s.node_times.clone(),
+        losses: s.losses.clone(),
     };
     (takeover, remaining)
 }

@@ -66,6 +66,14 @@ pub struct ResumeState {
     pub resumed_before: usize,
     /// The run had ended (its `end` entry): nothing to resume.
     pub ended: bool,
+    /// The journal time of each registration of `node_processes`.
+    pub node_times: Vec<f64>,
+    /// Its `fault` entries (journal time, what identifies the report), in
+    /// order.
+    pub faults: Vec<(f64, crate::live::manager::FaultKey)>,
+    /// Its warnings of lost node processes and nodes (journal time,
+    /// text), in order.
+    pub losses: Vec<(f64, String)>,
 }
 
 /// How the resumed manager's first journal entry starts.
@@ -86,6 +94,9 @@ impl ResumeState {
         let mut last_t: f64 = 0.0;
         let mut nodes = Vec::new();
         let mut pids = Vec::new();
+        let mut node_times = Vec::new();
+        let mut faults = Vec::new();
+        let mut losses = Vec::new();
         let mut started: BTreeMap<JobId, BTreeSet<u32>> = BTreeMap::new();
         let mut parts_over: BTreeMap<JobId, BTreeMap<u32, Time>> = BTreeMap::new();
         let mut resumed_before = 0;
@@ -109,6 +120,7 @@ impl ResumeState {
                 } => {
                     nodes.push((host.clone(), *n));
                     pids.push(*pid);
+                    node_times.push(*t);
                     *t
                 }
                 Entry::Replay { t, offset } => {
@@ -173,13 +185,33 @@ impl ResumeState {
                     if text.starts_with(RESUMED) {
                         resumed_before += 1;
                     }
+                    if text.starts_with("lost node ") {
+                        losses.push((*t, text.clone()));
+                    }
                     *t
                 }
                 Entry::End { t, .. } => {
                     ended = true;
                     *t
                 }
-                Entry::Fault { t, .. } | Entry::Restart { t, .. } => *t,
+                Entry::Fault {
+                    t,
+                    act,
+                    process,
+                    fault,
+                    node,
+                    ..
+                } => {
+                    let key = crate::live::manager::FaultKey {
+                        fault: fault.clone(),
+                        act: *act,
+                        process: process.clone(),
+                        node: *node,
+                    };
+                    faults.push((*t, key));
+                    *t
+                }
+                Entry::Restart { t, .. } => *t,
                 Entry::Histograms { t, manager } => {
                     histograms = manager.clone();
                     *t
@@ -219,6 +251,9 @@ impl ResumeState {
             node_pids: pids,
             resumed_before,
             ended,
+            node_times,
+            faults,
+            losses,
         }
     }
 

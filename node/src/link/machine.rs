@@ -34,62 +34,13 @@ use common::time::Time;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
-use thiserror::Error;
 
 use crate::core::NodeEvent;
 use crate::exception::{retain_reports, ExceptionRule};
 use crate::spec::PartSpec;
 
-/// Why the link ended other than by the manager's shutdown.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum LinkError {
-    /// No manager took the process back within the grace period.
-    #[error(
-        "no manager at {manager} for {grace:?} (the grace period, --manager-grace-s) since the link \
-         was lost ({why}); {attempts} reconnection attempt(s) failed, the last: {last}; \
-         stopping {running} running part(s)"
-    )]
-    GraceOver {
-        /// The manager's address.
-        manager: String,
-        /// The grace period.
-        grace: Duration,
-        /// Why the link was lost.
-        why: String,
-        /// Connection attempts made.
-        attempts: u32,
-        /// The last attempt's failure.
-        last: String,
-        /// Parts still on the nodes.
-        running: usize,
-    },
-    /// A later manager runs its trace clock at another speed: the parts'
-    /// progress cannot be carried over.
-    #[error(
-        "the manager at {manager} now runs at time scale {theirs}, this process at {ours}: \
-         a node process keeps the time scale it was first given"
-    )]
-    TimeScale {
-        /// The manager's address.
-        manager: String,
-        /// The new welcome's.
-        theirs: f64,
-        /// The first welcome's.
-        ours: f64,
-    },
-    /// The manager closed the link refusing this process (a revoked
-    /// identity): not a lost manager, so not retried.
-    #[error("the manager at {manager} closed the link refusing this process: {reason}")]
-    Refused {
-        /// The manager's address.
-        manager: String,
-        /// Its close reason.
-        reason: String,
-    },
-    /// A welcome on a link that already had one.
-    #[error("the manager at {0} sent a second welcome on one link")]
-    SecondWelcome(String),
-}
+pub use super::error::LinkError;
+use super::silent::SilentNodes;
 
 /// What the I/O side must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -282,9 +233,10 @@ pub struct LinkMachine {
     next_report: Instant,
     next_histogram: Instant,
     seq: u64,
-    /// Nodes (local) that send nothing now (a crash or hang of one node:
-    /// [`crate::nodefault`]), listed before each heartbeat.
-    silent: Vec<u32>,
+    /// Nodes that send nothing now (a crash or hang of one node:
+    /// [`crate::nodefault`]), listed before each heartbeat and reported
+    /// in a [`Rejoin`] as what they are.
+    silent: SilentNodes,
     out: VecDeque<Action>,
 }
 
@@ -325,7 +277,7 @@ impl LinkMachine {
             next_report: now + never,
             next_histogram: now + never,
             seq: 0,
-            silent: Vec::new(),
+            silent: SilentNodes::default(),
             out: VecDeque::new(),
         }
     }
@@ -400,11 +352,7 @@ impl LinkMachine {
                     self.seq += 1;
                     if !self.silent.is_empty() {
                         // The heartbeat vouches for every node but these.
-                        let nodes = self
-                            .silent
-                            .iter()
-                            .filter_map(|&k| self.ids.get(k as usize).copied())
-                            .collect();
+                        let nodes = self.silent.wire(&self.ids);
                         self.out.push_back(Action::Send(NodeMsg::Silent { nodes }));
                     }
                     self.out
@@ -601,12 +549,16 @@ impl LinkMachine {
                 ..*f
             })
             .collect();
+        // Its silent nodes as what they are: a crashed one's parts are
+        // gone (not in `running`), a held one's make no progress.
+        let down = self.silent.down(now);
         self.out.push_back(Action::Log(format!(
-            "back with the manager at {} after {:.1} s: reporting {} running and {} finished part(s)",
+            "back with the manager at {} after {:.1} s: reporting {} running and {} finished part(s), {} node(s) down",
             self.cfg.manager,
             now.duration_since(since).as_secs_f64(),
             running.len(),
-            finished.len()
+            finished.len(),
+            down.len()
         )));
         self.out.push_back(Action::Send(NodeMsg::Rejoin(Rejoin {
             was,
@@ -614,6 +566,7 @@ impl LinkMachine {
             why,
             running,
             finished,
+            down,
         })));
     }
 
@@ -685,15 +638,17 @@ impl LinkMachine {
         }
     }
 
-    /// Nodes (local indices) that send nothing now, listed before each
-    /// heartbeat from now on.
-    pub fn set_silent(&mut self, nodes: Vec<u32>) {
-        self.silent = nodes;
+    /// Nodes (local indices) that send nothing now (as of `now`), listed
+    /// before each heartbeat from now on.
+    pub fn set_silent(&mut self, now: Instant, nodes: Vec<u32>) {
+        self.silent.set(now, nodes);
     }
 
-    /// Node `node` (local) crashed: its parts are gone with it (the node
-    /// dropped them itself) and nothing more of them is sent.
-    pub fn node_crashed(&mut self, node: u32) -> usize {
+    /// Node `node` (local) crashed at `now`: its parts are gone with it
+    /// (the node dropped them itself) and nothing more of them is sent;
+    /// it is silent until [`Self::set_silent`] no longer lists it.
+    pub fn node_crashed(&mut self, now: Instant, node: u32) -> usize {
+        self.silent.crashed(now, node);
         self.drop_node(node, false)
     }
 
@@ -1154,7 +1109,7 @@ mod tests {
             vec![NodeMsg::Heartbeat { seq: 1 }],
             "nothing silent: the heartbeat alone"
         );
-        m.set_silent(vec![1]);
+        m.set_silent(t0, vec![1]);
         m.handle_timeout(t0 + 2 * SEC);
         assert_eq!(
             sends(&drain(&mut m)),
@@ -1178,7 +1133,7 @@ mod tests {
         m.node_event(1, completed(2, 103.0, 1));
         assert!(sends(&drain(&mut m)).is_empty());
         // A crashed node's parts leave the books without a withdrawal.
-        assert_eq!(m.node_crashed(0), 1);
+        assert_eq!(m.node_crashed(t0, 0), 1);
         assert_eq!(m.running(), 0);
         assert!(drain(&mut m).is_empty());
     }
@@ -1381,6 +1336,67 @@ mod tests {
             panic!("{a:?}")
         };
         (m, r.clone())
+    }
+
+    /// Nodes faulted while the link is down are reported as what they
+    /// are. Lost at t0 + 1 s with part 1 on node 0 and part 2 on node 1;
+    /// node 0 crashes at t0 + 1.5 s (it drops part 1) and node 1 is held
+    /// from t0 + 2 s. The rejoin at t0 + 3 s reports part 2 alone running,
+    /// node 0 crashed 1.5 s ago and node 1 held 1 s ago; once the answer
+    /// keeps part 2, the heartbeats leave both nodes (new ids 6, 7)
+    /// unvouched, and a node back up (the hang over) is no longer listed.
+    #[test]
+    fn a_rejoin_reports_nodes_crashed_or_held_while_the_link_was_down() {
+        let t0 = Instant::now();
+        let mut m = up_with_two_parts(t0);
+        m.link_lost(t0 + SEC, "closed".into());
+        assert_eq!(m.node_crashed(t0 + 3 * SEC / 2, 0), 1);
+        m.set_silent(t0 + 3 * SEC / 2, vec![0]);
+        m.set_silent(t0 + 2 * SEC, vec![0, 1]);
+        drain(&mut m);
+        m.handle_timeout(m.poll_timeout().unwrap());
+        assert_eq!(drain(&mut m), vec![Action::Connect]);
+        m.connected(t0 + 3 * SEC, &welcome(vec![6, 7], 115.0), 105.0);
+        let a = sends(&drain(&mut m));
+        let [NodeMsg::Rejoin(r)] = &a[..] else {
+            panic!("{a:?}")
+        };
+        let running: Vec<(PartId, u32)> = r.running.iter().map(|h| (h.part, h.node)).collect();
+        assert_eq!(
+            running,
+            vec![(part(2), 1)],
+            "the crashed node's part is gone"
+        );
+        assert_eq!(
+            r.down,
+            vec![
+                common::protocol::DownNode {
+                    node: 0,
+                    crashed: true,
+                    silent_s: 1.5
+                },
+                common::protocol::DownNode {
+                    node: 1,
+                    crashed: false,
+                    silent_s: 1.0
+                },
+            ]
+        );
+        m.frame(
+            t0 + 3 * SEC,
+            ManagerMsg::RejoinAnswer {
+                keep: vec![part(2)],
+                reason: String::new(),
+            },
+        );
+        drain(&mut m);
+        m.handle_timeout(t0 + 4 * SEC);
+        let beat = sends(&drain(&mut m));
+        assert_eq!(beat[0], NodeMsg::Silent { nodes: vec![6, 7] }, "{beat:?}");
+        m.set_silent(t0 + 5 * SEC, vec![0]);
+        m.handle_timeout(t0 + 5 * SEC);
+        let beat = sends(&drain(&mut m));
+        assert_eq!(beat[0], NodeMsg::Silent { nodes: vec![6] }, "{beat:?}");
     }
 
     /// A completion sent on a link that is then lost may never have been

@@ -11,7 +11,9 @@
 //! listener. The nodes' trace clock is set from the first welcome
 //! (`trace_now` and `time_scale`), so host clocks never need to agree.
 
+mod error;
 pub mod machine;
+mod silent;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -347,7 +349,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             nodes[k as usize].do_send(SetCondition(c));
             let mut m = machine.borrow_mut();
             if c.condition == Condition::Crashed {
-                m.node_crashed(k);
+                m.node_crashed(Instant::now(), k);
             }
             eprintln!(
                 "libratory-node {}: node {k} now {:?} at {} of its capacity",
@@ -411,7 +413,9 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 }
                 Action::NodeGivenUp { node } => {
                     apply(node_faults.given_up(node, Instant::now()));
-                    machine.borrow_mut().set_silent(node_faults.silent());
+                    machine
+                        .borrow_mut()
+                        .set_silent(Instant::now(), node_faults.silent());
                 }
                 Action::Log(line) => eprintln!("libratory-node {}: {line}", cfg.label),
                 Action::Exit(r) => break 'serve r.map_err(anyhow::Error::new),
@@ -481,7 +485,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 let changes = node_faults.handle_timeout(now);
                 if !changes.is_empty() {
                     apply(changes);
-                    machine.borrow_mut().set_silent(node_faults.silent());
+                    machine.borrow_mut().set_silent(Instant::now(), node_faults.silent());
                 }
             }
             Some(line) = node_cmds.recv() => {
@@ -489,7 +493,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                     Ok((what, changes)) => {
                         eprintln!("libratory-node {}: fault: {what}", cfg.label);
                         apply(changes);
-                        machine.borrow_mut().set_silent(node_faults.silent());
+                        machine.borrow_mut().set_silent(Instant::now(), node_faults.silent());
                     }
                     Err(e) => eprintln!("libratory-node {}: fault command refused: {e}", cfg.label),
                 }

@@ -23,6 +23,9 @@ enum Msg {
     /// Entries gathered by the sender (one channel message, one wake-up
     /// of the writer thread, for a burst of decisions).
     Entries(Vec<Entry>),
+    /// Answered once everything sent before it is written to the file
+    /// (handed to the OS: it survives the manager's being killed).
+    Written(tokio::sync::oneshot::Sender<()>),
     Close,
 }
 
@@ -80,6 +83,15 @@ impl Journal {
         if !entries.is_empty() {
             let _ = self.tx.send(Msg::Entries(entries));
         }
+    }
+
+    /// Told (the receiver gets `()`) once every entry sent before is
+    /// written to the file; a journal that failed or closed never tells
+    /// (the receiver sees its sender gone).
+    pub fn written(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.tx.send(Msg::Written(tx));
+        rx
     }
 }
 
@@ -225,6 +237,7 @@ fn writer_loop(
             Some(rx.recv().unwrap_or(Msg::Close))
         };
         let mut closing = false;
+        let mut acks = Vec::new();
         // This event and whatever queued behind it, as one batch.
         let mut next = first;
         while let Some(m) = next {
@@ -245,6 +258,7 @@ fn writer_loop(
                         }
                     }
                 }
+                Msg::Written(ack) => acks.push(ack),
                 Msg::Close => {
                     closing = true;
                     break;
@@ -254,6 +268,9 @@ fn writer_loop(
         }
         // To the OS after every batch: survives a killed process.
         out.flush()?;
+        for ack in acks {
+            let _ = ack.send(());
+        }
         // Gather for a moment before looking again: while this thread
         // sleeps (rather than waits on the channel) a sender's hand-over is
         // a queue push with no wake-up call, and the next batch is bigger.
@@ -333,6 +350,33 @@ mod tests {
             assert!(start.elapsed() < Duration::from_secs(5), "never flushed");
             std::thread::sleep(Duration::from_millis(5));
         }
+        drop(w);
+    }
+
+    /// `written` tells once what was sent before it is in the file (the
+    /// manager answers a fault report only then).
+    #[test]
+    fn written_tells_once_the_entries_before_it_are_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        let j = w.journal();
+        j.send_all(vec![Entry::Warning {
+            t: 0.2,
+            text: "fault: fault 1 (...): done".into(),
+        }]);
+        let told = j.written();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(told)
+            .expect("the writer tells");
+        let c = read(&path).unwrap();
+        assert!(
+            matches!(&c.entries[..], [Entry::Warning { text, .. }] if text.starts_with("fault: fault 1")),
+            "{:?}",
+            c.entries.len()
+        );
         drop(w);
     }
 }

@@ -66,11 +66,6 @@ pub(super) struct ManagerActor {
     /// Posts requests to the external scheduler's transport (the `batsim`
     /// policy); its replies come back as [`SchedulerReplied`].
     pub(super) scheduler: Option<crate::batsim::Poster>,
-    /// (process label, fault name) of faults a fault injector reported
-    /// applying (`ClientMsg::FaultApplied`) and not yet blamed: a lost
-    /// link whose label is here takes the fault's name into its jobs'
-    /// reasons (and the entry is consumed).
-    pub(super) fault_notes: FaultNotes,
 }
 
 impl ManagerActor {
@@ -114,6 +109,12 @@ impl ManagerActor {
                         }
                     }
                 }
+                Action::Noted {
+                    client,
+                    token,
+                    entries,
+                    text,
+                } => self.noted(client, token, entries, text),
                 Action::Refused { link, reason } => {
                     self.links.remove(&link);
                     refused = Some(reason);
@@ -355,21 +356,12 @@ impl Handler<LinkClosed> for ManagerActor {
     type Result = ();
 
     fn handle(&mut self, m: LinkClosed, ctx: &mut Self::Context) {
-        let mut reason = m.reason;
-        // (faults) A loss the fault injector caused names the fault.
-        if self.core.link_alive(m.link) && !self.core.ending() {
-            let label = self.core.host(m.link).split(' ').next().unwrap_or_default();
-            let mut notes = self.fault_notes.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(k) = notes.iter().position(|(l, _)| l == label) {
-                let (_, fault) = notes.remove(k);
-                reason = format!("{reason}, after {fault}");
-            }
-        }
+        // The core names the fault that caused it, if the injector said.
         self.step(
             ctx,
             Event::LinkClosed {
                 link: m.link,
-                reason,
+                reason: m.reason,
             },
         );
     }
@@ -393,32 +385,6 @@ impl Handler<FromClient> for ManagerActor {
         let now = self.now();
         for msg in m.msgs {
             let event = match msg {
-                ClientMsg::FaultApplied {
-                    token,
-                    fault,
-                    kind,
-                    process,
-                    act,
-                    what,
-                    node,
-                    factor,
-                    age_s,
-                } => {
-                    let partition = kind == "partition";
-                    let applied = Applied {
-                        fault,
-                        partition,
-                        process,
-                        node,
-                        factor,
-                        act,
-                    };
-                    self.fault_applied(applied, &what, age_s);
-                    if let Some(tx) = self.clients.get(&client) {
-                        let _ = tx.send(ClientReply::Noted { token });
-                    }
-                    continue;
-                }
                 ClientMsg::Status { token, query } => Event::Status {
                     client,
                     token,
@@ -437,78 +403,39 @@ impl Handler<FromClient> for ManagerActor {
     }
 }
 
-/// A fault the injector applied (`ClientMsg::FaultApplied`).
-struct Applied {
-    fault: String,
-    /// The fault is a partition.
-    partition: bool,
-    process: String,
-    node: Option<u32>,
-    factor: Option<f64>,
-    act: common::protocol::FaultAct,
-}
-
-/// The faults the injector applied that blame the next loss of a node
-/// process (its label) or of one node (`LABEL node K`), shared with the
-/// core's watch over single nodes.
-pub(super) type FaultNotes = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
-
 impl ManagerActor {
-    /// A fault injector applied `act` of `fault` to node process
-    /// `process` `age_s` seconds ago (`partition`: the fault is one):
-    /// journaled at that time (a `fault`
-    /// entry `replay` reads and a warning for people), and remembered so
-    /// the process's loss names the fault. A crash or hang, or a
-    /// partition, blames the next loss of the process; a hang or partition
-    /// that ended with the link alive blames nothing later.
-    fn fault_applied(&mut self, f: Applied, what: &str, age_s: f64) {
-        use common::protocol::FaultAct;
-        let Applied {
-            fault,
-            partition,
-            process,
-            node,
-            factor,
-            act,
-        } = f;
-        let blames = match act {
-            FaultAct::Kill | FaultAct::Stop => Some(true),
-            FaultAct::Link if partition => Some(true),
-            FaultAct::Cont | FaultAct::Heal => Some(false),
-            FaultAct::Restart | FaultAct::Link | FaultAct::Slow | FaultAct::Restore => None,
-        };
-        // A single node's loss is blamed under `LABEL node K`
-        // (core/silent.rs), a process's under its label.
-        let key = match node {
-            Some(k) => format!("{process} node {k}"),
-            None => process.clone(),
-        };
-        if let Some(on) = blames {
-            let mut notes = self.fault_notes.lock().unwrap_or_else(|e| e.into_inner());
-            notes.retain(|(l, _)| *l != key);
-            if on {
-                notes.push((key, fault.clone()));
-            }
+    /// A fault report taken: its entries go to the journal at once, and
+    /// the answer once the journal has written them (see
+    /// [`Action::Noted`]). Without a journal it is answered at once.
+    fn noted(
+        &mut self,
+        client: ClientId,
+        token: u64,
+        entries: Vec<journal::Entry>,
+        text: Option<String>,
+    ) {
+        if let Some(text) = text {
+            eprintln!("{text}");
         }
-        // A report that waited (for a manager to restart) says how long.
-        let late = if age_s >= 0.1 {
-            format!(" [reported {age_s:.3} s later]")
-        } else {
-            String::new()
+        let Some(tx) = self.clients.get(&client).cloned() else {
+            return;
         };
-        let text = format!("fault: {fault}: {what}{late}");
-        eprintln!("{text}");
-        if let Some(j) = &self.cfg.journal {
-            let t = (j.t() - age_s.max(0.0)).max(0.0);
-            j.send(journal::Entry::Fault {
-                t,
-                act,
-                process,
-                fault,
-                node,
-                factor,
-            });
-            j.send(journal::Entry::Warning { t, text });
+        let reply = ClientReply::Noted { token };
+        match &self.cfg.journal {
+            Some(j) => {
+                j.send_all(entries);
+                let written = j.written();
+                actix::spawn(async move {
+                    // A journal that failed never tells: no answer, so
+                    // the injector tries the report again later.
+                    if written.await.is_ok() {
+                        let _ = tx.send(reply);
+                    }
+                });
+            }
+            None => {
+                let _ = tx.send(reply);
+            }
         }
     }
 }

@@ -36,7 +36,7 @@ mod link;
 mod messages;
 mod server;
 
-pub use self::core::Takeover;
+pub use self::core::{FaultKey, Takeover};
 pub use config::{LiveConfig, LiveOutcome, NodeHistogram, MANAGER_HISTOGRAMS};
 pub use messages::Abort;
 pub use server::{run, Threads};

@@ -420,10 +420,6 @@ pub async fn run(
             std::mem::replace(&mut s.replies, mpsc::unbounded_channel().1),
         )
     });
-    // (faults) A single node's loss names the fault the injector noted
-    // for it (`LABEL node K`), as a process's does (actor.rs).
-    let notes: super::actor::FaultNotes = Default::default();
-    let actor_notes = notes.clone();
     let mut cfg = cfg;
     let resume = cfg.resume.take();
     let make = move |ctx: &mut Context<ManagerActor>| {
@@ -442,13 +438,9 @@ pub async fn run(
             ),
         };
         core = core.with_meter(Box::new(move || born.elapsed().as_secs_f64()));
-        let blame: super::core::Blame = Box::new(move |label: &str, local: u32| {
-            let mut n = notes.lock().unwrap_or_else(|e| e.into_inner());
-            let key = format!("{label} node {local}");
-            let k = n.iter().position(|(l, _)| *l == key)?;
-            Some(n.remove(k).1)
-        });
-        core = core.with_node_watch(timeout, blame);
+        // (faults) Losses name the faults the injector reported
+        // (core/faults.rs).
+        core = core.with_node_watch(timeout);
         let mut poster = None;
         if let Some((p, mailbox, mut replies)) = scheduler {
             core = core.with_scheduler(mailbox);
@@ -471,7 +463,6 @@ pub async fn run(
             handover: Default::default(),
             done: Some(done_tx),
             bar: None,
-            fault_notes: actor_notes,
         }
     };
     let manager = match &admission {

@@ -102,14 +102,31 @@ impl LiveCore {
                 );
             }
             ClientMsg::Echo { token } => reply(self, ClientReply::Echo { token }),
-            // The actor journals fault reports itself (it holds the
-            // journal and the blame notes); one that reaches the core was
-            // not meant for it.
-            ClientMsg::FaultApplied { token, .. } => reply(
-                self,
-                ClientReply::Error {
+            ClientMsg::FaultApplied {
+                token,
+                fault,
+                kind,
+                process,
+                act,
+                what,
+                node,
+                factor,
+                age_s,
+            } => self.fault_applied(
+                now,
+                client,
+                super::FaultReport {
                     token,
-                    message: "fault reports are handled by the manager's actor".into(),
+                    key: super::FaultKey {
+                        fault,
+                        act,
+                        process,
+                        node,
+                    },
+                    kind,
+                    what,
+                    factor,
+                    age_s,
                 },
             ),
             ClientMsg::Latency { token } => {

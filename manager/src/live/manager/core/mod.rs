@@ -37,14 +37,16 @@ use crate::live::journal::Entry;
 use super::config::{new_hist, NodeHistogram, MANAGER_HISTOGRAMS, SCHEDULER_HISTOGRAM};
 
 mod clients;
+mod faults;
 mod nodes;
 mod rejoin;
 mod resumed;
 mod silent;
 mod views;
 
+pub use faults::FaultKey;
+pub(super) use faults::FaultReport;
 pub use resumed::Takeover;
-pub(super) use silent::Blame;
 
 /// A client connection, as the caller names it (unique per connection).
 pub(super) type ClientId = u64;
@@ -73,8 +75,8 @@ pub(super) enum Event {
     },
     /// Frames from a node process, in the order received (one burst).
     FromNode { link: LinkId, msgs: Vec<NodeMsg> },
-    /// A link ended; `reason` already names the fault that caused it, if
-    /// one did.
+    /// A link ended, for `reason` (the core adds the fault the injector
+    /// reported for the process, if one).
     LinkClosed { link: LinkId, reason: String },
     /// One request of a client's burst (answers that need no flush leave
     /// at once; decisions leave with [`Event::ClientBurstEnd`]).
@@ -148,6 +150,17 @@ pub(super) enum Action {
     Refused { link: LinkId, reason: String },
     /// Append these entries to the journal (one hand-over).
     Journal(Vec<Entry>),
+    /// A fault report taken (`text`, for people, if it was new): append
+    /// `entries` to the journal and answer the client `Noted` with `token`
+    /// once they are written, not before (a manager killed in between
+    /// gets the report again from the injector, and its successor knows
+    /// from the journal whether it has it).
+    Noted {
+        client: ClientId,
+        token: u64,
+        entries: Vec<Entry>,
+        text: Option<String>,
+    },
     /// Fire [`Event::Timer`] at that time.
     Arm { timer: Timer, when: When },
     /// Send this request to the external scheduler; its reply comes back
@@ -270,6 +283,8 @@ pub(super) struct LiveCore {
     hists_journaled: f64,
     /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
     watch: Option<silent::NodeWatch>,
+    /// The fault injector's reports.
+    faults: faults::FaultBook,
 }
 
 /// How often (real seconds) the manager journals its histograms, for a
@@ -330,6 +345,7 @@ impl LiveCore {
             resumed: None,
             hists_journaled: 0.0,
             watch: None,
+            faults: faults::FaultBook::default(),
             cfg,
         }
     }
@@ -389,11 +405,6 @@ impl LiveCore {
             self.measured("policy_compute_us", micros);
         }
         r
-    }
-
-    /// Whether `link` is a registered node process's, still up.
-    pub(super) fn link_alive(&self, link: LinkId) -> bool {
-        self.links.get(&link).is_some_and(|l| l.alive)
     }
 
     /// The next action to carry out, in order.

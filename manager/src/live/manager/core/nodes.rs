@@ -80,11 +80,19 @@ impl LiveCore {
             return;
         }
         l.alive = false;
-        let lost = format!("lost node process {} (link {link}): {reason}", l.host);
+        let label = l.host.split(' ').next().unwrap_or_default().to_string();
         if self.ending() {
             self.collected();
             return;
         }
+        // A loss the fault injector caused names the fault.
+        let reason = match self.faults.take_blame(&label) {
+            Some(fault) => format!("{reason}, after {fault}"),
+            None => reason.to_string(),
+        };
+        let reason = reason.as_str();
+        let host = &self.links[&link].host;
+        let lost = format!("lost node process {host} (link {link}): {reason}");
         self.warnings.push(lost);
         self.core.link_lost(now.trace, link, reason, &mut self.out);
         self.flush(now);
@@ -112,6 +120,8 @@ impl LiveCore {
                 self.core.progress(link, r.at, &r.parts)
             }),
             NodeMsg::Rejoin(r) => {
+                // Its silent nodes count as silent since they went so.
+                self.watch_down(now, link, &r.down);
                 self.rejoin(now, link, host, r);
                 Ok(())
             }

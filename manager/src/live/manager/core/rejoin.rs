@@ -67,6 +67,7 @@ mod tests {
                 at: 5.0,
                 cpu_seconds: 0.01,
             }],
+            down: Vec::new(),
         }
     }
 

@@ -82,6 +82,15 @@ pub struct Takeover {
     /// The latency histograms of the managers before this one, as last
     /// journaled: added to this one's.
     pub histograms: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>>,
+    /// The fault reports the journal holds (its `fault` entries: journal
+    /// time, key), in order: not journaled again, and those after their
+    /// process's last registration blame its loss (core/faults.rs).
+    pub faults: Vec<(f64, super::FaultKey)>,
+    /// The journal time of each registration of `node_processes`.
+    pub node_times: Vec<f64>,
+    /// The losses of node processes and single nodes its warnings
+    /// journaled (journal time, text).
+    pub losses: Vec<(f64, String)>,
 }
 
 /// The resumed core's books of the takeover.
@@ -97,6 +106,8 @@ pub(super) struct Resumed {
     node_hosts: Vec<String>,
     /// The pid of each old node's process (None: not journaled).
     node_pids: Vec<Option<u32>>,
+    /// Each old node's local index in its process.
+    node_local: Vec<u32>,
     /// Carried parts known to have reached their node (journaled
     /// started).
     reached: HashSet<PartId>,
@@ -140,9 +151,11 @@ impl LiveCore {
         let mut out = Vec::new();
         let mut node_hosts = Vec::new();
         let mut node_pids = Vec::new();
+        let mut node_local = Vec::new();
         for (k, (host, n)) in t.node_processes.iter().enumerate() {
             let pid = t.node_pids.get(k).copied().flatten();
             node_pids.extend(std::iter::repeat_n(pid, *n));
+            node_local.extend(0..*n as u32);
             let link = LinkId::MAX - k as LinkId;
             let infos: Vec<NodeInfo> = (0..*n as u32)
                 .map(|local| NodeInfo {
@@ -163,6 +176,7 @@ impl LiveCore {
             undecided: t.undecided,
             node_hosts,
             node_pids,
+            node_local,
             reached: t.started.into_iter().collect(),
             wait: t.wait,
             crash_trace: t.crash_trace,
@@ -198,6 +212,20 @@ impl LiveCore {
         }
         let mut c = LiveCore::new(core, cfg, jobs);
         c.warnings.extend(refused);
+        let registered: Vec<(f64, String)> = t
+            .node_times
+            .iter()
+            .zip(&t.node_processes)
+            .map(|(&at, (h, _))| (at, label(h).to_string()))
+            .collect();
+        let lost: Vec<(f64, String)> = t
+            .losses
+            .iter()
+            .filter_map(|(at, text)| {
+                super::faults::loss_key(text, &t.node_processes).map(|k| (*at, k))
+            })
+            .collect();
+        c.faults = super::faults::FaultBook::from_journal(&t.faults, &registered, &lost);
         // Clients' jobs submitted from now on get ids after the run's.
         let ids = r.done.iter().map(|j| j.id).chain(r.carried.iter().copied());
         let ids = ids
@@ -349,6 +377,23 @@ impl LiveCore {
                 }
             }
         }
+        // Its old nodes that crashed while it had no manager (local index
+        // by old id): their parts are gone, not over.
+        let crashed: Vec<(usize, u32)> = was
+            .iter()
+            .filter_map(|&n| {
+                let local = r.node_local.get(n).copied().or_else(|| {
+                    rj.was
+                        .iter()
+                        .position(|&g| g as usize == n)
+                        .map(|k| k as u32)
+                })?;
+                rj.down
+                    .iter()
+                    .any(|d| d.crashed && d.node == local)
+                    .then_some((n, local))
+            })
+            .collect();
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
@@ -418,6 +463,24 @@ impl LiveCore {
                 let Some(n) = node.filter(|n| !reported && was.contains(n)) else {
                     continue;
                 };
+                if let Some(&(_, local)) = crashed.iter().find(|(c, _)| *c == n) {
+                    if !lost.iter().any(|(j, _)| *j == job) {
+                        // Named after the node's fault, which its loss by
+                        // the silent-node rule names again.
+                        let after = self
+                            .faults
+                            .blame_of(&super::faults::note_key(label(host), Some(local)))
+                            .map(|f| format!(", after {f}"))
+                            .unwrap_or_default();
+                        lost.push((
+                            job,
+                            format!(
+                                "manager crash: node {n} (local {local}) of node process {host} crashed while it had no manager: its part {job}/{i} is gone{after}"
+                            ),
+                        ));
+                    }
+                    continue;
+                }
                 let started = self
                     .resumed
                     .as_ref()
@@ -544,6 +607,10 @@ impl LiveCore {
         let wait = r.wait;
         let carried: Vec<JobId> = r.carried.iter().copied().collect();
         let mut lost: Vec<(JobId, String)> = Vec::new();
+        // The fault the injector reported for each process that did not
+        // come back (taken out: this is the loss it blamed), once per
+        // process for all its jobs.
+        let mut blamed: Vec<(String, Option<String>)> = Vec::new();
         for job in carried {
             if let Some(&i) = self.waiting_parts(job).first() {
                 let node = self
@@ -553,10 +620,26 @@ impl LiveCore {
                     .unwrap_or(0);
                 let r = self.resumed.as_ref().expect("checked");
                 let host = r.node_hosts.get(node).map_or("?", String::as_str);
+                let me = label(host).to_string();
+                let fault = match blamed.iter().find(|(l, _)| *l == me) {
+                    Some((_, f)) => f.clone(),
+                    None => {
+                        let f = self.faults.take_blame(&me);
+                        blamed.push((me.clone(), f.clone()));
+                        f
+                    }
+                };
+                let after = match fault {
+                    Some(f) => format!(", after {f}"),
+                    None => {
+                        self.faults.unexplained(&me, job, now.journal);
+                        String::new()
+                    }
+                };
                 lost.push((
                     job,
                     format!(
-                        "manager crash: node process {host} (node {node}, part {job}/{i}) did not come back within {wait:?} of the manager's restart"
+                        "manager crash: node process {host} (node {node}, part {job}/{i}) did not come back within {wait:?} of the manager's restart{after}"
                     ),
                 ));
             }
@@ -581,7 +664,7 @@ impl LiveCore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{CoreConfig, Event, Phase};
     use super::*;
     use common::admission::ManagerCore;
@@ -590,7 +673,7 @@ mod tests {
     use common::protocol::{FinishedPart, HeldPart, ManagerMsg, NodeMsg};
     use common::share::SpareRule;
 
-    fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
+    pub(in crate::live::manager::core) fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
         JobRecord {
             id,
             class: None,
@@ -614,7 +697,7 @@ mod tests {
         }
     }
 
-    fn at(t: f64) -> Now {
+    pub(in crate::live::manager::core) fn at(t: f64) -> Now {
         Now {
             trace: t,
             wall: t,
@@ -622,7 +705,7 @@ mod tests {
         }
     }
 
-    fn node(local: u32) -> NodeInfo {
+    pub(in crate::live::manager::core) fn node(local: u32) -> NodeInfo {
         NodeInfo {
             local,
             capacity: 1.0,
@@ -632,7 +715,7 @@ mod tests {
         }
     }
 
-    fn config(expect_nodes: usize) -> CoreConfig {
+    pub(in crate::live::manager::core) fn config(expect_nodes: usize) -> CoreConfig {
         CoreConfig {
             time_scale: 1.0,
             expect_nodes,
@@ -683,6 +766,9 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: [("policy_compute_us".to_string(), before)].into(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
+            losses: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(1), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -709,6 +795,7 @@ mod tests {
                     why: "lost".into(),
                     running: Vec::new(),
                     finished: Vec::new(),
+                    down: Vec::new(),
                 })],
             },
         );
@@ -806,6 +893,9 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: Default::default(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
+            losses: Vec::new(),
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
@@ -844,6 +934,7 @@ mod tests {
                         started_at: 1.0,
                     }],
                     finished: Vec::<FinishedPart>::new(),
+                    down: Vec::new(),
                 })],
             },
         );
@@ -932,7 +1023,10 @@ mod tests {
         assert_eq!(parts, [(1, 3, 94.0), (2, 2, f64::INFINITY), (3, 1, 50.0)]);
     }
 
-    fn takeover(open: Vec<JobRecord>, processes: Vec<(&str, usize, u32)>) -> Takeover {
+    pub(in crate::live::manager::core) fn takeover(
+        open: Vec<JobRecord>,
+        processes: Vec<(&str, usize, u32)>,
+    ) -> Takeover {
         Takeover {
             done: Vec::new(),
             open,
@@ -950,14 +1044,17 @@ mod tests {
             restarted: 55.0,
             trace_now: 60.0,
             histograms: Default::default(),
+            faults: Vec::new(),
+            node_times: Vec::new(),
+            losses: Vec::new(),
         }
     }
 
-    fn drain(c: &mut LiveCore) -> Vec<Action> {
+    pub(in crate::live::manager::core) fn drain(c: &mut LiveCore) -> Vec<Action> {
         std::iter::from_fn(|| c.poll_action()).collect()
     }
 
-    fn journaled(a: &[Action]) -> Vec<&Entry> {
+    pub(in crate::live::manager::core) fn journaled(a: &[Action]) -> Vec<&Entry> {
         a.iter()
             .filter_map(|x| match x {
                 Action::Journal(v) => Some(v.iter()),
@@ -967,11 +1064,11 @@ mod tests {
             .collect()
     }
 
-    fn part(job: JobId, index: u32) -> PartId {
+    pub(in crate::live::manager::core) fn part(job: JobId, index: u32) -> PartId {
         PartId { job, index }
     }
 
-    fn held(job: JobId, index: u32, node: u32) -> HeldPart {
+    pub(in crate::live::manager::core) fn held(job: JobId, index: u32, node: u32) -> HeldPart {
         HeldPart {
             part: part(job, index),
             node,
@@ -985,7 +1082,7 @@ mod tests {
     /// rejoins saying it had nodes `was`, holding `running` and having
     /// finished `finished`: the actions of the rejoin.
     #[allow(clippy::too_many_arguments)]
-    fn come_back(
+    pub(in crate::live::manager::core) fn come_back(
         c: &mut LiveCore,
         t: f64,
         link: LinkId,
@@ -1016,6 +1113,7 @@ mod tests {
                     why: "lost".into(),
                     running,
                     finished,
+                    down: Vec::new(),
                 })],
             },
         );

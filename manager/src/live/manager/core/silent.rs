@@ -15,20 +15,15 @@ use std::time::Duration;
 
 use common::admission::LinkId;
 use common::node_model::NodeSpec;
-use common::protocol::{ManagerMsg, NodeInfo};
+use common::protocol::{DownNode, ManagerMsg, NodeInfo};
 use rustc_hash::FxHashMap;
 
 use super::{Action, LiveCore, Now};
-
-/// Which fault a lost node is blamed on, from its process's label and
-/// its local index (the fault injector's notes), if one is.
-pub(in crate::live::manager) type Blame = Box<dyn Fn(&str, u32) -> Option<String>>;
 
 /// The watch over single nodes (see the module docs).
 pub(super) struct NodeWatch {
     /// The link timeout, real seconds.
     timeout: f64,
-    blame: Blame,
     links: FxHashMap<LinkId, Watched>,
 }
 
@@ -48,17 +43,11 @@ struct Watched {
 
 impl LiveCore {
     /// Watches single nodes: one the heartbeats did not vouch for over
-    /// more than `timeout` is
-    /// lost (the run's `link_timeout_s`), blamed on the fault `blame`
-    /// names.
-    pub(in crate::live::manager) fn with_node_watch(
-        mut self,
-        timeout: Duration,
-        blame: Blame,
-    ) -> LiveCore {
+    /// more than `timeout` is lost (the run's `link_timeout_s`), blamed on
+    /// the fault the injector reported for it (`core/faults.rs`).
+    pub(in crate::live::manager) fn with_node_watch(mut self, timeout: Duration) -> LiveCore {
         self.watch = Some(NodeWatch {
             timeout: timeout.as_secs_f64(),
-            blame,
             links: FxHashMap::default(),
         });
         self
@@ -84,6 +73,23 @@ impl LiveCore {
                     silent: Vec::new(),
                 },
             );
+        }
+    }
+
+    /// A rejoining process's nodes that send nothing (`down`, a [`Rejoin`]
+    /// field): each counts as unheard since it went silent, so the
+    /// silent-node rule gives it up a link timeout after that, not after
+    /// the rejoin.
+    ///
+    /// [`Rejoin`]: common::protocol::Rejoin
+    pub(super) fn watch_down(&mut self, now: Now, link: LinkId, down: &[DownNode]) {
+        let Some(l) = self.watch.as_mut().and_then(|w| w.links.get_mut(&link)) else {
+            return;
+        };
+        for d in down {
+            if let Some(h) = l.heard.get_mut(d.node as usize) {
+                *h = h.min(now.wall - d.silent_s.max(0.0));
+            }
         }
     }
 
@@ -163,7 +169,10 @@ impl LiveCore {
                 "silent for more than {:?} (no heartbeat vouched for it)",
                 Duration::from_secs_f64(timeout)
             );
-            if let Some(fault) = self.watch.as_ref().and_then(|w| (w.blame)(label, local)) {
+            if let Some(fault) = self
+                .faults
+                .take_blame(&super::faults::note_key(label, Some(local)))
+            {
                 reason = format!("{reason}, after {fault}");
             }
             if !self.core.node_lost(now.trace, g, &reason, &mut self.out) {

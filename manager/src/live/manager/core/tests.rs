@@ -686,12 +686,25 @@ fn a_single_silent_node_is_lost_alone_and_comes_back_idle() {
             job(4, 20.0, 60.0, 1, 100.0),
         ],
     )
-    .with_node_watch(
-        Duration::from_secs(5),
-        Box::new(|label, local| {
-            (label == "a" && local == 1)
-                .then(|| "fault 1 (crash of node 1 at +11 s, line 3)".into())
-        }),
+    .with_node_watch(Duration::from_secs(5));
+    actions(&mut c);
+    // The injector reports the crash of node 1 of `a` (at 11).
+    c.handle(
+        at(11.0),
+        Event::Client {
+            client: 9,
+            msg: ClientMsg::FaultApplied {
+                token: 1,
+                fault: "fault 1 (crash of node 1 at +11 s, line 3)".into(),
+                kind: "crash".into(),
+                process: "a".into(),
+                act: common::protocol::FaultAct::Kill,
+                what: "node 1 crashed".into(),
+                node: Some(1),
+                factor: None,
+                age_s: 0.0,
+            },
+        },
     );
     actions(&mut c);
     c.handle(

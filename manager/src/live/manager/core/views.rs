@@ -223,6 +223,12 @@ impl LiveCore {
             records.append(&mut r.done);
         }
         records.sort_by_key(|r| r.id);
+        // Details a late fault report completed (core/faults.rs).
+        for (job, detail) in std::mem::take(&mut self.faults.amended) {
+            if let Ok(k) = records.binary_search_by_key(&job, |r| r.id) {
+                records[k].detail = detail;
+            }
+        }
         for r in &mut records {
             r.submit -= off;
             r.decided_at -= off;

@@ -96,6 +96,24 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
             ));
         }
     }
+    // Each fault report journaled once, though a manager crash made the
+    // injector send one again.
+    for (key, n) in &run.journal_faults {
+        if *n > 1 {
+            v.push(format!(
+                "{} ({:?} of {}): {n} fault entries in the journal",
+                key.fault, key.act, key.process
+            ));
+        }
+    }
+    for key in &run.reported {
+        if !run.journal_faults.contains_key(key) {
+            v.push(format!(
+                "{} ({:?} of {}): reported, not journaled",
+                key.fault, key.act, key.process
+            ));
+        }
+    }
     let happened: BTreeSet<&str> = run.happened.iter().map(String::as_str).collect();
     for r in records {
         let parts = (0..r.processors).map(|index| PartId { job: r.id, index });
@@ -135,6 +153,17 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
                     "job {}: lost to a dispatch that died with the manager, but no dispatch of the \
                      part named died: {}",
                     r.id, r.detail
+                ));
+            }
+            // A fault it names (the injector's report of the process's
+            // crash or partition) is one of the run's.
+            if !fault_names(&r.detail)
+                .iter()
+                .all(|f| happened.contains(f.as_str()))
+            {
+                v.push(format!(
+                    "job {}: lost to a manager crash naming a fault not of this run ({:?}): {}",
+                    r.id, run.happened, r.detail
                 ));
             }
             if survived {

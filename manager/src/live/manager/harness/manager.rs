@@ -7,12 +7,18 @@
 //! (`journal::parse`), read into a `ResumeState`, checked resumable, made
 //! a `Takeover` by `resume::takeover`, and `LiveCore::resumed` built from
 //! it.
+//!
+//! The fault injector's reports of the crashes and partitions go to the
+//! manager running, else wait for the next one; each manager crash costs
+//! the answer to the last report it took, so its successor gets that one
+//! again (the injector's sending again after a lost answer).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use common::admission::ManagerCore;
 use common::policy::{self, PolicyConfig};
-use common::protocol::ManagerMsg;
+use common::protocol::{ClientMsg, FaultAct, ManagerMsg};
 use common::share::SpareRule;
 use common::time::Time;
 use rand::Rng;
@@ -20,7 +26,7 @@ use rand::Rng;
 use super::scenario::Scenario;
 use super::world::{Ev, World};
 use crate::live::journal::{self, writer::write_entry, Entry};
-use crate::live::manager::core::{Action, CoreConfig, Event, LiveCore, Now, Timer, When};
+use crate::live::manager::core::{Action, CoreConfig, Event, FaultKey, LiveCore, Now, Timer, When};
 use crate::live::resume::takeover;
 use crate::live::resume_state::{check_resumable, ResumeState};
 
@@ -46,7 +52,62 @@ fn build_policy(sc: &Scenario) -> ManagerCore {
     )
 }
 
+/// The fault injector's reports (see the module docs): (what, its kind,
+/// when applied).
+#[derive(Default)]
+pub(super) struct Reports {
+    queue: VecDeque<(FaultKey, &'static str, Time)>,
+    last: Option<(FaultKey, &'static str, Time)>,
+}
+
+/// The client id of the fault injector's connection.
+const INJECTOR: u64 = u64::MAX;
+
 impl World {
+    /// The injector applied `act` of fault `fault` (of `kind`) to node
+    /// process `process` now.
+    pub(super) fn report(
+        &mut self,
+        fault: &str,
+        act: FaultAct,
+        kind: &'static str,
+        process: String,
+    ) {
+        let key = FaultKey {
+            fault: fault.to_string(),
+            act,
+            process,
+            node: None,
+        };
+        self.reports.queue.push_back((key, kind, self.now));
+        self.deliver_reports();
+    }
+
+    /// Delivers the waiting reports, if a manager runs.
+    fn deliver_reports(&mut self) {
+        while self.mgr.is_some() {
+            let Some((key, kind, at)) = self.reports.queue.pop_front() else {
+                return;
+            };
+            self.run.reported.insert(key.clone());
+            self.reports.last = Some((key.clone(), kind, at));
+            self.mgr(Event::Client {
+                client: INJECTOR,
+                msg: ClientMsg::FaultApplied {
+                    token: 0,
+                    fault: key.fault,
+                    kind: kind.into(),
+                    process: key.process,
+                    act: key.act,
+                    what: "applied".into(),
+                    node: key.node,
+                    factor: None,
+                    age_s: (self.now - at) * self.sc.time_scale,
+                },
+            });
+        }
+    }
+
     /// The first manager starts.
     pub(super) fn start_manager(&mut self) {
         let core = LiveCore::new(build_policy(&self.sc), self.cfg.clone(), self.jobs.clone());
@@ -98,9 +159,25 @@ impl World {
                 Action::Refused { link, reason } => {
                     self.send_to_node(link, &ManagerMsg::Reject { reason });
                 }
-                Action::Journal(entries) => {
+                Action::Journal(entries) | Action::Noted { entries, .. } => {
                     for e in &entries {
                         write_entry(&mut self.journal, &mut line, e).expect("writing to memory");
+                        if let Entry::Fault {
+                            act,
+                            process,
+                            fault,
+                            node,
+                            ..
+                        } = e
+                        {
+                            let key = FaultKey {
+                                fault: fault.clone(),
+                                act: *act,
+                                process: process.clone(),
+                                node: *node,
+                            };
+                            *self.run.journal_faults.entry(key).or_default() += 1;
+                        }
                         let id = match e {
                             Entry::Finished { id: Some(id), .. } => *id,
                             Entry::Finished {
@@ -152,6 +229,11 @@ impl World {
         self.run.manager_crashes.push((name.clone(), self.now));
         self.mgr = None;
         self.epoch += 1;
+        // The answer to its last report died with it: sent again.
+        if let Some(last) = self.reports.last.take() {
+            self.reports.queue.push_front(last);
+            self.run.resent += 1;
+        }
         let timeout = self.timeout();
         let mut links: Vec<_> = self.links.keys().copied().collect();
         links.sort_unstable();
@@ -209,6 +291,7 @@ impl World {
         self.mgr = Some(core);
         self.mgr_born = wall;
         self.actions();
+        self.deliver_reports();
     }
 
     fn cannot_resume(&mut self, why: String) {

@@ -31,17 +31,28 @@ fn harness_seeds_keep_the_invariants() {
     // Jobs lost to a manager crash: a carried part's process did not come
     // back, or a part's dispatch died with the manager.
     let (mut crash_lost, mut dispatch_lost) = (0usize, 0usize);
+    // Of those, the ones naming the fault that killed or cut off their
+    // process; fault reports journaled, and sent again after a crash.
+    let (mut crash_named, mut reports, mut resent) = (0usize, 0usize, 0usize);
     for &seed in &seeds {
         let sc = Scenario::of(seed, JOBS);
         let r = run(&sc);
         events += r.events;
         faults += r.happened.len();
         restarts += r.manager_crashes.len();
+        reports += r.journal_faults.len();
+        resent += r.resent;
         if let Some(o) = &r.outcome {
             lost += o.records.iter().filter(|r| r.lost).count();
             let crash =
                 |r: &&common::metrics::JobRecord| r.lost && r.detail.contains("manager crash");
             crash_lost += o.records.iter().filter(crash).count();
+            crash_named += o
+                .records
+                .iter()
+                .filter(crash)
+                .filter(|r| r.detail.contains(", after fault #"))
+                .count();
             dispatch_lost += o
                 .records
                 .iter()
@@ -81,7 +92,9 @@ fn harness_seeds_keep_the_invariants() {
         "harness: {} seeds of {JOBS} jobs on 3 node processes in {secs:.2} s ({:.0} seeds/minute), \
          {events} events, {faults} faults ({restarts} manager crashes and restarts), \
          {completed} jobs completed, {lost} lost ({crash_lost} to a manager crash, \
-         {dispatch_lost} of them because a part's dispatch died with it)",
+         {dispatch_lost} of them because a part's dispatch died with it, {crash_named} naming \
+         the fault of their process); {reports} fault reports journaled once each, {resent} \
+         of them delivered again after a manager crash",
         seeds.len(),
         seeds.len() as f64 * 60.0 / secs
     );

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::admission::LinkId;
 use common::job::JobId;
-use common::protocol::{self, Decoder, ManagerMsg, NodeInfo, NodeMsg, PartId};
+use common::protocol::{self, Decoder, FaultAct, ManagerMsg, NodeInfo, NodeMsg, PartId};
 use common::time::Time;
 use common::workload::WorkloadJob;
 use node::link::machine::{Backoff, MachineConfig};
@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::node::{NodeProcess, Out};
 use super::scenario::{Fault, Scenario};
-use crate::live::manager::core::{CoreConfig, Event, LiveCore, Timer};
+use crate::live::manager::core::{CoreConfig, Event, FaultKey, LiveCore, Timer};
 use crate::live::manager::LiveOutcome;
 
 /// Virtual time (trace seconds) as a queue key: non-negative floats order
@@ -149,6 +149,12 @@ pub(in crate::live::manager) struct Run {
     /// expect, and a journal a restart could not take over.
     pub(in crate::live::manager) codec_errors: Vec<String>,
     pub(in crate::live::manager) events: u64,
+    /// The fault reports delivered to a manager, and the `fault` entries
+    /// of the journal with how many times each.
+    pub(in crate::live::manager) reported: HashSet<FaultKey>,
+    pub(in crate::live::manager) journal_faults: HashMap<FaultKey, usize>,
+    /// Reports sent again to a manager after a crash.
+    pub(in crate::live::manager) resent: usize,
 }
 
 pub(super) struct World {
@@ -170,6 +176,8 @@ pub(super) struct World {
     /// The journal's lines after its header, as the writer writes them.
     pub(super) journal: Vec<u8>,
     pub(super) faults_armed: bool,
+    /// The fault injector's reports not yet delivered.
+    pub(super) reports: super::manager::Reports,
     /// Nothing can go on (a journal a restart could not take over).
     pub(super) stopped: bool,
     procs: Vec<Proc>,
@@ -199,6 +207,7 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
         jobs,
         journal: Vec::new(),
         faults_armed: false,
+        reports: Default::default(),
         stopped: false,
         procs: (0..sc.processes)
             .map(|i| Proc {
@@ -230,6 +239,9 @@ pub(in crate::live::manager) fn run(sc: &Scenario) -> Run {
             over_capacity: Vec::new(),
             leftover: Vec::new(),
             codec_errors: Vec::new(),
+            reported: HashSet::new(),
+            journal_faults: HashMap::new(),
+            resent: 0,
             events: 0,
         },
         out: Vec::new(),
@@ -773,6 +785,12 @@ impl World {
                 return;
             }
             self.run.happened.push(name.clone());
+            self.report(
+                &name,
+                FaultAct::Kill,
+                "crash",
+                self.procs[process].name.clone(),
+            );
             // The manager's end sees nothing until the idle timeout.
             if let Some(link) = self.procs[process].link {
                 let l = self.links.get_mut(&link).expect("held");
@@ -807,6 +825,12 @@ impl World {
                 self.node_link_down(link, reason);
             }
             Fault::Partition { len, .. } if len > timeout => {
+                self.report(
+                    &name,
+                    FaultAct::Link,
+                    "partition",
+                    self.procs[process].name.clone(),
+                );
                 // Each end gives the link up once its timeout passes (its
                 // frames until then are held): the node process first, the
                 // manager up to 0.5 s later (their timers are not in step),
