@@ -471,4 +471,81 @@ mod tests {
         assert!(out.is_empty());
         assert!(c.record(5).is_none());
     }
+
+    /// A rejected job is over: the core counts no open job for it.
+    #[test]
+    fn a_rejected_job_is_not_open() {
+        let mut c = libra_on_four_nodes();
+        let mut out = Vec::new();
+        let mut wide = job(6, 10.0, 100.0);
+        wide.spec.resources.processors = 5;
+        c.submit(0.0, wide, &mut out).unwrap();
+        assert!(!c.record(6).unwrap().accepted);
+        assert_eq!(c.open_jobs(), 0);
+        c.submit(0.0, job(7, 10.0, 100.0), &mut out).unwrap();
+        assert_eq!(c.open_jobs(), 1);
+    }
+
+    fn nodes_of_speed(speeds: &[f64]) -> Vec<crate::node_model::NodeSpec> {
+        speeds
+            .iter()
+            .enumerate()
+            .map(|(id, &speed)| crate::node_model::NodeSpec {
+                id,
+                speed,
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect()
+    }
+
+    /// In the simulator a part needs its actual runtime over the node's
+    /// speed of processor time: 100 s of reference work alone on a node
+    /// of speed 2 (Libra, time-shared) ends at 50, its part record says
+    /// 50 s. A two-node space-shared job (FIFO) on nodes of speed 2 and 4
+    /// is paced by the slower: 100 / 2 = 50 s on each.
+    #[test]
+    fn processor_time_follows_the_node_speed() {
+        use crate::sim::simulate;
+        let jobs = [job(1, 100.0, 1000.0)];
+        let libra = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let o = simulate(&jobs, &nodes_of_speed(&[2.0]), libra);
+        assert_eq!(o.records[0].finish, Some(50.0), "{:?}", o.records[0]);
+        assert_eq!(o.parts[0].cpu, 50.0);
+
+        let mut two = job(2, 100.0, 1000.0);
+        two.spec.resources.processors = 2;
+        let specs = nodes_of_speed(&[2.0, 4.0]);
+        let fifo = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+        let o = simulate(&[two], &specs, fifo);
+        assert_eq!(o.records[0].finish, Some(50.0));
+        let cpu: Vec<f64> = o.parts.iter().map(|p| p.cpu).collect();
+        assert_eq!(cpu, [50.0, 50.0]);
+    }
+
+    /// A live part carries its job's deadline type to the node (whose
+    /// share rule protects hard parts).
+    #[test]
+    fn a_part_is_dispatched_with_its_deadline_type() {
+        use crate::job::DeadlineType;
+        let mut c = libra_on_four_nodes();
+        let mut out = Vec::new();
+        let mut hard = job(8, 10.0, 100.0);
+        hard.spec = hard.spec.with_deadline_type(DeadlineType::Hard, 1.0);
+        c.submit(0.0, hard, &mut out).unwrap();
+        let mut soft = job(9, 10.0, 100.0);
+        soft.spec = soft.spec.with_deadline_type(DeadlineType::Soft, 1.0);
+        c.submit(0.0, soft, &mut out).unwrap();
+        let sent: Vec<(JobId, bool)> = out
+            .iter()
+            .filter_map(|o| match o {
+                Output::Send {
+                    msg: ManagerMsg::Dispatch(d),
+                    ..
+                } => Some((d.part.job, d.hard)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, [(8, true), (9, false)]);
+    }
 }
