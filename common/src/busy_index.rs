@@ -39,6 +39,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
 
+mod risk;
+pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
+
 use crate::node_model::NodeState;
 use crate::share::ON_TRACK_EPS;
 use crate::time::{Time, TIME_EPS};
@@ -376,6 +379,12 @@ struct Bounds {
     /// (time never runs back in the live core, but the index must not rely
     /// on it) computes every bound again.
     latest: Time,
+    /// Per node (parallel to `of`): what LibraRisk's certificates need.
+    risk: Vec<RiskSummary>,
+    /// Per block of [`RISK_BLOCK`] nodes: the same, aggregated.
+    blocks: Vec<BlockRisk>,
+    /// Blocks whose nodes changed since they were aggregated.
+    blocks_dirty: Vec<usize>,
 }
 
 /// A key whose integer order is the order of the (non-NaN) `f64`s.
@@ -430,7 +439,9 @@ impl Bounds {
                     Filed::None,
                 ),
             );
+            self.risk.resize(k + 1, RiskSummary::NONE);
         }
+        self.risk_dirty(k);
         let (b, _, filed) = self.of[k];
         match filed {
             Filed::Dirty => return,
@@ -668,9 +679,11 @@ impl BusyIndex {
                 b.wide.insert(k);
                 Filed::Wide
             };
+            b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
             b.of[k] = (lb, to, filed);
             b.expiry.entry(expiry_slot(to)).or_default().push((to, k));
         }
+        b.risk_blocks_renew();
     }
 
     /// Whether [`Self::rebound`] keeps bounds (and they are up to date
