@@ -385,6 +385,8 @@ struct Bounds {
     blocks: Vec<BlockRisk>,
     /// Blocks whose nodes changed since they were aggregated.
     blocks_dirty: Vec<usize>,
+    /// Whether `risk` and `blocks` are kept (only LibraRisk reads them).
+    risk_on: bool,
 }
 
 /// A key whose integer order is the order of the (non-NaN) `f64`s.
@@ -593,6 +595,7 @@ impl BusyIndex {
             *b = Bounds {
                 on: true,
                 latest: now,
+                risk_on: b.risk_on,
                 ..Bounds::default()
             };
             for k in self.busy.iter() {
@@ -640,6 +643,24 @@ impl BusyIndex {
         self.bound_dirty(from, to, bound);
     }
 
+    /// Whether the bounds also keep LibraRisk's certificates
+    /// ([`RiskSummary`], [`BlockRisk`]): their upkeep would cost the
+    /// other policies' decisions for nothing. Switching them on computes
+    /// every bound again at the next [`Self::rebound`].
+    pub fn keep_risk(&mut self, on: bool) {
+        if self.bounds.risk_on != on {
+            self.bounds = Bounds {
+                risk_on: on,
+                ..Bounds::default()
+            };
+        }
+    }
+
+    /// Whether [`Self::keep_risk`] is on.
+    pub fn risk_kept(&self) -> bool {
+        self.bounds.risk_on
+    }
+
     /// Stops keeping bounds (a small cluster decides faster without them).
     pub fn stop_bounds(&mut self) {
         if self.bounds.on {
@@ -679,11 +700,15 @@ impl BusyIndex {
                 b.wide.insert(k);
                 Filed::Wide
             };
-            b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
+            if b.risk_on {
+                b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
+            }
             b.of[k] = (lb, to, filed);
             b.expiry.entry(expiry_slot(to)).or_default().push((to, k));
         }
-        b.risk_blocks_renew();
+        if b.risk_on {
+            b.risk_blocks_renew();
+        }
     }
 
     /// Whether [`Self::rebound`] keeps bounds (and they are up to date

@@ -402,6 +402,9 @@ impl Default for BlockRisk {
 impl super::Bounds {
     /// Block of node `k` must be computed again.
     pub(super) fn risk_dirty(&mut self, k: usize) {
+        if !self.risk_on {
+            return;
+        }
         let b = k / RISK_BLOCK;
         if b >= self.blocks.len() {
             self.blocks.resize(b + 1, BlockRisk::default());
@@ -418,19 +421,40 @@ impl super::Bounds {
             let end = ((b + 1) * RISK_BLOCK).min(self.of.len());
             let block = &mut self.blocks[b];
             block.dirty = false;
+            // The live nodes in their previous order first, then the new
+            // ones: nearly sorted already (a decision or a report changes
+            // a few nodes of a block), so an insertion sort is cheap.
+            let eligible = |k: usize| {
+                matches!(self.of[k].2, Filed::Ordered | Filed::Wide) && !self.risk[k].expired
+            };
             let mut live = [(0.0f64, 0u32); RISK_BLOCK];
             let mut n = 0;
-            for k in b * RISK_BLOCK..end {
+            let mut seen = 0u64;
+            let mut take = |k: usize, n: &mut usize, seen: &mut u64| {
                 let s = &self.risk[k];
-                // A node past a deadline at every instant of its window
-                // is settled by that alone.
-                if matches!(self.of[k].2, Filed::Ordered | Filed::Wide) && !s.expired {
-                    live[n] = (s.dl_max - s.w, k as u32);
-                    n += 1;
+                live[*n] = (s.dl_max - s.w, k as u32);
+                *n += 1;
+                *seen |= 1 << (k % RISK_BLOCK);
+            };
+            for &k in &block.order[..block.live] {
+                let k = k as usize;
+                if k < end && eligible(k) {
+                    take(k, &mut n, &mut seen);
+                }
+            }
+            for k in b * RISK_BLOCK..end {
+                if seen & (1 << (k % RISK_BLOCK)) == 0 && eligible(k) {
+                    take(k, &mut n, &mut seen);
                 }
             }
             let live = &mut live[..n];
-            live.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            for i in 1..n {
+                let mut at = i;
+                while at > 0 && live[at - 1].0.total_cmp(&live[at].0).is_gt() {
+                    live.swap(at - 1, at);
+                    at -= 1;
+                }
+            }
             let mut acc = Late::EMPTY;
             for (i, &(slack, k)) in live.iter().enumerate().rev() {
                 acc.add(&self.risk[k as usize]);
@@ -636,6 +660,7 @@ mod tests {
     /// (no reports: the parts stand still; the tests decide at 0 only).
     fn bounded(view: &[NodeState]) -> BusyIndex {
         let mut ix = BusyIndex::of(view);
+        ix.keep_risk(true);
         ix.rebound(0.0, |k, _, _, fns| {
             fns.extend(view[k].parts.iter().map(|p| PartFn {
                 est_cpu: p.est_cpu,

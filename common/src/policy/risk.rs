@@ -234,6 +234,7 @@ impl LibraRisk {
             || index.speeds() != 1
             || nodes.is_empty()
             || !index.bounded()
+            || !index.risk_kept()
         {
             return None;
         }
