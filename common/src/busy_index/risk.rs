@@ -277,10 +277,26 @@ impl Late {
             return false;
         }
         // r_e - 1 >= (R - margin) / rd_e = q_e c (1 - margin / R).
-        let mut lift = q_e * c * (1.0 - RISK_MARGIN / r);
+        let lift = q_e * c * (1.0 - RISK_MARGIN / r);
         let rd_l = self.dl_max_lo.max(j.dn) - j.now;
         if !above(rd_l, RISK_MARGIN) {
             return false;
+        }
+        // r_L - 1 <= max(0, W' + margin - rd_L) / rd_L, with W' + margin
+        // - rd_L = est + margin + now + min(w - dl_max, w - dn) on each
+        // node: at most this.
+        let excess = j.est + RISK_MARGIN + j.now + (-self.slack).min(self.w - j.dn);
+        let over = (excess.max(0.0) / rd_l) * (1.0 + 1e-9);
+        let n1 = f64::from(self.parts + 1);
+        // Whether a lower bound `lift` of r_e - 1 proves it (increasing in
+        // `lift`), with room for the ratios' and the deviation's own
+        // rounding.
+        let proves = |lift: f64| {
+            let slack = 1e-12 * n1 * (2.0 + lift + over);
+            (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12
+        };
+        if proves(lift) {
+            return true;
         }
         // The parts due with `e` (the new part where it may be among them,
         // the old ones where they may be) and the time to the next
@@ -315,18 +331,10 @@ impl Late {
             let share = (1.0 - on_track).max(0.05) * (1.0 + 1e-9) + 1e-12;
             if share < 1.0 {
                 let delay = (r / share).min(r + (1.0 - share) * delta);
-                lift = lift.max((delay - RISK_MARGIN) / rd_e_hi * (1.0 - 1e-9));
+                return proves((delay - RISK_MARGIN) / rd_e_hi * (1.0 - 1e-9));
             }
         }
-        // r_L - 1 <= max(0, W' + margin - rd_L) / rd_L, with W' + margin
-        // - rd_L = est + margin + now + min(w - dl_max, w - dn) on each
-        // node: at most this.
-        let excess = j.est + RISK_MARGIN + j.now + (-self.slack).min(self.w - j.dn);
-        let over = (excess.max(0.0) / rd_l) * (1.0 + 1e-9);
-        let n1 = f64::from(self.parts + 1);
-        // The ratios' and the deviation's own rounding.
-        let slack = 1e-12 * n1 * (2.0 + lift + over);
-        (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12
+        false
     }
 }
 
