@@ -31,7 +31,10 @@
 //! runs out: the cost follows the events, not the cluster's size. Libra+$
 //! walks the same order (a node's committed time in any window is at most
 //! the window times its load), with each entry also bounding the node's
-//! remaining time ([`LoadLine::rem_bound`]).
+//! remaining time ([`LoadLine::rem_bound`]). For LibraRisk in node order
+//! the bounds also keep, per node and per block of 64 nodes, the numbers
+//! its certificates of zero risk and non-zero risk need (module `risk`),
+//! so that its walk projects only the few nodes they leave open.
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
