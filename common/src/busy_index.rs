@@ -31,13 +31,19 @@
 //! runs out: the cost follows the events, not the cluster's size. Libra+$
 //! walks the same order (a node's committed time in any window is at most
 //! the window times its load), with each entry also bounding the node's
-//! remaining time ([`LoadLine::rem_bound`]).
+//! remaining time ([`LoadLine::rem_bound`]). For LibraRisk in node order
+//! the bounds also keep, per node and per block of 64 nodes, the numbers
+//! its certificates of zero risk and non-zero risk need (module `risk`),
+//! so that its walk projects only the few nodes they leave open.
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
+
+mod risk;
+pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
 use crate::node_model::NodeState;
 use crate::share::ON_TRACK_EPS;
@@ -376,6 +382,14 @@ struct Bounds {
     /// (time never runs back in the live core, but the index must not rely
     /// on it) computes every bound again.
     latest: Time,
+    /// Per node (parallel to `of`): what LibraRisk's certificates need.
+    risk: Vec<RiskSummary>,
+    /// Per block of [`RISK_BLOCK`] nodes: the same, aggregated.
+    blocks: Vec<BlockRisk>,
+    /// Blocks whose nodes changed since they were aggregated.
+    blocks_dirty: Vec<usize>,
+    /// Whether `risk` and `blocks` are kept (only LibraRisk reads them).
+    risk_on: bool,
 }
 
 /// A key whose integer order is the order of the (non-NaN) `f64`s.
@@ -430,7 +444,9 @@ impl Bounds {
                     Filed::None,
                 ),
             );
+            self.risk.resize(k + 1, RiskSummary::NONE);
         }
+        self.risk_dirty(k);
         let (b, _, filed) = self.of[k];
         match filed {
             Filed::Dirty => return,
@@ -582,6 +598,7 @@ impl BusyIndex {
             *b = Bounds {
                 on: true,
                 latest: now,
+                risk_on: b.risk_on,
                 ..Bounds::default()
             };
             for k in self.busy.iter() {
@@ -629,6 +646,24 @@ impl BusyIndex {
         self.bound_dirty(from, to, bound);
     }
 
+    /// Whether the bounds also keep LibraRisk's certificates
+    /// ([`RiskSummary`], [`BlockRisk`]): their upkeep would cost the
+    /// other policies' decisions for nothing. Switching them on computes
+    /// every bound again at the next [`Self::rebound`].
+    pub fn keep_risk(&mut self, on: bool) {
+        if self.bounds.risk_on != on {
+            self.bounds = Bounds {
+                risk_on: on,
+                ..Bounds::default()
+            };
+        }
+    }
+
+    /// Whether [`Self::keep_risk`] is on.
+    pub fn risk_kept(&self) -> bool {
+        self.bounds.risk_on
+    }
+
     /// Stops keeping bounds (a small cluster decides faster without them).
     pub fn stop_bounds(&mut self) {
         if self.bounds.on {
@@ -668,8 +703,14 @@ impl BusyIndex {
                 b.wide.insert(k);
                 Filed::Wide
             };
+            if b.risk_on {
+                b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
+            }
             b.of[k] = (lb, to, filed);
             b.expiry.entry(expiry_slot(to)).or_default().push((to, k));
+        }
+        if b.risk_on {
+            b.risk_blocks_renew();
         }
     }
 

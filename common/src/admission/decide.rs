@@ -98,6 +98,9 @@ impl ManagerCore {
             self.busy.stop_bounds();
             return None;
         }
+        // LibraRisk's certificates ride on the bounds; the other policies
+        // would only pay for their upkeep.
+        self.busy.keep_risk(p.name() == "libra-risk");
         let view = &self.view;
         self.busy.rebound(now, |v, from, to, fns| {
             load_bound(&view[v], &reports[v], from, to, fns)

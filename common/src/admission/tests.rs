@@ -295,6 +295,20 @@ proptest::proptest! {
             let (decided, _, accepted) = bounded_against_scan(seed, other, &default);
             proptest::prop_assert!(accepted > 0 || decided == 0, "{other}");
         }
+        // LibraRisk in node order decides from the bounds, its verdicts
+        // certified or projected (every certificate checked against the
+        // projection in debug builds), under the spare rules its proof
+        // covers and the ones it does not, with and without the shortcut.
+        let (decided, bounded, _) = bounded_against_scan(seed, "libra-risk", &default);
+        proptest::prop_assert!(bounded * 3 >= decided, "LibraRisk: {bounded} of {decided} from bounds");
+        for (spare_rule, risk_shortcut) in [
+            (crate::share::SpareRule::HighestReturn, true),
+            (crate::share::SpareRule::Idle, true),
+            (crate::share::SpareRule::Proportional, false),
+        ] {
+            let cfg = PolicyConfig { spare_rule, risk_shortcut, ..default.clone() };
+            bounded_against_scan(seed, "libra-risk", &cfg);
+        }
         let risk_fit = PolicyConfig { risk_order: policy::RiskOrder::BestFit, ..default.clone() };
         bounded_against_scan(seed, "libra-risk", &risk_fit);
         let sla_part = PolicyConfig { sla_return_per_part: true, ..default };
@@ -314,6 +328,21 @@ fn lines_settle_nodes_without_their_exact_load() {
     }
     let settled = LINE_SETTLED.with(|c| c.get()) - before;
     assert!(settled > 20, "{settled} nodes settled from their line");
+}
+
+#[test]
+fn libra_risk_settles_nodes_by_certificate() {
+    // The same random runs, seeded: LibraRisk's decisions in node order
+    // equal the plain scan's while its bounded walk settles busy nodes
+    // by certificate (each checked against the projection in debug
+    // builds), not only by projecting them.
+    use crate::policy::steps::RISK_SETTLED;
+    let before = RISK_SETTLED.with(|c| c.get());
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra-risk", &PolicyConfig::default());
+    }
+    let settled = RISK_SETTLED.with(|c| c.get()) - before;
+    assert!(settled > 20, "{settled} nodes settled by certificate");
 }
 
 #[test]

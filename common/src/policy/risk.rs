@@ -8,7 +8,7 @@ use super::steps::{
     too_many_processors, top_k, Better,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
-use crate::busy_index::BusyIndex;
+use crate::busy_index::{BusyIndex, RiskJob, Verdict, RISK_BLOCK};
 use crate::job::JobSpec;
 use crate::node_model::{population_sd, project_deadline_delays_with, NodeState, Projection};
 use crate::share::SpareRule;
@@ -23,6 +23,11 @@ pub struct LibraRisk {
     idle: Vec<(usize, f64)>,
     delays: Vec<f64>,
     proj: Projection,
+    /// A busy node brought up to the instant from the index's record of
+    /// its parts (bounded decisions).
+    scratch: Option<NodeState>,
+    /// The nodes of a block its bounds leave to be settled one by one.
+    open: Vec<(usize, Verdict)>,
 }
 
 impl LibraRisk {
@@ -36,6 +41,8 @@ impl LibraRisk {
             idle: Vec::new(),
             delays: Vec::new(),
             proj: Projection::default(),
+            scratch: None,
+            open: Vec::new(),
         }
     }
 
@@ -95,6 +102,20 @@ impl AdmissionPolicy for LibraRisk {
         } else {
             self.decide(now, nodes, job)
         }
+    }
+
+    fn decides_bounded(&self) -> bool {
+        self.cfg.risk_order == RiskOrder::NodeOrder
+    }
+
+    fn decide_bounded(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        self.decide_certified(now, nodes, index, job)
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
@@ -185,6 +206,187 @@ impl LibraRisk {
         }
         self.idle = idle;
         self.choose(p, cost)
+    }
+
+    /// [`AdmissionPolicy::decide_bounded`]: [`Self::decide_on_index`] in
+    /// node order without bringing the busy nodes up to `now`. Each busy
+    /// node is settled by the index's certificates (zero-risk by the
+    /// shortcut's test on its load's upper bound; not zero-risk by a past
+    /// deadline or the over-commitment bound, see
+    /// [`crate::busy_index::RiskJob`]), whole blocks of nodes at once where
+    /// every busy node of the block is certainly not zero-risk; only the
+    /// nodes neither settles are brought to `now` (from the index's record
+    /// of their parts, bit for bit the refresh's) and projected. Every
+    /// verdict is exact, so the candidates, the stop at the `P`-th and the
+    /// count in a rejection are the walk's. `None` (decide another way)
+    /// unless the job needs no memory or disk, every node has one speed
+    /// and the bounds are up to date.
+    fn decide_certified(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        if self.cfg.risk_order != RiskOrder::NodeOrder
+            || job.resources.memory_kb != 0
+            || job.resources.disk_mb != 0
+            || index.speeds() != 1
+            || nodes.is_empty()
+            || !index.bounded()
+            || !index.risk_kept()
+        {
+            return None;
+        }
+        let conserving = matches!(
+            self.cfg.spare_rule,
+            SpareRule::Proportional | SpareRule::HighestReturn
+        );
+        let rj = RiskJob::new(
+            now,
+            nodes[0].est_cpu(job),
+            job.qos.deadline,
+            job.deadline_abs(),
+            self.cfg.risk_tolerance,
+            self.cfg.risk_shortcut,
+            conserving,
+        )?;
+        if let Some(d) = too_many_processors(nodes, job) {
+            return Some(d);
+        }
+        let cost = match budget_permit(&self.cfg, job) {
+            Ok(c) => c,
+            Err(d) => return Some(d),
+        };
+        let p = job.processors();
+        let mut idle = std::mem::take(&mut self.idle);
+        idle_stand_ins(nodes, index, p, &mut idle, |n, _| {
+            Some(n.required_share(now) + n.est_cpu(job) / job.qos.deadline)
+        });
+        self.cands.clear();
+        let mut next_idle = idle.iter().copied().peekable();
+        'walk: for b in 0..index.risk_blocks() {
+            let word = index.busy_word(b);
+            if word == 0 {
+                continue;
+            }
+            let start = b * RISK_BLOCK;
+            while let Some(c) = next_idle.next_if(|c| c.0 < start) {
+                self.cands.push(c);
+                if self.cands.len() == p {
+                    break 'walk;
+                }
+            }
+            let mut open = std::mem::take(&mut self.open);
+            let whole = index.risk_block(b, &rj, &mut open);
+            #[cfg(debug_assertions)]
+            if whole {
+                let mut w = word;
+                while w != 0 {
+                    let k = start + w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    debug_assert!(
+                        open.iter().any(|o| o.0 == k)
+                            || !self.exact_zero_risk(now, nodes, index, k, job),
+                        "node {k}: its block certified not zero-risk at {now}, the projection says zero-risk"
+                    );
+                }
+            }
+            if whole {
+                #[cfg(test)]
+                super::steps::RISK_SETTLED
+                    .with(|c| c.set(c.get() + u64::from(word.count_ones()) - open.len() as u64));
+            }
+            // The nodes to settle one by one, ascending: the block's
+            // exceptions, or all of its busy nodes.
+            let mut each = open.iter().map(|o| o.0);
+            let mut bits = if whole { 0 } else { word };
+            let mut full = false;
+            loop {
+                let k = if whole {
+                    match each.next() {
+                        Some(k) => k,
+                        None => break,
+                    }
+                } else {
+                    if bits == 0 {
+                        break;
+                    }
+                    let k = start + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    k
+                };
+                while let Some(c) = next_idle.next_if(|c| c.0 < k) {
+                    self.cands.push(c);
+                    if self.cands.len() == p {
+                        full = true;
+                        break;
+                    }
+                }
+                if full {
+                    break;
+                }
+                let verdict = match index.risk_verdict(k, &rj) {
+                    Verdict::Open => index.risk_refined(k, &rj),
+                    v => v,
+                };
+                let zero = match verdict {
+                    Verdict::Zero => true,
+                    Verdict::NotZero => false,
+                    Verdict::Open => self.exact_zero_risk(now, nodes, index, k, job),
+                };
+                debug_assert!(
+                    verdict == Verdict::Open
+                        || zero == self.exact_zero_risk(now, nodes, index, k, job),
+                    "node {k}: certified {verdict:?} at {now}, the projection disagrees"
+                );
+                #[cfg(test)]
+                if verdict != Verdict::Open && !whole {
+                    super::steps::RISK_SETTLED.with(|c| c.set(c.get() + 1));
+                }
+                if zero {
+                    let load = index.exact_load(k, now) + nodes[k].est_cpu(job) / job.qos.deadline;
+                    self.cands.push((k, load));
+                    if self.cands.len() == p {
+                        full = true;
+                        break;
+                    }
+                }
+            }
+            self.open = open;
+            if full {
+                break 'walk;
+            }
+        }
+        for c in next_idle {
+            if self.cands.len() == p {
+                break;
+            }
+            self.cands.push(c);
+        }
+        self.idle = idle;
+        Some(self.choose(p, cost))
+    }
+
+    /// Whether bounded busy node `k` is zero-risk for `job` at `now`,
+    /// projected on the node brought to `now` from the index's record of
+    /// its parts (bit for bit the refresh's dead reckoning).
+    fn exact_zero_risk(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        k: usize,
+        job: &JobSpec,
+    ) -> bool {
+        let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
+        node.clone_from(&nodes[k]);
+        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
+            p.cpu_done = f.cpu_done_at(now);
+        }
+        let zero = self.zero_risk(now, &node, job);
+        self.scratch = Some(node);
+        zero
     }
 
     /// The decision on the zero-risk candidates in `self.cands` (node

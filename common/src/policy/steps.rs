@@ -443,6 +443,9 @@ thread_local! {
     /// Nodes [`best_fit_filter_bounded`] settled from their line alone
     /// (tests check the path ran).
     pub static LINE_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Busy nodes LibraRisk's bounded walk settled by a certificate
+    /// (`LibraRisk::decide_certified`, risk.rs), alone or by whole blocks.
+    pub static RISK_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// An `f64` key ordered by `total_cmp` (keys here are finite).

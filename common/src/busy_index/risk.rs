@@ -1,0 +1,812 @@
+//! LibraRisk's certificates from the busy index: per busy node and per
+//! block of 64 node indices, a few numbers kept when the node's bounds are
+//! computed, from which LibraRisk's walk in node order tells at `now`,
+//! without bringing the node up to `now` or projecting it, that the node is
+//! certainly zero-risk for a job, or certainly not (see docs/policies.md,
+//! "LibraRisk from the busy index", for the proof and its margins). Nodes
+//! neither certificate settles are projected exactly.
+
+use super::{BusyIndex, Filed, LoadBound, PartFn};
+use crate::policy::steps::SHARE_SUM_EPS;
+use crate::time::{Time, TIME_EPS};
+
+/// Node indices per block: one word of the busy nodes' bitset.
+pub const RISK_BLOCK: usize = usize::BITS as usize;
+
+/// Seconds of room the not-zero-risk certificate keeps against the
+/// projection's own numerics: its finish tolerance (1e-6 s), parts taken
+/// as finished within 1e-6 s of their work, and the rounding of event
+/// times (an ulp of ~1e-8 s at trace timestamps of ~1e8 s, per event).
+pub const RISK_MARGIN: Time = 1e-3;
+
+/// Instants beyond this (seconds) make the projection's rounding of event
+/// times too coarse for [`RISK_MARGIN`]: such decisions take the exact path.
+const RISK_TIME_LIMIT: Time = 1e9;
+
+/// Parts beyond this on a node: the projection's events and the
+/// deviation's sum could round beyond the margins; the node is projected.
+const RISK_PARTS_LIMIT: u32 = 1000;
+
+/// What a busy node's certificates need, valid at every instant of its
+/// bound's window `[from, to]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RiskSummary {
+    /// Lower bound of the load (the bound's `lo`).
+    lo: f64,
+    /// Earliest and latest absolute deadline of its parts.
+    dl_min: Time,
+    dl_max: Time,
+    /// Lower bound of the remaining estimated work of an earliest-deadline
+    /// part (at `to`: it only shrinks), 0 when none is positive.
+    rem_e: f64,
+    /// Lower bound of that part's required share (`rem_e` over its
+    /// deadline's distance from `from`).
+    q_e: f64,
+    /// Upper bound of the required shares of all the parts due at
+    /// `dl_min`, added up (their remaining work at `from` over their
+    /// deadline's distance from `to`; infinite when that is not positive).
+    q_tie: f64,
+    /// The next deadline after `dl_min` among its parts (infinite: none).
+    dl_2: Time,
+    /// Upper bound of the node's remaining estimated work (at `from`,
+    /// rounding included).
+    w: f64,
+    /// Parts on the node.
+    parts: u32,
+    /// An earliest deadline already within `TIME_EPS` of `from`: past at
+    /// every instant of the window.
+    expired: bool,
+}
+
+impl RiskSummary {
+    /// No node.
+    pub const NONE: RiskSummary = RiskSummary {
+        lo: 0.0,
+        dl_min: Time::INFINITY,
+        dl_max: Time::NEG_INFINITY,
+        rem_e: 0.0,
+        q_e: 0.0,
+        q_tie: f64::INFINITY,
+        dl_2: Time::INFINITY,
+        w: Time::INFINITY,
+        parts: 0,
+        expired: false,
+    };
+
+    /// The summary of a node with parts `fns` bounded by `lb` over
+    /// `[from, to]`.
+    pub fn of(fns: &[PartFn], from: Time, to: Time, lb: &LoadBound) -> RiskSummary {
+        let (mut dl_min, mut dl_max, mut w) = (Time::INFINITY, Time::NEG_INFINITY, 0.0f64);
+        for f in fns {
+            dl_min = dl_min.min(f.deadline);
+            dl_max = dl_max.max(f.deadline);
+            // Done time only grows (shares are >= 0), so the remaining
+            // work is largest at `from`.
+            w += (f.est_cpu - f.cpu_done_at(from)).max(0.0);
+        }
+        // Float subtraction is monotone: `est - done(now)` is at least
+        // `est - done(to)` for any `now <= to`, bit for bit.
+        let rem_e = fns
+            .iter()
+            .filter(|f| f.deadline == dl_min)
+            .map(|f| f.est_cpu - f.cpu_done_at(to))
+            .fold(0.0f64, f64::max);
+        let rd = dl_min - from;
+        let q_e = if rd > TIME_EPS { rem_e / rd } else { 0.0 };
+        let rd_to = dl_min - to;
+        let q_tie = if rd_to > TIME_EPS {
+            let rem: f64 = fns
+                .iter()
+                .filter(|f| f.deadline == dl_min)
+                .map(|f| (f.est_cpu - f.cpu_done_at(from)).max(0.0))
+                .sum();
+            rem / rd_to * (1.0 + 1e-9)
+        } else {
+            f64::INFINITY
+        };
+        let dl_2 = fns
+            .iter()
+            .map(|f| f.deadline)
+            .filter(|&d| d > dl_min)
+            .fold(Time::INFINITY, f64::min);
+        RiskSummary {
+            lo: lb.lo,
+            dl_min,
+            dl_max,
+            rem_e,
+            q_e,
+            q_tie,
+            dl_2,
+            w: w * (1.0 + 1e-12) + 1e-9,
+            parts: fns.len() as u32,
+            expired: rd <= TIME_EPS,
+        }
+    }
+}
+
+/// The numbers of a job the certificates use, computed once per decision.
+#[derive(Debug, Clone, Copy)]
+pub struct RiskJob {
+    /// The decision's instant.
+    pub now: Time,
+    /// The job's share on a node, `RE / s / D`, as the shortcut adds it.
+    pub add: f64,
+    /// The new part's required share in the projection, `RE / s / (DT - now)`.
+    pub x: f64,
+    /// The new part's estimated work on a node, `RE / s`.
+    pub est: f64,
+    /// The new part's absolute deadline.
+    pub dn: Time,
+    /// LibraRisk's risk tolerance.
+    pub tol: f64,
+    /// Whether the shortcut is on (the zero-risk certificate is the
+    /// shortcut's test; without it every node is projected).
+    pub shortcut: bool,
+    /// Whether the spare rule hands out the whole node whenever a part
+    /// has work (proportional, highest return) and scales every part by
+    /// the same factor when the node is over-committed: what the
+    /// not-zero-risk certificate's proof needs.
+    pub conserving: bool,
+}
+
+impl RiskJob {
+    /// `None` when the instant or the numbers are out of the range the
+    /// margins were chosen for (the caller decides exactly).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        now: Time,
+        est: f64,
+        deadline: f64,
+        dn: Time,
+        tol: f64,
+        shortcut: bool,
+        conserving: bool,
+    ) -> Option<RiskJob> {
+        let ok = now.abs() < RISK_TIME_LIMIT
+            && dn - now > RISK_MARGIN
+            && dn < RISK_TIME_LIMIT
+            && tol.is_finite()
+            && tol >= 0.0
+            && est.is_finite()
+            && est >= 0.0;
+        ok.then(|| RiskJob {
+            now,
+            add: est / deadline,
+            x: est / (dn - now),
+            est,
+            dn,
+            tol,
+            shortcut,
+            // A new part with work of the margin's order may not enter the
+            // projection at all (below 1e-6 s): no certificate from it.
+            conserving: conserving && est > RISK_MARGIN,
+        })
+    }
+}
+
+/// `a > b`, false for NaN: every test a certificate passes is one of these
+/// (or [`at_least`]), so that a NaN anywhere fails it.
+fn above(a: f64, b: f64) -> bool {
+    a > b
+}
+
+/// `a >= b`, false for NaN (see [`above`]).
+fn at_least(a: f64, b: f64) -> bool {
+    a >= b
+}
+
+/// What a certificate says of a busy node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Certainly zero-risk (the shortcut holds).
+    Zero,
+    /// Certainly not zero-risk.
+    NotZero,
+    /// Not settled: project the node.
+    Open,
+}
+
+/// Bounds shared by one node or a block of nodes, from which "not
+/// zero-risk" is proven (see [`Late::certain`]).
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    lo: f64,
+    dl_min_lo: Time,
+    dl_min_hi: Time,
+    q_e: f64,
+    rem_e: f64,
+    /// Most of [`RiskSummary::q_tie`].
+    q_tie: f64,
+    /// Least `dl_2 - dl_min`.
+    gap_2: Time,
+    dl_max_lo: Time,
+    dl_max_hi: Time,
+    w: f64,
+    /// Least `dl_max - w`: how long before its latest deadline a node
+    /// would be done with the work it has.
+    slack: Time,
+    parts: u32,
+}
+
+impl Late {
+    /// Whether every node these bounds cover, if no deadline of its parts
+    /// has passed at `now`, has a deviation of deadline delays above the
+    /// tolerance. The projection then starts over-committed (`Q' > 1`:
+    /// every part at `q / Q'`), so the earliest deadline `e` comes first
+    /// with `rem_e (1 - 1/Q')` of work left: its ratio is at least
+    /// `1 + q_e (1 - 1/Q')` (less the margin). The node is
+    /// work-conserving, so the latest-deadline part `L` finishes by
+    /// `now + W'` (all the work): its ratio is at most
+    /// `1 + max(0, W'/rd_L - 1)`. Two values `gap` apart among `n` give a
+    /// population deviation of at least `gap / sqrt(2n)`. After the first
+    /// event the parts still on track, needing `Q_on` of the node, get at
+    /// most their `q` (their need only grows), and `e` with the parts due
+    /// with it share the overdue pool `s = max(1 - Q_on, 0.05)` until the
+    /// next deadline (`Delta` later): `e`'s delay is then at least
+    /// `min(R / s, R + (1 - s) Delta)`, `R` its work left at its deadline.
+    fn certain(&self, j: &RiskJob) -> bool {
+        if !j.conserving || self.parts > RISK_PARTS_LIMIT {
+            return false;
+        }
+        // The shortcut fails (float addition is monotone: the exact sum is
+        // at least this one)...
+        if !above(self.lo + j.add, 1.0 + SHARE_SUM_EPS + 1e-6) {
+            return false;
+        }
+        // ... and the projection starts over-committed.
+        let qs = (self.lo + j.x) * (1.0 - 1e-9);
+        if !above(qs, 1.0 + 1e-6) {
+            return false;
+        }
+        let c = (1.0 - 1.0 / qs) * (1.0 - 1e-9);
+        // The earliest deadline: the new part's, or an old part's.
+        let (mut q_e, mut rem_e) = (f64::INFINITY, f64::INFINITY);
+        if j.dn <= self.dl_min_hi {
+            q_e = q_e.min(j.x);
+            rem_e = rem_e.min(j.est);
+        }
+        if j.dn > self.dl_min_lo {
+            q_e = q_e.min(self.q_e);
+            rem_e = rem_e.min(self.rem_e);
+        }
+        let (q_e, rem_e) = (q_e * (1.0 - 1e-9), rem_e * (1.0 - 1e-9));
+        // Its delay, at least R = rem_e c less the margin, is beyond the
+        // finish tolerance.
+        let r = rem_e * c;
+        if !at_least(r, 2.0 * RISK_MARGIN) {
+            return false;
+        }
+        // r_e - 1 >= (R - margin) / rd_e = q_e c (1 - margin / R).
+        let lift = q_e * c * (1.0 - RISK_MARGIN / r);
+        let rd_l = self.dl_max_lo.max(j.dn) - j.now;
+        if !above(rd_l, RISK_MARGIN) {
+            return false;
+        }
+        // r_L - 1 <= max(0, W' + margin - rd_L) / rd_L, with W' + margin
+        // - rd_L = est + margin + now + min(w - dl_max, w - dn) on each
+        // node: at most this.
+        let excess = j.est + RISK_MARGIN + j.now + (-self.slack).min(self.w - j.dn);
+        let over = (excess.max(0.0) / rd_l) * (1.0 + 1e-9);
+        let n1 = f64::from(self.parts + 1);
+        // Whether a lower bound `lift` of r_e - 1 proves it (increasing in
+        // `lift`), with room for the ratios' and the deviation's own
+        // rounding.
+        let proves = |lift: f64| {
+            let slack = 1e-12 * n1 * (2.0 + lift + over);
+            (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12
+        };
+        if proves(lift) {
+            return true;
+        }
+        // The parts due with `e` (the new part where it may be among them,
+        // the old ones where they may be) and the time to the next
+        // deadline after theirs.
+        let (new_due, old_due) = (j.dn <= self.dl_min_hi, j.dn >= self.dl_min_lo);
+        let mut q_tie = 0.0;
+        let mut delta = Time::INFINITY;
+        if new_due {
+            q_tie += j.x * (1.0 + 1e-9);
+            if j.dn < self.dl_min_hi {
+                delta = delta.min(self.dl_min_lo - j.dn);
+            }
+        }
+        if old_due {
+            q_tie += self.q_tie;
+            delta = delta.min(self.gap_2);
+            if j.dn > self.dl_min_lo {
+                delta = delta.min(j.dn - self.dl_min_hi);
+            }
+        }
+        let rd_e_lo = j.dn.min(self.dl_min_lo) - j.now;
+        let rd_e_hi = (j.dn.min(self.dl_min_hi) - j.now) * (1.0 + 1e-12);
+        let rd_l_hi = self.dl_max_hi.max(j.dn) - j.now;
+        // The on-track parts after the first event: each ran at q/Q' <
+        // q, so its required share grew by the factor (rd - rd_e/Q') /
+        // (rd - rd_e) >= 1 + c rd_e / rd_L.
+        let on_track = (qs - q_tie) * (1.0 + c * rd_e_lo / rd_l_hi) * (1.0 - 1e-9);
+        if qs > q_tie && delta > 0.0 && rd_e_lo > 0.0 {
+            // Until then the on-track parts get at most their q (their
+            // need only grows) and `e` at most the overdue pool, max(1 -
+            // their need, 0.05) (rounding included).
+            let share = (1.0 - on_track).max(0.05) * (1.0 + 1e-9) + 1e-12;
+            if share < 1.0 {
+                let delay = (r / share).min(r + (1.0 - share) * delta);
+                return proves((delay - RISK_MARGIN) / rd_e_hi * (1.0 - 1e-9));
+            }
+        }
+        false
+    }
+}
+
+impl Late {
+    /// No node: the identity of [`Self::add`].
+    const EMPTY: Late = Late {
+        lo: f64::INFINITY,
+        dl_min_lo: Time::INFINITY,
+        dl_min_hi: Time::NEG_INFINITY,
+        q_e: f64::INFINITY,
+        rem_e: f64::INFINITY,
+        q_tie: 0.0,
+        gap_2: Time::INFINITY,
+        dl_max_lo: Time::INFINITY,
+        dl_max_hi: Time::NEG_INFINITY,
+        w: 0.0,
+        slack: Time::INFINITY,
+        parts: 0,
+    };
+
+    /// Widens these bounds to cover node summary `s` too.
+    fn add(&mut self, s: &RiskSummary) {
+        self.lo = self.lo.min(s.lo);
+        self.dl_min_lo = self.dl_min_lo.min(s.dl_min);
+        self.dl_min_hi = self.dl_min_hi.max(s.dl_min);
+        self.q_e = self.q_e.min(s.q_e);
+        self.rem_e = self.rem_e.min(s.rem_e);
+        self.q_tie = self.q_tie.max(s.q_tie);
+        self.gap_2 = self.gap_2.min(s.dl_2 - s.dl_min);
+        self.dl_max_lo = self.dl_max_lo.min(s.dl_max);
+        self.dl_max_hi = self.dl_max_hi.max(s.dl_max);
+        self.w = self.w.max(s.w);
+        self.slack = self.slack.min(s.dl_max - s.w);
+        self.parts = self.parts.max(s.parts);
+    }
+}
+
+/// The not-zero-risk bounds of a block of nodes, so that a job's walk
+/// settles the block's busy nodes with one check and a few. A block's
+/// bounds are only as strong as its weakest node, and what weakens them
+/// most is a node whose work with the new part would run past its latest
+/// deadline (`W' > rd_L`, which only the weaker half of the certificate
+/// covers): the nodes are kept sorted by their slack `dl_max - w`, with
+/// the bounds of every suffix of that order. A job of `E` seconds of work
+/// at `now` checks one by one the nodes whose slack is below `now + E +
+/// margin` (those may run past) and the rest, for which `W' <= rd_L`, at
+/// once.
+#[derive(Debug, Clone)]
+pub struct BlockRisk {
+    /// Busy nodes of the block not certainly past a deadline.
+    live: usize,
+    /// Those nodes by ascending slack, and their slacks.
+    order: [u32; RISK_BLOCK],
+    slack: [Time; RISK_BLOCK],
+    /// `suffix[i]`: the bounds of `order[i..live]`.
+    suffix: [Late; RISK_BLOCK],
+    /// Waiting to be computed again.
+    dirty: bool,
+}
+
+impl Default for BlockRisk {
+    fn default() -> Self {
+        BlockRisk {
+            live: 0,
+            order: [0; RISK_BLOCK],
+            slack: [0.0; RISK_BLOCK],
+            suffix: [Late::EMPTY; RISK_BLOCK],
+            dirty: false,
+        }
+    }
+}
+
+impl super::Bounds {
+    /// Block of node `k` must be computed again.
+    pub(super) fn risk_dirty(&mut self, k: usize) {
+        if !self.risk_on {
+            return;
+        }
+        let b = k / RISK_BLOCK;
+        if b >= self.blocks.len() {
+            self.blocks.resize(b + 1, BlockRisk::default());
+        }
+        if !self.blocks[b].dirty {
+            self.blocks[b].dirty = true;
+            self.blocks_dirty.push(b);
+        }
+    }
+
+    /// Computes the blocks changed since from their bounded nodes.
+    pub(super) fn risk_blocks_renew(&mut self) {
+        for b in std::mem::take(&mut self.blocks_dirty) {
+            let end = ((b + 1) * RISK_BLOCK).min(self.of.len());
+            let block = &mut self.blocks[b];
+            block.dirty = false;
+            // The live nodes in their previous order first, then the new
+            // ones: nearly sorted already (a decision or a report changes
+            // a few nodes of a block), so an insertion sort is cheap.
+            let eligible = |k: usize| {
+                matches!(self.of[k].2, Filed::Ordered | Filed::Wide) && !self.risk[k].expired
+            };
+            let mut live = [(0.0f64, 0u32); RISK_BLOCK];
+            let mut n = 0;
+            let mut seen = 0u64;
+            let mut take = |k: usize, n: &mut usize, seen: &mut u64| {
+                let s = &self.risk[k];
+                live[*n] = (s.dl_max - s.w, k as u32);
+                *n += 1;
+                *seen |= 1 << (k % RISK_BLOCK);
+            };
+            for &k in &block.order[..block.live] {
+                let k = k as usize;
+                if k < end && eligible(k) {
+                    take(k, &mut n, &mut seen);
+                }
+            }
+            for k in b * RISK_BLOCK..end {
+                if seen & (1 << (k % RISK_BLOCK)) == 0 && eligible(k) {
+                    take(k, &mut n, &mut seen);
+                }
+            }
+            let live = &mut live[..n];
+            for i in 1..n {
+                let mut at = i;
+                while at > 0 && live[at - 1].0.total_cmp(&live[at].0).is_gt() {
+                    live.swap(at - 1, at);
+                    at -= 1;
+                }
+            }
+            let mut acc = Late::EMPTY;
+            for (i, &(slack, k)) in live.iter().enumerate().rev() {
+                acc.add(&self.risk[k as usize]);
+                block.suffix[i] = acc;
+                block.order[i] = k;
+                block.slack[i] = slack;
+            }
+            block.live = n;
+        }
+    }
+}
+
+impl BusyIndex {
+    /// Blocks of [`RISK_BLOCK`] node indices (the last may be partial).
+    pub fn risk_blocks(&self) -> usize {
+        self.busy.bits.len().div_ceil(RISK_BLOCK)
+    }
+
+    /// The busy nodes of block `b`, a bit each (node `b * RISK_BLOCK + i`
+    /// at bit `i`).
+    pub fn busy_word(&self, b: usize) -> usize {
+        self.busy.bits.as_slice().get(b).copied().unwrap_or(0)
+    }
+
+    /// Settles the busy nodes of block `b` for `j` (bounds up to date:
+    /// [`Self::bounded`]) from the block's bounds: `false` when they do
+    /// not hold (the caller settles every node of the block alone), else
+    /// every busy node of the block is certainly not zero-risk except the
+    /// ones put into `open` with their own verdict (not [`Verdict::NotZero`]),
+    /// ascending.
+    pub fn risk_block(&self, b: usize, j: &RiskJob, open: &mut Vec<(usize, Verdict)>) -> bool {
+        open.clear();
+        let Some(block) = self.bounds.blocks.get(b) else {
+            return true;
+        };
+        let n = block.live;
+        // The nodes from `i` on have slack enough for the new part's work
+        // (`W' <= rd_L`): their bounds hold together.
+        let i = block.slack[..n].partition_point(|&s| s < j.now + j.est + RISK_MARGIN);
+        if i < n && !block.suffix[i].certain(j) {
+            return false;
+        }
+        for &k in &block.order[..i] {
+            let v = self.risk_verdict(k as usize, j);
+            if v != Verdict::NotZero {
+                open.push((k as usize, v));
+            }
+        }
+        open.sort_unstable_by_key(|o| o.0);
+        true
+    }
+
+    /// What the certificates say of bounded busy node `k` for `j`.
+    pub fn risk_verdict(&self, k: usize, j: &RiskJob) -> Verdict {
+        let s = &self.bounds.risk[k];
+        let lb = &self.bounds.of[k].0;
+        let now = j.now;
+        // A part's deadline already passed: the projection refuses the
+        // node (never zero-risk).
+        if s.dl_min - now <= TIME_EPS {
+            return Verdict::NotZero;
+        }
+        let (mut lo, mut hi) = (lb.lo, lb.hi);
+        if let Some((l, h)) = lb.line.band(now) {
+            lo = lo.max(l);
+            hi = hi.min(h);
+        }
+        // The shortcut's own test on an upper bound of the load (float
+        // addition is monotone): it holds.
+        if j.shortcut && hi + j.add <= 1.0 + SHARE_SUM_EPS {
+            return Verdict::Zero;
+        }
+        let late = Late {
+            lo,
+            dl_min_lo: s.dl_min,
+            dl_min_hi: s.dl_min,
+            q_e: s.q_e,
+            rem_e: s.rem_e,
+            q_tie: s.q_tie,
+            gap_2: s.dl_2 - s.dl_min,
+            dl_max_lo: s.dl_max,
+            dl_max_hi: s.dl_max,
+            w: s.w,
+            slack: s.dl_max - s.w,
+            parts: s.parts,
+        };
+        if late.certain(j) {
+            Verdict::NotZero
+        } else {
+            Verdict::Open
+        }
+    }
+
+    /// [`Self::risk_verdict`] for a node it leaves open, from the node's
+    /// parts at `now` (its [`PartFn`]s, exact) rather than from bounds:
+    /// the shortcut's own test on the exact load, and the late certificate
+    /// with the overdue pool followed deadline by deadline. After the
+    /// first deadline `e` is overdue, so every part on track gets at most
+    /// its `q` (its need only grows) and leaves the track only at its
+    /// deadline: until `e` is done, the parts due after an instant need
+    /// at least their `q` at `now` added up, `S`, and `e` gets at most
+    /// `max(1 - S, 0.05)`. Its work left at its deadline, `rem_e (1 -
+    /// 1/Q')`, then takes at least the time this share bound allows,
+    /// segment by segment between the deadlines.
+    pub fn risk_refined(&self, k: usize, j: &RiskJob) -> Verdict {
+        let fns = self.part_fns(k);
+        let now = j.now;
+        if fns.iter().any(|f| f.deadline - now <= TIME_EPS) {
+            return Verdict::NotZero;
+        }
+        // Bit for bit the node's required share at `now`.
+        let load: f64 = fns.iter().map(|f| f.required(now)).sum();
+        if j.shortcut && load + j.add <= 1.0 + SHARE_SUM_EPS {
+            return Verdict::Zero;
+        }
+        const MAX: usize = 64;
+        if !j.conserving || fns.len() >= MAX {
+            return Verdict::Open;
+        }
+        let qs = (load + j.x) * (1.0 - 1e-12);
+        if !above(qs, 1.0 + 1e-6) {
+            return Verdict::Open;
+        }
+        let c = (1.0 - 1.0 / qs) * (1.0 - 1e-9);
+        // The projection's parts (work left above 1e-6 s) and the new one:
+        // (deadline, q, work left).
+        let mut parts = [(0.0f64, 0.0f64, 0.0f64); MAX];
+        let mut n = 0;
+        let mut w = j.est;
+        for f in fns {
+            let rem = f.est_cpu - f.cpu_done_at(now);
+            if rem > TIME_EPS {
+                parts[n] = (f.deadline, f.required(now), rem);
+                n += 1;
+                w += rem;
+            }
+        }
+        parts[n] = (j.dn, j.x, j.est);
+        n += 1;
+        let parts = &mut parts[..n];
+        parts.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let d_e = parts[0].0;
+        let due = parts.iter().take_while(|p| p.0 == d_e).count();
+        let rem_e = parts[..due].iter().map(|p| p.2).fold(0.0f64, f64::max);
+        let mut need = rem_e * c;
+        if !at_least(need, 2.0 * RISK_MARGIN) {
+            return Verdict::Open;
+        }
+        need *= 1.0 - 1e-9;
+        // The share bound, segment by segment.
+        let mut on_track: f64 = parts[due..].iter().map(|p| p.1).sum();
+        let (mut at, mut i, mut late) = (d_e, due, 0.0f64);
+        loop {
+            let share = ((1.0 - on_track * (1.0 - 1e-9)).max(0.05) * (1.0 + 1e-9) + 1e-12).min(1.0);
+            let next = if i < n { parts[i].0 } else { Time::INFINITY };
+            let span = next - at;
+            if share * span >= need {
+                late += need / share;
+                break;
+            }
+            need -= share * span;
+            late += span;
+            at = next;
+            while i < n && parts[i].0 == next {
+                on_track -= parts[i].1;
+                i += 1;
+            }
+            if i == n {
+                on_track = 0.0;
+            }
+        }
+        let rd_e = (d_e - now) * (1.0 + 1e-12);
+        let lift = (late - RISK_MARGIN) / rd_e * (1.0 - 1e-9);
+        let rd_l = parts[n - 1].0 - now;
+        let over = ((w + RISK_MARGIN - rd_l).max(0.0) / rd_l) * (1.0 + 1e-9);
+        let n1 = (fns.len() + 1) as f64;
+        let slack = 1e-12 * n1 * (2.0 + lift + over);
+        if (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12 {
+            Verdict::NotZero
+        } else {
+            Verdict::Open
+        }
+    }
+
+    /// Bounded node `k`'s parts' [`PartFn`]s, in the order of its parts.
+    pub fn part_fns(&self, k: usize) -> &[PartFn] {
+        debug_assert!(matches!(self.bounds.of[k].2, Filed::Ordered | Filed::Wide));
+        let (start, count) = self.bounds.fn_at[k];
+        &self.bounds.fns[start as usize..(start + count) as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::busy_index::LoadLine;
+    use crate::job::JobSpec;
+    use crate::node_model::NodeState;
+    use crate::policy::test_util::{busy, job, nodes};
+    use crate::policy::{LibraRisk, PolicyConfig};
+
+    /// The index of `view` with bounds from each node's exact load at 0
+    /// (no reports: the parts stand still; the tests decide at 0 only).
+    fn bounded(view: &[NodeState]) -> BusyIndex {
+        let mut ix = BusyIndex::of(view);
+        ix.keep_risk(true);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(view[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: Time::NAN,
+                deadline: p.deadline,
+            }));
+            let q = view[k].required_share(0.0);
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+        ix
+    }
+
+    fn at_zero(j: &JobSpec) -> RiskJob {
+        RiskJob::new(
+            0.0,
+            j.estimate(),
+            j.qos.deadline,
+            j.deadline_abs(),
+            1e-9,
+            true,
+            true,
+        )
+        .expect("numbers in range")
+    }
+
+    #[test]
+    fn an_over_committed_node_is_certainly_not_zero_risk() {
+        // Node 0 holds A: 100 s of work, deadline 250 (q = 0.4). Job B:
+        // RE 120, D 150 (q = 0.8). The shortcut fails (0.4 + 0.8 > 1) and
+        // the projection starts over-committed, Q' = 1.2: A gets 1/3 and B
+        // 2/3 until B's deadline, the earliest, at 150, where B has done
+        // 100 and has 120 (1 - 1/1.2) = 20 s left: its delay is at least
+        // 20 s, its ratio at least 1 + 0.8 (1 - 1/1.2) = 1.1333. All the
+        // work, 220 s, is done by 220 < 250: A, the latest deadline, is on
+        // time (ratio 1). Two values 0.1333 apart among 2: sigma >= 0.1333
+        // / sqrt(4) = 0.0667, far above 1e-9: not zero-risk.
+        let mut view = nodes(2);
+        busy(&mut view[0], 10, 100.0, 250.0);
+        let ix = bounded(&view);
+        let b = job(1, 120.0, 1, 150.0, 1e9);
+        assert_eq!(ix.risk_verdict(0, &at_zero(&b)), Verdict::NotZero);
+        // The projection: from 150, B (overdue) gets the pool 1 - 0.5 and
+        // A its q = 50/100, so B's 20 s end at 190 (ratio 190/150) and A,
+        // alone from then on at share 1, ends at 220 (ratio 1): sigma =
+        // (190/150 - 1) / 2 = 0.1333.
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let s = r.risk(0.0, &view[0], &b).expect("no deadline passed");
+        assert!((s - (190.0 / 150.0 - 1.0) / 2.0).abs() < 1e-9, "{s}");
+        // Node 1 is idle: the block's one busy node is settled whole, by
+        // the block's bounds (its slack, 250 - 100, covers B's 120 s).
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &at_zero(&b), &mut open) && open.is_empty());
+        // From the parts, segment by segment: after 150 A needs at least
+        // its 0.4, so B gets at most 0.6 and its 20 s take at least 33.3 s:
+        // ratio >= 1 + 33.3/150.
+        assert_eq!(ix.risk_refined(0, &at_zero(&b)), Verdict::NotZero);
+
+        // A job of q = 0.5 fits beside A (0.4 + 0.5 <= 1): the shortcut,
+        // zero-risk.
+        let c = job(2, 75.0, 1, 150.0, 1e9);
+        assert_eq!(ix.risk_verdict(0, &at_zero(&c)), Verdict::Zero);
+        assert!(r.zero_risk(0.0, &view[0], &c));
+        assert!(!ix.risk_block(0, &at_zero(&c), &mut open));
+        assert_eq!(ix.risk_refined(0, &at_zero(&c)), Verdict::Zero);
+    }
+
+    #[test]
+    fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
+        // Node 0 holds A (140 s of work) and C (155 s), both due at 300
+        // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
+        // Q' = 1.1833, 1 - 1/Q' = 0.1549: B is due first and has 20 x
+        // 0.1549 = 3.10 s left at 100. All the work, 315 s, may end 15 s
+        // past the latest deadline: A or C may have a ratio of 1.05, more
+        // than B's first bound, 1 + 0.2 x 0.1549 = 1.031. But A and C then
+        // need (each ran at q/Q' < q, its share growing by at least 1 +
+        // 0.1549 x 100/300) at least 0.9833 x 1.0516 = 1.034 > 0.95 of the
+        // node: B, overdue, gets the pool's 0.05 until their deadline 200
+        // s later, so its delay is at least min(20 x 3.10, 3.10 + 0.95 x
+        // 200) = 62 s, its ratio at least 1.62: 0.57 above 1.05, sigma >=
+        // 0.57 / sqrt(6) = 0.23.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 140.0, 300.0);
+        busy(&mut view[0], 11, 155.0, 300.0);
+        let ix = bounded(&view);
+        let b = job(1, 20.0, 1, 100.0, 1e9);
+        assert_eq!(ix.risk_verdict(0, &at_zero(&b)), Verdict::NotZero);
+        assert_eq!(ix.risk_refined(0, &at_zero(&b)), Verdict::NotZero);
+        // The projection: B's 3.10 s at 0.05 take 62 s, so it ends at
+        // 162, ratio 1.62 (A and C then end by 315: ratios <= 1.05).
+        let mut delays = Vec::new();
+        crate::node_model::project_deadline_delays(
+            &view[0],
+            &view[0].new_part(&b, 0.0),
+            0.0,
+            crate::share::SpareRule::Proportional,
+            &mut delays,
+        )
+        .expect("no deadline passed");
+        let q = 0.2 + 140.0 / 300.0 + 155.0 / 300.0;
+        let left = 20.0 * (1.0 - 1.0 / q);
+        assert!(
+            (delays[2] - (100.0 + left / 0.05) / 100.0).abs() < 1e-6,
+            "{delays:?}"
+        );
+        assert!(
+            delays[..2]
+                .iter()
+                .all(|&r| (1.0..=1.05 + 1e-9).contains(&r)),
+            "{delays:?}"
+        );
+        let s = crate::node_model::population_sd(&delays);
+        assert!(s > 0.23, "{s}");
+    }
+
+    #[test]
+    fn identical_delays_and_past_deadlines_are_told_apart() {
+        // Node 0 holds A: 100 s of work, deadline 100 (q = 1); job B the
+        // same. Both are delayed alike (sigma 0, zero-risk by the paper's
+        // definition): the late certificate cannot hold (all the work,
+        // 200 s, ends past the latest deadline by 100 s: A's ratio may be
+        // as high as 2, B's as low as 1.5), so the node is projected.
+        let mut view = nodes(3);
+        busy(&mut view[0], 10, 100.0, 100.0);
+        // Node 2's part has no time left: past its deadline at 0.
+        busy(&mut view[2], 11, 10.0, 1e-7);
+        let ix = bounded(&view);
+        let b = job(1, 100.0, 1, 100.0, 1e9);
+        assert_eq!(ix.risk_verdict(0, &at_zero(&b)), Verdict::Open);
+        assert_eq!(ix.risk_refined(0, &at_zero(&b)), Verdict::Open);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(r.zero_risk(0.0, &view[0], &b));
+        assert_eq!(ix.risk_verdict(2, &at_zero(&b)), Verdict::NotZero);
+        assert!(!r.zero_risk(0.0, &view[2], &b));
+    }
+}
