@@ -100,7 +100,7 @@ impl ManagerCore {
         }
         // LibraRisk's certificates ride on the bounds; the other policies
         // would only pay for their upkeep.
-        self.busy.keep_risk(p.name() == "libra-risk");
+        self.busy.keep_risk(p.reads_risk_certificates());
         let view = &self.view;
         self.busy.rebound(now, |v, from, to, fns| {
             load_bound(&view[v], &reports[v], from, to, fns)

@@ -163,6 +163,13 @@ pub trait AdmissionPolicy: Send {
         false
     }
 
+    /// Whether [`Self::decide_bounded`] reads the busy index's LibraRisk
+    /// certificates ([`crate::busy_index::BusyIndex::keep_risk`]), whose
+    /// upkeep on every change of a node the other policies need not pay.
+    fn reads_risk_certificates(&self) -> bool {
+        false
+    }
+
     /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
     /// is the live view with busy nodes possibly behind `now` (read for
     /// speeds and which nodes hold parts), and `index` keeps every busy

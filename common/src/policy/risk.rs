@@ -108,6 +108,10 @@ impl AdmissionPolicy for LibraRisk {
         self.cfg.risk_order == RiskOrder::NodeOrder
     }
 
+    fn reads_risk_certificates(&self) -> bool {
+        self.decides_bounded()
+    }
+
     fn decide_bounded(
         &mut self,
         now: Time,
