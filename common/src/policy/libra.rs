@@ -238,14 +238,15 @@ mod tests {
         assert_eq!(reason(l.decide(0.0, &n, &j)), RejectReason::Resources);
     }
 
-    /// Libra's nodes run the spare rule it is configured with: a lone job
-    /// (RE 50, D 100, q 0.5) on one node finishes at 50 when the spare
+    /// Libra's nodes (and those of Libra+$ and LibraRisk, which take the
+    /// rule the same way) run the spare rule it is configured with: a lone
+    /// job (RE 50, D 100, q 0.5) on one node finishes at 50 when the spare
     /// goes to it (proportional) and at its deadline, 100, when the spare
     /// stays idle.
     #[test]
     fn nodes_run_the_configured_spare_rule() {
         use crate::node_model::NodeSpec;
-        use crate::policy::{Policy, PolicyConfig};
+        use crate::policy::PolicyConfig;
         use crate::sim::simulate;
         use crate::workload::WorkloadJob;
         let node = [NodeSpec {
@@ -258,14 +259,23 @@ mod tests {
             spec: job(1, 50.0, 1, 100.0, 1e9),
             actual_runtime: 50.0,
         }];
-        for (rule, finish) in [(SpareRule::Proportional, 50.0), (SpareRule::Idle, 100.0)] {
-            let cfg = PolicyConfig {
-                spare_rule: rule,
-                ..PolicyConfig::default()
-            };
-            let o = simulate(&jobs, &node, Policy::Admission(Box::new(Libra::new(cfg))));
-            let end = o.records[0].finish.unwrap();
-            assert!((end - finish).abs() < 1e-6, "{rule:?}: finished at {end}");
+        for name in ["libra", "libra-plus-dollar", "libra-risk"] {
+            for (rule, finish) in [(SpareRule::Proportional, 50.0), (SpareRule::Idle, 100.0)] {
+                let cfg = PolicyConfig {
+                    spare_rule: rule,
+                    ..PolicyConfig::default()
+                };
+                let o = simulate(
+                    &jobs,
+                    &node,
+                    crate::policy::build(name, &cfg, &node).unwrap(),
+                );
+                let end = o.records[0].finish.unwrap();
+                assert!(
+                    (end - finish).abs() < 1e-6,
+                    "{name}, {rule:?}: finished at {end}"
+                );
+            }
         }
     }
 }
