@@ -205,6 +205,14 @@ impl AdmissionPolicy for Warmed {
         self.now().decide_bounded(now, nodes, index, job)
     }
 
+    fn reads_risk_certificates(&self) -> bool {
+        if self.warming.load(Ordering::Relaxed) {
+            self.libra.reads_risk_certificates()
+        } else {
+            self.measured.reads_risk_certificates()
+        }
+    }
+
     fn spare_rule(&self) -> SpareRule {
         self.measured.spare_rule()
     }

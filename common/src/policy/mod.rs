@@ -166,6 +166,9 @@ pub trait AdmissionPolicy: Send {
     /// Whether [`Self::decide_bounded`] reads the busy index's LibraRisk
     /// certificates ([`crate::busy_index::BusyIndex::keep_risk`]), whose
     /// upkeep on every change of a node the other policies need not pay.
+    /// A policy that wraps another must forward it (as the decide bench's
+    /// warm-up wrapper does), or the wrapped LibraRisk decides without
+    /// its certificates, on the slower indexed walk.
     fn reads_risk_certificates(&self) -> bool {
         false
     }
