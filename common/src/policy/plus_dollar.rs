@@ -476,6 +476,19 @@ mod tests {
         // P = 1.0 x 1 + 0.1 x 2.00 = 1.2; cost = 360 x 1.2 = 432.
         assert!((q2.price - 1.2).abs() < 1e-12);
         assert!((q2.cost - 432.0).abs() < 1e-9);
+        // The same node priced with PBase 3, alpha 2, beta 0.5 (equation
+        // 1 with every factor away from 1): PUtil = 2.00 x 3 = 6, P =
+        // 2 x 3 + 0.5 x 6 = 9, cost 360 x 9 = 3240.
+        let cfg = PolicyConfig {
+            pbase: 3.0,
+            alpha: 2.0,
+            beta: 0.5,
+            ..PolicyConfig::default()
+        };
+        let q = LibraPlusDollar::quote(&cfg, 0.0, &n[0], &job(1, 360.0, 1, 7200.0, 1e9)).unwrap();
+        assert!((q.putil - 6.0).abs() < 1e-12, "{q:?}");
+        assert!((q.price - 9.0).abs() < 1e-12, "{q:?}");
+        assert!((q.cost - 3240.0).abs() < 1e-9, "{q:?}");
     }
 
     #[test]
