@@ -917,4 +917,103 @@ mod tests {
         assert_eq!(c.record(2).unwrap().start, Some(60.0));
         assert!(given_up.lock().unwrap().is_empty());
     }
+
+    /// Starts job 1 on resource 2 and job 2 (two resources) on 0-1, asks
+    /// to be called at Batsim time 6, then kills job 2.
+    struct KillSecond;
+
+    impl Exchange for KillSecond {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            let now = msg["now"].as_f64().unwrap();
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => out.push(json!({"timestamp": now, "type": "CALL_ME_LATER", "data": {"timestamp": 6.0}})),
+                    "JOB_SUBMITTED" => {
+                        let id = e["data"]["job_id"].as_str().unwrap();
+                        let alloc = if id == "w0!1" { "2" } else { "0-1" };
+                        out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                            "data": {"job_id": id, "alloc": alloc}}));
+                    }
+                    "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
+                        "data": {"job_ids": ["w0!2"]}})),
+                    _ => {}
+                }
+            }
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    /// A live run's KILL_JOB (Batsim time 6 = 5 here) cancels the killed
+    /// job's two parts on their nodes, takes them off the manager's view
+    /// and ends the job killed at 5; job 1, whose part comes first in the
+    /// part records, runs on and completes normally, whether it completes
+    /// before the kill (at 4) or after (at 10).
+    #[test]
+    fn kill_job_in_a_live_run_cancels_the_jobs_parts() {
+        use crate::admission::{ManagerCore, Output};
+        use crate::protocol::{ManagerMsg, NodeInfo, PartId};
+        for job1_ends in [4.0, 10.0] {
+            let q = BatsimQueue::new(Box::new(KillSecond), 0, 2, "test", 1.0);
+            let mut c = ManagerCore::new(Policy::Queue(Box::new(q)));
+            let info = |local| NodeInfo {
+                local,
+                capacity: 1.0,
+                speed: 1.0,
+                memory_kb: 1 << 20,
+                disk_mb: 1 << 10,
+            };
+            c.register(1, "a", &[info(0), info(1), info(2)]).unwrap();
+            let job = |id, p| WorkloadJob {
+                spec: JobSpec::new(id, 0.0, 100.0, p, 1000.0, 1e9),
+                actual_runtime: 100.0,
+            };
+            let mut out = Vec::new();
+            c.submit(0.0, job(1, 1), &mut out).unwrap();
+            c.submit(0.0, job(2, 2), &mut out).unwrap();
+            assert_eq!(c.record(1).unwrap().nodes, [2]);
+            assert_eq!(c.record(2).unwrap().nodes, [0, 1]);
+            assert_eq!(c.queue_wakeup(), Some(5.0));
+            let p1 = PartId { job: 1, index: 0 };
+            if job1_ends < 5.0 {
+                c.completed(job1_ends, 1, p1, job1_ends, &mut out).unwrap();
+            }
+            out.clear();
+            c.tick(5.0, &mut out);
+            let cancels: Vec<(u64, PartId)> = out
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Send {
+                        link,
+                        msg: ManagerMsg::Cancel { part },
+                    } => Some((*link, *part)),
+                    _ => None,
+                })
+                .collect();
+            let p = |index| PartId { job: 2, index };
+            assert_eq!(cancels, [(1, p(0)), (1, p(1))], "job 1 ends at {job1_ends}");
+            assert!(out.contains(&Output::Finished { job: 2 }));
+            let r = c.record(2).unwrap();
+            assert_eq!(r.finish, Some(5.0));
+            assert_eq!(r.detail, "killed at 5.000 by the scheduler (KILL_JOB)");
+            let (view, _) = c.snapshot(5.0);
+            let held: Vec<usize> = view.iter().map(|n| n.parts.len()).collect();
+            let job1_held = usize::from(job1_ends > 5.0);
+            assert_eq!(held, [0, 0, job1_held], "job 1 ends at {job1_ends}");
+            if job1_ends > 5.0 {
+                out.clear();
+                c.completed(job1_ends, 1, p1, job1_ends, &mut out).unwrap();
+                assert_eq!(out, [Output::Finished { job: 1 }]);
+            }
+            let parts: Vec<(JobId, f64)> =
+                c.part_records().iter().map(|p| (p.job, p.finish)).collect();
+            assert_eq!(parts, [(1, job1_ends), (2, 5.0), (2, 5.0)]);
+            assert_eq!(c.open_jobs(), 0);
+        }
+    }
 }
