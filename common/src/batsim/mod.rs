@@ -969,6 +969,7 @@ mod tests {
                 disk_mb: 1 << 10,
             };
             c.register(1, "a", &[info(0), info(1), info(2)]).unwrap();
+            assert_eq!(c.policy_name(), "batsim");
             let job = |id, p| WorkloadJob {
                 spec: JobSpec::new(id, 0.0, 100.0, p, 1000.0, 1e9),
                 actual_runtime: 100.0,

@@ -599,6 +599,39 @@ pub(crate) mod test_util {
 mod tests {
     use super::RejectReason;
 
+    /// Every registered policy answers to the name it is registered by
+    /// (what runs, results and the manager's status name it by), and the
+    /// registry lists the thirteen of docs/policies.md once each. The
+    /// external scheduler (`batsim`) needs a scheduler to be built: its
+    /// name is checked in `batsim`'s tests.
+    #[test]
+    fn every_policy_answers_to_its_registered_name() {
+        let specs = super::test_util::specs(4);
+        let names: Vec<&str> = super::REGISTRY.iter().map(|e| e.name).collect();
+        assert_eq!(
+            names,
+            [
+                "libra",
+                "libra-risk",
+                "libra-plus-dollar",
+                "libra-sla",
+                "edf",
+                "fcfs-bf",
+                "sjf-bf",
+                "edf-bf",
+                "qops",
+                "vqops",
+                "dvqops",
+                "batsim",
+                "fifo"
+            ]
+        );
+        for name in names.into_iter().filter(|&n| n != "batsim") {
+            let p = super::build(name, &super::PolicyConfig::default(), &specs).unwrap();
+            assert_eq!(p.name(), name);
+        }
+    }
+
     #[test]
     fn a_reject_reason_prints_as_its_stable_name() {
         // What the reports, the CLI and the protocol show, in report order.

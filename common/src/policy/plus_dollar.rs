@@ -491,6 +491,26 @@ mod tests {
         assert!((q.cost - 3240.0).abs() < 1e-9, "{q:?}");
     }
 
+    /// `libratory quote` lists only the nodes that pass both filters. Job
+    /// RE 50, D 100 (q 0.5), 1 KB of memory: node 0 has no memory; node
+    /// 1 holds a part of q 0.9 due in 10 s (0.9 + 0.5 > 1: it fails the
+    /// deadline filter, though its RESFree, 100 - 9 - 50 = 41, would
+    /// price it); node 2 is empty: RESFree 50, PUtil 2, P 1.2.
+    #[test]
+    fn quotes_list_the_nodes_that_pass_both_filters() {
+        let mut n = nodes(3);
+        n[0].spec.memory_kb = 0;
+        busy(&mut n[1], 10, 9.0, 10.0);
+        let mut j = job(1, 50.0, 1, 100.0, 1e9);
+        j.resources.memory_kb = 1;
+        let q = LibraPlusDollar::new(PolicyConfig::default()).quotes(0.0, &n, &j);
+        let got: Vec<(usize, f64, f64)> = q.iter().map(|q| (q.node, q.res_free, q.price)).collect();
+        assert_eq!(got.len(), 1, "{q:?}");
+        assert_eq!(got[0].0, 2);
+        assert!((got[0].1 - 50.0).abs() < 1e-12 && (got[0].2 - 1.2).abs() < 1e-12);
+        assert!((LibraPlusDollar::res_free(0.0, &n[1], &j) - 41.0).abs() < 1e-12);
+    }
+
     #[test]
     fn committed_work_is_clipped_to_the_window() {
         // A part with q 0.5 and 1000 s to its deadline commits only
