@@ -551,4 +551,33 @@ mod tests {
             .collect();
         assert_eq!(sent, [(8, true), (9, false)]);
     }
+
+    /// A job that needs memory is decided on the nodes that have it, from
+    /// the bounds or not: Libra+$ (best fit, the fullest node first) puts
+    /// job 1 (q 0.5) on node 0, which has no memory; job 2 (q 0.3, 1 KB)
+    /// cannot go there and takes node 1, the lowest of the empty nodes
+    /// with memory.
+    #[test]
+    fn a_job_that_needs_memory_goes_to_a_node_that_has_it() {
+        let p = policy::build("libra-plus-dollar", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.bounded_from = 0;
+        let infos: Vec<NodeInfo> = (0..4)
+            .map(|local| NodeInfo {
+                local,
+                capacity: 1.0,
+                speed: 1.0,
+                memory_kb: if local == 0 { 0 } else { 1 << 20 },
+                disk_mb: 1 << 10,
+            })
+            .collect();
+        c.register(1, "a", &infos).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 50.0, 100.0), &mut out).unwrap();
+        assert_eq!(c.record(1).unwrap().nodes, [0]);
+        let mut j = job(2, 30.0, 100.0);
+        j.spec.resources.memory_kb = 1;
+        c.submit(0.0, j, &mut out).unwrap();
+        assert_eq!(c.record(2).unwrap().nodes, [1]);
+    }
 }
