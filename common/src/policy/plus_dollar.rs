@@ -561,4 +561,22 @@ mod tests {
             d => panic!("{d:?}"),
         }
     }
+
+    /// An empty node's price depends on its speed: job RE 50, D 100 on
+    /// an empty node of speed 2 needs 25 s (RESFree 75) and on one of
+    /// speed 1 needs 50 s (RESFree 50, PUtil 2, P 1.2). Best fit takes
+    /// the smaller RESFree, node 1 (speed 1, after the speed-2 node 0),
+    /// and charges 50 x 1.2 = 60.
+    #[test]
+    fn empty_nodes_of_two_speeds_are_priced_apart() {
+        let mut n = nodes(2);
+        n[0].spec.speed = 2.0;
+        let mut p = LibraPlusDollar::new(PolicyConfig::default());
+        let a = match p.decide(0.0, &n, &job(1, 50.0, 1, 100.0, 1e9)) {
+            Decision::Accept(a) => a,
+            d => panic!("{d:?}"),
+        };
+        assert_eq!(a.nodes, [1]);
+        assert!((a.cost - 60.0).abs() < 1e-9, "{a:?}");
+    }
 }
