@@ -567,6 +567,10 @@ mod tests {
         assert_eq!(moved, [(7, 1, 60.0), (8, 1, 60.0), (8, 2, 30.0)]);
         assert_eq!(c.record(8).unwrap().nodes, [1, 2]);
         assert_eq!(c.record(7).unwrap().nodes, [1]);
+        // Job 8 has two parts, and no job comes after it: a third is not
+        // waiting (nor anything at all).
+        assert!(!c.adopted_part_waiting(8, 2));
+        assert!(!c.adopted_part_waiting(9, 0));
     }
 
     /// A report that cannot be an adopted part coming back is refused:
