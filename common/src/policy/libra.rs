@@ -3,7 +3,7 @@
 //! deadline-based proportional-share test on every node, then best fit.
 
 use super::steps::{
-    best_fit_filter_bounded, budget_permit, resource_deadline_filter,
+    best_fit_filter_bounded, bounds_apply, budget_permit, resource_deadline_filter,
     resource_deadline_filter_indexed, too_many_processors, top_k, Better,
 };
 use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
@@ -69,12 +69,7 @@ impl AdmissionPolicy for Libra {
     ) -> Option<Decision> {
         // Least loaded would walk the other end of the order; it keeps the
         // indexed walk.
-        if self.cfg.placement != Placement::BestFit
-            || job.resources.memory_kb != 0
-            || job.resources.disk_mb != 0
-            || index.speeds() != 1
-            || !index.bounded()
-        {
+        if self.cfg.placement != Placement::BestFit || !bounds_apply(nodes, index, job) {
             return None;
         }
         let d = self.decide_with(nodes, job, |cands| {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
 
 use super::steps::{
-    load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed, too_few_in_time,
-    too_many_processors, top_k, Better, SHARE_SUM_EPS,
+    bounds_apply, load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed,
+    too_few_in_time, too_many_processors, top_k, Better, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::busy_index::{class_width, BusyIndex, WIDTH_CLASSES};
@@ -187,12 +187,7 @@ impl AdmissionPolicy for LibraPlusDollar {
         index: &BusyIndex,
         job: &JobSpec,
     ) -> Option<Decision> {
-        if job.resources.memory_kb != 0
-            || job.resources.disk_mb != 0
-            || index.speeds() != 1
-            || nodes.is_empty()
-            || !index.bounded()
-        {
+        if !bounds_apply(nodes, index, job) {
             return None;
         }
         let window = job.qos.deadline;

@@ -4,8 +4,8 @@
 //! of all its parts, the new one included.
 
 use super::steps::{
-    budget_permit, idle_groups_stand_in, idle_stand_ins, load_if_fits, resource_filter,
-    too_many_processors, top_k, Better,
+    bounds_apply, budget_permit, idle_groups_stand_in, idle_stand_ins, load_if_fits,
+    resource_filter, too_many_processors, top_k, Better,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
 use crate::busy_index::{BusyIndex, RiskJob, Verdict, RISK_BLOCK};
@@ -233,11 +233,7 @@ impl LibraRisk {
         job: &JobSpec,
     ) -> Option<Decision> {
         if self.cfg.risk_order != RiskOrder::NodeOrder
-            || job.resources.memory_kb != 0
-            || job.resources.disk_mb != 0
-            || index.speeds() != 1
-            || nodes.is_empty()
-            || !index.bounded()
+            || !bounds_apply(nodes, index, job)
             || !index.risk_kept()
         {
             return None;

@@ -27,6 +27,19 @@ use crate::time::{Time, KEY_TIE_EPS};
 /// for the last bit of rounding.
 pub const SHARE_SUM_EPS: f64 = 1e-9;
 
+/// Whether a decision from the busy index's bounds can stand for the
+/// plain scan's for `job`: the bounds and lines are kept for one node
+/// speed, for a job that needs no memory or disk (whose checks differ
+/// from node to node), and only while they are up to date. Otherwise the
+/// policy decides on the snapshot brought up to date.
+pub fn bounds_apply(nodes: &[NodeState], index: &BusyIndex, job: &JobSpec) -> bool {
+    job.resources.memory_kb == 0
+        && job.resources.disk_mb == 0
+        && index.speeds() == 1
+        && !nodes.is_empty()
+        && index.bounded()
+}
+
 /// Filter: indices of the nodes with the memory and disk one part needs.
 pub fn with_resources(nodes: &[NodeState], job: &JobSpec, out: &mut Vec<usize>) {
     out.clear();
