@@ -316,17 +316,8 @@ mod tests {
     use crate::policy::{self, PolicyConfig};
     use crate::protocol::{ManagerMsg, NodeInfo};
 
+    use super::super::tests::info;
     use super::*;
-
-    fn info(local: u32) -> NodeInfo {
-        NodeInfo {
-            local,
-            capacity: 1.0,
-            speed: 1.0,
-            memory_kb: 1 << 20,
-            disk_mb: 1 << 10,
-        }
-    }
 
     fn job(id: JobId, submit: f64, re: f64, p: u32, d: f64) -> WorkloadJob {
         WorkloadJob {

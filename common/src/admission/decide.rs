@@ -412,6 +412,7 @@ mod tests {
     use crate::policy::{self, PolicyConfig};
     use crate::protocol::NodeInfo;
 
+    use super::super::tests::info;
     use super::*;
 
     fn job(id: JobId, re: f64, d: f64) -> WorkloadJob {
@@ -424,15 +425,7 @@ mod tests {
     fn libra_on_four_nodes() -> ManagerCore {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
         let mut c = ManagerCore::new(p);
-        let infos: Vec<NodeInfo> = (0..4)
-            .map(|local| NodeInfo {
-                local,
-                capacity: 1.0,
-                speed: 1.0,
-                memory_kb: 1 << 20,
-                disk_mb: 1 << 10,
-            })
-            .collect();
+        let infos: Vec<NodeInfo> = (0..4).map(info).collect();
         c.register(1, "a", &infos).unwrap();
         c
     }
@@ -564,11 +557,8 @@ mod tests {
         c.bounded_from = 0;
         let infos: Vec<NodeInfo> = (0..4)
             .map(|local| NodeInfo {
-                local,
-                capacity: 1.0,
-                speed: 1.0,
                 memory_kb: if local == 0 { 0 } else { 1 << 20 },
-                disk_mb: 1 << 10,
+                ..info(local)
             })
             .collect();
         c.register(1, "a", &infos).unwrap();

@@ -308,6 +308,7 @@ mod tests {
     use crate::policy::{self, PolicyConfig};
     use crate::protocol::NodeInfo;
 
+    use super::super::tests::info;
     use super::*;
 
     fn job(id: JobId, re: f64, d: f64) -> WorkloadJob {
@@ -325,15 +326,7 @@ mod tests {
     fn a_node_lost_alone_and_back_says_what_it_was() {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
         let mut c = ManagerCore::new(p);
-        let infos: Vec<NodeInfo> = (0..2)
-            .map(|local| NodeInfo {
-                local,
-                capacity: 1.0,
-                speed: 1.0,
-                memory_kb: 1 << 20,
-                disk_mb: 1 << 10,
-            })
-            .collect();
+        let infos: Vec<NodeInfo> = (0..2).map(info).collect();
         c.register(1, "a", &infos).unwrap();
         let mut out = Vec::new();
         c.submit(0.0, job(1, 50.0, 100.0), &mut out).unwrap();

@@ -6,7 +6,9 @@ use crate::protocol::{Dispatch, NodeInfo, PartId, PartProgress, QuoteAnswer};
 
 use super::*;
 
-fn info(local: u32) -> NodeInfo {
+/// A node of speed 1 with room for any test job (shared by the
+/// admission modules' own tests).
+pub(super) fn info(local: u32) -> NodeInfo {
     NodeInfo {
         local,
         capacity: 1.0,
