@@ -3,7 +3,7 @@
 now (after new tests), one at a time, in place, and says of each whether
 the libratory-common tests now catch it.
 
-    scripts/mutants-recheck.py MISSED_TXT [--window N]
+    scripts/mutants-recheck.py MISSED_TXT [--window N] [--only TEST]
 
 MISSED_TXT is a run's `mutants.out/missed.txt` (scripts/mutants.sh writes
 them under $MUTANTS_OUT/<module>/). Each line names a mutant by file, line,
@@ -12,7 +12,10 @@ column and description; the same mutant is found in the tree's own list
 its line at most N (default 10) below the recorded one, since code added
 above it since the run moves it down. Its diff is applied, `cargo test -p
 libratory-common --tests` runs, and the diff is taken back out. Output:
-one line per mutant, CAUGHT, MISSED, UNVIABLE or NOMATCH.
+one line per mutant, CAUGHT, MISSED, UNVIABLE or NOMATCH. With `--only
+TEST`, only the tests whose names contain TEST run (a quick first look at
+what a new test catches; a mutant it misses may still be caught by the
+rest, so a final verdict is a run without it).
 
 Why not `scripts/mutants.sh -- -F ...`: that rebuilds the crate in its own
 copy, minutes before the first mutant on this 2-core machine; this reuses
@@ -34,6 +37,11 @@ def main():
     if "--window" in args:
         i = args.index("--window")
         window = int(args[i + 1])
+        del args[i : i + 2]
+    only = []
+    if "--only" in args:
+        i = args.index("--only")
+        only = ["--", args[i + 1]]
         del args[i : i + 2]
     if len(args) != 1:
         sys.exit(__doc__)
@@ -80,7 +88,7 @@ def main():
         subprocess.run(["patch", "-s", path], input=diff, text=True, check=True)
         try:
             t = subprocess.run(
-                ["cargo", "test", "-p", "libratory-common", "--tests"],
+                ["cargo", "test", "-p", "libratory-common", "--tests", *only],
                 capture_output=True,
                 text=True,
             )

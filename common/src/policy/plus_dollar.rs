@@ -378,6 +378,8 @@ fn filter_bounded(
     }
     // A busy node that fits: a candidate, priced exactly.
     let mut exact = |n: usize, best: &mut BinaryHeap<u64>| {
+        #[cfg(test)]
+        PRICED_EXACTLY.with(|c| c.set(c.get() + 1));
         let load = index.exact_load(n, now) + add;
         if load > limit {
             return;
@@ -405,6 +407,8 @@ fn filter_bounded(
         let widest = class_width(class);
         // Room for rounding in the share test's start, as Libra's walk.
         for (lo, n, line) in index.by_lower_bound_desc(class, limit - add + 1e-9) {
+            #[cfg(test)]
+            ENTRIES_MET.with(|c| c.set(c.get() + 1));
             if lo + add > limit {
                 // Its load is at least `lo`: it fails the share test.
                 continue;
@@ -446,6 +450,13 @@ thread_local! {
     /// Nodes [`filter_bounded`] settled from their line alone (tests
     /// check the path ran).
     pub(crate) static LINE_PRICED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Entries of the order by lower bound [`filter_bounded`] met: the
+    /// walk's length, which its stop keeps short (tests check where it
+    /// stops).
+    static ENTRIES_MET: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Busy nodes [`filter_bounded`] priced from their parts (the work
+    /// its bounds save).
+    static PRICED_EXACTLY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -573,5 +584,151 @@ mod tests {
         };
         assert_eq!(a.nodes, [1]);
         assert!((a.cost - 60.0).abs() < 1e-9, "{a:?}");
+    }
+
+    /// Libra+$'s walk from the bounds, worked by hand: which nodes it
+    /// meets, settles from their line, prices exactly, and where it
+    /// stops. Job RE 10, D 100, P 1 on speed-1 nodes: its share is
+    /// `add` = 0.1, the share test's limit 1 + 1e-9, RESFree = 90 -
+    /// committed. Every bound and line is exact unless said (lo = hi =
+    /// line = the load, remaining-time bound = the remaining time), so
+    /// the walk's floors are the RESFree less the rounding room
+    /// (~1e-7). Node by node, in the walk's order (class 0, the
+    /// narrowest, first; then 8 and 9):
+    /// - n0, load 0.95: above the walk's start (`limit - add + 1e-9`),
+    ///   never met.
+    /// - n10, idle: RESFree 90 is the k-th (P = 1) before the walk.
+    /// - n1: a lower bound 5e-10 past `limit - add` (inside the start's
+    ///   1e-9 of room, so met) with load 0.900001: it fails the share
+    ///   test on its lower bound (met, nothing else).
+    /// - n2: load exactly `limit - add` (1 s to its deadline, so its
+    ///   load is its remaining time): with the job exactly at the limit,
+    ///   which passes. Priced exactly: committed 0.9, RESFree 89.1,
+    ///   the k-th now.
+    /// - n3: load 0.85, 8.5 s left in 10 s: committed 8.5 (all of it
+    ///   inside the window), RESFree 81.5: priced (its floor, 81.5, is
+    ///   not above 89.1), the k-th now.
+    /// - n4: load 0.65, 6.5 s left in 10 s: its line bounds the
+    ///   committed time by min(100 x 0.65, 6.5) = 6.5, floor 83.5 >
+    ///   81.5: settled from its line.
+    /// - n5: load 0.6 with its deadline at 100 s: committed 60, RESFree
+    ///   30, priced, the k-th now.
+    /// - n6: load 0.5: no node of its class left can have a RESFree
+    ///   below 100 - 100 x (0.5 + 0.02/512) - 10 = 39.996 > 30: the walk
+    ///   of class 0 stops there (met), n7 (load 0.3) unseen.
+    /// - n8 (class 8): bound [0.595, 0.604], line 0.5955 +- 0.0005, 119.1
+    ///   s left by 200 s: the class's floor 100 - 100 x (0.595 + 0.01) -
+    ///   10 = 29.5 does not stop the walk, but its line's, 100 - 100 x
+    ///   0.596 - 10 = 30.4 (the window, not its 119.1 s left, binding),
+    ///   settles it (its RESFree is 30.45).
+    /// - n9 (class 9): bound [0.89, 0.905], line 0.901 +- 0.0005: the
+    ///   line's lowest load, 0.9005, fails the share test: settled.
+    ///
+    /// So: 8 entries met, 3 settled from the line (n4, n8, n9), 3 priced
+    /// exactly (n2, n3, n5); candidates the idle n10 and n2, n3, n5; the
+    /// choice n5 at 10 x (1 + 0.1 x 100 / 30) = 13.333, the plain scan's.
+    #[test]
+    fn the_bounded_walk_prices_only_what_can_matter() {
+        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        use crate::policy::steps::SHARE_SUM_EPS;
+        let j = job(1, 10.0, 1, 100.0, 1e9);
+        let (add, limit) = (0.1, 1.0 + SHARE_SUM_EPS);
+        let at_limit = limit - add;
+        let past_start = at_limit + 5e-10;
+        // The float cases the walk's edges are about, as they stand.
+        assert_eq!(at_limit + add, limit);
+        assert!(past_start + add > limit && past_start <= at_limit + 1e-9);
+        let mut n = nodes(11);
+        // (remaining, deadline) of each busy node's one part.
+        let parts = [
+            (95.0, 100.0),
+            (90.0001, 100.0),
+            (at_limit, 1.0),
+            (8.5, 10.0),
+            (6.5, 10.0),
+            (60.0, 100.0),
+            (50.0, 100.0),
+            (30.0, 100.0),
+            (119.1, 200.0),
+            (90.1, 100.0),
+        ];
+        for (k, &(rem, dt)) in parts.iter().enumerate() {
+            busy(&mut n[k], k as u64, rem, dt);
+        }
+        // (lo, hi, line's load, line's half width) where not exact.
+        let bound = |k: usize| match k {
+            1 => (past_start, 0.900001, 0.900001, 0.0),
+            8 => (0.595, 0.604, 0.5955, 0.0005),
+            9 => (0.89, 0.905, 0.901, 0.0005),
+            _ => {
+                let l = n[k].required_share(0.0);
+                (l, l, l, 0.0)
+            }
+        };
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(n[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: f64::NAN,
+                deadline: p.deadline,
+            }));
+            let (lo, hi, v0, err) = bound(k);
+            LoadBound {
+                lo,
+                hi,
+                line: LoadLine {
+                    t0: 0.0,
+                    v0,
+                    slope: 0.0,
+                    err,
+                    rem0: n[k].parts[0].est_cpu,
+                    rem_slope: 0.0,
+                },
+            }
+        });
+        for k in 0..10 {
+            let (lo, hi, _, _) = bound(k);
+            let load = ix.exact_load(k, 0.0);
+            assert!(
+                lo <= load && load <= hi,
+                "node {k}: {load} outside its bound"
+            );
+        }
+        let (met, line, exact) = (
+            ENTRIES_MET.with(|c| c.get()),
+            LINE_PRICED.with(|c| c.get()),
+            PRICED_EXACTLY.with(|c| c.get()),
+        );
+        let mut out = Vec::new();
+        let cfg = PolicyConfig::default();
+        assert_eq!(filter_bounded(&cfg, 0.0, &n, &ix, &j, &mut out), None);
+        assert_eq!(ENTRIES_MET.with(|c| c.get()) - met, 8, "entries met");
+        assert_eq!(
+            LINE_PRICED.with(|c| c.get()) - line,
+            3,
+            "settled from the line"
+        );
+        assert_eq!(
+            PRICED_EXACTLY.with(|c| c.get()) - exact,
+            3,
+            "priced exactly"
+        );
+        let got: Vec<usize> = out.iter().map(|c| c.0).collect();
+        assert_eq!(got, [2, 3, 5, 10]);
+        assert_eq!(out[0].1, limit);
+        let mut p = LibraPlusDollar::new(cfg);
+        let bounded = p
+            .decide_bounded(0.0, &n, &ix, &j)
+            .expect("the bounds apply");
+        match &bounded {
+            Decision::Accept(a) => {
+                assert_eq!(a.nodes, [5]);
+                assert!((a.cost - 40.0 / 3.0).abs() < 1e-9, "{a:?}");
+            }
+            d => panic!("{d:?}"),
+        }
+        assert_eq!(bounded, p.decide(0.0, &n, &j));
     }
 }
