@@ -9,8 +9,8 @@ MISSED_TXT is a run's `mutants.out/missed.txt` (scripts/mutants.sh writes
 them under $MUTANTS_OUT/<module>/). Each line names a mutant by file, line,
 column and description; the same mutant is found in the tree's own list
 (`cargo mutants --list --json --diff`) by file, column and description,
-its line at most N (default 10) below the recorded one, since code added
-above it since the run moves it down. Its diff is applied, `cargo test -p
+its line at most N (default 10) away from the recorded one, since code
+added or taken out above it since the run moves it. Its diff is applied, `cargo test -p
 libratory-common --tests` runs, and the diff is taken back out. Output:
 one line per mutant, CAUGHT, MISSED, UNVIABLE or NOMATCH. With `--only
 TEST`, only the tests whose names contain TEST run (a quick first look at
@@ -79,7 +79,7 @@ def main():
             if x["file"] == path
             and x["name"].split(": ", 1)[1] == desc
             and x["span"]["start"]["column"] == col
-            and 0 <= x["span"]["start"]["line"] - lineno <= window
+            and abs(x["span"]["start"]["line"] - lineno) <= window
         ]
         if len(cands) != 1:
             print(f"{line} NOMATCH ({len(cands)} candidates)", flush=True)
