@@ -630,6 +630,15 @@ mod tests {
             nodes
         }
 
+        fn take(&mut self, node: usize) -> bool {
+            if !self.free.get(node).is_some_and(|f| *f) {
+                return false;
+            }
+            self.free[node] = false;
+            self.n_free -= 1;
+            true
+        }
+
         fn release(&mut self, nodes: &[usize]) {
             for &n in nodes {
                 if self.usable[n] {
@@ -680,6 +689,16 @@ mod tests {
                         let busy = held.iter().any(|h| h.contains(&node));
                         pool.set_available(node, true, busy);
                         flags.set_available(node, true, busy);
+                    }
+                    9 => {
+                        // One given node taken (an adopted job's part
+                        // holding its node), free or not, or past the end.
+                        let node = rng.random_range(0..=flags.usable.len());
+                        let took = pool.take(node);
+                        assert_eq!(took, flags.take(node), "{what}: take {node}");
+                        if took {
+                            held.push(vec![node]);
+                        }
                     }
                     8 if !flags.usable.is_empty() => {
                         // A node dying.
