@@ -716,6 +716,35 @@ mod tests {
         }
     }
 
+    /// Two nodes of speed 2: EASY plans a job of RE 100 to run 50 s.
+    /// Node 1 dies and comes back (a live node re-registering) before
+    /// any job: the plan stays on speed 2. A (1 proc, RE 100) starts at 0
+    /// on node 0, planned to end at 50; B (2 procs) waits for it, shadow
+    /// 50, no extra node. C (1 proc, RE 92) at t = 5 would end at 5 + 46
+    /// = 51 > 50: not backfilled. (Planned on speed 1, A would end at 100
+    /// and C at 97: backfilled.)
+    #[test]
+    fn a_node_coming_back_keeps_the_plan_on_the_slowest_speed() {
+        let specs: Vec<NodeSpec> = specs(2)
+            .into_iter()
+            .map(|s| NodeSpec { speed: 2.0, ..s })
+            .collect();
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &PolicyConfig::default(), &specs);
+        p.set_node_available(1, false);
+        p.set_node_available(1, true);
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 1, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0])]);
+        out.clear();
+        p.submit(1.0, &at(job(2, 10.0, 2, 1e6, 1e9), 1.0));
+        p.schedule(1.0, &mut out);
+        p.submit(5.0, &at(job(3, 92.0, 1, 1e6, 1e9), 5.0));
+        p.schedule(5.0, &mut out);
+        assert_eq!(started(&out), vec![]);
+        assert_eq!(p.queued(), 2);
+    }
+
     #[test]
     fn easy_backfills_only_what_does_not_delay_the_head() {
         // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
