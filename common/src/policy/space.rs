@@ -24,7 +24,6 @@ struct Waiting {
     estimate: f64,
     deadline: Time,
     submit: Time,
-    seq: u64,
     /// Started in the current scheduling pass, to be taken out of the
     /// queue at its end (see [`SpaceState::launch`]).
     started: bool,
@@ -170,7 +169,6 @@ struct SpaceState {
     /// At most the earliest deadline in the queue: while `now` is not
     /// past it, no waiting job has lapsed and the queue is not walked.
     earliest_deadline: Time,
-    seq: u64,
     slowest: f64,
     pbase: f64,
 }
@@ -184,7 +182,6 @@ impl SpaceState {
             sorted: true,
             ends: Vec::new(),
             earliest_deadline: Time::INFINITY,
-            seq: 0,
             slowest: nodes.iter().map(|n| n.speed).fold(f64::INFINITY, f64::min),
             pbase: cfg.pbase,
         }
@@ -215,7 +212,6 @@ impl SpaceState {
                 ),
             });
         }
-        self.seq += 1;
         self.queue.push(Waiting {
             id: job.id,
             procs: job.processors(),
@@ -223,7 +219,6 @@ impl SpaceState {
             estimate: job.estimate(),
             deadline: job.deadline_abs(),
             submit: job.details.submit_time,
-            seq: self.seq,
             started: false,
         });
         self.sorted = false;
@@ -426,9 +421,10 @@ impl Backfill {
             BackfillOrder::Sjf => w.estimate,
             BackfillOrder::Edf => w.deadline,
         };
-        self.st
-            .queue
-            .sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.seq.cmp(&b.seq)));
+        // Stable: every change to the queue (a job pushed at its end, a
+        // job taken out) keeps its order, so jobs of equal key stay in
+        // arrival order.
+        self.st.queue.sort_by(|a, b| key(a).total_cmp(&key(b)));
     }
 }
 
@@ -510,9 +506,10 @@ impl QueuePolicy for Edf {
     space_state_queue!();
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        // Stable, as Backfill's: equal deadlines in arrival order.
         self.st
             .queue
-            .sort_by(|a, b| a.deadline.total_cmp(&b.deadline).then(a.seq.cmp(&b.seq)));
+            .sort_by(|a, b| a.deadline.total_cmp(&b.deadline));
         while let Some(head) = self.st.queue.first() {
             if now > head.deadline + TIME_EPS {
                 let detail = format!(
@@ -743,6 +740,25 @@ mod tests {
         p.schedule(5.0, &mut out);
         assert_eq!(started(&out), vec![]);
         assert_eq!(p.queued(), 2);
+    }
+
+    /// A resumed manager's adopted job holds both nodes of a 2-node
+    /// cluster, one part each: a 2-processor job waits; once the adopted
+    /// job finishes, both nodes are free again and it starts on them. A
+    /// node already held cannot be held twice.
+    #[test]
+    fn an_adopted_job_holds_its_nodes_until_it_finishes() {
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &PolicyConfig::default(), &specs(2));
+        assert!(p.hold_node(7, 0, 50.0));
+        assert!(p.hold_node(7, 1, 60.0));
+        assert!(!p.hold_node(8, 1, 60.0));
+        let mut out = Vec::new();
+        p.submit(1.0, &at(job(1, 10.0, 2, 1e6, 1e9), 1.0));
+        p.schedule(1.0, &mut out);
+        assert_eq!(started(&out), vec![]);
+        p.finished(55.0, 7);
+        p.schedule(55.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0, 1])]);
     }
 
     #[test]
