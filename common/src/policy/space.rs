@@ -761,6 +761,29 @@ mod tests {
         assert_eq!(started(&out), vec![(1, vec![0, 1])]);
     }
 
+    /// A space-shared job pays its estimate at the base price: RE 10 s
+    /// at PBase 2.5 costs 25 (FCFS-BF and EDF alike).
+    #[test]
+    fn a_started_job_pays_its_estimate_at_the_base_price() {
+        let cfg = PolicyConfig {
+            pbase: 2.5,
+            ..PolicyConfig::default()
+        };
+        let mut policies: [Box<dyn QueuePolicy>; 2] = [
+            Box::new(Backfill::new(BackfillOrder::Fcfs, &cfg, &specs(1))),
+            Box::new(Edf::new(&cfg, &specs(1))),
+        ];
+        for p in &mut policies {
+            let mut out = Vec::new();
+            p.submit(0.0, &at(job(1, 10.0, 1, 1e6, 1e9), 0.0));
+            p.schedule(0.0, &mut out);
+            match out.as_slice() {
+                [QueueAction::Start { cost, .. }] => assert_eq!(*cost, 25.0, "{}", p.name()),
+                other => panic!("{}: {other:?}", p.name()),
+            }
+        }
+    }
+
     #[test]
     fn easy_backfills_only_what_does_not_delay_the_head() {
         // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
