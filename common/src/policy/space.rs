@@ -784,6 +784,39 @@ mod tests {
         }
     }
 
+    /// A waiting job lapses only beyond TIME_EPS past its deadline. One
+    /// node, busy with A; B waits with its deadline at 10, C at 5. At
+    /// 10 + TIME_EPS C has lapsed and is dropped, B is exactly at its
+    /// tolerance and stays; at 10 + 3e-6 B is dropped too.
+    #[test]
+    fn a_waiting_job_lapses_only_past_its_deadline_and_tolerance() {
+        use crate::time::TIME_EPS;
+        let dropped = |out: &[QueueAction]| -> Vec<JobId> {
+            out.iter()
+                .filter_map(|a| match a {
+                    QueueAction::Drop { job, reject } => {
+                        assert_eq!(reject.reason, RejectReason::Expired);
+                        Some(*job)
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &PolicyConfig::default(), &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 1, 1e6, 1e9), 0.0));
+        p.submit(0.0, &at(job(2, 1.0, 1, 10.0, 1e9), 0.0));
+        p.submit(0.0, &at(job(3, 1.0, 1, 5.0, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0])]);
+        out.clear();
+        p.schedule(10.0 + TIME_EPS, &mut out);
+        assert_eq!(dropped(&out), [3]);
+        out.clear();
+        p.schedule(10.0 + 3e-6, &mut out);
+        assert_eq!(dropped(&out), [2]);
+    }
+
     #[test]
     fn easy_backfills_only_what_does_not_delay_the_head() {
         // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
