@@ -817,6 +817,23 @@ mod tests {
         assert_eq!(dropped(&out), [2]);
     }
 
+    /// A head that no longer fits (a node died after it queued) has no
+    /// shadow time: EASY then backfills around it. Three nodes; A (1
+    /// proc) runs on node 0; B (3 procs) waits; node 2 dies: B needs 3 of
+    /// the 2 usable nodes. C (1 proc, RE 1000) starts on node 1 at once.
+    #[test]
+    fn easy_backfills_around_a_head_that_no_longer_fits() {
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &PolicyConfig::default(), &specs(3));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 1, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        p.submit(1.0, &at(job(2, 10.0, 3, 1e6, 1e9), 1.0));
+        p.set_node_available(2, false);
+        p.submit(2.0, &at(job(3, 1000.0, 1, 1e6, 1e9), 2.0));
+        p.schedule(2.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0]), (3, vec![1])]);
+    }
+
     #[test]
     fn easy_backfills_only_what_does_not_delay_the_head() {
         // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
