@@ -443,7 +443,8 @@ impl LibraSla {
             if best.len() == p {
                 let kth = best.peek().map_or(f64::NAN, |b| b.0 .0);
                 let bound = key + ret_new;
-                // NaN (an infinite bound less an infinite room) never stops.
+                // A bound of -inf plus its room is NaN: never a stop (the
+                // node is walked, which is always safe).
                 if bound + BOUND_ROOM * bound.abs() < kth - KEY_TIE_EPS {
                     stop = Some((kth, k));
                     break;
@@ -474,7 +475,7 @@ impl LibraSla {
             }
         }
         self.best = best;
-        // The walk by index order, as the scan yields candidates.
+        // In node order, as the scan yields its candidates.
         self.cands.sort_unstable_by_key(|c| c.0);
         Some(self.choose(job, hard, lower, delayed))
     }
