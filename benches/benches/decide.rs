@@ -213,6 +213,14 @@ impl AdmissionPolicy for Warmed {
         }
     }
 
+    fn reads_return_order(&self) -> bool {
+        if self.warming.load(Ordering::Relaxed) {
+            self.libra.reads_return_order()
+        } else {
+            self.measured.reads_return_order()
+        }
+    }
+
     fn spare_rule(&self) -> SpareRule {
         self.measured.spare_rule()
     }

@@ -34,7 +34,9 @@
 //! remaining time ([`LoadLine::rem_bound`]). For LibraRisk in node order
 //! the bounds also keep, per node and per block of 64 nodes, the numbers
 //! its certificates of zero risk and non-zero risk need (module `risk`),
-//! so that its walk projects only the few nodes they leave open.
+//! so that its walk projects only the few nodes they leave open. For
+//! LibraSLA it keeps the busy nodes ordered by the sum of their parts'
+//! returns (module `returns`), a bound on a node's return with a new part.
 //!
 //! Indices are the view's (`ManagerCore`'s snapshot), not global node ids.
 
@@ -42,7 +44,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
 
+mod returns;
 mod risk;
+use returns::Returns;
 pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
 use crate::node_model::NodeState;
@@ -134,6 +138,9 @@ pub struct BusyIndex {
     /// Bounds on the busy nodes' loads (kept once [`Self::rebound`] was
     /// first called; the simulator never does).
     bounds: Bounds,
+    /// The busy nodes by their parts' returns (LibraSLA's walk; kept once
+    /// [`Self::keep_returns`] switched it on).
+    returns: Returns,
 }
 
 impl Default for BusyIndex {
@@ -145,6 +152,7 @@ impl Default for BusyIndex {
             renewed_at: Time::NAN,
             stale: Vec::new(),
             bounds: Bounds::default(),
+            returns: Returns::default(),
         }
     }
 }
@@ -486,6 +494,7 @@ impl BusyIndex {
     pub fn add(&mut self, k: usize, node: &NodeState) {
         // The index may have held another node at `k` before.
         self.forget_load(k);
+        self.returns.note(k, node);
         if node.parts.is_empty() {
             self.idle_group(node.spec.speed).insert(k);
         } else {
@@ -496,6 +505,7 @@ impl BusyIndex {
     /// Takes node `k` out of the index.
     pub fn remove(&mut self, k: usize, node: &NodeState) {
         self.bounds.mark(k);
+        self.returns.take_out(k);
         if !self.busy.remove(k) {
             self.idle_group(node.spec.speed).remove(k);
         }
@@ -505,6 +515,7 @@ impl BusyIndex {
     /// it by what it holds now and forgets its load.
     pub fn update(&mut self, k: usize, node: &NodeState) {
         self.forget_load(k);
+        self.returns.note(k, node);
         if node.parts.is_empty() {
             if self.busy.remove(k) {
                 self.idle_group(node.spec.speed).insert(k);

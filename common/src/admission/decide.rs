@@ -101,6 +101,8 @@ impl ManagerCore {
         // LibraRisk's certificates ride on the bounds; the other policies
         // would only pay for their upkeep.
         self.busy.keep_risk(p.reads_risk_certificates());
+        // LibraSLA's order by return, likewise.
+        self.busy.keep_returns(p.reads_return_order(), &self.view);
         let view = &self.view;
         self.busy.rebound(now, |v, from, to, fns| {
             load_bound(&view[v], &reports[v], from, to, fns)

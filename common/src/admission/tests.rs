@@ -297,6 +297,11 @@ proptest::proptest! {
             let (decided, _, accepted) = bounded_against_scan(seed, other, &default);
             proptest::prop_assert!(accepted > 0 || decided == 0, "{other}");
         }
+        // LibraSLA walks the busy nodes by their sum of returns (every
+        // node its stop leaves out checked against its projection in
+        // debug builds), whole and per-part returns.
+        let (decided, bounded, _) = bounded_against_scan(seed, "libra-sla", &default);
+        proptest::prop_assert!(bounded * 3 >= decided, "LibraSLA: {bounded} of {decided} from bounds");
         // LibraRisk in node order decides from the bounds, its verdicts
         // certified or projected (every certificate checked against the
         // projection in debug builds), under the spare rules its proof
@@ -313,8 +318,13 @@ proptest::proptest! {
         }
         let risk_fit = PolicyConfig { risk_order: policy::RiskOrder::BestFit, ..default.clone() };
         bounded_against_scan(seed, "libra-risk", &risk_fit);
-        let sla_part = PolicyConfig { sla_return_per_part: true, ..default };
-        bounded_against_scan(seed, "libra-sla", &sla_part);
+        let sla_part = PolicyConfig { sla_return_per_part: true, ..default.clone() };
+        let (decided, bounded, _) = bounded_against_scan(seed, "libra-sla", &sla_part);
+        proptest::prop_assert!(bounded * 3 >= decided, "LibraSLA per part: {bounded} of {decided} from bounds");
+        // Without the shortcut LibraSLA brings the nodes up to date.
+        let sla_long = PolicyConfig { risk_shortcut: false, ..default };
+        let (_, bounded, _) = bounded_against_scan(seed, "libra-sla", &sla_long);
+        proptest::prop_assert_eq!(bounded, 0);
     }
 }
 
@@ -345,6 +355,20 @@ fn libra_risk_settles_nodes_by_certificate() {
     }
     let settled = RISK_SETTLED.with(|c| c.get()) - before;
     assert!(settled > 20, "{settled} nodes settled by certificate");
+}
+
+#[test]
+fn libra_sla_stops_its_walk_by_return_early() {
+    // The same random runs, seeded: LibraSLA's decisions equal the plain
+    // scan's while its walk by return leaves busy nodes out (each checked
+    // against its projection in debug builds).
+    use crate::policy::sla_return_left as left;
+    let before = left();
+    for seed in 0..16 {
+        bounded_against_scan(seed, "libra-sla", &PolicyConfig::default());
+    }
+    let skipped = left() - before;
+    assert!(skipped > 20, "{skipped} busy nodes left out");
 }
 
 #[test]

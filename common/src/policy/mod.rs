@@ -173,6 +173,15 @@ pub trait AdmissionPolicy: Send {
         false
     }
 
+    /// Whether [`Self::decide_bounded`] reads the busy index's order of the
+    /// busy nodes by their parts' returns
+    /// ([`crate::busy_index::BusyIndex::keep_returns`]: LibraSLA), kept
+    /// only for the policy that reads it. A policy that wraps another must
+    /// forward it, as [`Self::reads_risk_certificates`].
+    fn reads_return_order(&self) -> bool {
+        false
+    }
+
     /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
     /// is the live view with busy nodes possibly behind `now` (read for
     /// speeds and which nodes hold parts), and `index` keeps every busy
@@ -543,6 +552,13 @@ pub fn build(name: &str, cfg: &PolicyConfig, nodes: &[NodeSpec]) -> Result<Polic
 #[cfg(test)]
 pub(crate) fn plus_dollar_line_priced() -> u64 {
     plus_dollar::LINE_PRICED.with(|c| c.get())
+}
+
+/// How many busy nodes LibraSLA's walk by return left out by its stop on
+/// this thread (tests check the walk stops early).
+#[cfg(test)]
+pub(crate) fn sla_return_left() -> u64 {
+    sla::RETURN_LEFT.with(|c| c.get())
 }
 
 #[cfg(test)]

@@ -13,9 +13,12 @@
 //! the highest-return one share the shortfall, hard-deadline jobs keep
 //! their share. So what the admission projects is what the nodes do.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
 use super::steps::{
-    idle_groups_stand_in, idle_stand_ins, resource_filter, too_many_processors, top_k, Better,
-    SHARE_SUM_EPS,
+    bounds_apply, idle_groups_stand_in, idle_stand_ins, resource_filter, too_many_processors,
+    top_k, Better, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::busy_index::BusyIndex;
@@ -24,7 +27,7 @@ use crate::node_model::{
     delay_past, project_finishes_with, NodeState, PartValue, PartView, Projection,
 };
 use crate::share::SpareRule;
-use crate::time::{Time, TIME_EPS};
+use crate::time::{Time, KEY_TIE_EPS, TIME_EPS};
 
 /// A new node return counts as "not lower" than the old one when it is
 /// below by at most this fraction of the larger of the two: both are sums
@@ -52,6 +55,48 @@ pub struct LibraSla {
     idle: Vec<(usize, f64)>,
     finish: Vec<Time>,
     proj: Projection,
+    /// The `P` best new returns of a walk by return (the `P`-th on top).
+    best: BinaryHeap<Reverse<Key>>,
+    /// A busy node brought up to the instant from the index's record of
+    /// its parts (walks by return).
+    scratch: Option<NodeState>,
+}
+
+/// A return ordered by `total_cmp` (the returns kept are not NaN).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Key(f64);
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Room on a node's bound `sum + r` in the walk's stop: the bound holds in
+/// floats as it is (see [`LibraSla::decide_by_returns`]), this is a margin
+/// against a slip in that argument, at the cost of walking the nodes
+/// within `1e-12` of the stop.
+const BOUND_ROOM: f64 = 1e-12;
+
+/// Debug builds check every busy node a walk by return left out against
+/// its projection (that its new return ranks below the choice) up to this
+/// many busy nodes: the check projects each of them.
+#[cfg(debug_assertions)]
+const DEBUG_CHECK_UP_TO: usize = 4096;
+
+#[cfg(test)]
+thread_local! {
+    /// Busy nodes the walk by return left out by its stop (tests check
+    /// that the walk stops early).
+    pub static RETURN_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 impl LibraSla {
@@ -66,6 +111,8 @@ impl LibraSla {
             idle: Vec::new(),
             finish: Vec::new(),
             proj: Projection::default(),
+            best: BinaryHeap::new(),
+            scratch: None,
         }
     }
 
@@ -144,6 +191,29 @@ fn not_lower(new: f64, old: f64) -> bool {
     new >= old - RETURN_REL_EPS * old.abs().max(new.abs())
 }
 
+/// A node's verdict from its returns: its new return (`Ok`), or why it is
+/// not a candidate (`Err(true)`: its return would drop; `Err(false)`: the
+/// job's hard deadline would be missed there).
+fn verdict(r: NodeReturn, hard: bool) -> Result<f64, bool> {
+    if !not_lower(r.new, r.old) {
+        Err(true)
+    } else if hard && r.new_delay > 0.0 {
+        Err(false)
+    } else {
+        Ok(r.new)
+    }
+}
+
+/// Takes `key` into the `p` best keys so far.
+fn keep_best(best: &mut BinaryHeap<Reverse<Key>>, p: usize, key: f64) {
+    if best.len() < p {
+        best.push(Reverse(Key(key)));
+    } else if best.peek().is_some_and(|b| Key(key) > b.0) {
+        best.pop();
+        best.push(Reverse(Key(key)));
+    }
+}
+
 impl AdmissionPolicy for LibraSla {
     fn name(&self) -> &'static str {
         "libra-sla"
@@ -155,6 +225,24 @@ impl AdmissionPolicy for LibraSla {
 
     fn part_value(&self, job: &JobSpec) -> PartValue {
         LibraSla::value(job, self.cfg.sla_return_per_part)
+    }
+
+    fn decides_bounded(&self) -> bool {
+        self.cfg.risk_shortcut
+    }
+
+    fn reads_return_order(&self) -> bool {
+        self.decides_bounded()
+    }
+
+    fn decide_bounded(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        self.decide_by_returns(now, nodes, index, job)
     }
 
     fn decide_indexed(
@@ -272,14 +360,195 @@ impl LibraSla {
         job: &JobSpec,
         hard: bool,
     ) -> Result<f64, bool> {
-        let r = self.node_return(now, node, job);
-        if !not_lower(r.new, r.old) {
-            Err(true)
-        } else if hard && r.new_delay > 0.0 {
-            Err(false)
-        } else {
-            Ok(r.new)
+        verdict(self.node_return(now, node, job), hard)
+    }
+
+    /// [`AdmissionPolicy::decide_bounded`]: [`AdmissionPolicy::decide_indexed`]
+    /// without bringing every busy node up to `now` nor looking at every
+    /// one. The busy nodes are walked by the sum of their parts' returns,
+    /// highest first ([`BusyIndex::by_return_desc`]), each classified
+    /// exactly ([`Self::classify_indexed`]), the idle nodes by one
+    /// stand-in per speed as on the indexed walk; the walk stops once `P`
+    /// candidates are known and the next node's bound, its sum plus the
+    /// new part's return, is below the `P`-th best new return by more than
+    /// [`KEY_TIE_EPS`].
+    ///
+    /// Why the choice is the plain scan's: a node's new return is the sum
+    /// over its parts of `ret - delay x ret_penalty`, plus the new part's,
+    /// each delay and penalty rate `>= 0` (penalty rates and budgets of
+    /// jobs are validated `>= 0`; a node holding a part whose penalty rate
+    /// is not, or whose sum is NaN, is keyed `+inf` and walked first). So
+    /// each term is at most its `ret` (`ret - x <= ret` in floats for
+    /// `x >= 0`) and, float addition being monotone, the projection's sum (in
+    /// the order of the parts, from 0) is at most the sum of the `ret`s
+    /// plus the new part's, which the shortcut computes exactly; a NaN
+    /// return is never a candidate. Nodes are walked by that sum, so every
+    /// node not walked has a new return below the stop's `P`-th best less
+    /// the tolerance. `top_k` depends only on the candidates within
+    /// [`KEY_TIE_EPS`] of the `P`-th best key, and the whole set's `P`-th
+    /// best is at least the walked subset's, so the nodes left out rank
+    /// below the choice, ties included. A rejection needs fewer than `P`
+    /// candidates, so the walk never stopped: it classified every busy
+    /// node and the counts (`lower`, `delayed`) are the scan's (idle
+    /// groups as on the indexed walk).
+    ///
+    /// `None` (decide another way) without the shortcut, unless the job
+    /// needs no memory or disk, every node has one speed and the bounds
+    /// and the order are up to date ([`bounds_apply`]).
+    fn decide_by_returns(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+    ) -> Option<Decision> {
+        if !self.cfg.risk_shortcut || !bounds_apply(nodes, index, job) || !index.returns_kept() {
+            return None;
         }
+        debug_assert_eq!(index.returns_len(), index.busy_len());
+        if let Some(d) = self.precheck(nodes, job) {
+            return Some(d);
+        }
+        // Every node has what the job needs (no memory or disk), and there
+        // are at least P of them: the resource filter passes.
+        let hard = job.qos.deadline_type == DeadlineType::Hard;
+        let p = job.processors();
+        let ret_new = LibraSla::value(job, self.cfg.sla_return_per_part).ret;
+        let (mut lower, mut delayed) = (0, 0);
+        let mut idle = std::mem::take(&mut self.idle);
+        idle_stand_ins(nodes, index, p, &mut idle, |n, members| {
+            match self.classify(now, n, job, hard) {
+                Ok(ret) => Some(ret),
+                Err(true) => {
+                    lower += members;
+                    None
+                }
+                Err(false) => {
+                    delayed += members;
+                    None
+                }
+            }
+        });
+        self.cands.clear();
+        self.cands.extend_from_slice(&idle);
+        self.idle = idle;
+        let mut best = std::mem::take(&mut self.best);
+        best.clear();
+        for c in &self.cands {
+            keep_best(&mut best, p, c.1);
+        }
+        let mut walk = index.by_return_desc();
+        let mut stop = None;
+        for (key, k, sum) in walk.by_ref() {
+            if best.len() == p {
+                let kth = best.peek().map_or(f64::NAN, |b| b.0 .0);
+                let bound = key + ret_new;
+                // A bound of -inf plus its room is NaN: never a stop (the
+                // node is walked, which is always safe).
+                if bound + BOUND_ROOM * bound.abs() < kth - KEY_TIE_EPS {
+                    stop = Some((kth, k));
+                    break;
+                }
+            }
+            match self.classify_indexed(now, nodes, index, k, sum, job, hard) {
+                Ok(ret) => {
+                    self.cands.push((k, ret));
+                    keep_best(&mut best, p, ret);
+                }
+                Err(true) => lower += 1,
+                Err(false) => delayed += 1,
+            }
+        }
+        if let Some((_kth, _first_left)) = stop {
+            #[cfg(test)]
+            RETURN_LEFT.with(|c| c.set(c.get() + 1 + walk.clone().count() as u64));
+            // Every node left out ranks below the choice.
+            #[cfg(debug_assertions)]
+            if index.busy_len() <= DEBUG_CHECK_UP_TO {
+                for k in std::iter::once(_first_left).chain(walk.map(|w| w.1)) {
+                    let r = self.exact_classify(now, nodes, index, k, job, hard);
+                    debug_assert!(
+                        r.is_err() || r.is_ok_and(|r| r < _kth - KEY_TIE_EPS),
+                        "node {k}: left out of the walk by return at {now} with the {p}-th best {_kth}, its new return is {r:?}"
+                    );
+                }
+            }
+        }
+        self.best = best;
+        // In node order, as the scan yields its candidates.
+        self.cands.sort_unstable_by_key(|c| c.0);
+        Some(self.choose(job, hard, lower, delayed))
+    }
+
+    /// [`Self::classify`] for bounded busy node `k` (its parts' returns
+    /// adding up to `sum`) as if brought up to `now`, bit for bit: the
+    /// shortcut from the index's record of its parts (deadlines, and the
+    /// exact load, [`BusyIndex::exact_load`], the refresh's
+    /// [`NodeState::required_share`]) when it holds, else the projection
+    /// of the node brought to `now` ([`Self::exact_classify`]).
+    #[allow(clippy::too_many_arguments)]
+    fn classify_indexed(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        k: usize,
+        sum: f64,
+        job: &JobSpec,
+        hard: bool,
+    ) -> Result<f64, bool> {
+        debug_assert_eq!(
+            sum.to_bits(),
+            nodes[k].parts.iter().map(|p| p.ret).sum::<f64>().to_bits(),
+            "node {k}: its sum of returns in the order is out of date"
+        );
+        if index
+            .part_fns(k)
+            .iter()
+            .all(|f| f.deadline - now > TIME_EPS)
+        {
+            let q_new = index.exact_load(k, now) + nodes[k].est_cpu(job) / job.qos.deadline;
+            if q_new <= 1.0 + SHARE_SUM_EPS {
+                // `node_return`'s shortcut: the old return is the sum, the
+                // new one adds the new part's.
+                let r = NodeReturn {
+                    old: sum,
+                    new: sum + LibraSla::value(job, self.cfg.sla_return_per_part).ret,
+                    new_delay: 0.0,
+                };
+                let v = verdict(r, hard);
+                debug_assert_eq!(
+                    v.map(f64::to_bits),
+                    self.exact_classify(now, nodes, index, k, job, hard)
+                        .map(f64::to_bits),
+                    "node {k}: the shortcut from the index disagrees with the node at {now}"
+                );
+                return v;
+            }
+        }
+        self.exact_classify(now, nodes, index, k, job, hard)
+    }
+
+    /// [`Self::classify`] on bounded busy node `k` brought to `now` from
+    /// the index's record of its parts (bit for bit the refresh's dead
+    /// reckoning).
+    fn exact_classify(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        k: usize,
+        job: &JobSpec,
+        hard: bool,
+    ) -> Result<f64, bool> {
+        let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
+        node.clone_from(&nodes[k]);
+        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
+            p.cpu_done = f.cpu_done_at(now);
+        }
+        let v = self.classify(now, &node, job, hard);
+        self.scratch = Some(node);
+        v
     }
 
     /// The decision on the candidates in `self.cands` (node order), with
@@ -419,6 +688,100 @@ mod tests {
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
         j.resources.processors = 2;
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1, 0]));
+    }
+
+    /// The index of `view` at 0 with its bounds (each node's exact load;
+    /// no reports, so the parts stand still) and its order by return.
+    fn indexed(view: &[NodeState]) -> BusyIndex {
+        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        let mut ix = BusyIndex::of(view);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(view[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: Time::NAN,
+                deadline: p.deadline,
+            }));
+            let q = view[k].required_share(0.0);
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+        ix.keep_returns(true, view);
+        ix
+    }
+
+    #[test]
+    fn the_walk_by_return_stops_below_the_pth_best_and_decides_as_the_scan() {
+        // New N: soft, RE 10, D 100, B 20, PR 10: return 20/10/100 =
+        // 0.02, 0.01 lost per second late, q 0.1. Busy nodes by their sum
+        // of returns:
+        // - n0 holds A (soft, RE 95, D 100, B 950, PR 1): return 0.1, q
+        //   0.95. With N, Q = 1.05 > 1: short, projected. A has the higher
+        //   return and keeps 0.95; N gets the 0.05 left until A ends at
+        //   100, with 5 of its 10 done; then alone it ends at 105, 5 s
+        //   late: 0.02 - 5 x 0.01 = -0.03. New return 0.1 - 0.03 = 0.07 <
+        //   0.1: n0 would lose return.
+        // - n1 holds B (RE 10, D 100, B 50): 0.05, q 0.1 + 0.1 fits:
+        //   new return 0.05 + 0.02 = 0.07.
+        // - n2 holds C (RE 10, D 100, B 20): 0.02; new return 0.04.
+        // n3 and n4 are idle: new return 0.02.
+        let mut n = nodes(5);
+        place(&mut n[0], &soft(10, 95.0, 100.0, 950.0, 1.0));
+        place(&mut n[1], &soft(11, 10.0, 100.0, 50.0, 1.0));
+        place(&mut n[2], &soft(12, 10.0, 100.0, 20.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let mut j = soft(1, 10.0, 100.0, 20.0, 10.0);
+        let r = p.node_return(0.0, &n[0], &j);
+        assert!(
+            (r.old - 0.1).abs() < 1e-12 && (r.new - 0.07).abs() < 1e-9,
+            "{r:?}"
+        );
+        let ix = indexed(&n);
+        let left = || RETURN_LEFT.with(|c| c.get());
+        // P = 1: the idle n3 starts the P best at 0.02; n0 (bound 0.1 +
+        // 0.02) is projected and would lose return; n1 gives 0.07; n2's
+        // bound 0.02 + 0.02 = 0.04 is below 0.07: the walk stops there,
+        // n2 left out. n1, as the plain scan.
+        let before = left();
+        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        assert_eq!(left() - before, 1);
+        assert_eq!(d, p.decide(0.0, &n, &j));
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
+        // P = 3: the 3rd best is 0.02 (n1, n3, n4): n2's bound 0.04 is
+        // above it, so n2 is walked (0.04) and nothing is left out: n1,
+        // n2, then n3 (ties n4 at 0.02; the lower index).
+        j.resources.processors = 3;
+        let before = left();
+        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        assert_eq!(left() - before, 0);
+        assert_eq!(d, p.decide(0.0, &n, &j));
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1, 2, 3]));
+        // P = 5: four candidates; the walk went over every busy node, so
+        // the rejection counts n0 as the scan does.
+        j.resources.processors = 5;
+        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        assert_eq!(d, p.decide(0.0, &n, &j));
+        let Decision::Reject(r) = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(
+            r.detail,
+            "needs 5 nodes whose return does not drop, 4 have it (1 would lose return)"
+        );
+        // Without the shortcut, or with a job that needs memory, the walk
+        // does not apply.
+        j.resources.processors = 1;
+        let mut long = LibraSla::new(PolicyConfig {
+            risk_shortcut: false,
+            ..PolicyConfig::default()
+        });
+        assert!(long.decide_bounded(0.0, &n, &ix, &j).is_none());
+        j.resources.memory_kb = 1;
+        assert!(p.decide_bounded(0.0, &n, &ix, &j).is_none());
     }
 
     #[test]
