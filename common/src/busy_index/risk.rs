@@ -394,6 +394,16 @@ fn fits_by_new_deadline(s: &RiskSummary, j: &RiskJob) -> bool {
     j.est + RISK_MARGIN + j.now + (s.w - j.dn) <= 0.0
 }
 
+/// Whether node `s`'s load's lower bound passes [`Late::certain`]'s first
+/// two tests for `j` (the shortcut fails, the projection starts
+/// over-committed), so that bounds widened by it may still pass them
+/// (float addition and multiplication are monotone: the least `lo` of
+/// nodes that pass, passes).
+fn overcommits(s: &RiskSummary, j: &RiskJob) -> bool {
+    above(s.lo + j.add, 1.0 + SHARE_SUM_EPS + 1e-6)
+        && above((s.lo + j.x) * (1.0 - 1e-9), 1.0 + 1e-6)
+}
+
 /// The not-zero-risk bounds of a block of nodes, so that a job's walk
 /// settles the block's busy nodes with one check and a few. A block's
 /// bounds are only as strong as its weakest node, and what weakens them
@@ -528,32 +538,51 @@ impl BusyIndex {
         // (`W' <= rd_L`): their bounds hold together.
         let i = block.slack[..n].partition_point(|&s| s < j.now + j.est + RISK_MARGIN);
         let suffix = if i < n { block.suffix[i] } else { Late::EMPTY };
-        if i < n && !suffix.certain(j) {
+        let whole = i == n || suffix.certain(j);
+        // Should the suffix's bounds not hold, a node whose load's lower
+        // bound leaves room for the job (the one that may be zero-risk,
+        // and whose `lo` weakens the bounds of all) is taken out, and the
+        // rest are bounded anew below, on the fly.
+        let mut joint = if whole { suffix } else { Late::EMPTY };
+        // Nodes (bits by rank in the slack order) settled one by one, and
+        // the nodes the joint bounds cover.
+        let (mut alone, mut joined) = (0usize, 0usize);
+        for (at, &k) in block.order[..n].iter().enumerate() {
+            if whole && at >= i {
+                break;
+            }
+            let s = &self.bounds.risk[k as usize];
+            if !whole && !overcommits(s, j) {
+                alone |= 1 << at;
+            } else if at >= i {
+                joint.add(s);
+                joined |= 1 << at;
+            } else if fits_by_new_deadline(s, j) {
+                // Of the nodes below the slack the new part's work needs,
+                // those whose work with the new part is done by the new
+                // part's deadline have their latest part on time too.
+                joint.add_fitting(s);
+                joined |= 1 << at;
+            } else {
+                alone |= 1 << at;
+            }
+        }
+        if joined != 0 && !joint.certain(j) {
+            if !whole {
+                return false;
+            }
+            // Every node below the suffix, one by one.
+            alone |= joined;
+        }
+        if !whole && joined == 0 {
             return false;
         }
-        // Of the nodes below, those whose work with the new part is done
-        // by the new part's deadline have their latest part on time too:
-        // they join the suffix's bounds, and the rest are settled one by
-        // one. Should the joint bounds not hold, every node below is.
-        let mut joint = suffix;
-        let mut fit = 0usize;
-        for (at, &k) in block.order[..i].iter().enumerate() {
-            let s = &self.bounds.risk[k as usize];
-            if fits_by_new_deadline(s, j) {
-                joint.add_fitting(s);
-                fit |= 1 << at;
-            }
-        }
-        if fit != 0 && !joint.certain(j) {
-            fit = 0;
-        }
-        for (at, &k) in block.order[..i].iter().enumerate() {
-            if fit & (1 << at) != 0 {
-                continue;
-            }
-            let v = self.risk_verdict(k as usize, j);
+        while alone != 0 {
+            let k = block.order[alone.trailing_zeros() as usize] as usize;
+            alone &= alone - 1;
+            let v = self.risk_verdict(k, j);
             if v != Verdict::NotZero {
-                open.push((k as usize, v));
+                open.push((k, v));
             }
         }
         open.sort_unstable_by_key(|o| o.0);
@@ -881,6 +910,38 @@ mod tests {
         assert!(s > 0.0024, "{s}");
         let s = r.risk(0.0, &view[1], &b).expect("no deadline passed");
         assert!(s > 0.013, "{s}");
+    }
+
+    #[test]
+    fn a_node_with_room_for_the_job_is_taken_out_of_its_blocks_bounds() {
+        // The nodes of the test above, and node 2 holding A2: 40 s due at
+        // 400 (q = 0.1, slack 360: above B's 60 s + m). B (q = 0.2) fits
+        // beside A2 (0.1 + 0.2 <= 1): the shortcut, zero-risk. Its load,
+        // the least of the suffix's (nodes 0 and 2), lets B fit everywhere
+        // as far as the suffix's bounds know, so they prove nothing. With
+        // node 2 taken out (0.1 + 0.2 is not above 1 + 1e-6), nodes 0 and
+        // 1 are bounded as in the test above (proved), and node 2 is
+        // settled alone: open, zero-risk.
+        let mut view = nodes(3);
+        busy(&mut view[0], 10, 330.0, 400.0);
+        busy(&mut view[1], 11, 100.0, 120.0);
+        busy(&mut view[2], 12, 40.0, 400.0);
+        let ix = bounded(&view);
+        let b = job(1, 60.0, 1, 300.0, 1e9);
+        let j = at_zero(&b);
+        let risk = &ix.bounds.risk;
+        assert!(overcommits(&risk[0], &j) && overcommits(&risk[1], &j));
+        assert!(!overcommits(&risk[2], &j));
+        let mut suffix = Late::EMPTY;
+        suffix.add(&risk[0]);
+        suffix.add(&risk[2]);
+        assert!(!suffix.certain(&j));
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &j, &mut open));
+        assert_eq!(open, vec![(2, Verdict::Zero)]);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(r.zero_risk(0.0, &view[2], &b));
+        assert!(!r.zero_risk(0.0, &view[0], &b) && !r.zero_risk(0.0, &view[1], &b));
     }
 
     #[test]
