@@ -355,6 +355,25 @@ impl Late {
         parts: 0,
     };
 
+    /// The bounds of node summary `s` alone, with `lo` for its load's
+    /// lower bound.
+    fn one(s: &RiskSummary, lo: f64) -> Late {
+        Late {
+            lo,
+            dl_min_lo: s.dl_min,
+            dl_min_hi: s.dl_min,
+            q_e: s.q_e,
+            rem_e: s.rem_e,
+            q_tie: s.q_tie,
+            gap_2: s.dl_2 - s.dl_min,
+            dl_max_lo: s.dl_max,
+            dl_max_hi: s.dl_max,
+            w: s.w,
+            slack: s.dl_max - s.w,
+            parts: s.parts,
+        }
+    }
+
     /// Widens these bounds to cover node summary `s` too.
     fn add(&mut self, s: &RiskSummary) {
         self.lo = self.lo.min(s.lo);
@@ -609,21 +628,7 @@ impl BusyIndex {
         if j.shortcut && hi + j.add <= 1.0 + SHARE_SUM_EPS {
             return Verdict::Zero;
         }
-        let late = Late {
-            lo,
-            dl_min_lo: s.dl_min,
-            dl_min_hi: s.dl_min,
-            q_e: s.q_e,
-            rem_e: s.rem_e,
-            q_tie: s.q_tie,
-            gap_2: s.dl_2 - s.dl_min,
-            dl_max_lo: s.dl_max,
-            dl_max_hi: s.dl_max,
-            w: s.w,
-            slack: s.dl_max - s.w,
-            parts: s.parts,
-        };
-        if late.certain(j) {
+        if Late::one(s, lo).certain(j) {
             Verdict::NotZero
         } else {
             Verdict::Open
