@@ -355,6 +355,25 @@ impl Late {
         parts: 0,
     };
 
+    /// The bounds of node summary `s` alone, with `lo` for its load's
+    /// lower bound.
+    fn one(s: &RiskSummary, lo: f64) -> Late {
+        Late {
+            lo,
+            dl_min_lo: s.dl_min,
+            dl_min_hi: s.dl_min,
+            q_e: s.q_e,
+            rem_e: s.rem_e,
+            q_tie: s.q_tie,
+            gap_2: s.dl_2 - s.dl_min,
+            dl_max_lo: s.dl_max,
+            dl_max_hi: s.dl_max,
+            w: s.w,
+            slack: s.dl_max - s.w,
+            parts: s.parts,
+        }
+    }
+
     /// Widens these bounds to cover node summary `s` too.
     fn add(&mut self, s: &RiskSummary) {
         self.lo = self.lo.min(s.lo);
@@ -370,6 +389,38 @@ impl Late {
         self.slack = self.slack.min(s.dl_max - s.w);
         self.parts = self.parts.max(s.parts);
     }
+
+    /// [`Self::add`] for a node whose work with the new part is done by
+    /// the new part's deadline ([`fits_by_new_deadline`]): its bound of
+    /// `r_L - 1` is 0, which every other node's bound is at least, so the
+    /// two numbers that enter only that bound (`w`, `slack`) are left as
+    /// they are.
+    fn add_fitting(&mut self, s: &RiskSummary) {
+        let (w, slack) = (self.w, self.slack);
+        self.add(s);
+        (self.w, self.slack) = (w, slack);
+    }
+}
+
+/// Whether all of node `s`'s work and the new part's, with the margin, is
+/// done by the new part's deadline: `w + E + m <= dn - now`, computed as
+/// [`Late::certain`] computes a node's excess (`E + m + now + min(w -
+/// dl_max, w - dn)`, which float addition keeps at most this sum), so that
+/// its bound of the latest-deadline part's ratio, `1 + max(0, excess) /
+/// rd_L`, is exactly 1 (`rd_L >= dn - now`: the part finishing last is
+/// done by `now + W'`, within its deadline).
+fn fits_by_new_deadline(s: &RiskSummary, j: &RiskJob) -> bool {
+    j.est + RISK_MARGIN + j.now + (s.w - j.dn) <= 0.0
+}
+
+/// Whether node `s`'s load's lower bound passes [`Late::certain`]'s first
+/// two tests for `j` (the shortcut fails, the projection starts
+/// over-committed), so that bounds widened by it may still pass them
+/// (float addition and multiplication are monotone: the least `lo` of
+/// nodes that pass, passes).
+fn overcommits(s: &RiskSummary, j: &RiskJob) -> bool {
+    above(s.lo + j.add, 1.0 + SHARE_SUM_EPS + 1e-6)
+        && above((s.lo + j.x) * (1.0 - 1e-9), 1.0 + 1e-6)
 }
 
 /// The not-zero-risk bounds of a block of nodes, so that a job's walk
@@ -380,8 +431,8 @@ impl Late {
 /// covers): the nodes are kept sorted by their slack `dl_max - w`, with
 /// the bounds of every suffix of that order. A job of `E` seconds of work
 /// at `now` checks one by one the nodes whose slack is below `now + E +
-/// margin` (those may run past) and the rest, for which `W' <= rd_L`, at
-/// once.
+/// margin` (those may run past, unless their work with the new part is
+/// done by its deadline) and the rest, for which `W' <= rd_L`, at once.
 #[derive(Debug, Clone)]
 pub struct BlockRisk {
     /// Busy nodes of the block not certainly past a deadline.
@@ -492,7 +543,10 @@ impl BusyIndex {
     /// not hold (the caller settles every node of the block alone), else
     /// every busy node of the block is certainly not zero-risk except the
     /// ones put into `open` with their own verdict (not [`Verdict::NotZero`]),
-    /// ascending.
+    /// ascending. The nodes whose slack is below the job's work are
+    /// settled with the rest at once when their work with the new part is
+    /// done by the new part's deadline ([`fits_by_new_deadline`]), else
+    /// one by one.
     pub fn risk_block(&self, b: usize, j: &RiskJob, open: &mut Vec<(usize, Verdict)>) -> bool {
         open.clear();
         let Some(block) = self.bounds.blocks.get(b) else {
@@ -502,13 +556,52 @@ impl BusyIndex {
         // The nodes from `i` on have slack enough for the new part's work
         // (`W' <= rd_L`): their bounds hold together.
         let i = block.slack[..n].partition_point(|&s| s < j.now + j.est + RISK_MARGIN);
-        if i < n && !block.suffix[i].certain(j) {
+        let suffix = if i < n { block.suffix[i] } else { Late::EMPTY };
+        let whole = i == n || suffix.certain(j);
+        // Should the suffix's bounds not hold, a node whose load's lower
+        // bound leaves room for the job (the one that may be zero-risk,
+        // and whose `lo` weakens the bounds of all) is taken out, and the
+        // rest are bounded anew below, on the fly.
+        let mut joint = if whole { suffix } else { Late::EMPTY };
+        // Nodes (bits by rank in the slack order) settled one by one, and
+        // the nodes the joint bounds cover.
+        let (mut alone, mut joined) = (0usize, 0usize);
+        for (at, &k) in block.order[..n].iter().enumerate() {
+            if whole && at >= i {
+                break;
+            }
+            let s = &self.bounds.risk[k as usize];
+            if !whole && !overcommits(s, j) {
+                alone |= 1 << at;
+            } else if at >= i {
+                joint.add(s);
+                joined |= 1 << at;
+            } else if fits_by_new_deadline(s, j) {
+                // Of the nodes below the slack the new part's work needs,
+                // those whose work with the new part is done by the new
+                // part's deadline have their latest part on time too.
+                joint.add_fitting(s);
+                joined |= 1 << at;
+            } else {
+                alone |= 1 << at;
+            }
+        }
+        if joined != 0 && !joint.certain(j) {
+            if !whole {
+                return false;
+            }
+            // Every node below the suffix, one by one.
+            alone |= joined;
+        }
+        if !whole && joined == 0 {
             return false;
         }
-        for &k in &block.order[..i] {
-            let v = self.risk_verdict(k as usize, j);
+        while alone != 0 {
+            let k = block.order[alone.trailing_zeros() as usize] as usize;
+            alone &= alone - 1;
+            let v = self.risk_verdict(k, j);
             if v != Verdict::NotZero {
-                open.push((k as usize, v));
+                open.push((k, v));
             }
         }
         open.sort_unstable_by_key(|o| o.0);
@@ -535,21 +628,7 @@ impl BusyIndex {
         if j.shortcut && hi + j.add <= 1.0 + SHARE_SUM_EPS {
             return Verdict::Zero;
         }
-        let late = Late {
-            lo,
-            dl_min_lo: s.dl_min,
-            dl_min_hi: s.dl_min,
-            q_e: s.q_e,
-            rem_e: s.rem_e,
-            q_tie: s.q_tie,
-            gap_2: s.dl_2 - s.dl_min,
-            dl_max_lo: s.dl_max,
-            dl_max_hi: s.dl_max,
-            w: s.w,
-            slack: s.dl_max - s.w,
-            parts: s.parts,
-        };
-        if late.certain(j) {
+        if Late::one(s, lo).certain(j) {
             Verdict::NotZero
         } else {
             Verdict::Open
@@ -787,6 +866,87 @@ mod tests {
         );
         let s = crate::node_model::population_sd(&delays);
         assert!(s > 0.23, "{s}");
+    }
+
+    #[test]
+    fn a_node_done_by_the_new_deadline_joins_its_blocks_bounds() {
+        // Job B: RE 60, D 300 (q = 0.2), at 0: the nodes whose slack
+        // (latest deadline - work) is below 60 + m may run past their
+        // latest deadline with B's work and would be settled one by one.
+        // Node 0 holds A0: 330 s of work due at 400 (q = 0.825, slack 70,
+        // above). Q' = 1.025: B, due first, has 60 (1 - 1/1.025) = 1.46 s
+        // left at 300 (ratio >= 1.0049); all 390 s are done by 400: A0 on
+        // time. Node 1 holds A1: 100 s due at 120 (q = 0.833, slack 20,
+        // below). Q' = 1.033: A1, due first, has 100 (1 - 1/1.033) = 3.2 s
+        // left at 120 (ratio >= 1 + 0.833 x 0.0323 = 1.027); its work and
+        // B's, 160 s, are done by B's deadline 300, the latest: B on time.
+        let mut view = nodes(2);
+        busy(&mut view[0], 10, 330.0, 400.0);
+        busy(&mut view[1], 11, 100.0, 120.0);
+        let ix = bounded(&view);
+        let b = job(1, 60.0, 1, 300.0, 1e9);
+        let j = at_zero(&b);
+        let (s0, s1) = (&ix.bounds.risk[0], &ix.bounds.risk[1]);
+        // 60 + m + 100 - 300 <= 0 for node 1; 60 + m + 330 - 300 > 0.
+        assert!(fits_by_new_deadline(s1, &j) && !fits_by_new_deadline(s0, &j));
+        // Plainly widened by node 1's slack, the bounds would let the
+        // latest part run 60 + m - 20 = 40 s late out of 300 (r_L - 1 <=
+        // 0.133), more than the earliest part's lift, 0.2 x 0.0244 =
+        // 0.0049 (the least q_e, B's, at the least Q', node 0's): no
+        // proof. Node 1's latest part is on time, so joined as a fitting
+        // node the bounds keep node 0's excess (60 + m - 70 < 0: r_L = 1)
+        // and the lift proves both: (0.0049 - 0) / sqrt(2 x 2) > 2e-9.
+        let mut plain = Late::EMPTY;
+        plain.add(s0);
+        plain.add(s1);
+        assert!(!plain.certain(&j));
+        let mut joint = Late::EMPTY;
+        joint.add(s0);
+        joint.add_fitting(s1);
+        assert!(joint.certain(&j));
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &j, &mut open) && open.is_empty());
+        // Each alone, and the projection: neither is zero-risk, sigma at
+        // least (1.0049 - 1) / 2 and (1.027 - 1) / 2.
+        assert_eq!(ix.risk_verdict(0, &j), Verdict::NotZero);
+        assert_eq!(ix.risk_verdict(1, &j), Verdict::NotZero);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let s = r.risk(0.0, &view[0], &b).expect("no deadline passed");
+        assert!(s > 0.0024, "{s}");
+        let s = r.risk(0.0, &view[1], &b).expect("no deadline passed");
+        assert!(s > 0.013, "{s}");
+    }
+
+    #[test]
+    fn a_node_with_room_for_the_job_is_taken_out_of_its_blocks_bounds() {
+        // The nodes of the test above, and node 2 holding A2: 40 s due at
+        // 400 (q = 0.1, slack 360: above B's 60 s + m). B (q = 0.2) fits
+        // beside A2 (0.1 + 0.2 <= 1): the shortcut, zero-risk. Its load,
+        // the least of the suffix's (nodes 0 and 2), lets B fit everywhere
+        // as far as the suffix's bounds know, so they prove nothing. With
+        // node 2 taken out (0.1 + 0.2 is not above 1 + 1e-6), nodes 0 and
+        // 1 are bounded as in the test above (proved), and node 2 is
+        // settled alone: open, zero-risk.
+        let mut view = nodes(3);
+        busy(&mut view[0], 10, 330.0, 400.0);
+        busy(&mut view[1], 11, 100.0, 120.0);
+        busy(&mut view[2], 12, 40.0, 400.0);
+        let ix = bounded(&view);
+        let b = job(1, 60.0, 1, 300.0, 1e9);
+        let j = at_zero(&b);
+        let risk = &ix.bounds.risk;
+        assert!(overcommits(&risk[0], &j) && overcommits(&risk[1], &j));
+        assert!(!overcommits(&risk[2], &j));
+        let mut suffix = Late::EMPTY;
+        suffix.add(&risk[0]);
+        suffix.add(&risk[2]);
+        assert!(!suffix.certain(&j));
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &j, &mut open));
+        assert_eq!(open, vec![(2, Verdict::Zero)]);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(r.zero_risk(0.0, &view[2], &b));
+        assert!(!r.zero_risk(0.0, &view[0], &b) && !r.zero_risk(0.0, &view[1], &b));
     }
 
     #[test]
