@@ -318,6 +318,110 @@ mod tests {
         }
     }
 
+    /// A job a resumed manager adopted onto a node another adopted job
+    /// already holds is held apart: the queue policy keeps the node out
+    /// until that job is over. FIFO on nodes 0 and 1; adopted: job 10 on
+    /// node 1, job 11 on node 0 (held), job 12 on node 0 (held apart).
+    /// Job 10 completes (node 1 free). Job 11 is refused and lost: node 0
+    /// stays out while job 12 runs there, so job 3 (1 proc) takes node 1
+    /// and job 4 waits. Job 12 is refused and lost: node 0 comes back and
+    /// job 4 starts on it.
+    #[test]
+    fn a_lost_job_held_apart_gives_its_node_back_and_no_other_does() {
+        use crate::metrics::JobRecord;
+        use crate::policy::Decision;
+        let started = |out: &[Output], id: JobId| {
+            out.iter().find_map(|o| match o {
+                Output::Decided {
+                    job,
+                    decision: Decision::Accept(a),
+                } if *job == id => Some(a.nodes.clone()),
+                _ => None,
+            })
+        };
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0), info(1)]).unwrap();
+        for (id, node) in [(10, 1), (11, 0), (12, 0)] {
+            let j = job(id, 100.0, 1e6);
+            let mut r = JobRecord::new(&j);
+            r.accept(0.0, vec![node], 0.0);
+            c.adopt(j, r).unwrap();
+        }
+        let part = |job| PartId { job, index: 0 };
+        let mut out = Vec::new();
+        c.completed(5.0, 1, part(10), 5.0, &mut out).unwrap();
+        c.refused(6.0, 1, part(11), "test", &mut out).unwrap();
+        c.submit(7.0, job(3, 10.0, 1e6), &mut out).unwrap();
+        c.submit(7.0, job(4, 10.0, 1e6), &mut out).unwrap();
+        assert_eq!(started(&out, 3), Some(vec![1]));
+        assert_eq!(started(&out, 4), None);
+        out.clear();
+        c.refused(8.0, 1, part(12), "test", &mut out).unwrap();
+        assert_eq!(started(&out, 4), Some(vec![0]));
+    }
+
+    /// Each part of a job held apart gives its own node back: FIFO on
+    /// nodes 0 and 1; adopted: job 10 on node 1, job 11 on node 0 (both
+    /// held), job 12 on nodes 1 and 0 (held apart: both nodes out). Jobs
+    /// 11 and 10 complete; job 12 is refused and lost: both nodes come
+    /// back, and a 2-processor job starts on them.
+    #[test]
+    fn every_part_of_a_lost_job_held_apart_gives_its_node_back() {
+        use crate::metrics::JobRecord;
+        use crate::policy::Decision;
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0), info(1)]).unwrap();
+        for (id, nodes) in [(10, vec![1]), (11, vec![0]), (12, vec![1, 0])] {
+            let mut j = job(id, 100.0, 1e6);
+            j.spec.resources.processors = nodes.len() as u32;
+            let mut r = JobRecord::new(&j);
+            r.accept(0.0, nodes, 0.0);
+            c.adopt(j, r).unwrap();
+        }
+        let part = |job| PartId { job, index: 0 };
+        let mut out = Vec::new();
+        c.completed(5.0, 1, part(11), 5.0, &mut out).unwrap();
+        c.completed(5.0, 1, part(10), 5.0, &mut out).unwrap();
+        c.refused(6.0, 1, part(12), "test", &mut out).unwrap();
+        let mut j = job(3, 10.0, 1e6);
+        j.spec.resources.processors = 2;
+        out.clear();
+        c.submit(7.0, j, &mut out).unwrap();
+        let got = out.iter().find_map(|o| match o {
+            Output::Decided { decision, .. } => Some(decision.clone()),
+            _ => None,
+        });
+        match got {
+            Some(Decision::Accept(a)) => assert_eq!(a.nodes, [0, 1]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A withdrawn part is only checked: one the manager never placed on
+    /// that process is refused, naming process, job and part; a placed
+    /// one is fine.
+    #[test]
+    fn a_withdrawn_part_must_be_one_placed_on_that_process() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "a", &[info(0)]).unwrap();
+        c.register(2, "b", &[info(0)]).unwrap();
+        let mut out = Vec::new();
+        c.submit(0.0, job(1, 10.0, 100.0), &mut out).unwrap();
+        let placed = PartId { job: 1, index: 0 };
+        c.withdrawn(1, placed).unwrap();
+        for (link, part) in [(2, placed), (1, PartId { job: 9, index: 0 })] {
+            match c.withdrawn(link, part) {
+                Err(CoreError::UnknownPart { link: l, job, .. }) => {
+                    assert_eq!((l, job), (link, part.job));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
     /// A node lost alone loses the jobs with a part on it, naming it, and
     /// says it was alive; lost again, or never registered, it says it was
     /// not. Back, it says it was lost; back again, or alive, it says not.
