@@ -376,3 +376,74 @@ impl ManagerCore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::test_util::{busy, nodes};
+
+    /// A node of two parts over the window [5, 15], by hand. Part A: 60 s
+    /// estimated, reported at 0 with nothing done at share 0.5, deadline
+    /// 100: it needs (60 - 0.5 t) / (100 - t), 57.5 / 95 at 5 and 52.5 /
+    /// 85 at 15 (its report's instant, 0, lies before the window and does
+    /// not count). Part B: 30 s estimated, 10 done, never reported,
+    /// deadline 50: 20 / (50 - t), 20 / 45 and 20 / 35. Both grow, so the
+    /// bound is their sum at 5 and at 15; the line runs from 5 through
+    /// both ends, its band a quarter of the window times the change of
+    /// each part's slope ((q - s) / (deadline - t) at both ends); the
+    /// remaining time is 57.5 + 20 at 5, falling by 0.5 a second. Every
+    /// bound holds the exact load at every tenth of a second of the
+    /// window, and is within 1e-9 of these values (its room for rounding
+    /// is ~1e-12).
+    #[test]
+    fn a_nodes_load_bound_and_line_by_hand() {
+        let mut n = nodes(1);
+        busy(&mut n[0], 1, 60.0, 100.0);
+        busy(&mut n[0], 2, 30.0, 50.0);
+        n[0].parts[1].cpu_done = 10.0;
+        let reports = [
+            Some(Reported {
+                cpu_done: 0.0,
+                share: 0.5,
+                at: 0.0,
+            }),
+            None,
+        ];
+        let mut fns = Vec::new();
+        let b = load_bound(&n[0], &reports, 5.0, 15.0, &mut fns);
+        let (qa5, qa15) = (57.5 / 95.0, 52.5 / 85.0);
+        let (qb5, qb15) = (20.0 / 45.0, 20.0 / 35.0);
+        let close = |got: f64, want: f64, what: &str| {
+            assert!((got - want).abs() <= 1e-9, "{what}: {got} against {want}");
+        };
+        close(b.lo, qa5 + qb5, "lo");
+        close(b.hi, qa15 + qb15, "hi");
+        let l = b.line;
+        assert_eq!(l.t0, 5.0);
+        close(l.v0, qa5 + qb5, "v0");
+        close(l.slope, (qa15 + qb15 - qa5 - qb5) / 10.0, "slope");
+        let bend_a = ((qa15 - 0.5) / 85.0 - (qa5 - 0.5) / 95.0).abs();
+        let bend_b = (qb15 / 35.0 - qb5 / 45.0).abs();
+        close(l.err, 0.25 * 10.0 * (bend_a + bend_b), "err");
+        close(l.rem0, 77.5, "rem0");
+        close(l.rem_slope, -0.5, "rem_slope");
+        for i in 0..=100 {
+            let t = 5.0 + f64::from(i) * 0.1;
+            let exact: f64 = fns.iter().map(|f| f.required(t)).sum();
+            assert!(
+                b.lo <= exact && exact <= b.hi,
+                "at {t}: {exact} outside the bound {b:?}"
+            );
+            let (lo, hi) = l.band(t).unwrap();
+            assert!(
+                lo <= exact && exact <= hi,
+                "at {t}: {exact} outside the line's band"
+            );
+            let rem: f64 = fns.iter().map(|f| f.est_cpu - f.cpu_done_at(t)).sum();
+            assert!(
+                rem <= l.rem_bound(t),
+                "at {t}: remaining {rem} above its bound"
+            );
+        }
+    }
+}
