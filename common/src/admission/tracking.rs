@@ -446,4 +446,45 @@ mod tests {
             );
         }
     }
+
+    /// The same node at trace timestamps of 1e8 s (an ulp there is
+    /// ~1.5e-8 s): the bounds, the line's band and the remaining-time
+    /// bound still hold the exact load at 1,000 instants of the window.
+    #[test]
+    fn a_nodes_load_bound_holds_at_trace_timestamps() {
+        let base = 1e8;
+        let mut n = nodes(1);
+        busy(&mut n[0], 1, 60.0, base + 100.0);
+        busy(&mut n[0], 2, 30.0, base + 50.0);
+        n[0].parts[1].cpu_done = 10.0;
+        let reports = [
+            Some(Reported {
+                cpu_done: 0.0,
+                share: 0.5,
+                at: base,
+            }),
+            None,
+        ];
+        let mut fns = Vec::new();
+        let (from, to) = (base + 5.0, base + 15.0);
+        let b = load_bound(&n[0], &reports, from, to, &mut fns);
+        for i in 0..=1000 {
+            let t = from + f64::from(i) * 0.01;
+            let exact: f64 = fns.iter().map(|f| f.required(t)).sum();
+            assert!(
+                b.lo <= exact && exact <= b.hi,
+                "at {t}: {exact} outside the bound {b:?}"
+            );
+            let (lo, hi) = b.line.band(t).unwrap();
+            assert!(
+                lo <= exact && exact <= hi,
+                "at {t}: {exact} outside the line's band {lo}..{hi}"
+            );
+            let rem: f64 = fns.iter().map(|f| f.est_cpu - f.cpu_done_at(t)).sum();
+            assert!(
+                rem <= b.line.rem_bound(t),
+                "at {t}: remaining {rem} above its bound"
+            );
+        }
+    }
 }
