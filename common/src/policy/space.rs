@@ -834,6 +834,41 @@ mod tests {
         assert_eq!(started(&out), vec![(1, vec![0]), (3, vec![1])]);
     }
 
+    /// EDF's tolerances at selection, by hand. A job whose estimate ends
+    /// exactly TIME_EPS past its deadline (RE 10 + TIME_EPS, deadline 10,
+    /// at 0) still starts. With the node busy, a job due at 10 looked at
+    /// exactly at 10 + TIME_EPS has not lapsed (its deadline is within
+    /// the tolerance) but cannot meet it: dropped for its deadline, not
+    /// as expired.
+    #[test]
+    fn edf_selects_within_its_tolerances() {
+        use crate::time::TIME_EPS;
+        let reasons = |out: &[QueueAction]| -> Vec<(JobId, RejectReason)> {
+            out.iter()
+                .filter_map(|a| match a {
+                    QueueAction::Drop { job, reject } => Some((*job, reject.reason)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let cfg = PolicyConfig::default();
+        let mut p = Edf::new(&cfg, &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 10.0 + TIME_EPS, 1, 10.0, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0])]);
+
+        let mut p = Edf::new(&cfg, &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 100.0, 1, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0])]);
+        out.clear();
+        p.submit(0.0, &at(job(2, 1.0, 1, 10.0, 1e9), 0.0));
+        p.schedule(10.0 + TIME_EPS, &mut out);
+        assert_eq!(reasons(&out), [(2, RejectReason::Deadline)]);
+    }
+
     #[test]
     fn easy_backfills_only_what_does_not_delay_the_head() {
         // 4 nodes. t=0: A (3 procs, RE 100) starts. Queue in FCFS order:
