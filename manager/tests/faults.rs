@@ -637,11 +637,15 @@ fn one_record_each(out: &Path, n: usize) -> Vec<serde_json::Value> {
 }
 
 /// A manager crash (SIGKILL from the run's supervisor, `libratory resume`
-/// after 20 trace seconds) with every node process alive loses no job:
-/// the running parts are taken back from the rejoining processes, the
-/// jobs due during the downtime are submitted late, and every job has one
+/// after 20 trace seconds) with every node process alive loses no job
+/// whose parts reached their nodes (docs/faults.md's guarantee): the
+/// running parts are taken back from the rejoining processes, the jobs
+/// due during the downtime are submitted late, and every job has one
 /// record. Without `resume` (or the node side's grace period), the jobs
-/// running at the crash would be lost.
+/// running at the crash would be lost. The one loss the guarantee
+/// allows: a job the manager decided between the fault's instant and
+/// the SIGKILL landing (on a loaded host, a trace second or two later),
+/// whose dispatch died with it, lost naming that.
 #[test]
 fn a_manager_crash_with_nodes_alive_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -669,7 +673,16 @@ fn a_manager_crash_with_nodes_alive_loses_nothing() {
     assert!(!note.1.contains(" 0 running carried"), "{}", note.1);
     assert!(w.iter().any(|(_, t)| t.contains("rejoined")), "{w:#?}");
     let jobs = one_record_each(&out, 60);
-    let lost: Vec<&serde_json::Value> = jobs.iter().filter(|j| j["lost"] == true).collect();
+    let lost: Vec<&serde_json::Value> = jobs
+        .iter()
+        .filter(|j| j["lost"] == true)
+        .filter(|j| {
+            let detail = j["detail"].as_str().unwrap_or("");
+            let in_flight = detail.starts_with("manager crash: the dispatch of part")
+                && detail.contains("died with the manager");
+            !(in_flight && j["decided_at"].as_f64().is_some_and(|t| t >= 30.0))
+        })
+        .collect();
     assert!(lost.is_empty(), "{lost:#?}");
     assert_eq!(journal.iter().filter(|e| e["e"] == "end").count(), 1);
     assert!(out.join("summary.json").is_file());
