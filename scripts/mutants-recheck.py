@@ -81,6 +81,12 @@ def main():
             and x["span"]["start"]["column"] == col
             and abs(x["span"]["start"]["line"] - lineno) <= window
         ]
+        # Two alike lines near each other (say the same sum at both ends
+        # of a window) both match: the one nearest the recorded line is it.
+        if len(cands) > 1:
+            dist = lambda x: abs(x["span"]["start"]["line"] - lineno)
+            near = min(dist(x) for x in cands)
+            cands = [x for x in cands if dist(x) == near]
         if len(cands) != 1:
             print(f"{line} NOMATCH ({len(cands)} candidates)", flush=True)
             continue
