@@ -249,6 +249,34 @@ mod tests {
         out
     }
 
+    /// Every rule parses from the name it prints as (configs and the
+    /// command line name them so); anything else is no rule.
+    #[test]
+    fn each_spare_rule_parses_from_its_name() {
+        for rule in [
+            SpareRule::Proportional,
+            SpareRule::Idle,
+            SpareRule::HighestReturn,
+            SpareRule::Sla,
+        ] {
+            assert_eq!(SpareRule::parse(rule.name()), Some(rule));
+        }
+        assert_eq!(SpareRule::parse("Idle"), None);
+        assert_eq!(SpareRule::parse(""), None);
+    }
+
+    /// A part is on track only with more than ON_TRACK_EPS of work and of
+    /// time left: exactly that much of either is not (its required share
+    /// counts 0), a little more is (1e-9 / 2e-9 = 0.5).
+    #[test]
+    fn on_track_needs_more_than_its_tolerance_of_work_and_time() {
+        assert!(!p(ON_TRACK_EPS, 10.0).on_track());
+        assert!(!p(10.0, ON_TRACK_EPS).on_track());
+        assert_eq!(p(ON_TRACK_EPS, 10.0).required(), 0.0);
+        assert!(p(2.0 * ON_TRACK_EPS, 4.0 * ON_TRACK_EPS).on_track());
+        assert_eq!(p(2.0 * ON_TRACK_EPS, 4.0 * ON_TRACK_EPS).required(), 0.5);
+    }
+
     fn close(a: &[f64], b: &[f64]) {
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(b) {
