@@ -249,6 +249,46 @@ mod tests {
         out
     }
 
+    /// Spare capacity under the highest-return rule goes to the earlier
+    /// of two parts of equal return: q 0.25 each, spare 0.5.
+    #[test]
+    fn highest_return_ties_go_to_the_earlier_part() {
+        let r = |rem| ShareInput {
+            ret: 1.0,
+            ..p(rem, 100.0)
+        };
+        assert_eq!(
+            shares(&[r(25.0), r(25.0)], SpareRule::HighestReturn),
+            [0.75, 0.25]
+        );
+    }
+
+    /// With a part overdue, by hand. Proportional: A needs 0.5, the
+    /// overdue C gets the pool 1 - 0.5. LibraSLA's rule: A (q 0.6,
+    /// return 2) and B (q 0.38, return 1) need 0.98, the overdue C gets
+    /// the pool's floor, 0.05, and the short on-track parts share 0.95:
+    /// A, the highest return, keeps 0.6, B gets the 0.35 left.
+    #[test]
+    fn overdue_parts_share_the_pool_and_sla_protects_the_highest_return() {
+        let overdue = p(0.0, 10.0);
+        assert_eq!(
+            shares(&[p(50.0, 100.0), overdue], SpareRule::Proportional),
+            [0.5, 0.5]
+        );
+        let a = ShareInput {
+            ret: 2.0,
+            ..p(60.0, 100.0)
+        };
+        let b = ShareInput {
+            ret: 1.0,
+            ..p(38.0, 100.0)
+        };
+        let got = shares(&[a, b, overdue], SpareRule::Sla);
+        for (g, want) in got.iter().zip([0.6, 0.35, OVERDUE_POOL_MIN]) {
+            assert!((g - want).abs() < 1e-12, "{got:?}");
+        }
+    }
+
     /// Every rule parses from the name it prints as (configs and the
     /// command line name them so); anything else is no rule.
     #[test]
