@@ -250,7 +250,9 @@ mod tests {
     }
 
     /// Spare capacity under the highest-return rule goes to the earlier
-    /// of two parts of equal return: q 0.25 each, spare 0.5.
+    /// of two parts of equal return (q 0.25 each, spare 0.5); on a short
+    /// node LibraSLA's rule protects the earlier one (q 0.6 each: it
+    /// keeps 0.6, the other gets the 0.4 left).
     #[test]
     fn highest_return_ties_go_to_the_earlier_part() {
         let r = |rem| ShareInput {
@@ -260,6 +262,11 @@ mod tests {
         assert_eq!(
             shares(&[r(25.0), r(25.0)], SpareRule::HighestReturn),
             [0.75, 0.25]
+        );
+        let got = shares(&[r(60.0), r(60.0)], SpareRule::Sla);
+        assert!(
+            (got[0] - 0.6).abs() < 1e-12 && (got[1] - 0.4).abs() < 1e-12,
+            "{got:?}"
         );
     }
 
