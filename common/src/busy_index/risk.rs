@@ -737,7 +737,6 @@ impl BusyIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::busy_index::LoadLine;
     use crate::job::JobSpec;
     use crate::node_model::NodeState;
     use crate::policy::test_util::{busy, job, nodes};
@@ -748,21 +747,7 @@ mod tests {
     fn bounded(view: &[NodeState]) -> BusyIndex {
         let mut ix = BusyIndex::of(view);
         ix.keep_risk(true);
-        ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(view[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: Time::NAN,
-                deadline: p.deadline,
-            }));
-            let q = view[k].required_share(0.0);
-            LoadBound {
-                lo: q,
-                hi: q,
-                line: LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, view);
         ix
     }
 

@@ -595,6 +595,29 @@ pub(crate) mod test_util {
             .collect()
     }
 
+    /// Bounds for every busy node of `view` in `ix` (built from it), each
+    /// its exact load at 0 with no line, and the index's record of its
+    /// parts with no reports (the parts stand still): for tests that
+    /// decide at 0 from the bounds.
+    pub fn rebound_exact_at_zero(ix: &mut crate::busy_index::BusyIndex, view: &[NodeState]) {
+        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(view[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: f64::NAN,
+                deadline: p.deadline,
+            }));
+            let q = view[k].required_share(0.0);
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+    }
+
     /// A running part with `rem` estimated work left and deadline `dt`.
     pub fn busy(node: &mut NodeState, job: JobId, rem: f64, dt: f64) {
         node.parts.push(PartView {

@@ -693,23 +693,8 @@ mod tests {
     /// The index of `view` at 0 with its bounds (each node's exact load;
     /// no reports, so the parts stand still) and its order by return.
     fn indexed(view: &[NodeState]) -> BusyIndex {
-        use crate::busy_index::{LoadBound, LoadLine, PartFn};
         let mut ix = BusyIndex::of(view);
-        ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(view[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: Time::NAN,
-                deadline: p.deadline,
-            }));
-            let q = view[k].required_share(0.0);
-            LoadBound {
-                lo: q,
-                hi: q,
-                line: LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, view);
         ix.keep_returns(true, view);
         ix
     }

@@ -798,28 +798,14 @@ mod tests {
         // 0.8, 0.5, 0.3. Best fit of one: the tie group {n1, n0} heads
         // the ranking and the lower index wins, n0, although the walk by
         // lower bound meets n1 first; it must not stop there.
-        use crate::busy_index::{BusyIndex, LoadBound, PartFn};
+        use crate::busy_index::BusyIndex;
         use crate::policy::test_util::{busy, job, nodes};
         let mut n = nodes(4);
         busy(&mut n[0], 10, 50.0 - 5e-8, 100.0);
         busy(&mut n[1], 11, 50.0, 100.0);
         busy(&mut n[2], 12, 20.0, 100.0);
         let mut ix = BusyIndex::of(&n);
-        ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(n[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: f64::NAN,
-                deadline: p.deadline,
-            }));
-            let l = n[k].required_share(0.0);
-            LoadBound {
-                lo: l,
-                hi: l,
-                line: crate::busy_index::LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
         let j = job(1, 30.0, 1, 100.0, 1e9);
         let mut got = Vec::new();
         let v = best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got);
