@@ -270,32 +270,12 @@ impl AdmissionPolicy for LibraSla {
                 Err(false) => delayed += 1,
             }
         }
-        // An idle node's return depends on its speed alone: one per group,
-        // counted for the whole group.
-        let mut idle = std::mem::take(&mut self.idle);
-        idle_stand_ins(
-            nodes,
-            index,
-            job.processors(),
-            &mut idle,
-            |n, members| match self.classify(now, n, job, hard) {
-                Ok(ret) => Some(ret),
-                Err(true) => {
-                    lower += members;
-                    None
-                }
-                Err(false) => {
-                    delayed += members;
-                    None
-                }
-            },
-        );
-        if !idle.is_empty() {
-            self.cands.extend_from_slice(&idle);
+        let (idle_lower, idle_delayed) = self.classify_idle(now, nodes, index, job, hard);
+        if !self.idle.is_empty() {
+            self.cands.extend_from_slice(&self.idle);
             self.cands.sort_unstable_by_key(|c| c.0);
         }
-        self.idle = idle;
-        self.choose(job, hard, lower, delayed)
+        self.choose(job, hard, lower + idle_lower, delayed + idle_delayed)
     }
 
     fn decide(&mut self, now: Time, nodes: &[NodeState], job: &JobSpec) -> Decision {
@@ -348,6 +328,41 @@ impl LibraSla {
             ));
         }
         None
+    }
+
+    /// The idle nodes' verdicts into `self.idle`: an idle node's return
+    /// depends on its speed alone, so one stand-in per speed group
+    /// ([`idle_stand_ins`]), counted for the whole group. Returns how many
+    /// idle nodes would lose return and how many would delay the job.
+    fn classify_idle(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        job: &JobSpec,
+        hard: bool,
+    ) -> (usize, usize) {
+        let (mut lower, mut delayed) = (0, 0);
+        let mut idle = std::mem::take(&mut self.idle);
+        idle_stand_ins(
+            nodes,
+            index,
+            job.processors(),
+            &mut idle,
+            |n, members| match self.classify(now, n, job, hard) {
+                Ok(ret) => Some(ret),
+                Err(true) => {
+                    lower += members;
+                    None
+                }
+                Err(false) => {
+                    delayed += members;
+                    None
+                }
+            },
+        );
+        self.idle = idle;
+        (lower, delayed)
     }
 
     /// Node `node`'s verdict: its return with the part (`Ok`), or why it
@@ -414,24 +429,9 @@ impl LibraSla {
         let hard = job.qos.deadline_type == DeadlineType::Hard;
         let p = job.processors();
         let ret_new = LibraSla::value(job, self.cfg.sla_return_per_part).ret;
-        let (mut lower, mut delayed) = (0, 0);
-        let mut idle = std::mem::take(&mut self.idle);
-        idle_stand_ins(nodes, index, p, &mut idle, |n, members| {
-            match self.classify(now, n, job, hard) {
-                Ok(ret) => Some(ret),
-                Err(true) => {
-                    lower += members;
-                    None
-                }
-                Err(false) => {
-                    delayed += members;
-                    None
-                }
-            }
-        });
+        let (mut lower, mut delayed) = self.classify_idle(now, nodes, index, job, hard);
         self.cands.clear();
-        self.cands.extend_from_slice(&idle);
-        self.idle = idle;
+        self.cands.extend_from_slice(&self.idle);
         let mut best = std::mem::take(&mut self.best);
         best.clear();
         for c in &self.cands {
