@@ -518,4 +518,26 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_shortcut_needs_every_deadline_more_than_time_eps_ahead() {
+        // A ran past its estimate (rem 0: share 0) and its deadline is
+        // exactly TIME_EPS (1e-6 s) ahead of now = 0. The projection
+        // counts a deadline within TIME_EPS as passed: no projection, so
+        // never zero-risk, though the new job's share 0.5 fits (load 0.5).
+        // The shortcut must not answer for it: it needs every deadline
+        // more than TIME_EPS ahead. At 2 x TIME_EPS ahead both paths say
+        // zero risk (A finishes now, the job alone meets its deadline).
+        let j = job(1, 50.0, 1, 100.0, 1e9);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let mut n = nodes(1);
+        busy(&mut n[0], 10, 0.0, TIME_EPS);
+        assert_eq!(n[0].parts[0].deadline - 0.0, TIME_EPS);
+        assert_eq!(r.risk(0.0, &n[0], &j), None);
+        assert!(!r.zero_risk(0.0, &n[0], &j));
+        let mut n = nodes(1);
+        busy(&mut n[0], 10, 0.0, 2.0 * TIME_EPS);
+        assert_eq!(r.risk(0.0, &n[0], &j), Some(0.0));
+        assert!(r.zero_risk(0.0, &n[0], &j));
+    }
 }

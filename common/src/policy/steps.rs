@@ -870,4 +870,28 @@ mod tests {
             "the indexed path itself must be exercised"
         );
     }
+
+    #[test]
+    fn a_load_of_exactly_one_plus_the_tolerance_fits() {
+        // Node 0 is full at 0 (one part, rem 100 s to its deadline at
+        // 100: share 1); node 1 holds a part of share 0.5. The job's share
+        // is RE / D = 1e-9 / 1 = 1e-9 = SHARE_SUM_EPS, so node 0's load
+        // after it is 1 + 1e-9, the very float of the limit: it fits (the
+        // test is `load > 1 + SHARE_SUM_EPS`), as does node 1 (0.5 +
+        // 1e-9). A job of twice that share fits only node 1.
+        use crate::policy::test_util::{busy, job, nodes};
+        let mut n = nodes(2);
+        busy(&mut n[0], 10, 100.0, 100.0);
+        busy(&mut n[1], 11, 50.0, 100.0);
+        let mut out = Vec::new();
+        let j = job(1, 1e-9, 1, 1.0, 1e9);
+        assert_eq!(1.0 + n[0].est_cpu(&j) / j.qos.deadline, 1.0 + SHARE_SUM_EPS);
+        assert!(resource_deadline_filter(0.0, &n, &j, &mut out, None).is_none());
+        assert_eq!(out, vec![(0, 1.0 + 1e-9), (1, 0.5 + 1e-9)]);
+        assert_eq!(load_if_fits(&n[0], &j, 0.0), Some(1.0 + 1e-9));
+        let j = job(1, 2e-9, 1, 1.0, 1e9);
+        assert!(resource_deadline_filter(0.0, &n, &j, &mut out, None).is_none());
+        assert_eq!(out, vec![(1, 0.5 + 2e-9)]);
+        assert_eq!(load_if_fits(&n[0], &j, 0.0), None);
+    }
 }
