@@ -259,10 +259,11 @@ impl LibraRisk {
             Err(d) => return Some(d),
         };
         let p = job.processors();
+        // In node order the candidates are the first P zero-risk nodes:
+        // `choose` ranks by key only under best fit, so no load is
+        // computed here (the key is 0 for all).
         let mut idle = std::mem::take(&mut self.idle);
-        idle_stand_ins(nodes, index, p, &mut idle, |n, _| {
-            Some(n.required_share(now) + n.est_cpu(job) / job.qos.deadline)
-        });
+        idle_stand_ins(nodes, index, p, &mut idle, |_, _| Some(0.0));
         self.cands.clear();
         let mut next_idle = idle.iter().copied().peekable();
         'walk: for b in 0..index.risk_blocks() {
@@ -345,8 +346,7 @@ impl LibraRisk {
                     super::steps::RISK_SETTLED.with(|c| c.set(c.get() + 1));
                 }
                 if zero {
-                    let load = index.exact_load(k, now) + nodes[k].est_cpu(job) / job.qos.deadline;
-                    self.cands.push((k, load));
+                    self.cands.push((k, 0.0));
                     if self.cands.len() == p {
                         full = true;
                         break;
@@ -539,5 +539,38 @@ mod tests {
         busy(&mut n[0], 10, 0.0, 2.0 * TIME_EPS);
         assert_eq!(r.risk(0.0, &n[0], &j), Some(0.0));
         assert!(r.zero_risk(0.0, &n[0], &j));
+    }
+
+    #[test]
+    fn the_certified_walk_takes_nodes_of_later_blocks_by_their_own_index() {
+        // 130 nodes: 0-63 (the first block of RISK_BLOCK = 64) each full
+        // with a part of q = 1 (100 s of work, deadline 100), 64 with a
+        // part of q = 0.2 (20 s, deadline 100), 65-129 idle. Job: RE 50,
+        // D 100 (q = 0.5). A full node is over-committed, Q' = 1.5, so
+        // not zero-risk; node 64's load 0.7 fits: zero-risk by the
+        // shortcut; idle nodes are zero-risk. In node order the first
+        // zero-risk node is 64, then 65 and 66.
+        use crate::busy_index::BusyIndex;
+        let mut n = nodes(130);
+        for (k, node) in n.iter_mut().enumerate().take(64) {
+            busy(node, 100 + k as u64, 100.0, 100.0);
+        }
+        busy(&mut n[64], 99, 20.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_risk(true);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let nodes_of = |d: Option<Decision>| match d {
+            Some(Decision::Accept(a)) => a.nodes,
+            other => panic!("{other:?}"),
+        };
+        let one = job(1, 50.0, 1, 100.0, 1e9);
+        assert_eq!(nodes_of(r.decide_bounded(0.0, &n, &ix, &one)), vec![64]);
+        let three = job(2, 50.0, 3, 100.0, 1e9);
+        assert_eq!(
+            nodes_of(r.decide_bounded(0.0, &n, &ix, &three)),
+            vec![64, 65, 66]
+        );
+        assert_eq!(decide(&mut r, &n, &three), Ok(vec![64, 65, 66]));
     }
 }
