@@ -894,4 +894,39 @@ mod tests {
         assert_eq!(out, vec![(1, 0.5 + 2e-9)]);
         assert_eq!(load_if_fits(&n[0], &j, 0.0), None);
     }
+
+    #[test]
+    fn a_job_needing_memory_or_disk_is_checked_on_every_idle_node() {
+        // Three idle nodes and a busy one; idle node 0 has no memory and
+        // no disk, nodes 1-3 have 1 GiB and 1 GiB. A job asking for 1 KB
+        // of memory (or 1 MB of disk) fits nodes 1-3 only, so one idle
+        // node cannot stand for its speed group: Libra (best fit, the
+        // fullest node first) takes busy node 3, then idle node 1, never
+        // node 0. A job asking for neither may stand node 0 for the group
+        // and takes 3 and 0.
+        use crate::busy_index::BusyIndex;
+        use crate::policy::test_util::{busy, job, nodes};
+        use crate::policy::{AdmissionPolicy, Libra};
+        let mut n = nodes(4);
+        n[0].spec.memory_kb = 0;
+        n[0].spec.disk_mb = 0;
+        busy(&mut n[3], 10, 50.0, 100.0);
+        let ix = BusyIndex::of(&n);
+        let mut libra = Libra::new(PolicyConfig::default());
+        let chosen = |libra: &mut Libra, j: &JobSpec| match libra.decide_indexed(0.0, &n, &ix, j) {
+            Decision::Accept(a) => a.nodes,
+            other => panic!("{other:?}"),
+        };
+        let mut mem = job(1, 10.0, 2, 100.0, 1e9);
+        mem.resources.memory_kb = 1;
+        assert!(!idle_groups_stand_in(&ix, &mem));
+        assert_eq!(chosen(&mut libra, &mem), vec![3, 1]);
+        let mut disk = job(2, 10.0, 2, 100.0, 1e9);
+        disk.resources.disk_mb = 1;
+        assert!(!idle_groups_stand_in(&ix, &disk));
+        assert_eq!(chosen(&mut libra, &disk), vec![3, 1]);
+        let plain = job(3, 10.0, 2, 100.0, 1e9);
+        assert!(idle_groups_stand_in(&ix, &plain));
+        assert_eq!(chosen(&mut libra, &plain), vec![3, 0]);
+    }
 }
