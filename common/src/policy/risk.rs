@@ -573,4 +573,31 @@ mod tests {
         );
         assert_eq!(decide(&mut r, &n, &three), Ok(vec![64, 65, 66]));
     }
+
+    #[test]
+    fn the_certified_walk_goes_on_past_an_idle_node_before_a_block() {
+        // 130 nodes: 0-62 full (q = 1: 100 s to deadline 100), 63 idle,
+        // 64 and 65 holding a part of q = 0.2 each, 66-129 idle. Job of
+        // 3 parts, RE 50, D 100 (q = 0.5): the full nodes are
+        // over-committed (not zero-risk), 64 and 65 fit (load 0.7: zero
+        // risk by the shortcut). In node order: 63 (idle, met at the
+        // start of the second block), then 64 and 65, not the idle 66.
+        use crate::busy_index::BusyIndex;
+        let mut n = nodes(130);
+        for (k, node) in n.iter_mut().enumerate().take(63) {
+            busy(node, 100 + k as u64, 100.0, 100.0);
+        }
+        busy(&mut n[64], 98, 20.0, 100.0);
+        busy(&mut n[65], 99, 20.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_risk(true);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let j = job(1, 50.0, 3, 100.0, 1e9);
+        match r.decide_bounded(0.0, &n, &ix, &j) {
+            Some(Decision::Accept(a)) => assert_eq!(a.nodes, vec![63, 64, 65]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(decide(&mut r, &n, &j), Ok(vec![63, 64, 65]));
+    }
 }
