@@ -274,7 +274,7 @@ pub fn resource_deadline_filter_indexed(
     out: &mut Vec<(usize, f64)>,
     keep: usize,
 ) -> Option<Decision> {
-    if job.resources.memory_kb != 0 || job.resources.disk_mb != 0 || index.speeds() > IDLE_SLOTS {
+    if !idle_groups_stand_in(index, job) {
         return resource_deadline_filter(now, nodes, job, out, Some(keep));
     }
     out.clear();
