@@ -344,12 +344,7 @@ pub fn best_fit_filter_bounded(
     job: &JobSpec,
     out: &mut Vec<(usize, f64)>,
 ) -> Option<Option<Decision>> {
-    if job.resources.memory_kb != 0
-        || job.resources.disk_mb != 0
-        || index.speeds() != 1
-        || nodes.is_empty()
-        || !index.bounded()
-    {
+    if !bounds_apply(nodes, index, job) {
         return None;
     }
     let k = job.processors();
