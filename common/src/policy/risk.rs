@@ -293,11 +293,8 @@ impl LibraRisk {
                     );
                 }
             }
-            if whole {
-                #[cfg(test)]
-                super::steps::RISK_SETTLED
-                    .with(|c| c.set(c.get() + u64::from(word.count_ones()) - open.len() as u64));
-            }
+            #[cfg(test)]
+            count_block_settled(whole, word, &open);
             // The nodes to settle one by one, ascending: the block's
             // exceptions, or all of its busy nodes.
             let mut each = open.iter().map(|o| o.0);
@@ -342,9 +339,7 @@ impl LibraRisk {
                     "node {k}: certified {verdict:?} at {now}, the projection disagrees"
                 );
                 #[cfg(test)]
-                if verdict != Verdict::Open && !whole {
-                    super::steps::RISK_SETTLED.with(|c| c.set(c.get() + 1));
-                }
+                count_node_settled(verdict, whole);
                 if zero {
                     self.cands.push((k, 0.0));
                     if self.cands.len() == p {
@@ -408,6 +403,29 @@ impl LibraRisk {
             nodes: self.cands.iter().map(|c| c.0).collect(),
             cost,
         })
+    }
+}
+
+/// Test builds count the busy nodes the certified walk settles without a
+/// projection ([`super::steps::RISK_SETTLED`], read by the admission
+/// tests): here the nodes of a block certified whole, less its exceptions.
+/// The count is kept in test-only functions, out of the walk, so that the
+/// mutation run (which skips `#[cfg(test)]` items) mutates the decision
+/// rather than this instrumentation.
+#[cfg(test)]
+fn count_block_settled(whole: bool, word: usize, open: &[(usize, Verdict)]) {
+    if whole {
+        super::steps::RISK_SETTLED
+            .with(|c| c.set(c.get() + u64::from(word.count_ones()) - open.len() as u64));
+    }
+}
+
+/// The count of [`count_block_settled`] for a node settled alone by its
+/// own certificate.
+#[cfg(test)]
+fn count_node_settled(verdict: Verdict, whole: bool) {
+    if verdict != Verdict::Open && !whole {
+        super::steps::RISK_SETTLED.with(|c| c.set(c.get() + 1));
     }
 }
 
