@@ -924,4 +924,41 @@ mod tests {
         assert!(idle_groups_stand_in(&ix, &plain));
         assert_eq!(chosen(&mut libra, &plain), vec![3, 0]);
     }
+
+    #[test]
+    fn the_bounded_best_fit_stops_once_no_node_left_can_rank() {
+        // Busy loads at 0 (exact bounds, no line): n0 0.3, n1 0.85, n2
+        // 0.9000000005, n3 0.6, n4 0.8, n5 0.1, n6 0.95; n7, n8 idle.
+        // Job: RE 10, D 100 (share 0.1), 2 processors. n6 fails the share
+        // test (1.05 > 1 + 1e-9); n2 passes it (1.0000000005 <= 1 +
+        // 1e-9), so the walk must start from the top 1 + 1e-9 - 0.1 +
+        // 1e-9 (its rounding room), not below n2's lower bound. The idle
+        // group gives n7 and n8 (0.1 each): the 2nd best key is 0.1. Walked
+        // by lower bound, highest first: n2 (key 1.0000000005), n1 (0.95:
+        // the 2nd best is now 0.95), then n4, whose key is at most 0.8 +
+        // the class's width (0.02 / 512) + 0.1 + 1e-9 < 0.95 - 1e-9: the
+        // walk stops there. The candidates are n1, n2, n7, n8 (node
+        // order), not n0, n3, n4 or n5, and best fit takes n2 and n1.
+        use crate::busy_index::BusyIndex;
+        use crate::policy::test_util::{busy, job, nodes};
+        let mut n = nodes(9);
+        for (k, rem) in [30.0, 85.0, 90.00000005, 60.0, 80.0, 10.0, 95.0]
+            .into_iter()
+            .enumerate()
+        {
+            busy(&mut n[k], 10 + k as u64, rem, 100.0);
+        }
+        let mut ix = BusyIndex::of(&n);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
+        let j = job(1, 10.0, 2, 100.0, 1e9);
+        let mut got = Vec::new();
+        assert_eq!(
+            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            Some(None)
+        );
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 7, 8]);
+        assert!((got[1].1 - 1.0000000005).abs() < 1e-15, "{:?}", got[1]);
+        top_k(&mut got, 2, Better::Higher);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 1]);
+    }
 }
