@@ -803,4 +803,77 @@ mod tests {
             assert_eq!(a.new_delay, b.new_delay);
         }
     }
+
+    #[test]
+    fn the_shortcut_is_not_taken_on_a_node_with_a_deadline_passed() {
+        // Decided at 10. n0 holds A: soft, RE 5, D 5, B 100, PR 19
+        // (return 100/5/5 = 4, penalty 19/5/5 = 0.76 per s), which ran
+        // its whole estimate (nothing left: share 0) and is 5 s past its
+        // deadline: it ends now, 5 s late, its return 4 - 5 x 0.76 = 0.2.
+        // n1 holds B: soft, RE 10, D 110, B 330 (return 0.3, share 10/100
+        // = 0.1), on time. New N, submitted at 10: soft, RE 10, D 100, B
+        // 20 (return 0.02, share 0.1). The shortcut (no delay: the sum of
+        // the returns) holds on n1 only, as a deadline passed on n0: new
+        // returns 0.22 on n0 and 0.32 on n1, which takes it. Taken on n0
+        // too, it would count A's 4 in full and choose n0.
+        let mut n = nodes(2);
+        place(&mut n[0], &soft(10, 5.0, 5.0, 100.0, 19.0));
+        n[0].parts[0].cpu_done = 5.0;
+        place(&mut n[1], &soft(11, 10.0, 110.0, 330.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j =
+            JobSpec::new(1, 10.0, 10.0, 1, 100.0, 20.0).with_deadline_type(DeadlineType::Soft, 1.0);
+        let r0 = p.node_return(10.0, &n[0], &j);
+        assert!(
+            (r0.old - 0.2).abs() < 1e-12 && (r0.new - 0.22).abs() < 1e-12,
+            "{r0:?}"
+        );
+        let r1 = p.node_return(10.0, &n[1], &j);
+        assert!(
+            (r1.old - 0.3).abs() < 1e-12 && (r1.new - 0.32).abs() < 1e-12,
+            "{r1:?}"
+        );
+        match p.decide(10.0, &n, &j) {
+            Decision::Accept(a) => assert_eq!(a.nodes, vec![1]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_job_whose_estimate_equals_its_deadline_makes_a_busy_node_short() {
+        // n0 holds H: hard, RE 50, D 100 (share 0.5), B 100, PR 1 (return
+        // 100/50/100 = 0.02, penalty 2e-4 per s). New N: hard, RE 100 = D
+        // 100 (share 1; the estimate may equal the deadline), B 100, PR 1
+        // (return 0.01, penalty 1e-4). Load 1.5 > 1: no shortcut.
+        // Projected, both protected: shares 1/3 and 2/3 until 100, when H
+        // has 50/3 s left and N 100/3. Both overdue, they split the node:
+        // H ends at 100 + 100/3 (100/3 s late), then N alone at 150 (50 s
+        // late). New return 0.02 - 100/3 x 2e-4 + 0.01 - 50 x 1e-4 =
+        // 0.0183 < 0.02: n0 would lose return (tested before the hard
+        // deadline).
+        // With the shortcut (no delay) it would be 0.03 and N accepted.
+        let mut n = nodes(1);
+        place(&mut n[0], &hard(10, 50.0, 100.0, 100.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = hard(1, 100.0, 100.0, 100.0, 1.0);
+        let r = p.node_return(0.0, &n[0], &j);
+        assert!(
+            (r.old - 0.02).abs() < 1e-12
+                && (r.new - (0.02 - 100.0 / 3.0 * 2e-4 + 0.005)).abs() < 1e-12,
+            "{r:?}"
+        );
+        assert!((r.new_delay - 50.0).abs() < 1e-6, "{r:?}");
+        match p.decide(0.0, &n, &j) {
+            Decision::Reject(r) => {
+                assert_eq!(r.reason, RejectReason::Return);
+                assert!(
+                    r.detail
+                        .ends_with("(1 would lose return, 0 would delay it)"),
+                    "{}",
+                    r.detail
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
