@@ -402,11 +402,9 @@ pub fn best_fit_filter_bounded(
     // stop on an earlier one is safe).
     for class in 0..WIDTH_CLASSES {
         let widest = class_width(class);
+        // Entries come with `lo <= top`: a node whose lower bound fails
+        // the share test by more than the slack is never met.
         for (lo, n, line) in index.by_lower_bound_desc(class, top) {
-            if lo + add > 1.0 + SHARE_SUM_EPS {
-                // Its load is at least `lo`: it fails the share test.
-                continue;
-            }
             if let Some(kth) = kth {
                 if lo + widest + add + SLACK < kth - KEY_TIE_EPS {
                     break;
@@ -960,5 +958,72 @@ mod tests {
         assert!((got[1].1 - 1.0000000005).abs() < 1e-15, "{:?}", got[1]);
         top_k(&mut got, 2, Better::Higher);
         assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    #[test]
+    fn the_bounded_best_fit_settles_nodes_from_their_lines() {
+        // Five busy nodes at 0, each with bounds [lo, hi] and a line
+        // (flat, half-width 0.001) around its exact load q:
+        //   n0 q 0.905 [0.895, 0.91]   n1 q 0.8 [0.79, 0.805]
+        //   n2 q 0.6 [0.597, 0.603]    n3 q 0.79 [0.785, 0.8]
+        //   n4 q 0.61 [0.6, 0.615]
+        // n2's width 0.006 files it in class 8 (widest 0.02/2 = 0.01), the
+        // others' 0.015 in class 9 (widest 0.02); n5 is idle. Job: share
+        // 0.1, 1 processor. n5 gives the first best, 0.1. Class 8 first:
+        // n2 (0.597 + 0.01 + 0.1 is not below 0.1), priced exactly: 0.7,
+        // the best so far. Class 9 by lower bound: n0 (0.895 + 0.02 + 0.1
+        // is not below 0.7: walked), its line's low end 0.904 + 0.1 > 1 +
+        // 1e-9: settled, fails. n1: priced, 0.9, now the best. n3: 0.785 +
+        // 0.02 + 0.1 = 0.905 is not below 0.9 - 1e-9 (walked), but its
+        // line's high end 0.791 + 0.1 + 1e-9 is: settled, cannot rank. n4:
+        // 0.6 + 0.02 + 0.1 < 0.9: the walk stops. Candidates n1, n2 and
+        // n5, two nodes settled from their lines, and n1 chosen.
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine, PartFn};
+        use crate::policy::test_util::{busy, job, nodes};
+        let q = [0.905, 0.8, 0.6, 0.79, 0.61];
+        let b = [
+            (0.895, 0.91),
+            (0.79, 0.805),
+            (0.597, 0.603),
+            (0.785, 0.8),
+            (0.6, 0.615),
+        ];
+        let mut n = nodes(6);
+        for (k, q) in q.into_iter().enumerate() {
+            busy(&mut n[k], 10 + k as u64, q * 100.0, 100.0);
+        }
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(n[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: f64::NAN,
+                deadline: p.deadline,
+            }));
+            LoadBound {
+                lo: b[k].0,
+                hi: b[k].1,
+                line: LoadLine {
+                    t0: 0.0,
+                    v0: q[k],
+                    slope: 0.0,
+                    err: 0.001,
+                    rem0: f64::INFINITY,
+                    rem_slope: 0.0,
+                },
+            }
+        });
+        let j = job(1, 10.0, 1, 100.0, 1e9);
+        let settled = LINE_SETTLED.with(|c| c.get());
+        let mut got = Vec::new();
+        assert_eq!(
+            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            Some(None)
+        );
+        assert_eq!(LINE_SETTLED.with(|c| c.get()) - settled, 2);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 5]);
+        top_k(&mut got, 1, Better::Higher);
+        assert_eq!(got[0].0, 1);
     }
 }
