@@ -876,4 +876,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn a_job_of_budget_zero_is_accepted_where_the_return_stays() {
+        // n0 holds X: soft, RE 10, D 100, B 10 (return 0.01, share 0.1).
+        // New N: soft, RE 10, D 100, budget 0 (return 0, share 0.1): no
+        // one is delayed, the new return 0.01 + 0 equals the old: not
+        // lower, so n0 takes it. A return must drop by more than 1e-9 of
+        // itself to count as lower; equal is never lower.
+        let mut n = nodes(1);
+        place(&mut n[0], &soft(10, 10.0, 100.0, 10.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = soft(1, 10.0, 100.0, 0.0, 1.0);
+        let r = p.node_return(0.0, &n[0], &j);
+        assert_eq!((r.old, r.new), (0.01, 0.01));
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
+        assert!(not_lower(0.01 - 0.5e-11, 0.01) && !not_lower(0.01 - 2e-11, 0.01));
+    }
 }
