@@ -1026,4 +1026,44 @@ mod tests {
         top_k(&mut got, 1, Better::Higher);
         assert_eq!(got[0].0, 1);
     }
+
+    #[test]
+    fn the_one_pass_filter_is_the_two_filters_in_turn() {
+        // resource_deadline_filter is resource_filter then deadline_filter
+        // fused into one pass: on seeded clusters (some nodes short of
+        // memory, busy nodes that fit, tie or do not), the two steps in
+        // turn give the same verdict, the same candidates with the same
+        // loads in the same order, and the same rejection text.
+        use crate::policy::test_util::job;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+        let (mut rejected, mut accepted) = (0, 0);
+        for case in 0..300 {
+            let n = rng.random_range(1..40);
+            let kinds = rng.random_range(1..=3);
+            let nodes = random_cluster(&mut rng, n, &[1.0, 2.0, 0.5][..kinds], 3);
+            let p = rng.random_range(1..=n.min(12) as u32);
+            let mut j = job(1, rng.random_range(0.5..60.0), p, 100.0, 1e9);
+            if rng.random_range(0..3) == 0 {
+                j.resources.memory_kb = 100;
+            }
+            let mut fused = Vec::new();
+            let one = resource_deadline_filter(0.0, &nodes, &j, &mut fused, None);
+            let mut res = Vec::new();
+            let mut two = Vec::new();
+            let steps = resource_filter(&nodes, &j, &mut res)
+                .or_else(|| deadline_filter(0.0, &nodes, &res, &j, &mut two));
+            assert_eq!(one, steps, "case {case}: verdicts differ");
+            if one.is_none() {
+                assert_eq!(fused, two, "case {case}: candidates differ");
+                accepted += 1;
+            } else {
+                rejected += 1;
+            }
+        }
+        assert!(
+            accepted > 50 && rejected > 50,
+            "{accepted} passed, {rejected} refused"
+        );
+    }
 }
