@@ -13,12 +13,9 @@
 //! the highest-return one share the shortfall, hard-deadline jobs keep
 //! their share. So what the admission projects is what the nodes do.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-
 use super::steps::{
     bounds_apply, idle_groups_stand_in, idle_stand_ins, resource_filter, too_many_processors,
-    top_k, Better, SHARE_SUM_EPS,
+    top_k, Better, TopKeys, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
 use crate::busy_index::BusyIndex;
@@ -56,28 +53,10 @@ pub struct LibraSla {
     finish: Vec<Time>,
     proj: Projection,
     /// The `P` best new returns of a walk by return (the `P`-th on top).
-    best: BinaryHeap<Reverse<Key>>,
+    best: TopKeys,
     /// A busy node brought up to the instant from the index's record of
     /// its parts (walks by return).
     scratch: Option<NodeState>,
-}
-
-/// A return ordered by `total_cmp` (the returns kept are not NaN).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Key(f64);
-
-impl Eq for Key {}
-
-impl PartialOrd for Key {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Key {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// Room on a node's bound `sum + r` in the walk's stop: the bound holds in
@@ -111,7 +90,7 @@ impl LibraSla {
             idle: Vec::new(),
             finish: Vec::new(),
             proj: Projection::default(),
-            best: BinaryHeap::new(),
+            best: TopKeys::default(),
             scratch: None,
         }
     }
@@ -201,16 +180,6 @@ fn verdict(r: NodeReturn, hard: bool) -> Result<f64, bool> {
         Err(false)
     } else {
         Ok(r.new)
-    }
-}
-
-/// Takes `key` into the `p` best keys so far.
-fn keep_best(best: &mut BinaryHeap<Reverse<Key>>, p: usize, key: f64) {
-    if best.len() < p {
-        best.push(Reverse(Key(key)));
-    } else if best.peek().is_some_and(|b| Key(key) > b.0) {
-        best.pop();
-        best.push(Reverse(Key(key)));
     }
 }
 
@@ -433,15 +402,14 @@ impl LibraSla {
         self.cands.clear();
         self.cands.extend_from_slice(&self.idle);
         let mut best = std::mem::take(&mut self.best);
-        best.clear();
+        best.reset(p);
         for c in &self.cands {
-            keep_best(&mut best, p, c.1);
+            best.take(c.1);
         }
         let mut walk = index.by_return_desc();
         let mut stop = None;
         for (key, k, sum) in walk.by_ref() {
-            if best.len() == p {
-                let kth = best.peek().map_or(f64::NAN, |b| b.0 .0);
+            if let Some(kth) = best.kth() {
                 let bound = key + ret_new;
                 // A bound of -inf plus its room is NaN: never a stop (the
                 // node is walked, which is always safe).
@@ -453,7 +421,7 @@ impl LibraSla {
             match self.classify_indexed(now, nodes, index, k, sum, job, hard) {
                 Ok(ret) => {
                     self.cands.push((k, ret));
-                    keep_best(&mut best, p, ret);
+                    best.take(ret);
                 }
                 Err(true) => lower += 1,
                 Err(false) => delayed += 1,

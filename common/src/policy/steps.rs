@@ -351,21 +351,8 @@ pub fn best_fit_filter_bounded(
     out.clear();
     let mut fit = 0;
     let mut after = LoadAfter::new(job);
-    // The k best keys so far (a min-heap: the k-th best on top).
-    let mut best: std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>> =
-        std::collections::BinaryHeap::with_capacity(k + 1);
-    fn take(
-        best: &mut std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>>,
-        k: usize,
-        key: f64,
-    ) {
-        if best.len() < k {
-            best.push(std::cmp::Reverse(KeyOrd(key)));
-        } else if best.peek().is_some_and(|b| key > b.0 .0) {
-            best.pop();
-            best.push(std::cmp::Reverse(KeyOrd(key)));
-        }
-    }
+    let mut best = TopKeys::default();
+    best.reset(k);
     for (_, group) in index.idle_by_speed() {
         let Some(first) = group.first() else {
             continue;
@@ -377,14 +364,14 @@ pub fn best_fit_filter_bounded(
         fit += group.len();
         for n in group.iter().take(k) {
             out.push((n, l));
-            take(&mut best, k, l);
+            best.take(l);
         }
     }
     for n in index.wide() {
         if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
             fit += 1;
             out.push((n, v));
-            take(&mut best, k, v);
+            best.take(v);
         }
     }
     // Every node of one speed: the job's share on any node.
@@ -393,10 +380,7 @@ pub fn best_fit_filter_bounded(
     // their own).
     const SLACK: f64 = 1e-9;
     let top = 1.0 + SHARE_SUM_EPS - add + SLACK;
-    let kth_of = |best: &std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>>| {
-        (best.len() == k).then(|| best.peek().map_or(f64::NAN, |b| b.0 .0))
-    };
-    let mut kth = kth_of(&best);
+    let mut kth = best.kth();
     // Narrow classes first: their good fits raise the k-th best key, so
     // the wider classes' walks stop sooner (the k-th best only rises, so a
     // stop on an earlier one is safe).
@@ -435,8 +419,8 @@ pub fn best_fit_filter_bounded(
             if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
                 fit += 1;
                 out.push((n, v));
-                take(&mut best, k, v);
-                kth = kth_of(&best);
+                best.take(v);
+                kth = best.kth();
             }
         }
     }
@@ -452,6 +436,37 @@ thread_local! {
     /// Busy nodes LibraRisk's bounded walk settled by a certificate
     /// (`LibraRisk::decide_certified`, risk.rs), alone or by whole blocks.
     pub static RISK_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The `k` highest keys seen so far, the `k`-th best at hand: a min-heap
+/// (the walks from bounds stop on it; reset keeps its allocation).
+#[derive(Debug, Default)]
+pub struct TopKeys {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<KeyOrd>>,
+    k: usize,
+}
+
+impl TopKeys {
+    /// Empties it to keep the `k` highest keys.
+    pub fn reset(&mut self, k: usize) {
+        self.heap.clear();
+        self.k = k;
+    }
+
+    /// Takes `key` in if it is among the `k` highest so far.
+    pub fn take(&mut self, key: f64) {
+        if self.heap.len() < self.k {
+            self.heap.push(std::cmp::Reverse(KeyOrd(key)));
+        } else if self.heap.peek().is_some_and(|b| key > b.0 .0) {
+            self.heap.pop();
+            self.heap.push(std::cmp::Reverse(KeyOrd(key)));
+        }
+    }
+
+    /// The `k`-th highest key, once `k` were taken.
+    pub fn kth(&self) -> Option<f64> {
+        (self.heap.len() == self.k).then(|| self.heap.peek().map_or(f64::NAN, |b| b.0 .0))
+    }
 }
 
 /// An `f64` key ordered by `total_cmp` (keys here are finite).
