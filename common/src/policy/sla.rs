@@ -78,6 +78,14 @@ thread_local! {
     pub static RETURN_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Counts in [`RETURN_LEFT`] the node the stop met and the `rest` after
+/// it: a test-only function, out of the walk, so that the mutation run
+/// (which skips `#[cfg(test)]` items) mutates the walk, not this count.
+#[cfg(test)]
+fn count_left<T>(rest: impl Iterator<Item = T>) {
+    RETURN_LEFT.with(|c| c.set(c.get() + 1 + rest.count() as u64));
+}
+
 impl LibraSla {
     /// LibraSLA with these knobs (`sla_return_per_part`, and the shortcut
     /// switch shared with LibraRisk; its node rule is always
@@ -429,7 +437,7 @@ impl LibraSla {
         }
         if let Some((_kth, _first_left)) = stop {
             #[cfg(test)]
-            RETURN_LEFT.with(|c| c.set(c.get() + 1 + walk.clone().count() as u64));
+            count_left(walk.clone());
             // Every node left out ranks below the choice.
             #[cfg(debug_assertions)]
             if index.busy_len() <= DEBUG_CHECK_UP_TO {
