@@ -44,8 +44,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
 
+mod load_tree;
 mod returns;
 mod risk;
+use load_tree::LoadTree;
+pub use load_tree::{Agg, Desc, Entry};
 use returns::Returns;
 pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
@@ -398,6 +401,9 @@ struct Bounds {
     blocks_dirty: Vec<usize>,
     /// Whether `risk` and `blocks` are kept (only LibraRisk reads them).
     risk_on: bool,
+    /// Libra+$'s order ([`BusyIndex::keep_load_tree`]): when kept, the
+    /// ordered nodes are filed there instead of in `by_lo`.
+    tree: Option<LoadTree>,
 }
 
 /// A key whose integer order is the order of the (non-NaN) `f64`s.
@@ -458,9 +464,12 @@ impl Bounds {
         let (b, _, filed) = self.of[k];
         match filed {
             Filed::Dirty => return,
-            Filed::Ordered => {
-                self.by_lo[width_class(b.hi - b.lo)].remove(&(order_key(b.lo), k));
-            }
+            Filed::Ordered => match &mut self.tree {
+                Some(t) => t.remove(k),
+                None => {
+                    self.by_lo[width_class(b.hi - b.lo)].remove(&(order_key(b.lo), k));
+                }
+            },
             Filed::Wide => {
                 self.wide.remove(&k);
             }
@@ -610,6 +619,7 @@ impl BusyIndex {
                 on: true,
                 latest: now,
                 risk_on: b.risk_on,
+                tree: b.tree.as_ref().map(|_| LoadTree::default()),
                 ..Bounds::default()
             };
             for k in self.busy.iter() {
@@ -665,6 +675,22 @@ impl BusyIndex {
         if self.bounds.risk_on != on {
             self.bounds = Bounds {
                 risk_on: on,
+                tree: self.bounds.tree.take().map(|_| LoadTree::default()),
+                ..Bounds::default()
+            };
+        }
+    }
+
+    /// Whether the ordered nodes are kept in Libra+$'s order
+    /// ([`Self::load_tree_desc`]) rather than in the B-trees by lower bound
+    /// per class of width ([`Self::by_lower_bound_desc`]), which Libra
+    /// reads; switching computes every bound again at the next
+    /// [`Self::rebound`].
+    pub fn keep_load_tree(&mut self, on: bool) {
+        if self.bounds.tree.is_some() != on {
+            self.bounds = Bounds {
+                risk_on: self.bounds.risk_on,
+                tree: on.then(LoadTree::default),
                 ..Bounds::default()
             };
         }
@@ -708,7 +734,17 @@ impl BusyIndex {
             debug_assert!(lb.lo >= 0.0 && lb.lo <= lb.hi, "node {k}: {lb:?}");
             let width = lb.hi - lb.lo;
             let filed = if width <= WIDE_BOUND {
-                b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);
+                match &mut b.tree {
+                    Some(t) => t.insert(Entry {
+                        lo: lb.lo,
+                        hi: lb.hi,
+                        node: k,
+                        line: lb.line,
+                    }),
+                    None => {
+                        b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);
+                    }
+                }
                 Filed::Ordered
             } else {
                 b.wide.insert(k);
@@ -739,10 +775,33 @@ impl BusyIndex {
         class: usize,
         at_most: f64,
     ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
+        debug_assert!(
+            self.bounds.tree.is_none(),
+            "the ordered nodes are in the tree"
+        );
         self.bounds.by_lo[class]
             .range(..=(order_key(at_most), usize::MAX))
             .rev()
             .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
+    }
+
+    /// The ordered busy nodes with lower bound at most `at_most` in
+    /// Libra+$'s order ([`Self::keep_load_tree`]; empty when not kept): a
+    /// walk from the highest bucket of lower bounds down that passes over
+    /// the subtrees its caller names ([`Desc::next`]).
+    pub fn load_tree_desc(&self, at_most: f64) -> Option<Desc<'_>> {
+        self.bounds.tree.as_ref().map(|t| t.desc(at_most))
+    }
+
+    /// Whether Libra+$'s order is kept ([`Self::keep_load_tree`]).
+    pub fn load_tree_kept(&self) -> bool {
+        self.bounds.tree.is_some()
+    }
+
+    /// The entries under node `i` of Libra+$'s order (debug checks of a
+    /// subtree a walk passed over).
+    pub fn load_tree_under(&self, i: usize) -> impl Iterator<Item = &Entry> + '_ {
+        self.bounds.tree.iter().flat_map(move |t| t.under(i))
     }
 
     /// The busy nodes whose bounds are too wide for the order: their loads

@@ -1,0 +1,372 @@
+//! Libra+$'s order of the busy nodes: by the lower bound of their load,
+//! with every subtree's largest upper bound of load and of remaining time.
+//!
+//! Libra+$ ranks a node by the processor time its parts commit inside the
+//! job's window `D`, which is at most `D` times its load and at most its
+//! remaining time. Walking the order by load alone meets every node whose
+//! load is high (~700 a decision at 158,976 nodes), though most of them
+//! have parts that end inside the window, so that their remaining time
+//! settles them. Here each subtree also knows the largest bounds of its
+//! nodes, so that the walk passes over a whole subtree whose every node
+//! commits too little to matter (see `filter_bounded` in
+//! policy/plus_dollar.rs for the proof that it chooses the same nodes).
+//!
+//! The shape is fixed: the range of lower bounds `[0, LO_SPAN)` cut into
+//! [`LEAVES`] equal buckets (the last also takes everything above), each
+//! an unordered run of entries, under an implicit binary tree of their
+//! aggregates (node `i`'s children are `2i` and `2i + 1`, bucket `b` is
+//! node `LEAVES + b`). Nothing is ever rebalanced: a node filed or taken
+//! out costs one bucket's entries (a handful) and one path to the root.
+//! No well-kept crate offers an ordered tree with custom subtree
+//! aggregates that walks this fast (`augmented-rbtree` chases a pointer
+//! per node), and the structure is small.
+//!
+//! Kept only while a policy reads it ([`BusyIndex::keep_load_tree`]); the
+//! B-trees by lower bound are then not kept (Libra+$ does not read them).
+
+use super::LoadLine;
+use crate::time::Time;
+
+/// Buckets of the tree (a power of two).
+pub const LEAVES: usize = 1 << 13;
+
+/// The lower bounds the buckets cut (the last bucket also holds every
+/// larger one).
+pub const LO_SPAN: f64 = 1.25;
+
+/// One busy node in the order: its bounds over its window and its line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entry {
+    /// Lower bound of its load.
+    pub lo: f64,
+    /// Upper bound of its load.
+    pub hi: f64,
+    /// The node (the view's index).
+    pub node: usize,
+    /// Its load and remaining time as lines ([`LoadLine`]).
+    pub line: LoadLine,
+}
+
+/// What every node of a subtree is bounded by: each field the largest of
+/// its nodes' (`-inf` in an empty subtree).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Agg {
+    /// The largest upper bound of load ([`Entry::hi`]).
+    pub hi: f64,
+    /// The largest remaining time at its line's start
+    /// ([`LoadLine::rem0`]; infinite for a node without a line). The
+    /// line's slope is `<= 0`, so from the line's start on every node's
+    /// remaining time is at most this, whatever the instant: a key that
+    /// holds until the node is bounded again.
+    pub rem: f64,
+    /// The latest start of those lines ([`LoadLine::t0`]): `rem` holds
+    /// only from there on.
+    pub t0: Time,
+}
+
+impl Agg {
+    /// The aggregate of no node.
+    pub const EMPTY: Agg = Agg {
+        hi: f64::NEG_INFINITY,
+        rem: f64::NEG_INFINITY,
+        t0: f64::NEG_INFINITY,
+    };
+
+    fn of(e: &Entry) -> Agg {
+        if e.line.rem0.is_finite() && !e.line.t0.is_nan() {
+            Agg {
+                hi: e.hi,
+                rem: e.line.rem0,
+                t0: e.line.t0,
+            }
+        } else {
+            Agg {
+                hi: e.hi,
+                rem: f64::INFINITY,
+                t0: f64::NEG_INFINITY,
+            }
+        }
+    }
+
+    fn max(self, o: Agg) -> Agg {
+        Agg {
+            hi: self.hi.max(o.hi),
+            rem: self.rem.max(o.rem),
+            t0: self.t0.max(o.t0),
+        }
+    }
+
+    /// Whether the subtree holds no node.
+    pub fn is_empty(&self) -> bool {
+        self.hi == f64::NEG_INFINITY
+    }
+
+    /// An upper bound on the remaining time at `now` of every node of the
+    /// subtree (infinite before one of their lines starts).
+    pub fn rem_at(&self, now: Time) -> f64 {
+        if now >= self.t0 {
+            self.rem
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// The order (see the module's doc).
+#[derive(Debug, Clone)]
+pub struct LoadTree {
+    buckets: Vec<Vec<Entry>>,
+    /// Per node: its bucket and place there (`u32::MAX`: not filed).
+    at: Vec<(u32, u32)>,
+    /// The tree of aggregates, `2 x LEAVES` (node 0 unused).
+    agg: Vec<Agg>,
+}
+
+impl Default for LoadTree {
+    fn default() -> Self {
+        LoadTree {
+            buckets: vec![Vec::new(); LEAVES],
+            at: Vec::new(),
+            agg: vec![Agg::EMPTY; 2 * LEAVES],
+        }
+    }
+}
+
+/// The bucket of lower bound `lo`: monotone in `lo` (float
+/// multiplication and the saturating conversion both are), so every node
+/// of lower bound at most `x` is in a bucket at most `bucket(x)`.
+fn bucket(lo: f64) -> usize {
+    ((lo * (LEAVES as f64 / LO_SPAN)) as usize).min(LEAVES - 1)
+}
+
+impl LoadTree {
+    /// Files `e` (its node not filed).
+    pub fn insert(&mut self, e: Entry) {
+        let b = bucket(e.lo);
+        if e.node >= self.at.len() {
+            self.at.resize(e.node + 1, (u32::MAX, u32::MAX));
+        }
+        debug_assert_eq!(self.at[e.node].0, u32::MAX, "node {} filed twice", e.node);
+        self.at[e.node] = (b as u32, self.buckets[b].len() as u32);
+        self.buckets[b].push(e);
+        let a = Agg::of(&e);
+        let mut i = LEAVES + b;
+        while i > 0 {
+            let m = self.agg[i].max(a);
+            if m == self.agg[i] {
+                break;
+            }
+            self.agg[i] = m;
+            i /= 2;
+        }
+    }
+
+    /// Takes node `k` out (if filed).
+    pub fn remove(&mut self, k: usize) {
+        let Some(&(b, p)) = self.at.get(k) else {
+            return;
+        };
+        if b == u32::MAX {
+            return;
+        }
+        let (b, p) = (b as usize, p as usize);
+        self.at[k] = (u32::MAX, u32::MAX);
+        let run = &mut self.buckets[b];
+        run.swap_remove(p);
+        if let Some(moved) = run.get(p) {
+            self.at[moved.node].1 = p as u32;
+        }
+        let mut i = LEAVES + b;
+        let mut a = run.iter().map(Agg::of).fold(Agg::EMPTY, Agg::max);
+        // Up the path while the aggregate changes: a parent is the larger
+        // of its children.
+        while i > 0 && self.agg[i] != a {
+            self.agg[i] = a;
+            let sibling = self.agg[i ^ 1];
+            a = a.max(sibling);
+            i /= 2;
+        }
+    }
+
+    /// The filed entries with `lo <= at_most`, from the highest bucket
+    /// down (in no order within a bucket), passing over every subtree
+    /// for which `skip` (called with its tree node and aggregate, when the
+    /// walk reaches it) says so.
+    pub fn desc(&self, at_most: f64) -> Desc<'_> {
+        let mut d = Desc {
+            tree: self,
+            at_most,
+            last: bucket(at_most),
+            stack: [0; STACK],
+            len: 0,
+            run: &[],
+        };
+        d.push(1);
+        d
+    }
+
+    /// Node `i`'s leaves: buckets `[first, end)`.
+    fn leaves(i: usize) -> (usize, usize) {
+        let depth = i.ilog2();
+        let shift = LEAVES.ilog2() - depth;
+        ((i << shift) - LEAVES, ((i + 1) << shift) - LEAVES)
+    }
+
+    /// The entries under tree node `i` (debug checks of a skipped
+    /// subtree).
+    pub fn under(&self, i: usize) -> impl Iterator<Item = &Entry> + '_ {
+        let (first, end) = LoadTree::leaves(i);
+        self.buckets[first..end].iter().flatten()
+    }
+
+    /// Whether every aggregate is what its subtree's entries give, and
+    /// every node's place is right (tests).
+    #[cfg(test)]
+    pub fn consistent(&self) -> bool {
+        (1..2 * LEAVES).all(|i| {
+            let want = self.under(i).map(Agg::of).fold(Agg::EMPTY, Agg::max);
+            want == self.agg[i]
+        }) && self.buckets.iter().enumerate().all(|(b, run)| {
+            run.iter()
+                .enumerate()
+                .all(|(p, e)| self.at[e.node] == (b as u32, p as u32) && bucket(e.lo) == b)
+        })
+    }
+}
+
+/// Room for the walk's stack: one pending sibling per level and the one
+/// being opened.
+const STACK: usize = 2 * 17 + 2;
+
+/// A walk down the order ([`LoadTree::desc`]).
+pub struct Desc<'a> {
+    tree: &'a LoadTree,
+    at_most: f64,
+    /// The bucket of `at_most`: later ones are never opened.
+    last: usize,
+    /// Tree nodes still to open, the next on top.
+    stack: [u32; STACK],
+    len: usize,
+    /// What is left of the bucket being walked.
+    run: &'a [Entry],
+}
+
+impl<'a> Desc<'a> {
+    fn push(&mut self, i: usize) {
+        self.stack[self.len] = i as u32;
+        self.len += 1;
+    }
+
+    /// The next entry, or `None` at the end. `skip(i, agg)` is asked of
+    /// every non-empty subtree (tree node `i`) before it is opened, with
+    /// the caller's state as it is then.
+    pub fn next(&mut self, mut skip: impl FnMut(usize, &Agg) -> bool) -> Option<&'a Entry> {
+        loop {
+            if let Some((e, rest)) = self.run.split_first() {
+                self.run = rest;
+                if e.lo <= self.at_most {
+                    return Some(e);
+                }
+                continue;
+            }
+            if self.len == 0 {
+                return None;
+            }
+            self.len -= 1;
+            let i = self.stack[self.len] as usize;
+            let a = &self.tree.agg[i];
+            if a.is_empty() || LoadTree::leaves(i).0 > self.last || skip(i, a) {
+                continue;
+            }
+            if i >= LEAVES {
+                self.run = &self.tree.buckets[i - LEAVES];
+            } else {
+                // The right child (higher bounds) on top.
+                self.push(2 * i);
+                self.push(2 * i + 1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(node: usize, lo: f64, hi: f64, rem0: f64, t0: Time) -> Entry {
+        Entry {
+            lo,
+            hi,
+            node,
+            line: LoadLine {
+                t0,
+                v0: lo,
+                slope: 0.0,
+                err: hi - lo,
+                rem0,
+                rem_slope: 0.0,
+            },
+        }
+    }
+
+    /// Filing, taking out and walking keep every aggregate the largest of
+    /// its subtree's, and the walk goes from the highest bucket down,
+    /// leaving out what is above `at_most` and the subtrees `skip` names.
+    #[test]
+    fn aggregates_follow_the_entries_and_the_walk_skips_subtrees() {
+        let mut t = LoadTree::default();
+        // Bucket width 1.25 / 8192 = 1.53e-4: 0.5 and 0.50001 share one.
+        let es = [
+            entry(0, 0.9, 0.91, 50.0, 1.0),
+            entry(1, 0.5, 0.5, 400.0, 2.0),
+            entry(2, 0.50001, 0.501, 10.0, 0.0),
+            entry(3, 0.2, 0.2, 900.0, 0.0),
+            entry(4, 2.0, 2.0, 5.0, 0.0),
+        ];
+        for e in es {
+            t.insert(e);
+        }
+        assert!(t.consistent());
+        let root = t.agg[1];
+        assert_eq!((root.hi, root.rem, root.t0), (2.0, 900.0, 2.0));
+        // Before t0 = 2 the largest remaining time is unknown.
+        assert_eq!(root.rem_at(1.5), f64::INFINITY);
+        assert_eq!(root.rem_at(2.0), 900.0);
+        fn walk(t: &LoadTree, at_most: f64, skip: &dyn Fn(&Agg) -> bool) -> Vec<usize> {
+            let mut d = t.desc(at_most);
+            let mut got = Vec::new();
+            while let Some(e) = d.next(|_, a| skip(a)) {
+                got.push(e.node);
+            }
+            got
+        }
+        // Node 4 (lo 2, past LO_SPAN, in the last bucket) is above 1.
+        let all = walk(&t, 1.0, &|_| false);
+        assert_eq!(&all[..1], [0]);
+        let mut mid = all[1..3].to_vec();
+        mid.sort();
+        assert_eq!(mid, [1, 2]);
+        assert_eq!(all[3..], [3]);
+        // Skipping every subtree whose remaining time is under 100 leaves
+        // out node 0; node 2 (remaining 10) comes with node 1 (400), whose
+        // bucket it shares.
+        assert_eq!(walk(&t, 1.0, &|a| a.rem < 100.0), [1, 2, 3]);
+        // Taking out the node of the largest remaining time lowers the
+        // root's to the next.
+        t.remove(3);
+        t.remove(3);
+        assert!(t.consistent());
+        assert_eq!(t.agg[1].rem, 400.0);
+        t.remove(1);
+        assert!(t.consistent());
+        assert_eq!(walk(&t, 1.0, &|_| false), [0, 2]);
+        // A node without a line: unbounded remaining time.
+        t.insert(Entry {
+            line: LoadLine::NONE,
+            ..entry(5, 0.3, 0.3, 0.0, 0.0)
+        });
+        assert!(t.consistent());
+        assert_eq!(t.agg[1].rem, f64::INFINITY);
+        assert_eq!(walk(&t, 1.0, &|a| a.rem < 100.0), [5]);
+    }
+}
