@@ -681,21 +681,6 @@ impl BusyIndex {
         }
     }
 
-    /// Whether the ordered nodes are kept in Libra+$'s order
-    /// ([`Self::load_tree_desc`]) rather than in the B-trees by lower bound
-    /// per class of width ([`Self::by_lower_bound_desc`]), which Libra
-    /// reads; switching computes every bound again at the next
-    /// [`Self::rebound`].
-    pub fn keep_load_tree(&mut self, on: bool) {
-        if self.bounds.tree.is_some() != on {
-            self.bounds = Bounds {
-                risk_on: self.bounds.risk_on,
-                tree: on.then(LoadTree::default),
-                ..Bounds::default()
-            };
-        }
-    }
-
     /// Whether [`Self::keep_risk`] is on.
     pub fn risk_kept(&self) -> bool {
         self.bounds.risk_on
@@ -783,25 +768,6 @@ impl BusyIndex {
             .range(..=(order_key(at_most), usize::MAX))
             .rev()
             .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
-    }
-
-    /// The ordered busy nodes with lower bound at most `at_most` in
-    /// Libra+$'s order ([`Self::keep_load_tree`]; empty when not kept): a
-    /// walk from the highest bucket of lower bounds down that passes over
-    /// the subtrees its caller names ([`Desc::next`]).
-    pub fn load_tree_desc(&self, at_most: f64) -> Option<Desc<'_>> {
-        self.bounds.tree.as_ref().map(|t| t.desc(at_most))
-    }
-
-    /// Whether Libra+$'s order is kept ([`Self::keep_load_tree`]).
-    pub fn load_tree_kept(&self) -> bool {
-        self.bounds.tree.is_some()
-    }
-
-    /// The entries under node `i` of Libra+$'s order (debug checks of a
-    /// subtree a walk passed over).
-    pub fn load_tree_under(&self, i: usize) -> impl Iterator<Item = &Entry> + '_ {
-        self.bounds.tree.iter().flat_map(move |t| t.under(i))
     }
 
     /// The busy nodes whose bounds are too wide for the order: their loads

@@ -672,46 +672,46 @@ mod tests {
     /// RESFree = 90 - committed. Every bound and line is exact unless said
     /// (lo = hi = line = the load, remaining-time bound = the remaining
     /// time), so the walk's floors are the RESFree less the rounding room
-    /// (~1e-7). The order's buckets are 1.25 / 8192 of load wide: node
-    /// `n`'s is `floor(lo x 6553.6)`, under tree node `8192 + bucket`.
+    /// (~1e-7). The order's buckets are 1.25 / 4096 of load wide: node
+    /// `n`'s is `floor(lo x 3276.8)`, under tree node `4096 + bucket`.
     /// Node by node, in the walk's order (highest bucket first):
-    /// - n0, load 0.95 (bucket 6225): above the walk's start (`limit -
-    ///   add + 1e-9`, bucket 5898), never met.
+    /// - n0, load 0.95 (bucket 3112): above the walk's start (`limit -
+    ///   add + 1e-9`, bucket 2949), never met.
     /// - n10, idle: RESFree 90 is the k-th (P = 1) before the walk; no
     ///   committed time (at least 0) has a floor above 90, so nothing is
     ///   passed over until the k-th falls.
-    /// - n1 (bucket 5898): a lower bound 5e-10 past `limit - add` (inside
+    /// - n1 (bucket 2949): a lower bound 5e-10 past `limit - add` (inside
     ///   the start's 1e-9 of room, so met) with load 0.900001: it fails the
     ///   share test on its lower bound (met, nothing else).
-    /// - n2 (bucket 5898): load exactly `limit - add` (1 s to its
+    /// - n2 (bucket 2949): load exactly `limit - add` (1 s to its
     ///   deadline, so its load is its remaining time): with the job
     ///   exactly at the limit, which passes. Priced exactly: committed
     ///   0.9, RESFree 89.1, the k-th now.
-    /// - n9 (bucket 5832): bound [0.89, 0.905], line 0.901 +- 0.0005,
+    /// - n9 (bucket 2916): bound [0.89, 0.905], line 0.901 +- 0.0005,
     ///   90.1 s left: the line's lowest load, 0.9005, fails the share
     ///   test: settled from its line.
-    /// - n3 (bucket 5570, alone in tree node 26, buckets 5120-5631):
+    /// - n3 (bucket 2785, alone in tree node 26, buckets 2560-2815):
     ///   load 0.85, 8.5 s left in 10 s: committed at most min(85, 8.5),
     ///   floor 81.5, not above 89.1: the subtree is opened and n3 priced:
     ///   committed 8.5 (all of it inside the window), RESFree 81.5, the
     ///   k-th now.
-    /// - n4 (bucket 4259, alone in tree node 12, buckets 4096-5119): load
+    /// - n4 (bucket 2129, alone in tree node 12, buckets 2048-2559): load
     ///   0.65, 6.5 s left: the subtree's bound min(100 x 0.65, 6.5) = 6.5
     ///   has floor 83.5 > 81.5: passed over, n4 never met.
-    /// - Tree node 2 (buckets 0-4095: n5, n8, n6, n7): the largest upper
+    /// - Tree node 2 (buckets 0-2047: n5, n8, n6, n7): the largest upper
     ///   bound 0.604 (n8's) and remaining time 119.1 (n8's): min(60.4,
     ///   119.1) has floor 29.6, not above 81.5: opened, and down to n5
-    ///   (bucket 3932), then n8 (3899), then n6 (3276), then n7 (1966).
+    ///   (bucket 1966), then n8 (1949), then n6 (1638), then n7 (983).
     /// - n5: load 0.6 with its deadline at 100 s: committed 60, RESFree
     ///   30, priced, the k-th now.
-    /// - n8 (alone in tree node 188, buckets 3840-3903): bound [0.595,
+    /// - n8 (alone in tree node 188, buckets 1920-1951): bound [0.595,
     ///   0.604], line 0.5955 +- 0.0005, 119.1 s left by 200 s: the
     ///   subtree's floor, 100 - 60.4 - 10 = 29.6, does not pass it over,
     ///   but its line's, 100 - 100 x 0.596 - 10 = 30.4 (the window, not
     ///   its 119.1 s left, binding), settles it (its RESFree is 30.45).
-    /// - n6 (alone in tree node 22, buckets 3072-3583): load 0.5, 50 s
+    /// - n6 (alone in tree node 22, buckets 1536-1791): load 0.5, 50 s
     ///   left: floor 100 - 50 - 10 = 40 > 30: passed over.
-    /// - n7 (alone in tree node 4, buckets 0-2047): load 0.3, 30 s left:
+    /// - n7 (alone in tree node 4, buckets 0-1023): load 0.3, 30 s left:
     ///   floor 60 > 30: passed over.
     ///
     /// So: 6 entries met (n1, n2, n9, n3, n5, n8), 2 settled from the line
@@ -832,5 +832,105 @@ mod tests {
             d => panic!("{d:?}"),
         }
         assert_eq!(bounded, p.decide(0.0, &n, &j));
+    }
+
+    /// A subtree of Libra+$'s order is passed over whole when `D` times
+    /// its largest upper bound of load, or its largest remaining time,
+    /// leaves every node under it beyond the `k`-th smallest RESFree; the
+    /// remaining time only from the latest start of their lines on. Worked
+    /// by hand: job RE 1, D 100, P 1 on speed-1 nodes (share 0.01, RESFree
+    /// = 99 - committed, floors ~1e-7 below). Buckets 1.25 / 4096 wide
+    /// (`floor(lo x 3276.8)`):
+    /// - n0: a wide bound [0.5, 0.99] (priced before the walk), load 0.9
+    ///   due at 100 s: committed 90, RESFree 9, the k-th (idle n3's 99
+    ///   before it).
+    /// - n1 (load 0.3, 3 s left, bucket 983) and n2 (load 0.2, 2 s left,
+    ///   bucket 655), alone under tree node 2 (buckets 0-2047): largest
+    ///   upper bound 0.3, largest remaining time 3: min(30, 3) = 3, floor
+    ///   96 > 9: passed over, neither met.
+    /// - n4: load 0.95, 9.5 s left in 10 s (bucket 3112, under node 3),
+    ///   its line starting at `t0`.
+    ///
+    /// With `t0` = 0 (the decision's instant) the root's bound is min(100
+    /// x 0.95, 9.5) = 9.5, floor 89.5 > 9: the whole order is passed over
+    /// at its root, nothing met. With `t0` = 5 (after the decision: no
+    /// remaining-time bound yet, nor a band) the root's bound is min(95,
+    /// inf), floor 4: opened; node 3 likewise, so n4 is met and priced
+    /// (committed 9.5, RESFree 89.5); node 2 is passed over. Either way
+    /// the choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
+    #[test]
+    fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
+        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        let j = job(1, 1.0, 1, 100.0, 1e9);
+        let mut n = nodes(5);
+        for (k, rem, dt) in [
+            (0, 90.0, 100.0),
+            (1, 3.0, 10.0),
+            (2, 2.0, 10.0),
+            (4, 9.5, 10.0),
+        ] {
+            busy(&mut n[k], k as u64, rem, dt);
+        }
+        let cfg = PolicyConfig::default();
+        // (t0 of n4's line, entries met, subtrees passed over, priced).
+        for (t0, met_want, passed_want, priced_want) in [(0.0, 0, 1, 1), (5.0, 1, 1, 2)] {
+            let mut ix = BusyIndex::of(&n);
+            ix.keep_load_tree(true);
+            ix.rebound(0.0, |k, _, _, fns| {
+                fns.extend(n[k].parts.iter().map(|p| PartFn {
+                    est_cpu: p.est_cpu,
+                    cpu_done: p.cpu_done,
+                    share: 0.0,
+                    at: f64::NAN,
+                    deadline: p.deadline,
+                }));
+                let load = n[k].required_share(0.0);
+                let (lo, hi) = if k == 0 { (0.5, 0.99) } else { (load, load) };
+                LoadBound {
+                    lo,
+                    hi,
+                    line: LoadLine {
+                        t0: if k == 4 { t0 } else { 0.0 },
+                        v0: load,
+                        slope: 0.0,
+                        err: 0.0,
+                        rem0: n[k].parts[0].est_cpu,
+                        rem_slope: 0.0,
+                    },
+                }
+            });
+            let (met, passed, exact) = (
+                ENTRIES_MET.with(|c| c.get()),
+                SUBTREES_PASSED.with(|c| c.get()),
+                PRICED_EXACTLY.with(|c| c.get()),
+            );
+            let mut p = LibraPlusDollar::new(cfg.clone());
+            let bounded = p
+                .decide_bounded(0.0, &n, &ix, &j)
+                .expect("the bounds apply");
+            assert_eq!(
+                ENTRIES_MET.with(|c| c.get()) - met,
+                met_want,
+                "t0 {t0}: met"
+            );
+            assert_eq!(
+                SUBTREES_PASSED.with(|c| c.get()) - passed,
+                passed_want,
+                "t0 {t0}: passed over"
+            );
+            assert_eq!(
+                PRICED_EXACTLY.with(|c| c.get()) - exact,
+                priced_want,
+                "t0 {t0}: priced"
+            );
+            match &bounded {
+                Decision::Accept(a) => {
+                    assert_eq!(a.nodes, [0]);
+                    assert!((a.cost - (1.0 + 0.1 * 100.0 / 9.0)).abs() < 1e-9, "{a:?}");
+                }
+                d => panic!("{d:?}"),
+            }
+            assert_eq!(bounded, p.decide(0.0, &n, &j));
+        }
     }
 }
