@@ -277,7 +277,7 @@ impl LoadTree {
 /// being opened.
 const STACK: usize = 2 * 17 + 2;
 
-/// A walk down the order ([`LoadTree::desc`]).
+/// A walk down the order ([`BusyIndex::load_tree_desc`]).
 pub struct Desc<'a> {
     tree: &'a LoadTree,
     at_most: f64,

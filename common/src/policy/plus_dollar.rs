@@ -329,21 +329,27 @@ impl LibraPlusDollar {
 /// parts ([`BusyIndex::exact_load`], [`BusyIndex::exact_committed`]), only
 /// for the nodes whose bounds leave the outcome open.
 ///
-/// Why: a part's committed time `q min(rd, D)` is at most `q D`, so a
-/// node's committed time is at most `D` times its load and its RESFree at
-/// least `D - D load - RE / s`: the walk over the order by lower bound of
-/// the load, highest first (from the highest that can pass the share
-/// test), meets the nodes in roughly ascending RESFree and stops once `P`
-/// nodes within budget are known and no node left can come within
-/// [`KEY_TIE_EPS`] of the `P`-th smallest RESFree among them (its lower
-/// bound plus its class's width bounds its load). `top_k` (lower is
-/// better) depends only on the candidates within the tolerance of the
-/// `P`-th best key, and the whole set's is at most the subset's, so
-/// every node left out ranks below the choice. A rejection needs fewer
-/// than `P` within budget: the walk then never stopped early and saw
-/// every node that fits, so the counts and the cheapest cost are the
-/// walk's over every node (idle nodes by the stand-in argument of
-/// [`resource_deadline_filter_indexed`]).
+/// Why: a part's committed time `q min(rd, D)` is at most `q D` and at
+/// most what it has left, so a node's committed time is at most `D` times
+/// the upper bound of its load and at most its remaining time, and its
+/// RESFree at least `D` less the smaller, less `RE / s` (with room for
+/// rounding: `floor` below). The walk goes down Libra+$'s order by lower
+/// bound of load ([`BusyIndex::load_tree_desc`], from the highest that can
+/// pass the share test) and passes over every subtree whose largest upper
+/// bound of load and largest remaining time (from the latest start of
+/// their lines on) leave all its nodes beyond [`KEY_TIE_EPS`] of the
+/// `P`-th smallest RESFree within budget found so far; inside the buckets
+/// it opens, it settles each node from its bound and line where they
+/// suffice and prices the rest. `top_k` (lower is better) depends only on
+/// the candidates within the tolerance of the `P`-th best key, and the
+/// whole set's is at most the subset's (it only falls as the walk goes),
+/// so every node left out ranks below the choice, ties included. Nothing
+/// is left out by its price before `P` within budget are known, so a
+/// rejection (fewer than `P` within budget or that fit) comes from a walk
+/// that saw every node that fits: the counts and the cheapest cost are
+/// the walk's over every node (idle nodes by the stand-in argument of
+/// [`resource_deadline_filter_indexed`]). The proof in full is in
+/// docs/policies.md ("Libra+$ from the same bounds").
 ///
 /// Into `priced`, by node, every busy candidate of `out` with its
 /// committed time ([`BusyIndex::exact_committed`]), for the pricing.
