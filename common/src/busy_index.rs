@@ -50,7 +50,7 @@ mod load_tree;
 mod returns;
 mod risk;
 use load_tree::LoadTree;
-pub use load_tree::{Agg, Desc, Entry};
+pub use load_tree::{committed_caps, Agg, CapWindow, Desc, Entry, CAP_WINDOWS};
 use returns::Returns;
 pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
@@ -727,6 +727,7 @@ impl BusyIndex {
                         hi: lb.hi,
                         node: k,
                         line: lb.line,
+                        caps: load_tree::committed_caps(&b.fns[start..], now, to),
                     }),
                     None => {
                         b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);

@@ -84,6 +84,104 @@ pub struct Entry {
     pub node: usize,
     /// Its load and remaining time as lines ([`LoadLine`]).
     pub line: LoadLine,
+    /// Upper bounds on its committed time in windows of [`CAP_WINDOWS`]
+    /// seconds, over its bound's window ([`committed_caps`]).
+    pub caps: [f32; CAP_WINDOWS.len()],
+}
+
+/// The job windows `D` (seconds) an entry's [`Entry::caps`] are taken at:
+/// each twice the one before.
+pub const CAP_WINDOWS: [f64; 8] = [
+    256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0,
+];
+
+/// Upper bounds on the processor time a node's parts `fns` commit in a
+/// window of each of [`CAP_WINDOWS`], at any instant of `[from, to]`:
+/// `g(D) = sum over parts of min(R_k, Q_k D)`, with `R_k` the part's
+/// remaining time at `from` (done time only grows, so the most over the
+/// window) and `Q_k` its largest required share over the window (at the
+/// window's ends and its report's instant, the share being monotone on
+/// either side of that; unbounded for a part that may leave the track
+/// inside it). A part's committed time `q min(rd, D)` is at most both
+/// `q rd` = what it has left and `q D`, so at most `min(R_k, Q_k D)`: per
+/// part, which is much tighter than the node's `min(D x load, remaining
+/// time)` when some parts end inside the window and others past it.
+/// Rounded up (a relative `1e-12` for the arithmetic, then to `f32`).
+pub fn committed_caps(fns: &[super::PartFn], from: Time, to: Time) -> [f32; CAP_WINDOWS.len()] {
+    let mut g = [0.0f64; CAP_WINDOWS.len()];
+    for f in fns {
+        let (qa, qb) = (f.required(from), f.required(to));
+        if qa == 0.0 && qb == 0.0 {
+            // Off track throughout: commits nothing.
+            continue;
+        }
+        let mut q = qa.max(qb);
+        if f.at > from && f.at < to {
+            q = q.max(f.required(f.at));
+        }
+        if qb == 0.0 {
+            // May leave the track inside the window, its share growing
+            // without bound on the way: only what it has left bounds it.
+            q = f64::INFINITY;
+        }
+        let r = (f.est_cpu - f.cpu_done_at(from)).max(0.0);
+        for (g, d) in g.iter_mut().zip(CAP_WINDOWS) {
+            *g += r.min(q * d);
+        }
+    }
+    g.map(|g| up(g * (1.0 + 1e-12)))
+}
+
+/// `x` as an `f32` no smaller.
+fn up(x: f64) -> f32 {
+    let y = x as f32;
+    if f64::from(y) < x {
+        y.next_up()
+    } else {
+        y
+    }
+}
+
+/// Where a job window `d` falls among [`CAP_WINDOWS`], worked out once per
+/// decision for [`Entry::committed_cap`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapWindow {
+    /// The first of [`CAP_WINDOWS`] at least `d` (its count if none).
+    above: usize,
+    /// `d` over the window before it (0 if none).
+    ratio: f64,
+}
+
+impl CapWindow {
+    /// `d`'s place among [`CAP_WINDOWS`].
+    pub fn of(d: f64) -> CapWindow {
+        let above = CAP_WINDOWS.partition_point(|&w| w < d);
+        CapWindow {
+            above,
+            ratio: above.checked_sub(1).map_or(0.0, |i| d / CAP_WINDOWS[i]),
+        }
+    }
+}
+
+impl Entry {
+    /// An upper bound on the node's committed time in a window of `d`
+    /// seconds (`w = CapWindow::of(d)`; at any instant of its bound's
+    /// window): `g` is non-decreasing, and concave with `g(0) = 0` so
+    /// `g(D) / D` does not grow; between two of [`CAP_WINDOWS`] it is at
+    /// most the cap at the larger and at most the cap at the smaller times
+    /// `d` over it.
+    pub fn committed_cap(&self, w: CapWindow) -> f64 {
+        cap_of(&self.caps, w)
+    }
+}
+
+fn cap_of(caps: &[f32; CAP_WINDOWS.len()], w: CapWindow) -> f64 {
+    let above = caps.get(w.above).map_or(f64::INFINITY, |&c| f64::from(c));
+    let below = match w.above.checked_sub(1) {
+        Some(i) => f64::from(caps[i]) * w.ratio,
+        None => f64::INFINITY,
+    };
+    above.min(below)
 }
 
 /// What every node of a subtree is bounded by: each field the largest of
@@ -101,6 +199,8 @@ pub struct Agg {
     /// The latest start of those lines ([`LoadLine::t0`]): `rem` holds
     /// only from there on.
     pub t0: Time,
+    /// The largest [`Entry::caps`].
+    pub caps: [f32; CAP_WINDOWS.len()],
 }
 
 impl Agg {
@@ -109,6 +209,7 @@ impl Agg {
         hi: f64::NEG_INFINITY,
         rem: f64::NEG_INFINITY,
         t0: f64::NEG_INFINITY,
+        caps: [f32::NEG_INFINITY; CAP_WINDOWS.len()],
     };
 
     fn of(e: &Entry) -> Agg {
@@ -117,12 +218,14 @@ impl Agg {
                 hi: e.hi,
                 rem: e.line.rem0,
                 t0: e.line.t0,
+                caps: e.caps,
             }
         } else {
             Agg {
                 hi: e.hi,
                 rem: f64::INFINITY,
                 t0: f64::NEG_INFINITY,
+                caps: e.caps,
             }
         }
     }
@@ -132,7 +235,14 @@ impl Agg {
             hi: self.hi.max(o.hi),
             rem: self.rem.max(o.rem),
             t0: self.t0.max(o.t0),
+            caps: std::array::from_fn(|i| self.caps[i].max(o.caps[i])),
         }
+    }
+
+    /// An upper bound on every node's committed time in a window `w`
+    /// ([`Entry::committed_cap`] of the largest caps).
+    pub fn committed_cap(&self, w: CapWindow) -> f64 {
+        cap_of(&self.caps, w)
     }
 
     /// Whether the subtree holds no node.
@@ -345,7 +455,51 @@ mod tests {
                 rem0,
                 rem_slope: 0.0,
             },
+            caps: [f32::INFINITY; CAP_WINDOWS.len()],
         }
+    }
+
+    /// The caps of a node with two parts, by hand, over the window [0,
+    /// 10]: part A has 10 s left and is due at 20 s (share 0.5 at 0, 1.0
+    /// at 10), part B 500 s left, due at 1,000 s (0.5 at 0, 500 / 990 at
+    /// 10). Caps: at 256 s, min(10, 1.0 x 256) + min(500, 0.50505 x 256)
+    /// = 10 + 129.29 = 139.29; at 512 s, 10 + 258.59 = 268.59. For a job
+    /// of D = 300 s the cap is min(268.59, 139.29 x 300 / 256 = 163.23)
+    /// = 163.23, against a committed time at 0 of 0.5 x 20 + 0.5 x 300 =
+    /// 160 (at 10: 10 + 151.5 = 161.5); the node's own bounds give min(300
+    /// x 1.0, 510) = 300.
+    #[test]
+    fn caps_bound_each_part_by_its_time_left_and_its_share() {
+        use crate::busy_index::PartFn;
+        let part = |est_cpu: f64, deadline: f64| PartFn {
+            est_cpu,
+            cpu_done: 0.0,
+            share: 0.0,
+            at: f64::NAN,
+            deadline,
+        };
+        let fns = [part(10.0, 20.0), part(500.0, 1000.0)];
+        let caps = committed_caps(&fns, 0.0, 10.0);
+        let q_b = 500.0 / 990.0;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-4 * b;
+        assert!(close(f64::from(caps[0]), 10.0 + q_b * 256.0), "{caps:?}");
+        assert!(close(f64::from(caps[1]), 10.0 + q_b * 512.0), "{caps:?}");
+        // From 2,048 s on, part B's 500 s left bind: 510.
+        assert!(close(f64::from(caps[3]), 510.0), "{caps:?}");
+        let e = Entry {
+            caps,
+            ..entry(0, 0.9, 1.0, 510.0, 0.0)
+        };
+        let cap = e.committed_cap(CapWindow::of(300.0));
+        assert!(close(cap, (10.0 + q_b * 256.0) * 300.0 / 256.0), "{cap}");
+        assert!((161.5..300.0).contains(&cap));
+        // Below the first window: the cap at 256 s; above the last: the
+        // last times D over it.
+        assert_eq!(e.committed_cap(CapWindow::of(100.0)), f64::from(caps[0]));
+        let big = e.committed_cap(CapWindow::of(65536.0));
+        assert_eq!(big, f64::from(caps[7]) * 2.0);
+        // Rounded up, never down.
+        assert!(caps.iter().all(|&c| f64::from(c) >= 10.0));
     }
 
     /// Filing, taking out and walking keep every aggregate the largest of

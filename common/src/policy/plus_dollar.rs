@@ -12,7 +12,7 @@ use super::steps::{
     too_few_in_time, too_many_processors, top_k, Better, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
-use crate::busy_index::{Agg, BusyIndex};
+use crate::busy_index::{Agg, BusyIndex, CapWindow};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
@@ -444,6 +444,7 @@ fn filter_bounded(
         kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS)
     };
     let mut kth = kth_of(&best);
+    let cap_window = CapWindow::of(window);
     // Room for rounding in the share test's start, as Libra's walk.
     let mut walk = index
         .load_tree_desc(limit - add + 1e-9)
@@ -458,7 +459,12 @@ fn filter_bounded(
         // remaining time under it: passed over whole when that is beyond
         // the `k`-th smallest (the `k`-th only falls, so it stays beyond).
         let skip = |i: usize, agg: &Agg| {
-            let skip = beyond(kth, (window * agg.hi).min(agg.rem_at(now)));
+            let skip = beyond(
+                kth,
+                (window * agg.hi)
+                    .min(agg.rem_at(now))
+                    .min(agg.committed_cap(cap_window)),
+            );
             #[cfg(debug_assertions)]
             if skip {
                 for e in index
@@ -497,6 +503,20 @@ fn filter_bounded(
         // bucket the entries are in no order, so this settles the one
         // node, where the walk by load stopped).
         if beyond(kth, window * e.hi) {
+            continue;
+        }
+        // Its parts' committed time one by one (each at most what it has
+        // left and at most its largest share times `D`), from the entry.
+        if beyond(kth, e.committed_cap(cap_window)) {
+            debug_assert!(
+                kth.is_some_and(|kth| {
+                    window - index.exact_committed(n, now, window) - est > kth + KEY_TIE_EPS
+                }),
+                "node {n} settled by its caps {:?} at {now}",
+                e.caps
+            );
+            #[cfg(test)]
+            CAP_SETTLED.with(|c| c.set(c.get() + 1));
             continue;
         }
         // The node's line settles most nodes the walk meets from its
@@ -540,6 +560,9 @@ thread_local! {
     /// Busy nodes [`filter_bounded`] priced from their parts (the work
     /// its bounds save).
     static PRICED_EXACTLY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes [`filter_bounded`] settled by their parts' caps
+    /// ([`crate::busy_index::Entry::committed_cap`]).
+    static CAP_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Subtrees of Libra+$'s order [`filter_bounded`] passed over whole.
     static SUBTREES_PASSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -841,29 +864,33 @@ mod tests {
     }
 
     /// A subtree of Libra+$'s order is passed over whole when `D` times
-    /// its largest upper bound of load, or its largest remaining time,
-    /// leaves every node under it beyond the `k`-th smallest RESFree; the
-    /// remaining time only from the latest start of their lines on. Worked
-    /// by hand: job RE 1, D 100, P 1 on speed-1 nodes (share 0.01, RESFree
-    /// = 99 - committed, floors ~1e-7 below). Buckets 1.25 / 4096 wide
-    /// (`floor(lo x 3276.8)`):
+    /// its largest upper bound of load, its largest remaining time (only
+    /// from the latest start of their lines on) or its largest caps
+    /// (`Entry::committed_cap`) leave every node under it beyond the
+    /// `k`-th smallest RESFree. Worked by hand: job RE 1, D 100, P 1 on
+    /// speed-1 nodes (share 0.01, RESFree = 99 - committed, floors ~1e-7
+    /// below). Buckets 1.25 / 4096 wide (`floor(lo x 3276.8)`); `D` = 100
+    /// is below the first cap window, so a node's cap is its cap at 256 s:
+    /// `min(R, Q x 256)` per part, `R` its time left, `Q` its largest share
+    /// over the bound's window [0, 10].
     /// - n0: a wide bound [0.5, 0.99] (priced before the walk), load 0.9
     ///   due at 100 s: committed 90, RESFree 9, the k-th (idle n3's 99
     ///   before it).
-    /// - n1 (load 0.3, 3 s left, bucket 983) and n2 (load 0.2, 2 s left,
-    ///   bucket 655), alone under tree node 2 (buckets 0-2047): largest
-    ///   upper bound 0.3, largest remaining time 3: min(30, 3) = 3, floor
-    ///   96 > 9: passed over, neither met.
-    /// - n4: load 0.95, 9.5 s left in 10 s (bucket 3112, under node 3),
-    ///   its line starting at `t0`.
+    /// - n1 (load 0.3, 3 s left, due at 10 s, bucket 983) and n2 (load
+    ///   0.2, 2 s left, bucket 655), alone under tree node 2 (buckets
+    ///   0-2047): largest upper bound 0.3, largest remaining time 3: min(30,
+    ///   3) = 3, floor 96 > 9: passed over, neither met.
+    /// - n4: load 0.95, 9.5 s left, due at 10 s (bucket 3112, under node
+    ///   3), its line starting at `t0`; due at the window's end, so its
+    ///   share is unbounded there and its cap is its 9.5 s left.
     ///
     /// With `t0` = 0 (the decision's instant) the root's bound is min(100
     /// x 0.95, 9.5) = 9.5, floor 89.5 > 9: the whole order is passed over
     /// at its root, nothing met. With `t0` = 5 (after the decision: no
-    /// remaining-time bound yet, nor a band) the root's bound is min(95,
-    /// inf), floor 4: opened; node 3 likewise, so n4 is met and priced
-    /// (committed 9.5, RESFree 89.5); node 2 is passed over. Either way
-    /// the choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
+    /// remaining-time bound from the line yet, nor a band) the root is
+    /// passed over all the same, by its largest cap, 9.5 (n4's; taken from
+    /// the parts at the bound's start, whatever the line). Either way the
+    /// choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
     #[test]
     fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
         use crate::busy_index::{LoadBound, LoadLine, PartFn};
@@ -879,7 +906,7 @@ mod tests {
         }
         let cfg = PolicyConfig::default();
         // (t0 of n4's line, entries met, subtrees passed over, priced).
-        for (t0, met_want, passed_want, priced_want) in [(0.0, 0, 1, 1), (5.0, 1, 1, 2)] {
+        for (t0, met_want, passed_want, priced_want) in [(0.0, 0, 1, 1), (5.0, 0, 1, 1)] {
             let mut ix = BusyIndex::of(&n);
             ix.keep_load_tree(true);
             ix.rebound(0.0, |k, _, _, fns| {
