@@ -31,9 +31,10 @@
 //! runs out: the cost follows the events, not the cluster's size. Libra+$
 //! walks the same bounds in an order of its own (module `load_tree`: a
 //! node's committed time in any window is at most the window times its
-//! load and at most its remaining time, [`LoadLine::rem_bound`], and each
-//! subtree of that order knows the largest of both, so that the walk
-//! passes over whole subtrees). For LibraRisk in node order
+//! load and at most its remaining time, [`LoadLine::rem_bound`], and
+//! per part at most its time left and its share times the window, kept as
+//! caps at a few windows; each subtree of that order knows the largest of
+//! them, so that the walk passes over whole subtrees). For LibraRisk in node order
 //! the bounds also keep, per node and per block of 64 nodes, the numbers
 //! its certificates of zero risk and non-zero risk need (module `risk`),
 //! so that its walk projects only the few nodes they leave open. For

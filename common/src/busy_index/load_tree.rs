@@ -1,5 +1,6 @@
 //! Libra+$'s order of the busy nodes: by the lower bound of their load,
-//! with every subtree's largest upper bound of load and of remaining time.
+//! with every subtree's largest upper bound of load, of remaining time
+//! and of committed time at a few job windows (caps).
 //!
 //! Libra+$ ranks a node by the processor time its parts commit inside the
 //! job's window `D`, which is at most `D` times its load and at most its
@@ -8,8 +9,10 @@
 //! have parts that end inside the window, so that their remaining time
 //! settles them. Here each subtree also knows the largest bounds of its
 //! nodes, so that the walk passes over a whole subtree whose every node
-//! commits too little to matter (see `filter_bounded` in
-//! policy/plus_dollar.rs for the proof that it chooses the same nodes).
+//! commits too little to matter; and each node's parts are capped one by
+//! one ([`committed_caps`]), which settles the nodes whose parts end some
+//! inside the window and some past it. Why it chooses the same nodes as
+//! the plain scan: docs/policies.md, "Libra+$ from the same bounds".
 //!
 //! The shape is fixed: the range of lower bounds `[0, LO_SPAN)` cut into
 //! [`LEAVES`] equal buckets (the last also takes everything above), each
