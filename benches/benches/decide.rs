@@ -221,6 +221,14 @@ impl AdmissionPolicy for Warmed {
         }
     }
 
+    fn reads_load_tree(&self) -> bool {
+        if self.warming.load(Ordering::Relaxed) {
+            self.libra.reads_load_tree()
+        } else {
+            self.measured.reads_load_tree()
+        }
+    }
+
     fn spare_rule(&self) -> SpareRule {
         self.measured.spare_rule()
     }

@@ -29,9 +29,12 @@
 //! [`crate::policy::steps::best_fit_filter_bounded`]). A node's bounds are
 //! computed again only when it changes, is reported on, or its window
 //! runs out: the cost follows the events, not the cluster's size. Libra+$
-//! walks the same order (a node's committed time in any window is at most
-//! the window times its load), with each entry also bounding the node's
-//! remaining time ([`LoadLine::rem_bound`]). For LibraRisk in node order
+//! walks the same bounds in an order of its own (module `load_tree`: a
+//! node's committed time in any window is at most the window times its
+//! load and at most its remaining time, [`LoadLine::rem_bound`], and
+//! per part at most its time left and its share times the window, kept as
+//! caps at a few windows; each subtree of that order knows the largest of
+//! them, so that the walk passes over whole subtrees). For LibraRisk in node order
 //! the bounds also keep, per node and per block of 64 nodes, the numbers
 //! its certificates of zero risk and non-zero risk need (module `risk`),
 //! so that its walk projects only the few nodes they leave open. For
@@ -44,8 +47,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fixedbitset::FixedBitSet;
 
+mod load_tree;
 mod returns;
 mod risk;
+use load_tree::LoadTree;
+pub use load_tree::{committed_caps, Agg, CapWindow, Desc, Entry, CAP_WINDOWS};
 use returns::Returns;
 pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
@@ -398,6 +404,9 @@ struct Bounds {
     blocks_dirty: Vec<usize>,
     /// Whether `risk` and `blocks` are kept (only LibraRisk reads them).
     risk_on: bool,
+    /// Libra+$'s order ([`BusyIndex::keep_load_tree`]): when kept, the
+    /// ordered nodes are filed there instead of in `by_lo`.
+    tree: Option<LoadTree>,
 }
 
 /// A key whose integer order is the order of the (non-NaN) `f64`s.
@@ -458,9 +467,12 @@ impl Bounds {
         let (b, _, filed) = self.of[k];
         match filed {
             Filed::Dirty => return,
-            Filed::Ordered => {
-                self.by_lo[width_class(b.hi - b.lo)].remove(&(order_key(b.lo), k));
-            }
+            Filed::Ordered => match &mut self.tree {
+                Some(t) => t.remove(k),
+                None => {
+                    self.by_lo[width_class(b.hi - b.lo)].remove(&(order_key(b.lo), k));
+                }
+            },
             Filed::Wide => {
                 self.wide.remove(&k);
             }
@@ -610,6 +622,7 @@ impl BusyIndex {
                 on: true,
                 latest: now,
                 risk_on: b.risk_on,
+                tree: b.tree.as_ref().map(|_| LoadTree::default()),
                 ..Bounds::default()
             };
             for k in self.busy.iter() {
@@ -665,6 +678,7 @@ impl BusyIndex {
         if self.bounds.risk_on != on {
             self.bounds = Bounds {
                 risk_on: on,
+                tree: self.bounds.tree.take().map(|_| LoadTree::default()),
                 ..Bounds::default()
             };
         }
@@ -708,7 +722,18 @@ impl BusyIndex {
             debug_assert!(lb.lo >= 0.0 && lb.lo <= lb.hi, "node {k}: {lb:?}");
             let width = lb.hi - lb.lo;
             let filed = if width <= WIDE_BOUND {
-                b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);
+                match &mut b.tree {
+                    Some(t) => t.insert(Entry {
+                        lo: lb.lo,
+                        hi: lb.hi,
+                        node: k,
+                        line: lb.line,
+                        caps: load_tree::committed_caps(&b.fns[start..], now, to),
+                    }),
+                    None => {
+                        b.by_lo[width_class(width)].insert((order_key(lb.lo), k), lb.line);
+                    }
+                }
                 Filed::Ordered
             } else {
                 b.wide.insert(k);
@@ -739,6 +764,10 @@ impl BusyIndex {
         class: usize,
         at_most: f64,
     ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
+        debug_assert!(
+            self.bounds.tree.is_none(),
+            "the ordered nodes are in the tree"
+        );
         self.bounds.by_lo[class]
             .range(..=(order_key(at_most), usize::MAX))
             .rev()

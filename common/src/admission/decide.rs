@@ -103,6 +103,9 @@ impl ManagerCore {
         self.busy.keep_risk(p.reads_risk_certificates());
         // LibraSLA's order by return, likewise.
         self.busy.keep_returns(p.reads_return_order(), &self.view);
+        // Libra+$'s order by load with each subtree's bounds, in place of
+        // Libra's B-trees.
+        self.busy.keep_load_tree(p.reads_load_tree());
         let view = &self.view;
         self.busy.rebound(now, |v, from, to, fns| {
             load_bound(&view[v], &reports[v], from, to, fns)

@@ -182,6 +182,16 @@ pub trait AdmissionPolicy: Send {
         false
     }
 
+    /// Whether [`Self::decide_bounded`] walks the busy index's order by
+    /// lower bound of load with each subtree's largest bounds
+    /// ([`crate::busy_index::BusyIndex::keep_load_tree`]: Libra+$) rather
+    /// than Libra's B-trees per class of width; the index keeps one or the
+    /// other. A policy that wraps another must forward it, as
+    /// [`Self::reads_risk_certificates`].
+    fn reads_load_tree(&self) -> bool {
+        false
+    }
+
     /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
     /// is the live view with busy nodes possibly behind `now` (read for
     /// speeds and which nodes hold parts), and `index` keeps every busy

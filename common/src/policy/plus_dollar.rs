@@ -12,7 +12,7 @@ use super::steps::{
     too_few_in_time, too_many_processors, top_k, Better, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
-use crate::busy_index::{class_width, BusyIndex, WIDTH_CLASSES};
+use crate::busy_index::{Agg, BusyIndex, CapWindow};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::share::SpareRule;
@@ -38,6 +38,10 @@ pub struct LibraPlusDollar {
     cfg: PolicyConfig,
     cands: Vec<(usize, f64)>,
     quotes: Vec<PriceQuote>,
+    /// The busy candidates `filter_bounded` priced, by node: (node,
+    /// committed time), so that the pricing after it does not add up
+    /// their parts again.
+    priced: Vec<(usize, f64)>,
 }
 
 impl LibraPlusDollar {
@@ -47,6 +51,7 @@ impl LibraPlusDollar {
             cfg,
             cands: Vec::new(),
             quotes: Vec::new(),
+            priced: Vec::new(),
         }
     }
 
@@ -176,6 +181,10 @@ impl AdmissionPolicy for LibraPlusDollar {
         true
     }
 
+    fn reads_load_tree(&self) -> bool {
+        self.decides_bounded()
+    }
+
     /// [`Self::decide_indexed`] on the few candidates the busy index's
     /// load bounds leave open (`filter_bounded`), each busy one priced
     /// from the index's own record of its parts at `now`, none brought up
@@ -187,17 +196,31 @@ impl AdmissionPolicy for LibraPlusDollar {
         index: &BusyIndex,
         job: &JobSpec,
     ) -> Option<Decision> {
-        if !bounds_apply(nodes, index, job) {
+        if !bounds_apply(nodes, index, job) || !index.load_tree_kept() {
             return None;
         }
         let window = job.qos.deadline;
-        Some(self.decide_with(
+        // Filled by the filter, read by the pricing: every busy candidate
+        // is among them (the filter prices a busy node it keeps), each with
+        // the very float `exact_committed` gives.
+        let priced = std::cell::RefCell::new(std::mem::take(&mut self.priced));
+        let d = self.decide_with(
             nodes,
             job,
-            |cfg, cands| filter_bounded(cfg, now, nodes, index, job, cands),
+            |cfg, cands| {
+                filter_bounded(cfg, now, nodes, index, job, cands, &mut priced.borrow_mut())
+            },
             now,
-            |k| index.exact_committed(k, now, window),
-        ))
+            |k| {
+                let priced = priced.borrow();
+                match priced.binary_search_by_key(&k, |p| p.0) {
+                    Ok(i) => priced[i].1,
+                    Err(_) => index.exact_committed(k, now, window),
+                }
+            },
+        );
+        self.priced = priced.into_inner();
+        Some(d)
     }
 }
 
@@ -306,24 +329,35 @@ impl LibraPlusDollar {
 /// parts ([`BusyIndex::exact_load`], [`BusyIndex::exact_committed`]), only
 /// for the nodes whose bounds leave the outcome open.
 ///
-/// Why: a part's committed time `q min(rd, D)` is at most `q D`, so a
-/// node's committed time is at most `D` times its load and its RESFree at
-/// least `D - D load - RE / s`: the walk over the order by lower bound of
-/// the load, highest first (from the highest that can pass the share
-/// test), meets the nodes in roughly ascending RESFree and stops once `P`
-/// nodes within budget are known and no node left can come within
-/// [`KEY_TIE_EPS`] of the `P`-th smallest RESFree among them (its lower
-/// bound plus its class's width bounds its load). `top_k` (lower is
-/// better) depends only on the candidates within the tolerance of the
-/// `P`-th best key, and the whole set's is at most the subset's, so
-/// every node left out ranks below the choice. A rejection needs fewer
-/// than `P` within budget: the walk then never stopped early and saw
-/// every node that fits, so the counts and the cheapest cost are the
-/// walk's over every node (idle nodes by the stand-in argument of
-/// [`resource_deadline_filter_indexed`]).
+/// Why: a part's committed time `q min(rd, D)` is at most `q D` and at
+/// most what it has left, so a node's committed time is at most `D` times
+/// the upper bound of its load and at most its remaining time, and its
+/// RESFree at least `D` less the smaller, less `RE / s` (with room for
+/// rounding: `floor` below). The walk goes down Libra+$'s order by lower
+/// bound of load ([`BusyIndex::load_tree_desc`], from the highest that can
+/// pass the share test) and passes over every subtree whose largest upper
+/// bound of load and largest remaining time (from the latest start of
+/// their lines on) leave all its nodes beyond [`KEY_TIE_EPS`] of the
+/// `P`-th smallest RESFree within budget found so far; inside the buckets
+/// it opens, it settles each node from its bound and line where they
+/// suffice and prices the rest. `top_k` (lower is better) depends only on
+/// the candidates within the tolerance of the `P`-th best key, and the
+/// whole set's is at most the subset's (it only falls as the walk goes),
+/// so every node left out ranks below the choice, ties included. Nothing
+/// is left out by its price before `P` within budget are known, so a
+/// rejection (fewer than `P` within budget or that fit) comes from a walk
+/// that saw every node that fits: the counts and the cheapest cost are
+/// the walk's over every node (idle nodes by the stand-in argument of
+/// [`resource_deadline_filter_indexed`]). The proof in full is in
+/// docs/policies.md ("Libra+$ from the same bounds").
+///
+/// Into `priced`, by node, every busy candidate of `out` with its
+/// committed time ([`BusyIndex::exact_committed`]), for the pricing.
 ///
 /// The caller checks the job needs no memory or disk and every node has
-/// one speed (`index` has seen one).
+/// one speed (`index` has seen one) and that `index` keeps Libra+$'s
+/// order.
+#[allow(clippy::too_many_arguments)]
 fn filter_bounded(
     cfg: &PolicyConfig,
     now: Time,
@@ -331,9 +365,11 @@ fn filter_bounded(
     index: &BusyIndex,
     job: &JobSpec,
     out: &mut Vec<(usize, f64)>,
+    priced: &mut Vec<(usize, f64)>,
 ) -> Option<Decision> {
     let k = job.processors();
     let window = job.qos.deadline;
+    priced.clear();
     // Every node of one speed: the job's processor time and share on any.
     let est = nodes[0].est_cpu(job);
     let add = est / window;
@@ -386,7 +422,9 @@ fn filter_bounded(
         }
         fit += 1;
         out.push((n, load));
-        let res_free = window - index.exact_committed(n, now, window) - est;
+        let committed = index.exact_committed(n, now, window);
+        priced.push((n, committed));
+        let res_free = window - committed - est;
         if within(res_free) {
             take(best, res_free);
         }
@@ -399,49 +437,114 @@ fn filter_bounded(
     // parts' floats, each off by a few ulps).
     let floor =
         |committed: f64| window - committed * (1.0 + 1e-9) - est - 1e-9 * (1.0 + window + est);
+    // Whether a node whose committed time is at most `committed` surely
+    // ranks beyond the tolerance of the `k`-th smallest RESFree (none
+    // does before `k` within budget are known).
+    let beyond = |kth: Option<f64>, committed: f64| {
+        kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS)
+    };
     let mut kth = kth_of(&best);
-    // Narrow classes first: their nodes' RESFree lower the `k`-th
-    // smallest, so the wider classes' walks stop sooner (it only falls,
-    // so a stop on an earlier one is safe).
-    for class in 0..WIDTH_CLASSES {
-        let widest = class_width(class);
-        // Room for rounding in the share test's start, as Libra's walk.
-        for (lo, n, line) in index.by_lower_bound_desc(class, limit - add + 1e-9) {
-            #[cfg(test)]
-            ENTRIES_MET.with(|c| c.set(c.get() + 1));
-            if lo + add > limit {
-                // Its load is at least `lo`: it fails the share test.
-                continue;
-            }
-            if kth.is_some_and(|kth| floor(window * (lo + widest)) > kth + KEY_TIE_EPS) {
-                break;
-            }
-            // The node's line settles most nodes the walk meets from its
-            // entry alone: surely above the share test's limit, or (once
-            // `k` within budget are known) a RESFree surely beyond the
-            // tolerance of the `k`-th smallest.
-            if let Some((l, h)) = line.band(now) {
-                // Committed time is also at most the remaining time, the
-                // tighter bound when the job's window reaches past the
-                // node's parts' deadlines.
-                debug_assert!(
-                    index.exact_committed(n, now, f64::INFINITY)
-                        <= line.rem_bound(now) * (1.0 + 1e-9) + 1e-9,
-                    "node {n}: remaining time above its bound {} at {now}",
-                    line.rem_bound(now)
-                );
-                let committed = (window * h.max(0.0)).min(line.rem_bound(now));
-                if l + add > limit || kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS) {
-                    #[cfg(test)]
-                    LINE_PRICED.with(|c| c.set(c.get() + 1));
-                    continue;
+    let cap_window = CapWindow::of(window);
+    // Room for rounding in the share test's start, as Libra's walk.
+    let mut walk = index
+        .load_tree_desc(limit - add + 1e-9)
+        .expect("the caller checks the index keeps Libra+$'s order");
+    // Debug builds check every node of the subtrees passed over, up to a
+    // count per decision (the property tests' clusters stay under it).
+    #[cfg(debug_assertions)]
+    let mut checked = 0usize;
+    loop {
+        // A subtree whose every node commits at most `D` times the
+        // largest upper bound of load under it, and at most the largest
+        // remaining time under it: passed over whole when that is beyond
+        // the `k`-th smallest (the `k`-th only falls, so it stays beyond).
+        let skip = |i: usize, agg: &Agg| {
+            let skip = beyond(
+                kth,
+                (window * agg.hi)
+                    .min(agg.rem_at(now))
+                    .min(agg.committed_cap(cap_window)),
+            );
+            #[cfg(debug_assertions)]
+            if skip {
+                for e in index
+                    .load_tree_under(i)
+                    .take(4096usize.saturating_sub(checked))
+                {
+                    checked += 1;
+                    let res_free = window - index.exact_committed(e.node, now, window) - est;
+                    debug_assert!(
+                        kth.is_some_and(|kth| res_free > kth + KEY_TIE_EPS),
+                        "node {} passed over in subtree {i} ({agg:?}) with RESFree {res_free} \
+                         within the tolerance of the k-th {kth:?} at {now}",
+                        e.node
+                    );
                 }
             }
-            exact(n, &mut best);
-            kth = kth_of(&best);
+            #[cfg(test)]
+            if skip {
+                SUBTREES_PASSED.with(|c| c.set(c.get() + 1));
+            }
+            #[cfg(not(debug_assertions))]
+            let _ = i;
+            skip
+        };
+        let Some(e) = walk.next(skip) else {
+            break;
+        };
+        #[cfg(test)]
+        ENTRIES_MET.with(|c| c.set(c.get() + 1));
+        let (n, line) = (e.node, e.line);
+        if e.lo + add > limit {
+            // Its load is at least `lo`: it fails the share test.
+            continue;
         }
+        // Its load is at most `hi` over the bound's window (within a
+        // bucket the entries are in no order, so this settles the one
+        // node, where the walk by load stopped).
+        if beyond(kth, window * e.hi) {
+            continue;
+        }
+        // Its parts' committed time one by one (each at most what it has
+        // left and at most its largest share times `D`), from the entry.
+        if beyond(kth, e.committed_cap(cap_window)) {
+            debug_assert!(
+                kth.is_some_and(|kth| {
+                    window - index.exact_committed(n, now, window) - est > kth + KEY_TIE_EPS
+                }),
+                "node {n} settled by its caps {:?} at {now}",
+                e.caps
+            );
+            #[cfg(test)]
+            CAP_SETTLED.with(|c| c.set(c.get() + 1));
+            continue;
+        }
+        // The node's line settles most nodes the walk meets from its
+        // entry alone: surely above the share test's limit, or (once
+        // `k` within budget are known) a RESFree surely beyond the
+        // tolerance of the `k`-th smallest.
+        if let Some((l, h)) = line.band(now) {
+            // Committed time is also at most the remaining time, the
+            // tighter bound when the job's window reaches past the
+            // node's parts' deadlines.
+            debug_assert!(
+                index.exact_committed(n, now, f64::INFINITY)
+                    <= line.rem_bound(now) * (1.0 + 1e-9) + 1e-9,
+                "node {n}: remaining time above its bound {} at {now}",
+                line.rem_bound(now)
+            );
+            let committed = (window * h.max(0.0)).min(line.rem_bound(now));
+            if l + add > limit || beyond(kth, committed) {
+                #[cfg(test)]
+                LINE_PRICED.with(|c| c.set(c.get() + 1));
+                continue;
+            }
+        }
+        exact(n, &mut best);
+        kth = kth_of(&best);
     }
     out.sort_unstable_by_key(|c| c.0);
+    priced.sort_unstable_by_key(|c| c.0);
     (fit < k).then(|| too_few_in_time(job, fit))
 }
 
@@ -457,6 +560,11 @@ thread_local! {
     /// Busy nodes [`filter_bounded`] priced from their parts (the work
     /// its bounds save).
     static PRICED_EXACTLY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes [`filter_bounded`] settled by their parts' caps
+    /// ([`crate::busy_index::Entry::committed_cap`]).
+    static CAP_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Subtrees of Libra+$'s order [`filter_bounded`] passed over whole.
+    static SUBTREES_PASSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]
@@ -587,45 +695,57 @@ mod tests {
     }
 
     /// Libra+$'s walk from the bounds, worked by hand: which nodes it
-    /// meets, settles from their line, prices exactly, and where it
-    /// stops. Job RE 10, D 100, P 1 on speed-1 nodes: its share is
-    /// `add` = 0.1, the share test's limit 1 + 1e-9, RESFree = 90 -
-    /// committed. Every bound and line is exact unless said (lo = hi =
-    /// line = the load, remaining-time bound = the remaining time), so
-    /// the walk's floors are the RESFree less the rounding room
-    /// (~1e-7). Node by node, in the walk's order (class 0, the
-    /// narrowest, first; then 8 and 9):
-    /// - n0, load 0.95: above the walk's start (`limit - add + 1e-9`),
-    ///   never met.
-    /// - n10, idle: RESFree 90 is the k-th (P = 1) before the walk.
-    /// - n1: a lower bound 5e-10 past `limit - add` (inside the start's
-    ///   1e-9 of room, so met) with load 0.900001: it fails the share
-    ///   test on its lower bound (met, nothing else).
-    /// - n2: load exactly `limit - add` (1 s to its deadline, so its
-    ///   load is its remaining time): with the job exactly at the limit,
-    ///   which passes. Priced exactly: committed 0.9, RESFree 89.1,
-    ///   the k-th now.
-    /// - n3: load 0.85, 8.5 s left in 10 s: committed 8.5 (all of it
-    ///   inside the window), RESFree 81.5: priced (its floor, 81.5, is
-    ///   not above 89.1), the k-th now.
-    /// - n4: load 0.65, 6.5 s left in 10 s: its line bounds the
-    ///   committed time by min(100 x 0.65, 6.5) = 6.5, floor 83.5 >
-    ///   81.5: settled from its line.
+    /// meets, settles from their line, prices exactly, and which subtrees
+    /// of its order it passes over. Job RE 10, D 100, P 1 on speed-1
+    /// nodes: its share is `add` = 0.1, the share test's limit 1 + 1e-9,
+    /// RESFree = 90 - committed. Every bound and line is exact unless said
+    /// (lo = hi = line = the load, remaining-time bound = the remaining
+    /// time), so the walk's floors are the RESFree less the rounding room
+    /// (~1e-7). The order's buckets are 1.25 / 4096 of load wide: node
+    /// `n`'s is `floor(lo x 3276.8)`, under tree node `4096 + bucket`.
+    /// Node by node, in the walk's order (highest bucket first):
+    /// - n0, load 0.95 (bucket 3112): above the walk's start (`limit -
+    ///   add + 1e-9`, bucket 2949), never met.
+    /// - n10, idle: RESFree 90 is the k-th (P = 1) before the walk; no
+    ///   committed time (at least 0) has a floor above 90, so nothing is
+    ///   passed over until the k-th falls.
+    /// - n1 (bucket 2949): a lower bound 5e-10 past `limit - add` (inside
+    ///   the start's 1e-9 of room, so met) with load 0.900001: it fails the
+    ///   share test on its lower bound (met, nothing else).
+    /// - n2 (bucket 2949): load exactly `limit - add` (1 s to its
+    ///   deadline, so its load is its remaining time): with the job
+    ///   exactly at the limit, which passes. Priced exactly: committed
+    ///   0.9, RESFree 89.1, the k-th now.
+    /// - n9 (bucket 2916): bound [0.89, 0.905], line 0.901 +- 0.0005,
+    ///   90.1 s left: the line's lowest load, 0.9005, fails the share
+    ///   test: settled from its line.
+    /// - n3 (bucket 2785, alone in tree node 26, buckets 2560-2815):
+    ///   load 0.85, 8.5 s left in 10 s: committed at most min(85, 8.5),
+    ///   floor 81.5, not above 89.1: the subtree is opened and n3 priced:
+    ///   committed 8.5 (all of it inside the window), RESFree 81.5, the
+    ///   k-th now.
+    /// - n4 (bucket 2129, alone in tree node 12, buckets 2048-2559): load
+    ///   0.65, 6.5 s left: the subtree's bound min(100 x 0.65, 6.5) = 6.5
+    ///   has floor 83.5 > 81.5: passed over, n4 never met.
+    /// - Tree node 2 (buckets 0-2047: n5, n8, n6, n7): the largest upper
+    ///   bound 0.604 (n8's) and remaining time 119.1 (n8's): min(60.4,
+    ///   119.1) has floor 29.6, not above 81.5: opened, and down to n5
+    ///   (bucket 1966), then n8 (1949), then n6 (1638), then n7 (983).
     /// - n5: load 0.6 with its deadline at 100 s: committed 60, RESFree
     ///   30, priced, the k-th now.
-    /// - n6: load 0.5: no node of its class left can have a RESFree
-    ///   below 100 - 100 x (0.5 + 0.02/512) - 10 = 39.996 > 30: the walk
-    ///   of class 0 stops there (met), n7 (load 0.3) unseen.
-    /// - n8 (class 8): bound [0.595, 0.604], line 0.5955 +- 0.0005, 119.1
-    ///   s left by 200 s: the class's floor 100 - 100 x (0.595 + 0.01) -
-    ///   10 = 29.5 does not stop the walk, but its line's, 100 - 100 x
-    ///   0.596 - 10 = 30.4 (the window, not its 119.1 s left, binding),
-    ///   settles it (its RESFree is 30.45).
-    /// - n9 (class 9): bound [0.89, 0.905], line 0.901 +- 0.0005: the
-    ///   line's lowest load, 0.9005, fails the share test: settled.
+    /// - n8 (alone in tree node 188, buckets 1920-1951): bound [0.595,
+    ///   0.604], line 0.5955 +- 0.0005, 119.1 s left by 200 s: the
+    ///   subtree's floor, 100 - 60.4 - 10 = 29.6, does not pass it over,
+    ///   but its line's, 100 - 100 x 0.596 - 10 = 30.4 (the window, not
+    ///   its 119.1 s left, binding), settles it (its RESFree is 30.45).
+    /// - n6 (alone in tree node 22, buckets 1536-1791): load 0.5, 50 s
+    ///   left: floor 100 - 50 - 10 = 40 > 30: passed over.
+    /// - n7 (alone in tree node 4, buckets 0-1023): load 0.3, 30 s left:
+    ///   floor 60 > 30: passed over.
     ///
-    /// So: 8 entries met, 3 settled from the line (n4, n8, n9), 3 priced
-    /// exactly (n2, n3, n5); candidates the idle n10 and n2, n3, n5; the
+    /// So: 6 entries met (n1, n2, n9, n3, n5, n8), 2 settled from the line
+    /// (n9, n8), 3 priced exactly (n2, n3, n5), 3 subtrees passed over
+    /// (n4's, n6's, n7's); candidates the idle n10 and n2, n3, n5; the
     /// choice n5 at 10 x (1 + 0.1 x 100 / 30) = 13.333, the plain scan's.
     #[test]
     fn the_bounded_walk_prices_only_what_can_matter() {
@@ -666,6 +786,7 @@ mod tests {
             }
         };
         let mut ix = BusyIndex::of(&n);
+        ix.keep_load_tree(true);
         ix.rebound(0.0, |k, _, _, fns| {
             fns.extend(n[k].parts.iter().map(|p| PartFn {
                 est_cpu: p.est_cpu,
@@ -696,24 +817,34 @@ mod tests {
                 "node {k}: {load} outside its bound"
             );
         }
-        let (met, line, exact) = (
+        let (met, line, exact, passed) = (
             ENTRIES_MET.with(|c| c.get()),
             LINE_PRICED.with(|c| c.get()),
             PRICED_EXACTLY.with(|c| c.get()),
+            SUBTREES_PASSED.with(|c| c.get()),
         );
         let mut out = Vec::new();
         let cfg = PolicyConfig::default();
-        assert_eq!(filter_bounded(&cfg, 0.0, &n, &ix, &j, &mut out), None);
-        assert_eq!(ENTRIES_MET.with(|c| c.get()) - met, 8, "entries met");
+        let mut priced = Vec::new();
+        assert_eq!(
+            filter_bounded(&cfg, 0.0, &n, &ix, &j, &mut out, &mut priced),
+            None
+        );
+        assert_eq!(ENTRIES_MET.with(|c| c.get()) - met, 6, "entries met");
         assert_eq!(
             LINE_PRICED.with(|c| c.get()) - line,
-            3,
+            2,
             "settled from the line"
         );
         assert_eq!(
             PRICED_EXACTLY.with(|c| c.get()) - exact,
             3,
             "priced exactly"
+        );
+        assert_eq!(
+            SUBTREES_PASSED.with(|c| c.get()) - passed,
+            3,
+            "subtrees passed over"
         );
         let got: Vec<usize> = out.iter().map(|c| c.0).collect();
         assert_eq!(got, [2, 3, 5, 10]);
@@ -730,5 +861,109 @@ mod tests {
             d => panic!("{d:?}"),
         }
         assert_eq!(bounded, p.decide(0.0, &n, &j));
+    }
+
+    /// A subtree of Libra+$'s order is passed over whole when `D` times
+    /// its largest upper bound of load, its largest remaining time (only
+    /// from the latest start of their lines on) or its largest caps
+    /// (`Entry::committed_cap`) leave every node under it beyond the
+    /// `k`-th smallest RESFree. Worked by hand: job RE 1, D 100, P 1 on
+    /// speed-1 nodes (share 0.01, RESFree = 99 - committed, floors ~1e-7
+    /// below). Buckets 1.25 / 4096 wide (`floor(lo x 3276.8)`); `D` = 100
+    /// is below the first cap window, so a node's cap is its cap at 256 s:
+    /// `min(R, Q x 256)` per part, `R` its time left, `Q` its largest share
+    /// over the bound's window [0, 10].
+    /// - n0: a wide bound [0.5, 0.99] (priced before the walk), load 0.9
+    ///   due at 100 s: committed 90, RESFree 9, the k-th (idle n3's 99
+    ///   before it).
+    /// - n1 (load 0.3, 3 s left, due at 10 s, bucket 983) and n2 (load
+    ///   0.2, 2 s left, bucket 655), alone under tree node 2 (buckets
+    ///   0-2047): largest upper bound 0.3, largest remaining time 3: min(30,
+    ///   3) = 3, floor 96 > 9: passed over, neither met.
+    /// - n4: load 0.95, 9.5 s left, due at 10 s (bucket 3112, under node
+    ///   3), its line starting at `t0`; due at the window's end, so its
+    ///   share is unbounded there and its cap is its 9.5 s left.
+    ///
+    /// With `t0` = 0 (the decision's instant) the root's bound is min(100
+    /// x 0.95, 9.5) = 9.5, floor 89.5 > 9: the whole order is passed over
+    /// at its root, nothing met. With `t0` = 5 (after the decision: no
+    /// remaining-time bound from the line yet, nor a band) the root is
+    /// passed over all the same, by its largest cap, 9.5 (n4's; taken from
+    /// the parts at the bound's start, whatever the line). Either way the
+    /// choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
+    #[test]
+    fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
+        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        let j = job(1, 1.0, 1, 100.0, 1e9);
+        let mut n = nodes(5);
+        for (k, rem, dt) in [
+            (0, 90.0, 100.0),
+            (1, 3.0, 10.0),
+            (2, 2.0, 10.0),
+            (4, 9.5, 10.0),
+        ] {
+            busy(&mut n[k], k as u64, rem, dt);
+        }
+        let cfg = PolicyConfig::default();
+        // (t0 of n4's line, entries met, subtrees passed over, priced).
+        for (t0, met_want, passed_want, priced_want) in [(0.0, 0, 1, 1), (5.0, 0, 1, 1)] {
+            let mut ix = BusyIndex::of(&n);
+            ix.keep_load_tree(true);
+            ix.rebound(0.0, |k, _, _, fns| {
+                fns.extend(n[k].parts.iter().map(|p| PartFn {
+                    est_cpu: p.est_cpu,
+                    cpu_done: p.cpu_done,
+                    share: 0.0,
+                    at: f64::NAN,
+                    deadline: p.deadline,
+                }));
+                let load = n[k].required_share(0.0);
+                let (lo, hi) = if k == 0 { (0.5, 0.99) } else { (load, load) };
+                LoadBound {
+                    lo,
+                    hi,
+                    line: LoadLine {
+                        t0: if k == 4 { t0 } else { 0.0 },
+                        v0: load,
+                        slope: 0.0,
+                        err: 0.0,
+                        rem0: n[k].parts[0].est_cpu,
+                        rem_slope: 0.0,
+                    },
+                }
+            });
+            let (met, passed, exact) = (
+                ENTRIES_MET.with(|c| c.get()),
+                SUBTREES_PASSED.with(|c| c.get()),
+                PRICED_EXACTLY.with(|c| c.get()),
+            );
+            let mut p = LibraPlusDollar::new(cfg.clone());
+            let bounded = p
+                .decide_bounded(0.0, &n, &ix, &j)
+                .expect("the bounds apply");
+            assert_eq!(
+                ENTRIES_MET.with(|c| c.get()) - met,
+                met_want,
+                "t0 {t0}: met"
+            );
+            assert_eq!(
+                SUBTREES_PASSED.with(|c| c.get()) - passed,
+                passed_want,
+                "t0 {t0}: passed over"
+            );
+            assert_eq!(
+                PRICED_EXACTLY.with(|c| c.get()) - exact,
+                priced_want,
+                "t0 {t0}: priced"
+            );
+            match &bounded {
+                Decision::Accept(a) => {
+                    assert_eq!(a.nodes, [0]);
+                    assert!((a.cost - (1.0 + 0.1 * 100.0 / 9.0)).abs() < 1e-9, "{a:?}");
+                }
+                d => panic!("{d:?}"),
+            }
+            assert_eq!(bounded, p.decide(0.0, &n, &j));
+        }
     }
 }
