@@ -869,4 +869,43 @@ mod tests {
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
         assert!(not_lower(0.01 - 0.5e-11, 0.01) && !not_lower(0.01 - 2e-11, 0.01));
     }
+
+    #[test]
+    fn the_indexed_walk_checks_memory_and_counts_idle_nodes_in_a_rejection() {
+        // Memory: n0 idle with no memory, n1 idle, n2 holding X (soft, RE
+        // 10, D 100, B 10: return 0.01). New N: soft, RE 10, D 100, B 20
+        // (return 0.02), 1 KB of memory, 2 processors. No one is delayed:
+        // new returns 0.03 on n2, 0.02 on n1; n0 lacks the memory. One
+        // idle node cannot stand for its group: n2 and n1, not n0.
+        use crate::busy_index::BusyIndex;
+        let mut n = nodes(3);
+        n[0].spec.memory_kb = 0;
+        place(&mut n[2], &soft(10, 10.0, 100.0, 10.0, 1.0));
+        let ix = BusyIndex::of(&n);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let mut j = soft(1, 10.0, 100.0, 20.0, 1.0);
+        j.resources.processors = 2;
+        j.resources.memory_kb = 1;
+        match p.decide_indexed(0.0, &n, &ix, &j) {
+            Decision::Accept(a) => assert_eq!(a.nodes, vec![2, 1]),
+            other => panic!("{other:?}"),
+        }
+        // Counts: two idle nodes of speed 0.5 and a hard job of RE 60, D
+        // 100 (within its deadline on a reference node): 120 s on either,
+        // 20 s late. Both idle nodes count as delaying it.
+        let mut n = nodes(2);
+        for node in &mut n {
+            node.spec.speed = 0.5;
+        }
+        let ix = BusyIndex::of(&n);
+        match p.decide_indexed(0.0, &n, &ix, &hard(2, 60.0, 100.0, 100.0, 1.0)) {
+            Decision::Reject(r) => assert!(
+                r.detail
+                    .ends_with("0 have it (0 would lose return, 2 would delay it)"),
+                "{}",
+                r.detail
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }
