@@ -977,14 +977,16 @@ mod tests {
 
     #[test]
     fn the_bounded_best_fit_settles_nodes_from_their_lines() {
-        // Five busy nodes at 0, each with bounds [lo, hi] and a line
+        // Six busy nodes at 0, each with bounds [lo, hi] and a line
         // (flat, half-width 0.001) around its exact load q:
         //   n0 q 0.905 [0.895, 0.91]   n1 q 0.8 [0.79, 0.805]
         //   n2 q 0.6 [0.597, 0.603]    n3 q 0.79 [0.785, 0.8]
-        //   n4 q 0.61 [0.6, 0.615]
+        //   n4 q 0.61 [0.6, 0.615]     n5 q 0.95 [0.94, 0.955]
         // n2's width 0.006 files it in class 8 (widest 0.02/2 = 0.01), the
-        // others' 0.015 in class 9 (widest 0.02); n5 is idle. Job: share
-        // 0.1, 1 processor. n5 gives the first best, 0.1. Class 8 first:
+        // others' 0.015 in class 9 (widest 0.02); n6 is idle. Job: share
+        // 0.1, 1 processor. The walk starts at 1 + 1e-9 - 0.1 + 1e-9:
+        // n5's lower bound is above it (it cannot fit), so n5 is never
+        // met. n6 gives the first best, 0.1. Class 8 first:
         // n2 (0.597 + 0.01 + 0.1 is not below 0.1), priced exactly: 0.7,
         // the best so far. Class 9 by lower bound: n0 (0.895 + 0.02 + 0.1
         // is not below 0.7: walked), its line's low end 0.904 + 0.1 > 1 +
@@ -992,18 +994,19 @@ mod tests {
         // 0.02 + 0.1 = 0.905 is not below 0.9 - 1e-9 (walked), but its
         // line's high end 0.791 + 0.1 + 1e-9 is: settled, cannot rank. n4:
         // 0.6 + 0.02 + 0.1 < 0.9: the walk stops. Candidates n1, n2 and
-        // n5, two nodes settled from their lines, and n1 chosen.
+        // n6, two nodes settled from their lines, and n1 chosen.
         use crate::busy_index::{BusyIndex, LoadBound, LoadLine, PartFn};
         use crate::policy::test_util::{busy, job, nodes};
-        let q = [0.905, 0.8, 0.6, 0.79, 0.61];
+        let q = [0.905, 0.8, 0.6, 0.79, 0.61, 0.95];
         let b = [
             (0.895, 0.91),
             (0.79, 0.805),
             (0.597, 0.603),
             (0.785, 0.8),
             (0.6, 0.615),
+            (0.94, 0.955),
         ];
-        let mut n = nodes(6);
+        let mut n = nodes(7);
         for (k, q) in q.into_iter().enumerate() {
             busy(&mut n[k], 10 + k as u64, q * 100.0, 100.0);
         }
@@ -1037,7 +1040,7 @@ mod tests {
             Some(None)
         );
         assert_eq!(LINE_SETTLED.with(|c| c.get()) - settled, 2);
-        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 5]);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 6]);
         top_k(&mut got, 1, Better::Higher);
         assert_eq!(got[0].0, 1);
     }
