@@ -1043,6 +1043,20 @@ mod tests {
         assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 6]);
         top_k(&mut got, 1, Better::Higher);
         assert_eq!(got[0].0, 1);
+        // Two processors: the 2nd best is 0.1 (n6) after n2, 0.7 after n1;
+        // n3 (0.785 + 0.02 + 0.1 and its line's 0.791 + 0.1 both above
+        // 0.7) is priced, 0.89, now the 2nd best; n4 (0.72 < 0.89) stops
+        // the walk. Only n0 is settled from its line; n1 and n3 chosen.
+        let settled = LINE_SETTLED.with(|c| c.get());
+        let j = job(2, 10.0, 2, 100.0, 1e9);
+        assert_eq!(
+            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            Some(None)
+        );
+        assert_eq!(LINE_SETTLED.with(|c| c.get()) - settled, 1);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 3, 6]);
+        top_k(&mut got, 2, Better::Higher);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 3]);
     }
 
     #[test]
@@ -1083,5 +1097,50 @@ mod tests {
             accepted > 50 && rejected > 50,
             "{accepted} passed, {rejected} refused"
         );
+    }
+
+    #[test]
+    fn a_line_just_under_the_share_limit_does_not_settle_its_node() {
+        // n0's exact load at 0 is 0.9000000005 and its line's band is
+        // +-1e-12 around it (bounds [0.895, 0.9001]); n1 is idle. Job:
+        // share 0.1, 1 processor. The line's low end plus the share,
+        // 1.0000000005 - 1e-12, is within 1 + 1e-9: the line does not
+        // settle n0 as failing, its exact load is priced, 1.0000000005
+        // fits, and best fit takes n0 over the idle n1 (0.1).
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine, PartFn};
+        use crate::policy::test_util::{busy, job, nodes};
+        let mut n = nodes(2);
+        busy(&mut n[0], 10, 90.00000005, 100.0);
+        let q = n[0].required_share(0.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            fns.extend(n[k].parts.iter().map(|p| PartFn {
+                est_cpu: p.est_cpu,
+                cpu_done: p.cpu_done,
+                share: 0.0,
+                at: f64::NAN,
+                deadline: p.deadline,
+            }));
+            LoadBound {
+                lo: 0.895,
+                hi: 0.9001,
+                line: LoadLine {
+                    t0: 0.0,
+                    v0: q,
+                    slope: 0.0,
+                    err: 1e-12,
+                    rem0: f64::INFINITY,
+                    rem_slope: 0.0,
+                },
+            }
+        });
+        let mut got = Vec::new();
+        let j = job(1, 10.0, 1, 100.0, 1e9);
+        assert_eq!(
+            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            Some(None)
+        );
+        top_k(&mut got, 1, Better::Higher);
+        assert_eq!(got[0].0, 0);
     }
 }
