@@ -907,5 +907,16 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+        // A soft job there, B 100, PR 10 (return 100/60/100 = 0.0167,
+        // penalty 10/60/100 = 0.00167 per s): 20 s late, its return 0.0167
+        // - 0.0333 < 0, below the idle node's 0: both lose return.
+        match p.decide_indexed(0.0, &n, &ix, &soft(3, 60.0, 100.0, 100.0, 10.0)) {
+            Decision::Reject(r) => assert!(
+                r.detail.ends_with("0 have it (2 would lose return)"),
+                "{}",
+                r.detail
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }
