@@ -919,4 +919,27 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn the_walk_by_return_does_not_take_the_shortcut_for_a_job_as_long_as_its_deadline() {
+        // n0 holds H (hard, RE 50, D 100, B 100, PR 1: share 0.5), n1 is
+        // idle. N: hard, RE = D = 100, B 100 (share 1): on n0 the load
+        // would be 1.5, so the index's shortcut does not apply and the
+        // projection says n0 would lose return (0.0183 < 0.02, worked out
+        // in a_job_whose_estimate_equals_its_deadline_makes_a_busy_node_short);
+        // on the idle n1 N is on time (return 0.01): n1, as the scan.
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 50.0, 100.0, 100.0, 1.0));
+        let ix = indexed(&n);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = hard(1, 100.0, 100.0, 100.0, 1.0);
+        let d = p
+            .decide_bounded(0.0, &n, &ix, &j)
+            .expect("the walk by return applies");
+        assert_eq!(d, p.decide(0.0, &n, &j));
+        match d {
+            Decision::Accept(a) => assert_eq!(a.nodes, vec![1]),
+            other => panic!("{other:?}"),
+        }
+    }
 }
