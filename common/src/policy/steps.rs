@@ -1143,4 +1143,19 @@ mod tests {
         top_k(&mut got, 1, Better::Higher);
         assert_eq!(got[0].0, 0);
     }
+
+    #[test]
+    fn peeling_declines_candidates_out_of_node_order() {
+        // Two candidates tied at 0.5 (within KEY_TIE_EPS) but listed node
+        // 3 first: peeling takes a group's members in the order given, so
+        // it must decline and leave them to the sort, which ranks the tie
+        // by node index: node 1. Taken as given, node 3 would win.
+        let c = vec![(3, 0.5), (1, 0.5 + 1e-12)];
+        let mut a = c.clone();
+        assert!(!top_k_by_groups(&mut a, 1, 1.0));
+        assert_eq!(a, c);
+        let mut a = c.clone();
+        top_k(&mut a, 1, Better::Higher);
+        assert_eq!(a, vec![(1, 0.5 + 1e-12)]);
+    }
 }
