@@ -76,6 +76,19 @@ thread_local! {
     /// Busy nodes the walk by return left out by its stop (tests check
     /// that the walk stops early).
     pub static RETURN_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes whose new return `node_return` took from its shortcut.
+    static NEW_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes whose old return alone `node_return` took from the shortcut.
+    static OLD_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes the walk by return classified from the index's shortcut.
+    static INDEX_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one shortcut taken in `counter` (test builds; out of the
+/// decision's code, which the mutation run mutates).
+#[cfg(test)]
+fn count_shortcut(counter: &'static std::thread::LocalKey<std::cell::Cell<u64>>) {
+    counter.with(|c| c.set(c.get() + 1));
 }
 
 /// Counts in [`RETURN_LEFT`] the node the stop met and the `rest` after
@@ -152,6 +165,8 @@ impl LibraSla {
             // Not short even with the new job: every part gets at least
             // its q and finishes by its deadline, so every utility is the
             // budget and the return only grows by the new job's.
+            #[cfg(test)]
+            count_shortcut(&NEW_SHORTCUTS);
             let old: f64 = node.parts.iter().map(|p| p.ret).sum();
             return NodeReturn {
                 old,
@@ -160,6 +175,8 @@ impl LibraSla {
             };
         }
         let old = if self.cfg.risk_shortcut && no_deadline_passed && q_old <= 1.0 + SHARE_SUM_EPS {
+            #[cfg(test)]
+            count_shortcut(&OLD_SHORTCUTS);
             node.parts.iter().map(|p| p.ret).sum()
         } else {
             self.projected(now, node, None).0
@@ -485,6 +502,8 @@ impl LibraSla {
         {
             let q_new = index.exact_load(k, now) + nodes[k].est_cpu(job) / job.qos.deadline;
             if q_new <= 1.0 + SHARE_SUM_EPS {
+                #[cfg(test)]
+                count_shortcut(&INDEX_SHORTCUTS);
                 // `node_return`'s shortcut: the old return is the sum, the
                 // new one adds the new part's.
                 let r = NodeReturn {
@@ -941,5 +960,38 @@ mod tests {
             Decision::Accept(a) => assert_eq!(a.nodes, vec![1]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_shortcuts_are_taken_wherever_the_node_is_not_short() {
+        // n0 holds A (soft, RE 50, D 100: share 0.5), n1 holds B (RE 100,
+        // D 100: share 1), n2 is idle. N: soft, RE 50, D 100 (share 0.5).
+        // On n0 the load with N is exactly 1 (within 1 + 1e-9): no part
+        // is delayed, so both returns come from the shortcut. On n1 it is
+        // 1.5: the new return is projected, but the old load, 1, is not
+        // short, so the old return alone is the sum. The walk by return
+        // takes n0 from the index's shortcut.
+        let mut n = nodes(3);
+        place(&mut n[0], &soft(10, 50.0, 100.0, 10.0, 1.0));
+        place(&mut n[1], &soft(11, 100.0, 100.0, 10.0, 1.0));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let j = soft(1, 50.0, 100.0, 10.0, 1.0);
+        let count = |c: &'static std::thread::LocalKey<std::cell::Cell<u64>>| c.with(|c| c.get());
+        for (k, new, old) in [(0, 1, 0), (1, 0, 1)] {
+            let before = (count(&NEW_SHORTCUTS), count(&OLD_SHORTCUTS));
+            let r = p.node_return(0.0, &n[k], &j);
+            assert_eq!(
+                (
+                    count(&NEW_SHORTCUTS) - before.0,
+                    count(&OLD_SHORTCUTS) - before.1
+                ),
+                (new, old),
+                "n{k}: {r:?}"
+            );
+        }
+        let ix = indexed(&n);
+        let before = count(&INDEX_SHORTCUTS);
+        assert!(p.decide_bounded(0.0, &n, &ix, &j).is_some());
+        assert_eq!(count(&INDEX_SHORTCUTS) - before, 1);
     }
 }
