@@ -533,4 +533,33 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_event_count_is_one_per_arrival_and_one_per_part() {
+        // Two reference nodes, Libra. J0: 1 processor, RE 10, D 100 (one
+        // part); J1 at 5: 2 processors, RE 10, D 100 (two parts, share
+        // 0.1 beside J0's); J2 at 6: 3 processors, more than the cluster
+        // has: refused, no part. Events: 3 arrivals + 3 parts = 6.
+        let specs: Vec<NodeSpec> = (0..2)
+            .map(|id| NodeSpec {
+                id,
+                speed: 1.0,
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect();
+        let job = |id, t, p| WorkloadJob {
+            spec: JobSpec::new(id, t, 10.0, p, 100.0, 1e9),
+            actual_runtime: 10.0,
+        };
+        let jobs = [job(0, 0.0, 1), job(1, 5.0, 2), job(2, 6.0, 3)];
+        let out = simulate(
+            &jobs,
+            &specs,
+            policy::build("libra", &PolicyConfig::default(), &specs).unwrap(),
+        );
+        assert_eq!(out.parts.len(), 3);
+        assert_eq!(out.records.iter().filter(|r| r.accepted).count(), 2);
+        assert_eq!(out.events, 6);
+    }
 }
