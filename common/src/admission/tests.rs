@@ -127,6 +127,44 @@ fn dead_reckoning_feeds_admission() {
     assert!(dispatches(&out).is_empty());
 }
 
+#[test]
+fn a_report_counts_work_in_the_nodes_own_processor_time() {
+    // One node of speed 0.5. Job 1: RE 25 reference seconds, D 100: 50 s
+    // of its processor time (q 0.5). At t = 40 it reports 20 reference
+    // seconds of work done at share 1: 20 / 0.5 = 40 s of its time. At
+    // t = 50: 40 + 10 = 50 done, nothing left (q 0), so job 2 (RE 45: 90
+    // s there, q 0.9) fits. Counted as 20 x 0.5 = 10 s, job 1 would have
+    // 30 s left over 50 (q 0.6) and job 2 would be refused.
+    let mut c = libra();
+    c.register(
+        1,
+        "a",
+        &[NodeInfo {
+            speed: 0.5,
+            ..info(0)
+        }],
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    c.submit(0.0, job(1, 0.0, 25.0, 1, 100.0), &mut out)
+        .unwrap();
+    c.progress(
+        1,
+        40.0,
+        &[PartProgress {
+            part: PartId { job: 1, index: 0 },
+            node: 0,
+            work_done: 20.0,
+            share: 1.0,
+        }],
+    )
+    .unwrap();
+    out.clear();
+    c.submit(50.0, job(2, 50.0, 45.0, 1, 100.0), &mut out)
+        .unwrap();
+    assert_eq!(dispatches(&out).len(), 1, "{out:?}");
+}
+
 impl ManagerCore {
     /// The snapshot at `now` as the refresh would bring it, without
     /// touching the core (which may hold busy nodes behind `now`).
