@@ -134,6 +134,21 @@ fn slow_changes_the_capacity_in_the_fluid_model() {
     // A space-shared job on the slowed node ends as late.
     let r = run("fifo", &[job(1, 0.0, 100.0, 1, 1000.0)], 1, text);
     assert!(close(rec(&r, 1).finish, 110.0), "{:?}", rec(&r, 1));
+    // Two nodes, a 2-processor job of 100 s arriving at 5, node 0 slowed
+    // for good (2,000 s) 10 s after that: 10 s of work done by 15, the 90
+    // left at node 0's half pace end at 195 (a space-shared job ends with
+    // its slowest node). Both nodes are the job's from 5 to 195: 380 s of
+    // processor time held. Events: the arrival, the slowdown, the
+    // completion and the slowdown's end (at 2,015) = 4.
+    let long = text.replace("duration = 20.0", "duration = 2000.0");
+    let specs = specs(2);
+    let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(&long, 2);
+    let jobs = [job(1, 5.0, 100.0, 2, 1000.0)];
+    let out = simulate_with_faults(&jobs, &specs, p, &plan, &shape).outcome;
+    assert!(close(out.records[0].finish, 195.0), "{:?}", out.records[0]);
+    assert!((out.busy_time - 380.0).abs() < 1e-6, "{}", out.busy_time);
+    assert_eq!(out.events, 4);
 }
 
 #[test]
