@@ -811,9 +811,21 @@ fn chaos_node_faults_and_two_manager_crashes() {
         "{late_text} at {t_late}, resumed at {resumed2}"
     );
     let jobs = one_record_each(&out, 300);
+    // The one loss a manager crash may cost a job on surviving processes
+    // (docs/faults.md): decided in the instants between the crash fault
+    // and the SIGKILL landing, its dispatch died with the manager. Only
+    // such a job, decided within 20 trace s after a crash's instant
+    // (+220, +350), is let through; any other loss fails below.
+    let in_flight = |j: &serde_json::Value| {
+        let d = j["detail"].as_str().unwrap_or("");
+        let t = j["decided_at"].as_f64().unwrap_or(f64::NAN);
+        d.starts_with("manager crash: the dispatch of part")
+            && d.contains("died with the manager")
+            && [220.0, 350.0].iter().any(|c| (*c..*c + 20.0).contains(&t))
+    };
     let lost: Vec<&str> = jobs
         .iter()
-        .filter(|j| j["lost"] == true)
+        .filter(|j| j["lost"] == true && !in_flight(j))
         .map(|j| j["detail"].as_str().unwrap())
         .collect();
     for d in &lost {
