@@ -610,15 +610,9 @@ pub(crate) mod test_util {
     /// parts with no reports (the parts stand still): for tests that
     /// decide at 0 from the bounds.
     pub fn rebound_exact_at_zero(ix: &mut crate::busy_index::BusyIndex, view: &[NodeState]) {
-        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        use crate::busy_index::{LoadBound, LoadLine};
         ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(view[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: f64::NAN,
-                deadline: p.deadline,
-            }));
+            still_part_fns(&view[k], fns);
             let q = view[k].required_share(0.0);
             LoadBound {
                 lo: q,
@@ -626,6 +620,18 @@ pub(crate) mod test_util {
                 line: LoadLine::NONE,
             }
         });
+    }
+
+    /// The index's record of `node`'s parts with no reports (they stand
+    /// still), appended to `fns`: for tests that bound nodes by hand.
+    pub fn still_part_fns(node: &NodeState, fns: &mut Vec<crate::busy_index::PartFn>) {
+        fns.extend(node.parts.iter().map(|p| crate::busy_index::PartFn {
+            est_cpu: p.est_cpu,
+            cpu_done: p.cpu_done,
+            share: 0.0,
+            at: f64::NAN,
+            deadline: p.deadline,
+        }));
     }
 
     /// A running part with `rem` estimated work left and deadline `dt`.

@@ -749,7 +749,7 @@ mod tests {
     /// choice n5 at 10 x (1 + 0.1 x 100 / 30) = 13.333, the plain scan's.
     #[test]
     fn the_bounded_walk_prices_only_what_can_matter() {
-        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        use crate::busy_index::{LoadBound, LoadLine};
         use crate::policy::steps::SHARE_SUM_EPS;
         let j = job(1, 10.0, 1, 100.0, 1e9);
         let (add, limit) = (0.1, 1.0 + SHARE_SUM_EPS);
@@ -788,13 +788,7 @@ mod tests {
         let mut ix = BusyIndex::of(&n);
         ix.keep_load_tree(true);
         ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(n[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: f64::NAN,
-                deadline: p.deadline,
-            }));
+            crate::policy::test_util::still_part_fns(&n[k], fns);
             let (lo, hi, v0, err) = bound(k);
             LoadBound {
                 lo,
@@ -893,7 +887,7 @@ mod tests {
     /// choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
     #[test]
     fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
-        use crate::busy_index::{LoadBound, LoadLine, PartFn};
+        use crate::busy_index::{LoadBound, LoadLine};
         let j = job(1, 1.0, 1, 100.0, 1e9);
         let mut n = nodes(5);
         for (k, rem, dt) in [
@@ -910,13 +904,7 @@ mod tests {
             let mut ix = BusyIndex::of(&n);
             ix.keep_load_tree(true);
             ix.rebound(0.0, |k, _, _, fns| {
-                fns.extend(n[k].parts.iter().map(|p| PartFn {
-                    est_cpu: p.est_cpu,
-                    cpu_done: p.cpu_done,
-                    share: 0.0,
-                    at: f64::NAN,
-                    deadline: p.deadline,
-                }));
+                crate::policy::test_util::still_part_fns(&n[k], fns);
                 let load = n[k].required_share(0.0);
                 let (lo, hi) = if k == 0 { (0.5, 0.99) } else { (load, load) };
                 LoadBound {

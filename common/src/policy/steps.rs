@@ -995,7 +995,7 @@ mod tests {
         // line's high end 0.791 + 0.1 + 1e-9 is: settled, cannot rank. n4:
         // 0.6 + 0.02 + 0.1 < 0.9: the walk stops. Candidates n1, n2 and
         // n6, two nodes settled from their lines, and n1 chosen.
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine, PartFn};
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
         use crate::policy::test_util::{busy, job, nodes};
         let q = [0.905, 0.8, 0.6, 0.79, 0.61, 0.95];
         let b = [
@@ -1012,13 +1012,7 @@ mod tests {
         }
         let mut ix = BusyIndex::of(&n);
         ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(n[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: f64::NAN,
-                deadline: p.deadline,
-            }));
+            crate::policy::test_util::still_part_fns(&n[k], fns);
             LoadBound {
                 lo: b[k].0,
                 hi: b[k].1,
@@ -1107,20 +1101,14 @@ mod tests {
         // 1.0000000005 - 1e-12, is within 1 + 1e-9: the line does not
         // settle n0 as failing, its exact load is priced, 1.0000000005
         // fits, and best fit takes n0 over the idle n1 (0.1).
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine, PartFn};
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
         use crate::policy::test_util::{busy, job, nodes};
         let mut n = nodes(2);
         busy(&mut n[0], 10, 90.00000005, 100.0);
         let q = n[0].required_share(0.0);
         let mut ix = BusyIndex::of(&n);
         ix.rebound(0.0, |k, _, _, fns| {
-            fns.extend(n[k].parts.iter().map(|p| PartFn {
-                est_cpu: p.est_cpu,
-                cpu_done: p.cpu_done,
-                share: 0.0,
-                at: f64::NAN,
-                deadline: p.deadline,
-            }));
+            crate::policy::test_util::still_part_fns(&n[k], fns);
             LoadBound {
                 lo: 0.895,
                 hi: 0.9001,
