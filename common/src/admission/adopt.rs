@@ -20,9 +20,10 @@
 //! promises); one that cannot be told has the nodes taken out of its pool
 //! while the parts run.
 
+use crate::job::DeadlineType;
 use crate::metrics::{JobRecord, PartRecord};
 use crate::policy::Policy;
-use crate::protocol::PartId;
+use crate::protocol::{Dispatch, PartId};
 use crate::time::Time;
 use crate::workload::WorkloadJob;
 
@@ -110,9 +111,98 @@ impl ManagerCore {
         work_done: f64,
         share: f64,
     ) -> Result<u32, CoreError> {
-        let host = || self.link_host(link).to_string();
+        let bad = |field, want, value| CoreError::BadReport {
+            host: self.link_host(link).to_string(),
+            link,
+            what: format!("adopted part {}/{}", part.job, part.index),
+            field,
+            want,
+            value,
+        };
+        let (k, g) = self.find_adopted(link, part, local)?;
+        if !(work_done.is_finite() && work_done >= 0.0) {
+            return Err(bad("work_done", "finite and >= 0", work_done));
+        }
+        if !(0.0..=1.0).contains(&share) {
+            return Err(bad("share", "in [0, 1]", share));
+        }
+        self.move_adopted(k, part, g);
+        let speed = self.speed_of(g as usize);
+        let report = Reported {
+            cpu_done: work_done / speed,
+            share,
+            at: now,
+        };
+        self.place_adopted(k, g, Some(report));
+        Ok(g)
+    }
+
+    /// Part `part` of an adopted job never reached its node: its dispatch
+    /// died with the earlier manager (a partition held it when that
+    /// manager crashed), and the node, node `local` of `link`, came back
+    /// without it. It is dispatched there again now, with all its work to
+    /// do and its own deadline: it moves there (as
+    /// [`ManagerCore::adopted_part_back`] moves a part; its part record
+    /// starts now) and the view counts it as any part just dispatched.
+    /// The old frame cannot arrive after this one: it died with the old
+    /// manager's connection. Returns the node's global id.
+    pub fn adopted_part_again(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        part: PartId,
+        local: u32,
+        out: &mut Vec<Output>,
+    ) -> Result<u32, CoreError> {
+        let (k, g) = self.find_adopted(link, part, local)?;
+        // Once: a part on a live node (sent again already, or reported
+        // back) is not sent again.
+        if !self.adopted_part_waiting(part.job, part.index) {
+            return Err(CoreError::UnknownPart {
+                host: self.link_host(link).to_string(),
+                link,
+                job: part.job,
+                index: part.index,
+            });
+        }
+        self.move_adopted(k, part, g);
+        let p = self.jobs[k].first_part + part.index as usize;
+        self.parts[p].start = now;
+        self.place_adopted(k, g, None);
+        let spec = &self.jobs[k].job.spec;
+        let value = match &self.policy {
+            Policy::Admission(a) => a.part_value(spec),
+            Policy::Queue(_) => crate::node_model::PartValue::default(),
+        };
+        out.push(Output::Send {
+            link,
+            msg: ManagerMsg::Dispatch(Dispatch {
+                part,
+                node: local,
+                estimate: spec.estimate(),
+                actual: self.jobs[k].job.actual_runtime,
+                deadline: spec.deadline_abs(),
+                dispatched_at: now,
+                // As `start` dispatches: a queue policy's parts hold their
+                // nodes whole.
+                exclusive: matches!(self.policy, Policy::Queue(_)),
+                ret: value.ret,
+                hard: spec.qos.deadline_type == DeadlineType::Hard,
+            }),
+        });
+        Ok(g)
+    }
+
+    /// The index of adopted job `part.job`, whose part `part` waits, and
+    /// the global id of node `local` of `link` (alive).
+    fn find_adopted(
+        &self,
+        link: LinkId,
+        part: PartId,
+        local: u32,
+    ) -> Result<(usize, u32), CoreError> {
         let unknown = || CoreError::UnknownPart {
-            host: host(),
+            host: self.link_host(link).to_string(),
             link,
             job: part.job,
             index: part.index,
@@ -129,20 +219,13 @@ impl ManagerCore {
                 n.alive && n.link == link && n.local == local
             })
             .ok_or_else(unknown)?;
-        let bad = |field, want, value| CoreError::BadReport {
-            host: host(),
-            link,
-            what: format!("adopted part {}/{}", part.job, part.index),
-            field,
-            want,
-            value,
-        };
-        if !(work_done.is_finite() && work_done >= 0.0) {
-            return Err(bad("work_done", "finite and >= 0", work_done));
-        }
-        if !(0.0..=1.0).contains(&share) {
-            return Err(bad("share", "in [0, 1]", share));
-        }
+        Ok((k, g))
+    }
+
+    /// Moves part `part` of adopted job `k` to node `g`: its part record
+    /// and its job's record name that node from now on.
+    fn move_adopted(&mut self, k: usize, part: PartId, g: u32) {
+        let index = part.index as usize;
         let p = self.jobs[k].first_part + index;
         let old = self.parts[p].node as u32;
         if old != g {
@@ -154,14 +237,6 @@ impl ManagerCore {
             self.parts[p].cpu = self.jobs[k].job.actual_runtime / self.speed_of(g as usize);
             self.records[k].nodes[index] = g as usize;
         }
-        let speed = self.speed_of(g as usize);
-        let report = Reported {
-            cpu_done: work_done / speed,
-            share,
-            at: now,
-        };
-        self.place_adopted(k, g, Some(report));
-        Ok(g)
     }
 
     /// Part `part` of an adopted job finished at `at` (a node process
@@ -289,8 +364,13 @@ impl ManagerCore {
             return;
         }
         if let Policy::Queue(q) = &mut self.policy {
-            // The end its estimate promises, from its start.
-            let start = self.records[k].start.unwrap_or(0.0);
+            // The end its estimate promises, from its part's start (a
+            // part dispatched again starts at the rejoin, not with its job).
+            let j = &self.jobs[k];
+            let start = self.parts[j.first_part..j.first_part + j.n_parts]
+                .iter()
+                .find(|p| p.node == g as usize)
+                .map_or(0.0, |p| p.start);
             let est_end = start + self.jobs[k].job.spec.estimate() / self.view[v].spec.speed;
             if !q.hold_node(id, g as usize, est_end) {
                 q.set_node_available(g as usize, false);
@@ -403,6 +483,109 @@ mod tests {
             .collect();
         assert_eq!(parts[0], (1, 1, 0.0, 149.0));
         assert_eq!(c.open_jobs(), 2);
+    }
+
+    /// A part whose dispatch died with the earlier manager is dispatched
+    /// again, numbers by hand. Job 1 (RE 100, D 200, submitted and decided
+    /// at 0 for the old node 0) never reached its node; its process comes
+    /// back as nodes 1 and 2 (link 2) and at 50 the part is sent to node 1
+    /// (local 0) with its whole work and its own deadline, 200. The view
+    /// counts it as just dispatched: 100 / (200 - 50) = 2/3 on node 1, so
+    /// job 2 (RE 50, D 100 at 50: 0.5) goes to node 2 (2/3 + 0.5 > 1;
+    /// reported back at 50 with half its work done, job 1 would need only
+    /// 1/3 and job 2 would join it, as in the test above). The part's
+    /// record starts at 50 and, completing at 150, ends there.
+    #[test]
+    fn a_part_whose_dispatch_died_is_dispatched_again_with_all_its_work() {
+        let mut c = resumed("libra");
+        let j1 = job(1, 0.0, 100.0, 1, 200.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        let p = PartId { job: 1, index: 0 };
+        let mut out = Vec::new();
+        assert_eq!(c.adopted_part_again(50.0, 2, p, 0, &mut out).unwrap(), 1);
+        assert!(!c.adopted_part_waiting(1, 0));
+        assert_eq!(c.record(1).unwrap().nodes, [1]);
+        let Some(Output::Send {
+            link: 2,
+            msg: ManagerMsg::Dispatch(d),
+        }) = out.first()
+        else {
+            panic!("expected one dispatch on link 2, got {out:?}");
+        };
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (
+                d.part,
+                d.node,
+                d.estimate,
+                d.actual,
+                d.deadline,
+                d.dispatched_at
+            ),
+            (p, 0, 100.0, 100.0, 200.0, 50.0)
+        );
+        // Hard: the default deadline type of a job spec.
+        assert!(!d.exclusive && d.hard);
+
+        out.clear();
+        c.submit(50.0, job(2, 50.0, 50.0, 1, 100.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), Some(vec![2]));
+        // Sent once: a second try finds the part on its node, not waiting.
+        let mut again = Vec::new();
+        assert!(matches!(
+            c.adopted_part_again(50.0, 2, p, 0, &mut again),
+            Err(CoreError::UnknownPart { .. })
+        ));
+        assert!(again.is_empty());
+
+        out.clear();
+        c.completed(150.0, 2, p, 150.0, &mut out).unwrap();
+        assert_eq!(out, [Output::Finished { job: 1 }]);
+        let r = c.record(1).unwrap();
+        assert_eq!((r.finish, r.lost), (Some(150.0), false));
+        let part = &c.part_records()[0];
+        assert_eq!(
+            (part.job, part.node, part.start, part.finish),
+            (1, 1, 50.0, 150.0)
+        );
+    }
+
+    /// EASY backfilling (FCFS) plans around a part dispatched again from
+    /// that dispatch, not from its job's start: job 1 (estimate 100,
+    /// decided at 0 for the old node 0) is sent again at 40 to node 1
+    /// (local 0 of the process that came back as nodes 1 and 2), so it
+    /// holds node 1 until 140. Job 2 (two nodes) waits for it; job 3 (one
+    /// node, estimate 70) submitted at 50 ends at 120 <= 140 and
+    /// backfills on node 2 (from the job's start, node 1 would be free at
+    /// 100 and job 3 would not). The dispatch holds its node whole.
+    #[test]
+    fn a_part_dispatched_again_holds_its_node_from_its_new_start() {
+        let p = policy::build("fcfs-bf", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        assert_eq!(c.register(2, "b", &[info(0), info(1)]).unwrap(), [1, 2]);
+        let j1 = job(1, 0.0, 100.0, 1, 1000.0);
+        c.adopt(j1.clone(), decided(&j1, vec![0])).unwrap();
+        let mut out = Vec::new();
+        c.adopted_part_again(40.0, 2, PartId { job: 1, index: 0 }, 0, &mut out)
+            .unwrap();
+        let Some(Output::Send {
+            msg: ManagerMsg::Dispatch(d),
+            ..
+        }) = out.first()
+        else {
+            panic!("expected a dispatch, got {out:?}");
+        };
+        assert!(d.exclusive, "a queue policy's part holds its node whole");
+        out.clear();
+        c.submit(50.0, job(2, 50.0, 10.0, 2, 1000.0), &mut out)
+            .unwrap();
+        c.submit(50.0, job(3, 50.0, 70.0, 1, 1000.0), &mut out)
+            .unwrap();
+        assert_eq!(placed(&out, 2), None);
+        assert_eq!(placed(&out, 3), Some(vec![2]));
     }
 
     /// A two-part job whose part 0 came back and whose part 1's process

@@ -7,10 +7,12 @@
 //! ([`Rejoin`]), and each reported part moves to the node it runs on now
 //! (the policy sees its load from then on) or is booked finished. From
 //! there completion, loss and cancellation take the paths of any job. A
-//! carried job is lost when a node process holding one of its parts does
-//! not come back within the wait, or comes back without a part whose
-//! start the journal does not hold either (its dispatch died with the
-//! manager: the node never had it).
+//! part a process comes back without, whose start the journal does not
+//! hold either, never reached its node (its dispatch died with the
+//! manager): it is dispatched again, to the same node
+//! ([`ManagerCore::adopted_part_again`]). A carried job is lost when a
+//! node process holding one of its parts does not come back within the
+//! wait, or comes back without the node such a part was for.
 //!
 //! What the journal says of each carried part decides: over (an `ended`
 //! line, written when a part completes and its job goes on: the core
@@ -21,6 +23,7 @@
 //! registrations under every earlier manager.
 //!
 //! [`ManagerCore::adopt`]: common::admission::ManagerCore::adopt
+//! [`ManagerCore::adopted_part_again`]: common::admission::ManagerCore::adopted_part_again
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -447,6 +450,10 @@ impl LiveCore {
         // Parts on this process's old nodes it did not report: over
         // before the crash if they had started, else never received.
         let mut lost: Vec<(JobId, String)> = Vec::new();
+        // Parts sent again (their dispatch died with the manager), and
+        // their jobs whose record names another node now.
+        let mut again = 0usize;
+        let mut moved_again: Vec<JobId> = Vec::new();
         let carried: Vec<JobId> = self
             .resumed
             .as_ref()
@@ -488,18 +495,62 @@ impl LiveCore {
                 if started {
                     finished.push((part, Time::NAN));
                 } else if !lost.iter().any(|(j, _)| *j == job) {
-                    lost.push((
-                        job,
-                        format!(
-                            "manager crash: the dispatch of part {job}/{i} to node process {host} (node {n}) died with the manager: {host} came back without it and the journal holds no start of it"
-                        ),
-                    ));
+                    // Its dispatch died with the manager (a partition held
+                    // it): the node never had it, and the old frame died
+                    // with the old connection, so it is sent again to the
+                    // same node, registered again, with all its work to do.
+                    let local = self
+                        .resumed
+                        .as_ref()
+                        .and_then(|r| r.node_local.get(n).copied())
+                        .or_else(|| {
+                            rj.was
+                                .iter()
+                                .position(|&g| g as usize == n)
+                                .map(|k| k as u32)
+                        });
+                    let sent = match local {
+                        Some(l) => self
+                            .core
+                            .adopted_part_again(now.trace, link, part, l, &mut self.out)
+                            .map_err(|e| e.to_string()),
+                        None => Err("its node's index in the process is not known".into()),
+                    };
+                    match sent {
+                        Ok(g) => {
+                            again += 1;
+                            if node != Some(g as usize) {
+                                moved_again.push(job);
+                            }
+                        }
+                        Err(why) => lost.push((
+                            job,
+                            format!(
+                                "manager crash: the dispatch of part {job}/{i} to node process {host} (node {n}) died with the manager: {host} came back without it, the journal holds no start of it, and it could not be sent again ({why})"
+                            ),
+                        )),
+                    }
+                }
+            }
+        }
+        moved_again.sort_unstable();
+        moved_again.dedup();
+        if self.cfg.journal {
+            for job in moved_again {
+                if let Some(rec) = self.core.record(job) {
+                    // As for the parts taken back above.
+                    let mut record = rec.clone();
+                    record.finish = None;
+                    self.journal_buf.push(Entry::Decided {
+                        t: now.journal,
+                        record,
+                    });
                 }
             }
         }
         let dropped = rj.running.len() + rj.finished.len() - keep.len();
         let note = format!(
-            "{host} rejoined after {:.1} s without a manager ({}): took back {} of its parts, dropped {dropped} this manager does not hold",
+            "{host} rejoined after {:.1} s without a manager ({}): took back {} of its parts, dropped {dropped} this manager does not hold, sent again {again} whose dispatch died with the manager",
             rj.away_s,
             rj.why,
             keep.len()
@@ -670,7 +721,7 @@ pub(super) mod tests {
     use common::admission::ManagerCore;
     use common::job::DeadlineType;
     use common::policy::{self, PolicyConfig};
-    use common::protocol::{FinishedPart, HeldPart, ManagerMsg, NodeMsg};
+    use common::protocol::{Dispatch, FinishedPart, HeldPart, ManagerMsg, NodeMsg};
     use common::share::SpareRule;
 
     pub(in crate::live::manager::core) fn record(id: JobId, nodes: Vec<usize>) -> JobRecord {
@@ -1126,11 +1177,13 @@ pub(super) mod tests {
     /// dispatch never arrived). Job 7 (node 1) started and is not
     /// reported: its completion died with the manager. `a` comes back
     /// (new ids 2, 3) still running 5/0: job 7 is over at the crash (50);
-    /// job 5 is lost at 60.1 naming the crash and part 5/1, and its part
-    /// 5/0, kept by the answer, is cancelled. Recording job 5 complete
-    /// (the earlier behaviour) would claim work that never ran.
+    /// 5/0 is kept, and 5/1 is sent again at 60.1 to the same node (local
+    /// 1, now node 3) with its whole work (RE 100) and its own deadline
+    /// (501: submitted at 1 with 500 to go), after the answer. Job 5's record names nodes 2 and 3 (in
+    /// the journal too, for a manager after this one), and it completes
+    /// when both parts do, 5/1's part record starting at 60.1.
     #[test]
-    fn a_part_whose_dispatch_died_with_the_manager_loses_its_job() {
+    fn a_part_whose_dispatch_died_with_the_manager_is_sent_again() {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
         let mut t = takeover(
             vec![record(5, vec![0, 1]), record(7, vec![1])],
@@ -1154,32 +1207,127 @@ pub(super) mod tests {
             matches!(x, Action::Send { msg: ManagerMsg::RejoinAnswer { keep, .. }, .. }
                 if *keep == vec![part(5, 0)])
         });
-        let cancel = a.iter().position(|x| {
-            matches!(x, Action::Send { link: 1, msg: ManagerMsg::Cancel { part: p } }
-                if *p == part(5, 0))
-        });
-        assert!(answer.is_some() && cancel > answer, "{a:?}");
+        let sent: Vec<(usize, &Dispatch)> = a
+            .iter()
+            .enumerate()
+            .filter_map(|(k, x)| match x {
+                Action::Send {
+                    link: 1,
+                    msg: ManagerMsg::Dispatch(d),
+                } => Some((k, d)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent.len(), 1, "{a:?}");
+        let (k, d) = sent[0];
+        assert!(answer.is_some_and(|x| x < k), "{a:?}");
+        assert_eq!(
+            (
+                d.part,
+                d.node,
+                d.estimate,
+                d.actual,
+                d.deadline,
+                d.dispatched_at
+            ),
+            (part(5, 1), 1, 100.0, 100.0, 501.0, 60.1)
+        );
+        assert!(!a.iter().any(|x| matches!(
+            x,
+            Action::Send {
+                msg: ManagerMsg::Cancel { .. },
+                ..
+            }
+        )));
         let j = journaled(&a);
         assert!(j.iter().any(|e| matches!(e,
             Entry::Finished { id: Some(7), finish: Some(f), .. } if *f == 50.0)));
         assert!(j.iter().any(|e| matches!(e,
-            Entry::Finished { record: Some(r), .. } if r.id == 5 && r.lost)));
-        // Nothing left to wait for: the replay starts and, with no job
-        // left, the run ends.
+            Entry::Decided { record, .. } if record.id == 5 && record.nodes == [2, 3])));
+        assert!(!j
+            .iter()
+            .any(|e| matches!(e, Entry::Finished { record: Some(r), .. } if r.id == 5)));
         c.handle(at(61.0), Event::Timer(Timer::StartTimeout));
         drain(&mut c);
+        for (index, end) in [(0, 90.0), (1, 160.0)] {
+            c.handle(
+                at(end + 0.1),
+                Event::FromNode {
+                    link: 1,
+                    msgs: vec![NodeMsg::Completed {
+                        part: part(5, index),
+                        at: end,
+                        cpu_seconds: 100.0,
+                    }],
+                },
+            );
+            drain(&mut c);
+        }
         let o = c.outcome();
         assert_eq!(
             o.records.iter().map(|r| r.id).collect::<Vec<_>>(),
             vec![5, 7]
         );
+        let r5 = &o.records[0];
+        assert_eq!(
+            (r5.lost, r5.finish, &r5.nodes[..]),
+            (false, Some(160.0), &[2, 3][..])
+        );
+        assert_eq!(o.records[1].finish, Some(50.0));
+        let p51 = o.parts.iter().find(|p| p.job == 5 && p.node == 3).unwrap();
+        assert_eq!((p51.start, p51.finish), (60.1, 160.0));
+    }
+
+    /// A part whose dispatch died and that cannot be sent again loses its
+    /// job: as above, but `a` comes back with one node only, so the old
+    /// node 1 (local 1) is not there. Job 5 is lost at 60.1 naming the
+    /// crash, part 5/1 and why; 5/0, kept by the answer, is cancelled.
+    /// Recording job 5 complete would claim work that never ran.
+    #[test]
+    fn a_part_whose_dispatch_died_and_whose_node_is_gone_loses_its_job() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut t = takeover(vec![record(5, vec![0, 1])], vec![("a", 2, 9)]);
+        t.started = vec![part(5, 0)];
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t);
+        drain(&mut c);
+        let a = come_back(
+            &mut c,
+            60.0,
+            1,
+            "a",
+            9,
+            1,
+            vec![0, 1],
+            vec![held(5, 0, 0)],
+            Vec::new(),
+        );
+        let answer = a.iter().position(|x| {
+            matches!(x, Action::Send { msg: ManagerMsg::RejoinAnswer { keep, .. }, .. }
+                if *keep == vec![part(5, 0)])
+        });
+        let cancel = a.iter().position(|x| {
+            matches!(x, Action::Send { link: 1, msg: ManagerMsg::Cancel { part: p } }
+                if *p == part(5, 0))
+        });
+        assert!(answer.is_some() && cancel > answer, "{a:?}");
+        assert!(!a.iter().any(|x| matches!(
+            x,
+            Action::Send {
+                msg: ManagerMsg::Dispatch(_),
+                ..
+            }
+        )));
+        c.handle(at(61.0), Event::Timer(Timer::StartTimeout));
+        drain(&mut c);
+        let o = c.outcome();
+        assert_eq!(o.records.len(), 1);
         assert_eq!(
             o.records[0].detail,
             "lost at 60.100: manager crash: the dispatch of part 5/1 to node process a (node 1) \
-             died with the manager: a came back without it and the journal holds no start of it"
+             died with the manager: a came back without it, the journal holds no start of it, \
+             and it could not be sent again (node process a (link 1): unknown part 5/1)"
         );
         assert_eq!(o.records[0].finish, None);
-        assert_eq!(o.records[1].finish, Some(50.0));
     }
 
     /// After a second restart. Manager 0 numbered `a` (pid 9) 0-1, `b`

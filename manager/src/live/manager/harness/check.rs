@@ -13,7 +13,10 @@
 //!   never lost to it; a job lost to it ("manager crash" in its reason)
 //!   is only one of a run whose manager crashed, and one lost because a
 //!   part's dispatch died with the manager names a part whose dispatch
-//!   did (a partition held it when the manager crashed); the other checks hold
+//!   did (a partition held it when the manager crashed); none is, in
+//!   fact, since the restarted manager sends such a part again to its
+//!   node when its process comes back, and the harness's processes come
+//!   back with all their nodes; the other checks hold
 //!   over every manager of the run together (one record, one journal end,
 //!   no part placed or completed twice, a carried job recorded complete
 //!   only when its parts finished on their nodes);
@@ -152,6 +155,18 @@ pub(in crate::live::manager) fn check(run: &Run) -> Result<(), Violation> {
                 v.push(format!(
                     "job {}: lost to a dispatch that died with the manager, but no dispatch of the \
                      part named died: {}",
+                    r.id, r.detail
+                ));
+            }
+            // Such a part is sent again when its process comes back; its
+            // job is lost only if its node is not there to take it, and
+            // the harness's processes always come back with all their
+            // nodes (a node that crashed meanwhile loses its parts under
+            // another reason).
+            if r.detail.contains(DISPATCH_DIED) {
+                v.push(format!(
+                    "job {}: lost to a dispatch that died with the manager though its process \
+                     came back with all its nodes: the part should have been sent again: {}",
                     r.id, r.detail
                 ));
             }
