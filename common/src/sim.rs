@@ -197,12 +197,14 @@ struct Completion {
 }
 
 impl Completion {
-    /// The job was ended before this completion (an external scheduler's
-    /// KILL_JOB): its record is already final.
+    /// The job was ended at or before this completion (an external
+    /// scheduler's KILL_JOB): its record is already final. At the same
+    /// instant too: a job of no work started and killed in one pass ends
+    /// at its start, and so does its completion.
     fn killed_before(&self, core: &ManagerCore, jobs: &[WorkloadJob]) -> bool {
         core.record(jobs[self.job].spec.id)
             .and_then(|r| r.finish)
-            .is_some_and(|f| f < self.at)
+            .is_some_and(|f| f <= self.at)
     }
 }
 
@@ -561,5 +563,122 @@ mod tests {
         assert_eq!(out.parts.len(), 3);
         assert_eq!(out.records.iter().filter(|r| r.accepted).count(), 2);
         assert_eq!(out.events, 6);
+    }
+
+    /// An external (Batsim) scheduler for the tests below: it starts every
+    /// submitted job at once, in submission order, each on the next node
+    /// (0, 1, ...), and with `kill` kills it in the same reply. It logs
+    /// every request.
+    struct StartAll {
+        next: usize,
+        kill: bool,
+        log: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    }
+
+    impl crate::batsim::Exchange for StartAll {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            use serde_json::{json, Value};
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                if e["type"] != "JOB_SUBMITTED" {
+                    continue;
+                }
+                let job = &e["data"]["job_id"];
+                out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                    "data": {"job_id": job, "alloc": self.next.to_string()}}));
+                self.next += 1;
+                if self.kill {
+                    out.push(json!({"timestamp": now, "type": "KILL_JOB",
+                        "data": {"job_ids": [job]}}));
+                }
+            }
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            panic!("the scheduler was given up: {why}");
+        }
+    }
+
+    /// `jobs` through [`StartAll`] on `nodes` reference nodes: the outcome
+    /// and every request the scheduler got.
+    fn start_all(
+        jobs: &[WorkloadJob],
+        nodes: usize,
+        kill: bool,
+    ) -> (SimOutcome, Vec<serde_json::Value>) {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ex = StartAll {
+            next: 0,
+            kill,
+            log: log.clone(),
+        };
+        let q = crate::batsim::BatsimQueue::new(Box::new(ex), nodes, jobs.len(), "test", 1.0);
+        let out = simulate(
+            jobs,
+            &policy::test_util::specs(nodes),
+            Policy::Queue(Box::new(q)),
+        );
+        let log = log.lock().unwrap().clone();
+        (out, log)
+    }
+
+    #[test]
+    fn a_job_killed_at_the_instant_it_completes_ends_once() {
+        // A job of no work (actual runtime 0: valid) that the scheduler
+        // starts and kills in one reply at 0: the kill ends it at 0, and
+        // its own completion, also at 0, is the end of a job already
+        // over, not a second end (the core refuses one as a duplicate
+        // completion, which the engine must never send). Its
+        // record: started and finished at 0. Events: the arrival only (a
+        // killed job's completion is not one, as for any kill); nothing
+        // completed, so the makespan stays at the first arrival, 0.
+        let jobs = [WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 10.0, 1, 100.0, 1e9),
+            actual_runtime: 0.0,
+        }];
+        let (out, log) = start_all(&jobs, 1, true);
+        let r = &out.records[0];
+        assert!(r.accepted && !r.lost, "{r:?}");
+        assert_eq!((r.start, r.finish), (Some(0.0), Some(0.0)));
+        assert_eq!(out.events, 1);
+        assert_eq!(out.makespan, 0.0);
+        // The scheduler hears of it once, as killed.
+        let ends: Vec<&serde_json::Value> = log
+            .iter()
+            .flat_map(|m| m["events"].as_array().unwrap())
+            .filter(|e| e["type"] == "JOB_COMPLETED")
+            .collect();
+        assert_eq!(ends.len(), 1, "{ends:?}");
+        assert_eq!(ends[0]["data"]["job_state"], "COMPLETED_KILLED");
+    }
+
+    #[test]
+    fn completions_at_one_instant_reach_the_scheduler_in_start_order() {
+        // Four nodes; jobs 1-4 arrive at 0 and start at 0 in that order
+        // (nodes 0-3). Job 1 runs 5 s; jobs 2, 3 and 4 run 10 s and end
+        // together at 10 (Batsim time 11). The request at 11 reports the
+        // three completions in the order the jobs started: 2, 3, 4. (The
+        // queue orders completions by time, then by a sequence number
+        // given at each start; without it the heap returns equal entries
+        // in an order of its own: here 3, 2, 4.)
+        let job = |id, run| WorkloadJob {
+            spec: JobSpec::new(id, 0.0, run, 1, 100.0, 1e9),
+            actual_runtime: run,
+        };
+        let jobs = [job(1, 5.0), job(2, 10.0), job(3, 10.0), job(4, 10.0)];
+        let (out, log) = start_all(&jobs, 4, false);
+        let finish: Vec<Option<f64>> = out.records.iter().map(|r| r.finish).collect();
+        assert_eq!(finish, [Some(5.0), Some(10.0), Some(10.0), Some(10.0)]);
+        let at_11: Vec<&str> = log
+            .iter()
+            .flat_map(|m| m["events"].as_array().unwrap())
+            .filter(|e| e["type"] == "JOB_COMPLETED" && e["timestamp"] == 11.0)
+            .map(|e| e["data"]["job_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(at_11, ["w0!2", "w0!3", "w0!4"]);
     }
 }

@@ -8,7 +8,7 @@ use common::metrics::JobRecord;
 use common::node_model::NodeSpec;
 use common::policy::{self, PolicyConfig};
 use common::sim::simulate;
-use common::sim_faults::simulate_with_faults;
+use common::sim_faults::{simulate_timeline, simulate_with_faults, NodeAct, NodeEvent, Timeline};
 use common::workload::WorkloadJob;
 
 fn specs(n: usize) -> Vec<NodeSpec> {
@@ -311,4 +311,108 @@ fn every_example_scenario_parses() {
     for k in common::faults::KINDS {
         assert!(kinds.contains(&k), "no example of {k}");
     }
+}
+
+#[test]
+fn a_time_shared_run_counts_its_node_events() {
+    // Libra, one node, a 100 s job from 0; capacity halved from 10 to 30
+    // (it ends at 110, as in the test above). Events: the arrival, the
+    // slowdown at 10, its end at 30, and the job's one part: 4.
+    let text = "nodes_per_process = 1\n[[fault]]\nat = 10.0\nkind = \"slow\"\nnode = 0\nfactor = 0.5\nduration = 20.0\n";
+    let specs = specs(1);
+    let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(text, 1);
+    let out = simulate_with_faults(&[job(1, 0.0, 100.0, 1, 1000.0)], &specs, p, &plan, &shape);
+    assert!(close(out.outcome.records[0].finish, 110.0));
+    assert_eq!(out.outcome.events, 4);
+    assert_eq!(out.notes.len(), 2);
+}
+
+#[test]
+fn a_queued_job_waits_for_the_manager_though_a_node_frees_up() {
+    // FIFO, one node. Job 1 (100 s) runs from 0; job 2 (10 s) arrives at
+    // 5 and waits. The manager is down from 50 to 150: job 1 ends at 100
+    // all the same (nodes go on), but nothing starts while the manager is
+    // down; job 2 starts when it is back, at 150, and ends at 160.
+    // Events: 2 arrivals, 2 completions, the manager's restart: 5.
+    let text = "[[fault]]\nat = 50.0\nkind = \"manager-crash\"\nduration = 100.0\n";
+    let specs = specs(1);
+    let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(text, 1);
+    let jobs = [job(1, 0.0, 100.0, 1, 1000.0), job(2, 5.0, 10.0, 1, 1000.0)];
+    let out = simulate_with_faults(&jobs, &specs, p, &plan, &shape).outcome;
+    let r = &out.records;
+    assert!(close(rec(r, 1).finish, 100.0), "{:?}", rec(r, 1));
+    assert_eq!(rec(r, 2).start, Some(150.0), "{:?}", rec(r, 2));
+    assert!(close(rec(r, 2).finish, 160.0), "{:?}", rec(r, 2));
+    assert_eq!(out.events, 5);
+}
+
+#[test]
+fn a_job_started_on_a_slowed_node_runs_at_its_pace() {
+    // FIFO, one node. Job 1 (10 s) runs from 0 to 10. The node works at
+    // a quarter of its capacity from 20 to 1,020. Job 2 (100 s of work)
+    // arrives at 30 and starts at once, at that pace: 100 / 0.25 = 400 s,
+    // it ends at 430, before the slowdown ends. Processor time held:
+    // 10 + 400 = 410 s. Events: 2 arrivals, 2 completions, the slowdown
+    // and its end: 6.
+    let text = "nodes_per_process = 1\n[[fault]]\nat = 20.0\nkind = \"slow\"\nnode = 0\nfactor = 0.25\nduration = 1000.0\n";
+    let specs = specs(1);
+    let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(text, 1);
+    let jobs = [job(1, 0.0, 10.0, 1, 1000.0), job(2, 30.0, 100.0, 1, 1000.0)];
+    let out = simulate_with_faults(&jobs, &specs, p, &plan, &shape).outcome;
+    assert_eq!(rec(&out.records, 2).start, Some(30.0));
+    assert!(
+        close(rec(&out.records, 2).finish, 430.0),
+        "{:?}",
+        out.records
+    );
+    assert!((out.busy_time - 410.0).abs() < 1e-6, "{}", out.busy_time);
+    assert_eq!(out.events, 6);
+}
+
+#[test]
+fn a_replayed_node_stopped_to_the_end_holds_its_jobs_unfinished() {
+    // A replayed timeline (`libratory replay` builds one from a journal)
+    // where node 0 stops at 10 and node 1 at 15, and the run ends before
+    // the manager loses or resumes either. FIFO, two nodes: job 1 (100 s)
+    // starts at 0 on node 0 and has 90 s left when it stops; job 2 (100
+    // s) arrives at 20 and starts on node 1 (free, not yet lost), which
+    // does no work. Neither ends: started, not finished, not lost. Events:
+    // 2 arrivals and 2 node events: 4; no completion, so the makespan is
+    // the first arrival, 0.
+    let stop = |at, node| NodeEvent {
+        at,
+        act: NodeAct::Stop,
+        nodes: vec![node],
+        cause: format!("stop of node {node}"),
+    };
+    let tl = Timeline {
+        events: vec![stop(10.0, 0), stop(15.0, 1)],
+        down: Vec::new(),
+    };
+    let specs = specs(2);
+    let p = policy::build("fifo", &PolicyConfig::default(), &specs).unwrap();
+    let jobs = [
+        job(1, 0.0, 100.0, 1, 1000.0),
+        job(2, 20.0, 100.0, 1, 1000.0),
+    ];
+    let out = simulate_timeline(&jobs, &specs, p, &tl).outcome;
+    let r = &out.records;
+    assert_eq!(
+        (rec(r, 1).start, rec(r, 1).nodes.clone()),
+        (Some(0.0), vec![0])
+    );
+    assert_eq!(
+        (rec(r, 2).start, rec(r, 2).nodes.clone()),
+        (Some(20.0), vec![1])
+    );
+    assert!(
+        r.iter()
+            .all(|j| j.accepted && j.finish.is_none() && !j.lost),
+        "{r:?}"
+    );
+    assert_eq!(out.events, 4);
+    assert_eq!(out.makespan, 0.0);
 }
