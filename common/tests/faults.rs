@@ -416,3 +416,62 @@ fn a_replayed_node_stopped_to_the_end_holds_its_jobs_unfinished() {
     assert_eq!(out.events, 4);
     assert_eq!(out.makespan, 0.0);
 }
+
+#[test]
+fn a_queued_job_wider_than_the_nodes_left_is_dropped_when_the_run_ends() {
+    // Two nodes, one per process; process 1 crashes at 20 for good and is
+    // lost at 30. Job 1 (1 proc, 50 s) runs on node 0 from 0 to 50. Job 2
+    // (2 procs, 10 s, the earliest deadline) arrives at 5 and waits for
+    // both nodes; job 3 (1 proc, 10 s) arrives at 35, after the loss, with
+    // no node free. At 50 node 0 is free, but job 2 can never start on
+    // the one node left.
+    // - FIFO and EDF (job 2 at the head by arrival or deadline): job 3
+    //   waits behind it; at the end of the run (50: nothing left to
+    //   arrive, run or wake for) job 2 is dropped and job 3 starts at 50,
+    //   ends at 60.
+    // - EASY (FCFS-BF): job 2's shadow time is never (no end frees a
+    //   second node), so job 3 backfills on node 0 at 50 and ends at 60;
+    //   job 2 is dropped at the end, 60.
+    // - QoPS: at 35 the plan has one node; job 3 is admitted and planned
+    //   on node 0 at 50 (no slot of two nodes exists for job 2 any more),
+    //   starts then and ends at 60; job 2 is dropped at the end, 60.
+    // Every job gets a decision: job 2 is rejected for resources, naming
+    // why (without the drop it stayed undecided: no reason, no detail).
+    let text =
+        "link_timeout = 10.0\nnodes_per_process = 1\n\n[[fault]]\nat = 20.0\nkind = \"crash\"\nprocess = 1\n";
+    let jobs = [
+        job(1, 0.0, 50.0, 1, 1000.0),
+        job(2, 5.0, 10.0, 2, 500.0),
+        job(3, 35.0, 10.0, 1, 1000.0),
+    ];
+    for (policy, dropped_at) in [
+        ("fifo", 50.0),
+        ("edf", 50.0),
+        ("fcfs-bf", 60.0),
+        ("qops", 60.0),
+    ] {
+        let r = run(policy, &jobs, 2, text);
+        let j2 = rec(&r, 2);
+        assert!(!j2.accepted && !j2.lost, "{policy}: {j2:?}");
+        assert_eq!(
+            j2.reason,
+            Some(common::policy::RejectReason::Resources),
+            "{policy}: {j2:?}"
+        );
+        assert_eq!(
+            j2.detail,
+            "never started: needs 2 processors, and only 1 nodes were left usable (the others \
+             lost for good) when nothing else could free one",
+            "{policy}"
+        );
+        assert_eq!(j2.decided_at, dropped_at, "{policy}: {j2:?}");
+        let j3 = rec(&r, 3);
+        assert_eq!(
+            (j3.start, j3.nodes.clone()),
+            (Some(50.0), vec![0]),
+            "{policy}: {j3:?}"
+        );
+        assert!(close(j3.finish, 60.0), "{policy}: {j3:?}");
+        assert!(close(rec(&r, 1).finish, 50.0), "{policy}");
+    }
+}

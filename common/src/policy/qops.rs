@@ -822,6 +822,30 @@ impl QueuePolicy for Qops {
         self.planner.hold(job, node, est_end)
     }
 
+    /// Drops the planned jobs wider than the nodes left (the others lost
+    /// for good: they can never start), then starts what the plan has
+    /// room for without them.
+    fn end(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        let usable = self.planner.pool.usable_count();
+        let before = out.len();
+        self.planner.queue.retain(|p| {
+            let fits = p.procs <= usable;
+            if !fits {
+                out.push(QueueAction::Drop {
+                    job: p.id,
+                    reject: Reject {
+                        reason: RejectReason::Resources,
+                        detail: super::space::too_wide(p.procs, usable),
+                    },
+                });
+            }
+            fits
+        });
+        if out.len() > before {
+            self.planner.schedule(now, out);
+        }
+    }
+
     fn would_submit(&self, now: Time, job: &JobSpec, _usable: usize) -> Option<Reject> {
         // Admission on a copy of the plan as it stands.
         self.planner.clone().admit(now, job).err()

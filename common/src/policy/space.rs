@@ -299,6 +299,23 @@ impl SpaceState {
         });
     }
 
+    /// The run is over (nothing left to arrive, run or wake for): a
+    /// waiting job wider than the nodes still usable (the others were
+    /// lost for good) can never start, and ahead in the queue it would
+    /// hold up the jobs behind it. Each is dropped, naming why.
+    fn drop_too_wide(&mut self, out: &mut Vec<QueueAction>) {
+        let usable = self.usable_count();
+        let mut k = 0;
+        while k < self.queue.len() {
+            if self.queue[k].procs > usable {
+                let detail = too_wide(self.queue[k].procs, usable);
+                self.drop_job(k, RejectReason::Resources, detail, out);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
     /// Drops every waiting job whose deadline has passed.
     fn drop_lapsed(&mut self, now: Time, out: &mut Vec<QueueAction>) {
         // Every deadline is >= the earliest, so none has lapsed either.
@@ -382,7 +399,26 @@ macro_rules! space_state_queue {
         fn hold_node(&mut self, job: JobId, node: usize, est_end: Time) -> bool {
             self.st.hold(job, node, est_end)
         }
+
+        /// Drops the jobs the nodes left can never run, then starts what
+        /// waited behind them.
+        fn end(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+            let before = out.len();
+            self.st.drop_too_wide(out);
+            if out.len() > before {
+                self.schedule(now, out);
+            }
+        }
     };
+}
+
+/// Why a queue policy drops a waiting job at the end of a run: it needs
+/// `procs` nodes and only `usable` were left.
+pub(crate) fn too_wide(procs: usize, usable: usize) -> String {
+    format!(
+        "never started: needs {procs} processors, and only {usable} nodes were left usable \
+         (the others lost for good) when nothing else could free one"
+    )
 }
 
 /// The priority of an EASY backfilling queue.
