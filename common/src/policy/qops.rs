@@ -900,6 +900,10 @@ mod tests {
                 "{f}"
             );
         }
+        // A finish within TIME_EPS (1e-9) after AT + RE is a finish at it
+        // (the rounding of a sum of times): the full price, exactly, not
+        // 10 x (400 - 5e-10) / 400 = 10 - 1.25e-11 from the slope.
+        assert_eq!(decayed_price(10.0, 0.0, 100.0, 500.0, 100.0 + 5e-10), 10.0);
     }
 
     #[test]
