@@ -709,11 +709,23 @@ impl LiveCore {
     }
 
     fn check_end(&mut self, now: Now) {
-        if self.phase != Phase::Replaying
-            || self.cfg.serve
-            || !self.jobs.is_empty()
-            || self.core.open_jobs() > 0
+        if self.phase != Phase::Replaying || self.cfg.serve || !self.jobs.is_empty() {
+            return;
+        }
+        // Everything replayed, nothing running, jobs still queued: every
+        // node is free, so those waiting need more nodes than are left
+        // (the others lost). A built-in queue policy's last word drops
+        // them, naming why, and starts what waited behind them, as in the
+        // simulator; without it the run would wait for good. (An external
+        // scheduler is told the run is over only in `begin_end`.)
+        if self.scheduler.is_none()
+            && self.core.open_jobs() > 0
+            && self.core.open_jobs() == self.core.queued()
         {
+            self.core.end_queue(now.trace, &mut self.out);
+            self.flush(now);
+        }
+        if self.core.open_jobs() > 0 {
             return;
         }
         self.begin_end(now);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::admission::{LinkId, ManagerCore};
 use common::job::{JobId, JobSpec, Urgency};
-use common::policy::{self, Decision, PolicyConfig};
+use common::policy::{self, Decision, PolicyConfig, RejectReason};
 use common::protocol::{ClientMsg, ClientReply, ManagerMsg, NodeInfo, NodeMsg, PartId, WireJob};
 use common::workload::WorkloadJob;
 
@@ -801,4 +801,72 @@ fn warnings(a: &[Action]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// FIFO on two node processes of one node each. Job 1 (1 processor, RE
+/// 60) goes to link 1's node at 2 (replay offset 2); job 2 (2 processors)
+/// at 7 waits for both. Link 2 is lost at 10: its node leaves the pool.
+/// Job 1 completes at 61.5 (reported at 62): every job is replayed and
+/// nothing runs, so job 2, needing 2 nodes of the 1 left, is dropped
+/// then (rejected for resources, naming why) and the run ends; without
+/// the drop it would wait for good.
+#[test]
+fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
+    let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+    let mut c = LiveCore::new(
+        ManagerCore::new(p),
+        cfg(2),
+        vec![job(1, 0.0, 60.0, 1, 1000.0), job(2, 5.0, 10.0, 2, 1000.0)],
+    );
+    actions(&mut c);
+    connect(&mut c, at(0.0), 1, "a");
+    connect(&mut c, at(2.0), 2, "b");
+    c.handle(at(2.0), Event::Timer(Timer::Replay));
+    assert_eq!(dispatched(&actions(&mut c)), vec![(1, 1, 0)]);
+    c.handle(at(7.0), Event::Timer(Timer::Replay));
+    assert!(dispatched(&actions(&mut c)).is_empty());
+    c.handle(
+        at(10.0),
+        Event::LinkClosed {
+            link: 2,
+            reason: "silent for 3 s".into(),
+        },
+    );
+    actions(&mut c);
+    assert_eq!(c.counts(), (2, 2, 1, 0));
+    c.handle(
+        at(62.0),
+        Event::FromNode {
+            link: 1,
+            msgs: vec![NodeMsg::Completed {
+                part: PartId { job: 1, index: 0 },
+                at: 61.5,
+                cpu_seconds: 60.0,
+            }],
+        },
+    );
+    let a = actions(&mut c);
+    assert!(dispatched(&a).is_empty());
+    let dropped: Vec<&JobRecord> = journal(&a)
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Finished {
+                record: Some(r), ..
+            } => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dropped.len(), 1, "{a:?}");
+    let r = dropped[0];
+    assert_eq!(
+        (r.id, r.accepted, r.reason),
+        (2, false, Some(RejectReason::Resources))
+    );
+    assert_eq!(
+        r.detail,
+        "never started: needs 2 processors, and only 1 nodes were left usable (the others \
+         lost for good) when nothing else could free one"
+    );
+    assert_eq!(c.counts(), (2, 2, 2, 2));
+    assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
 }
