@@ -906,6 +906,31 @@ mod tests {
         assert_eq!(decayed_price(10.0, 0.0, 100.0, 500.0, 100.0 + 5e-10), 10.0);
     }
 
+    /// QoPS plans on the slowest node's pace, and a node that leaves
+    /// and comes back does not change it: one node of speed 2; job 1 (RE
+    /// 100, D 60) takes 100 / 2 = 50 s there, within its deadline, so it
+    /// is accepted after the node was lost and back (planned at the
+    /// reference pace, 100 s, it would be refused).
+    #[test]
+    fn a_node_back_keeps_the_plans_pace() {
+        let cfg = PolicyConfig::default();
+        let fast: Vec<NodeSpec> = specs(1)
+            .into_iter()
+            .map(|n| NodeSpec { speed: 2.0, ..n })
+            .collect();
+        let mut q = Qops::plain(&cfg, &fast);
+        q.set_node_available(0, false);
+        q.set_node_available(0, true);
+        assert!(q.submit(0.0, &j(1, 0.0, 100.0, 1, 60.0, 1.0)).is_none());
+        let mut out = Vec::new();
+        q.schedule(0.0, &mut out);
+        // Started at once, at its price (1).
+        assert_eq!(starts(&out), vec![(1, 1.0)]);
+        // At the reference pace the same job misses its deadline.
+        let mut slow = Qops::plain(&cfg, &specs(1));
+        assert!(slow.submit(0.0, &j(1, 0.0, 100.0, 1, 60.0, 1.0)).is_some());
+    }
+
     #[test]
     fn profile_finds_the_earliest_hole() {
         // 4 processors; a running job holds 3 until 100. One processor is
