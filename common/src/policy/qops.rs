@@ -1107,15 +1107,16 @@ mod tests {
     fn slack_factor_tightens_the_new_jobs_test() {
         // 1 processor busy until 250. N: RE 100, DT 500. Planned
         // [250, 350). Without slack (factor 1) it meets 500. With factor 2
-        // it must fit by 0 + 100 + (500 - 100)/2 = 300: refused.
-        for (slack, ok) in [(1.0, true), (2.0, false)] {
+        // it must fit by 0 + 100 + (500 - 100)/2 = 300: refused. Busy
+        // only until 150, it ends at 250 <= 300: accepted.
+        for (busy, slack, ok) in [(250.0, 1.0, true), (250.0, 2.0, false), (150.0, 2.0, true)] {
             let cfg = PolicyConfig {
                 qops_slack_factor: slack,
                 ..PolicyConfig::default()
             };
             let mut q = Qops::plain(&cfg, &specs(1));
             let mut out = Vec::new();
-            assert!(q.submit(0.0, &j(1, 0.0, 250.0, 1, 1000.0, 1.0)).is_none());
+            assert!(q.submit(0.0, &j(1, 0.0, busy, 1, 1000.0, 1.0)).is_none());
             q.schedule(0.0, &mut out);
             assert_eq!(
                 q.submit(0.0, &j(2, 0.0, 100.0, 1, 500.0, 1.0)).is_none(),
