@@ -906,6 +906,30 @@ mod tests {
         assert_eq!(decayed_price(10.0, 0.0, 100.0, 500.0, 100.0 + 5e-10), 10.0);
     }
 
+    /// QoPS told that an adopted job (9) holds its nodes: node 0 until
+    /// 100 and node 1 until 80, so the job holds both until 100 (one run,
+    /// its latest end). A node already held cannot be held again. Job 1
+    /// (RE 10, D 95 at 0) would end at 110 > 95: refused (had node 1 been
+    /// free at 80, it would end at 90). Job 2 (RE 10, D 200) is planned at
+    /// 100 and starts when job 9 is over.
+    #[test]
+    fn held_nodes_are_planned_busy_until_the_adopted_jobs_end() {
+        let cfg = PolicyConfig::default();
+        let mut q = Qops::plain(&cfg, &specs(2));
+        assert!(q.hold_node(9, 0, 100.0));
+        assert!(q.hold_node(9, 1, 80.0));
+        assert!(!q.hold_node(8, 0, 50.0), "node 0 is held already");
+        assert!(q.submit(0.0, &j(1, 0.0, 10.0, 1, 95.0, 1.0)).is_some());
+        assert!(q.submit(0.0, &j(2, 0.0, 10.0, 1, 200.0, 1.0)).is_none());
+        let mut out = Vec::new();
+        q.schedule(0.0, &mut out);
+        assert!(starts(&out).is_empty());
+        q.finished(100.0, 9);
+        q.schedule(100.0, &mut out);
+        // Its price decayed to its finish at 110: 1 x (200 - 110) / (200 - 10).
+        assert_eq!(starts(&out), vec![(2, 90.0 / 190.0)]);
+    }
+
     /// QoPS plans on the slowest node's pace, and a node that leaves
     /// and comes back does not change it: one node of speed 2; job 1 (RE
     /// 100, D 60) takes 100 / 2 = 50 s there, within its deadline, so it
