@@ -551,6 +551,34 @@ mod tests {
         );
     }
 
+    /// Of a two-part job (RE 100, D 200, decided at 0 for old nodes 0 and
+    /// 1), part 0 comes back with its process (new node 2) and part 1,
+    /// whose dispatch died, is sent again at 50 to new node 3 (local 1):
+    /// the second part's record starts at 50 and names node 3, the
+    /// first's still starts at 0 and names node 2; the job's record names
+    /// both.
+    #[test]
+    fn the_part_sent_again_is_the_one_whose_record_restarts() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = ManagerCore::new(p);
+        c.register(1, "old", &[info(0), info(1)]).unwrap();
+        c.link_lost(0.0, 1, "before the restart", &mut Vec::new());
+        assert_eq!(c.register(2, "b", &[info(0), info(1)]).unwrap(), [2, 3]);
+        let j4 = job(4, 0.0, 100.0, 2, 200.0);
+        c.adopt(j4.clone(), decided(&j4, vec![0, 1])).unwrap();
+        c.adopted_part_back(50.0, 2, PartId { job: 4, index: 0 }, 0, 50.0, 0.5)
+            .unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            c.adopted_part_again(50.0, 2, PartId { job: 4, index: 1 }, 1, &mut out)
+                .unwrap(),
+            3
+        );
+        let parts: Vec<(usize, f64)> = c.part_records().iter().map(|p| (p.node, p.start)).collect();
+        assert_eq!(parts, [(2, 0.0), (3, 50.0)]);
+        assert_eq!(c.record(4).unwrap().nodes, [2, 3]);
+    }
+
     /// EASY backfilling (FCFS) plans around a part dispatched again from
     /// that dispatch, not from its job's start: job 1 (estimate 100,
     /// decided at 0 for the old node 0) is sent again at 40 to node 1
