@@ -823,11 +823,11 @@ impl QueuePolicy for Qops {
     }
 
     /// Drops the planned jobs wider than the nodes left (the others lost
-    /// for good: they can never start), then starts what the plan has
-    /// room for without them.
-    fn end(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+    /// for good: they can never start). Nothing waited behind them: the
+    /// plan gives such a job no slot (`Profile::earliest` answers never),
+    /// so it reserves no processor and the last pass started what fits.
+    fn end(&mut self, _now: Time, out: &mut Vec<QueueAction>) {
         let usable = self.planner.pool.usable_count();
-        let before = out.len();
         self.planner.queue.retain(|p| {
             let fits = p.procs <= usable;
             if !fits {
@@ -841,9 +841,6 @@ impl QueuePolicy for Qops {
             }
             fits
         });
-        if out.len() > before {
-            self.planner.schedule(now, out);
-        }
     }
 
     fn would_submit(&self, now: Time, job: &JobSpec, _usable: usize) -> Option<Reject> {
