@@ -665,11 +665,6 @@ impl Qops {
     pub fn oc_factor(&self) -> f64 {
         self.planner.oc.unwrap_or(0.0)
     }
-
-    /// The rollback window in use (seconds); `None` but for DVQoPS.
-    pub fn rollback_window(&self) -> Option<f64> {
-        self.tuning.as_ref().map(Tuning::rollback_window)
-    }
 }
 
 /// DVQoPS's self-tuning: the arrivals since the older of its two
