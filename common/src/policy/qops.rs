@@ -1178,30 +1178,46 @@ mod tests {
     }
 
     /// DVQoPS keeps its rollback window when the candidates tie: windows
-    /// of 1 h and 2 h, starting at 2 h, re-chosen every 4 h. Job 1 (RE 10,
-    /// D 100, price 1) arrives at 0 and starts the periods; job 2 arrives
-    /// after 4 h. Replayed under either window, job 1 alone earns its
-    /// price, 1: a tie, so the window in use, 2 h, stays (the first
-    /// candidate, 1 h, only if the current one were not among the tied).
+    /// of 1 h and 2 h, starting at 2 h, re-chosen every 4 h from the first
+    /// arrival. Job 1 (RE 10, D 100, price 1) arrives at 10 s and starts
+    /// the periods: the next choice is due at 4 h + 10 s, and an arrival at
+    /// 1 h does not move it. The arrival at 4 h + 20 s is due: replayed
+    /// under either window, the jobs earn their prices, 2: a tie, so the
+    /// window in use, 2 h, stays (the first candidate, 1 h, only if the
+    /// current one were not among the tied), and the next choice is 4 h
+    /// later, at 8 h + 20 s. Without `adapt_rollback_window` no choice is ever due.
     #[test]
     fn dvqops_keeps_its_rollback_window_on_a_tie() {
-        let cfg = PolicyConfig {
-            rollback_window_hours: 2.0,
-            rollback_candidates_hours: vec![1.0, 2.0],
-            max_rollback_window_hours: 4.0,
-            adapt_rollback_window: true,
-            ..PolicyConfig::default()
-        };
-        let mut d = Qops::dvqops(&cfg, &specs(1));
-        let mut out = Vec::new();
-        assert!(d.submit(0.0, &j(1, 0.0, 10.0, 1, 100.0, 1.0)).is_none());
-        d.schedule(0.0, &mut out);
-        d.finished(10.0, 1);
-        let t = 4.0 * HOUR + 10.0;
-        assert!(d.submit(t, &j(2, t, 10.0, 1, 100.0, 1.0)).is_none());
-        let tuning = d.tuning.as_ref().expect("dvqops tunes");
-        assert_eq!(tuning.rollback_window(), 2.0 * HOUR);
-        assert_eq!(tuning.next_window, t + 4.0 * HOUR);
+        for adapt in [true, false] {
+            let cfg = PolicyConfig {
+                rollback_window_hours: 2.0,
+                rollback_candidates_hours: vec![1.0, 2.0],
+                max_rollback_window_hours: 4.0,
+                adapt_rollback_window: adapt,
+                ..PolicyConfig::default()
+            };
+            let mut d = Qops::dvqops(&cfg, &specs(1));
+            let mut out = Vec::new();
+            let due = |d: &Qops| d.tuning.as_ref().expect("dvqops tunes").next_window;
+            let never = Time::INFINITY;
+            for (id, t, next) in [
+                (1, 10.0, if adapt { 4.0 * HOUR + 10.0 } else { never }),
+                (2, HOUR, if adapt { 4.0 * HOUR + 10.0 } else { never }),
+                (
+                    3,
+                    4.0 * HOUR + 20.0,
+                    if adapt { 8.0 * HOUR + 20.0 } else { never },
+                ),
+            ] {
+                assert!(d.submit(t, &j(id, t, 10.0, 1, 100.0, 1.0)).is_none());
+                out.clear();
+                d.schedule(t, &mut out);
+                d.finished(t + 10.0, id);
+                assert_eq!(due(&d), next, "adapt {adapt}, job {id}");
+            }
+            let tuning = d.tuning.as_ref().expect("dvqops tunes");
+            assert_eq!(tuning.rollback_window(), 2.0 * HOUR, "adapt {adapt}");
+        }
     }
 
     #[test]
