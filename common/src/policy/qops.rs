@@ -1166,6 +1166,15 @@ mod tests {
             for k in 0..5000u64 {
                 let t = k as f64;
                 let _ = d.submit(t, &j(k + 1, t, 0.5, 1, 5.0, 1.0));
+                // Trimmed consistently: each snapshot's first arrival is
+                // still the one that came at its instant.
+                let tuning = d.tuning.as_ref().expect("dvqops tunes");
+                let oc = tuning.oc.as_ref().expect("started");
+                assert_eq!(tuning.history[oc.snap_from].details.submit_time, oc.snap_at);
+                if let Some((at, _, from)) = &tuning.window_snap {
+                    assert_eq!(tuning.history[*from].details.submit_time, *at);
+                }
+                assert_eq!(tuning.window_snap.is_some(), adapt);
                 out.clear();
                 d.schedule(t, &mut out);
                 for s in starts(&out) {
