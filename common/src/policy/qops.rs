@@ -1124,8 +1124,15 @@ mod tests {
         // 1 processor busy until 250. N: RE 100, DT 500. Planned
         // [250, 350). Without slack (factor 1) it meets 500. With factor 2
         // it must fit by 0 + 100 + (500 - 100)/2 = 300: refused. Busy
-        // only until 150, it ends at 250 <= 300: accepted.
-        for (busy, slack, ok) in [(250.0, 1.0, true), (250.0, 2.0, false), (150.0, 2.0, true)] {
+        // only until 150, it ends at 250 <= 300: accepted. A factor below
+        // 1 is none too: busy until 450, N ends at 550 > 500, refused
+        // (not let through to 100 + 400 / 0.5 = 900).
+        for (busy, slack, ok) in [
+            (250.0, 1.0, true),
+            (250.0, 2.0, false),
+            (150.0, 2.0, true),
+            (450.0, 0.5, false),
+        ] {
             let cfg = PolicyConfig {
                 qops_slack_factor: slack,
                 ..PolicyConfig::default()
