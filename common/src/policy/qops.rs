@@ -1119,6 +1119,32 @@ mod tests {
         );
     }
 
+    /// VQoPS keeps the first of equally good plans, the insertion nearest
+    /// the end, which moves no queued job: OC-Factor 0, 1 processor, R (RE
+    /// 100) runs [0, 100). A (RE 10, D 1000, price 1, at 0) is planned
+    /// [100, 110). N, the same as A, can go after A (A ends at 110, N at
+    /// 120) or before it (N at 110, A at 120): each plan earns 1 x (1000
+    /// - 110) / 990 + 1 x (1000 - 120) / 990, the same two terms added in
+    /// the same order, so neither is strictly better and N goes after A:
+    /// at 100, A starts.
+    #[test]
+    fn vqops_keeps_the_queued_order_among_equal_plans() {
+        let cfg = PolicyConfig {
+            oc_factor: 0.0,
+            ..PolicyConfig::default()
+        };
+        let mut q = Qops::vqops(&cfg, &specs(1));
+        let mut out = Vec::new();
+        assert!(q.submit(0.0, &j(1, 0.0, 100.0, 1, 1000.0, 1.0)).is_none());
+        q.schedule(0.0, &mut out);
+        assert!(q.submit(0.0, &j(2, 0.0, 10.0, 1, 1000.0, 1.0)).is_none());
+        assert!(q.submit(0.0, &j(3, 0.0, 10.0, 1, 1000.0, 1.0)).is_none());
+        q.finished(100.0, 1);
+        out.clear();
+        q.schedule(100.0, &mut out);
+        assert_eq!(starts(&out).first().map(|s| s.0), Some(2));
+    }
+
     #[test]
     fn slack_factor_tightens_the_new_jobs_test() {
         // 1 processor busy until 250. N: RE 100, DT 500. Planned
