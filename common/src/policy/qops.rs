@@ -1123,10 +1123,10 @@ mod tests {
     /// the end, which moves no queued job: OC-Factor 0, 1 processor, R (RE
     /// 100) runs [0, 100). A (RE 10, D 1000, price 1, at 0) is planned
     /// [100, 110). N, the same as A, can go after A (A ends at 110, N at
-    /// 120) or before it (N at 110, A at 120): each plan earns 1 x (1000
-    /// - 110) / 990 + 1 x (1000 - 120) / 990, the same two terms added in
-    /// the same order, so neither is strictly better and N goes after A:
-    /// at 100, A starts.
+    /// 120) or before it (N at 110, A at 120): each plan earns
+    /// 1 x (1000 - 110) / 990 + 1 x (1000 - 120) / 990, the same two
+    /// terms added in the same order, so neither is strictly better and N
+    /// goes after A: at 100, A starts.
     #[test]
     fn vqops_keeps_the_queued_order_among_equal_plans() {
         let cfg = PolicyConfig {
