@@ -1223,11 +1223,11 @@ mod tests {
     /// of 1 h and 2 h, starting at 2 h, re-chosen every 4 h from the first
     /// arrival. Job 1 (RE 10, D 100, price 1) arrives at 10 s and starts
     /// the periods: the next choice is due at 4 h + 10 s, and an arrival at
-    /// 1 h does not move it. The arrival at 4 h + 20 s is due: replayed
+    /// 1 h does not move it. The arrival at 4 h + 10 s is due: replayed
     /// under either window, the jobs earn their prices, 2: a tie, so the
     /// window in use, 2 h, stays (the first candidate, 1 h, only if the
     /// current one were not among the tied), and the next choice is 4 h
-    /// later, at 8 h + 20 s. Without `adapt_rollback_window` no choice is ever due.
+    /// later, at 8 h + 10 s. Without `adapt_rollback_window` no choice is ever due.
     #[test]
     fn dvqops_keeps_its_rollback_window_on_a_tie() {
         for adapt in [true, false] {
@@ -1247,8 +1247,8 @@ mod tests {
                 (2, HOUR, if adapt { 4.0 * HOUR + 10.0 } else { never }),
                 (
                     3,
-                    4.0 * HOUR + 20.0,
-                    if adapt { 8.0 * HOUR + 20.0 } else { never },
+                    4.0 * HOUR + 10.0,
+                    if adapt { 8.0 * HOUR + 10.0 } else { never },
                 ),
             ] {
                 assert!(d.submit(t, &j(id, t, 10.0, 1, 100.0, 1.0)).is_none());
