@@ -1139,10 +1139,12 @@ mod tests {
         q.schedule(0.0, &mut out);
         assert!(q.submit(0.0, &j(2, 0.0, 10.0, 1, 1000.0, 1.0)).is_none());
         assert!(q.submit(0.0, &j(3, 0.0, 10.0, 1, 1000.0, 1.0)).is_none());
+        assert_eq!(q.queued(), 2);
         q.finished(100.0, 1);
         out.clear();
         q.schedule(100.0, &mut out);
         assert_eq!(starts(&out).first().map(|s| s.0), Some(2));
+        assert_eq!(q.queued(), 1);
     }
 
     #[test]
