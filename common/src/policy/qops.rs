@@ -1181,6 +1181,11 @@ mod tests {
         let rev = |c: f64| if c >= 0.1 { 5.0 } else { 1.0 };
         assert_eq!(pick(&[0.0, 0.1, 0.2], 0.2, rev), 0.2);
         assert_eq!(pick(&[0.0, 0.1, 0.2], 0.0, rev), 0.1);
+        // Ties are relative (RETURN_REL_EPS = 1e-9 of the best): revenues
+        // of 1e6 and 1e6 - 1e-4 tie (1e-4 <= 1e-3), so the one in use
+        // stays.
+        let near = |c: f64| if c == 0.1 { 1e6 - 1e-4 } else { 1e6 };
+        assert_eq!(pick(&[0.0, 0.1], 0.1, near), 0.1);
     }
 
     #[test]
