@@ -158,12 +158,7 @@ impl ManagerCore {
         // Once: a part on a live node (sent again already, or reported
         // back) is not sent again.
         if !self.adopted_part_waiting(part.job, part.index) {
-            return Err(CoreError::UnknownPart {
-                host: self.link_host(link).to_string(),
-                link,
-                job: part.job,
-                index: part.index,
-            });
+            return Err(self.unknown_part(link, part));
         }
         self.move_adopted(k, part, g);
         let p = self.jobs[k].first_part + part.index as usize;
@@ -201,12 +196,7 @@ impl ManagerCore {
         part: PartId,
         local: u32,
     ) -> Result<(usize, u32), CoreError> {
-        let unknown = || CoreError::UnknownPart {
-            host: self.link_host(link).to_string(),
-            link,
-            job: part.job,
-            index: part.index,
-        };
+        let unknown = || self.unknown_part(link, part);
         let k = self.index.get(part.job).ok_or_else(unknown)?;
         let index = part.index as usize;
         let j = &self.jobs[k];
@@ -220,6 +210,16 @@ impl ManagerCore {
             })
             .ok_or_else(unknown)?;
         Ok((k, g))
+    }
+
+    /// `part` is not an adopted part `link` may take.
+    fn unknown_part(&self, link: LinkId, part: PartId) -> CoreError {
+        CoreError::UnknownPart {
+            host: self.link_host(link).to_string(),
+            link,
+            job: part.job,
+            index: part.index,
+        }
     }
 
     /// Moves part `part` of adopted job `k` to node `g`: its part record

@@ -133,6 +133,17 @@ pub(super) struct Resumed {
     waived: bool,
 }
 
+/// Old node `n`'s local index in its process: as the journal's `node`
+/// lines number it, else by its place in the rejoin's `was`.
+fn old_local(r: &Resumed, rj: &Rejoin, n: usize) -> Option<u32> {
+    r.node_local.get(n).copied().or_else(|| {
+        rj.was
+            .iter()
+            .position(|&g| g as usize == n)
+            .map(|k| k as u32)
+    })
+}
+
 /// A node process's label: the first word of its `host`.
 fn label(host: &str) -> &str {
     host.split(' ').next().unwrap_or(host)
@@ -385,12 +396,7 @@ impl LiveCore {
         let crashed: Vec<(usize, u32)> = was
             .iter()
             .filter_map(|&n| {
-                let local = r.node_local.get(n).copied().or_else(|| {
-                    rj.was
-                        .iter()
-                        .position(|&g| g as usize == n)
-                        .map(|k| k as u32)
-                })?;
+                let local = old_local(r, &rj, n)?;
                 rj.down
                     .iter()
                     .any(|d| d.crashed && d.node == local)
@@ -424,23 +430,6 @@ impl LiveCore {
                 Err(e) => self.warnings.push(e.to_string()),
             }
         }
-        moved.sort_unstable();
-        moved.dedup();
-        if self.cfg.journal {
-            for job in moved {
-                if let Some(rec) = self.core.record(job) {
-                    // Decided, not over: the finish of parts over so far
-                    // is in their `ended` lines (a manager after this one
-                    // adopts only a record without a finish).
-                    let mut record = rec.clone();
-                    record.finish = None;
-                    self.journal_buf.push(Entry::Decided {
-                        t: now.journal,
-                        record,
-                    });
-                }
-            }
-        }
         for p in &rj.finished {
             if self.core.adopted_part_waiting(p.part.job, p.part.index) {
                 keep.push(p.part);
@@ -450,10 +439,8 @@ impl LiveCore {
         // Parts on this process's old nodes it did not report: over
         // before the crash if they had started, else never received.
         let mut lost: Vec<(JobId, String)> = Vec::new();
-        // Parts sent again (their dispatch died with the manager), and
-        // their jobs whose record names another node now.
+        // Parts sent again (their dispatch died with the manager).
         let mut again = 0usize;
-        let mut moved_again: Vec<JobId> = Vec::new();
         let carried: Vec<JobId> = self
             .resumed
             .as_ref()
@@ -499,16 +486,7 @@ impl LiveCore {
                     // it): the node never had it, and the old frame died
                     // with the old connection, so it is sent again to the
                     // same node, registered again, with all its work to do.
-                    let local = self
-                        .resumed
-                        .as_ref()
-                        .and_then(|r| r.node_local.get(n).copied())
-                        .or_else(|| {
-                            rj.was
-                                .iter()
-                                .position(|&g| g as usize == n)
-                                .map(|k| k as u32)
-                        });
+                    let local = self.resumed.as_ref().and_then(|r| old_local(r, &rj, n));
                     let sent = match local {
                         Some(l) => self
                             .core
@@ -520,7 +498,7 @@ impl LiveCore {
                         Ok(g) => {
                             again += 1;
                             if node != Some(g as usize) {
-                                moved_again.push(job);
+                                moved.push(job);
                             }
                         }
                         Err(why) => lost.push((
@@ -533,12 +511,17 @@ impl LiveCore {
                 }
             }
         }
-        moved_again.sort_unstable();
-        moved_again.dedup();
+        // Jobs a part of which runs (or is sent again) on a node with a
+        // new id: the record (and the journal, for a manager after this
+        // one) names it.
+        moved.sort_unstable();
+        moved.dedup();
         if self.cfg.journal {
-            for job in moved_again {
+            for job in moved {
                 if let Some(rec) = self.core.record(job) {
-                    // As for the parts taken back above.
+                    // Decided, not over: the finish of parts over so far
+                    // is in their `ended` lines (a manager after this one
+                    // adopts only a record without a finish).
                     let mut record = rec.clone();
                     record.finish = None;
                     self.journal_buf.push(Entry::Decided {
