@@ -542,14 +542,7 @@ mod tests {
         // part); J1 at 5: 2 processors, RE 10, D 100 (two parts, share
         // 0.1 beside J0's); J2 at 6: 3 processors, more than the cluster
         // has: refused, no part. Events: 3 arrivals + 3 parts = 6.
-        let specs: Vec<NodeSpec> = (0..2)
-            .map(|id| NodeSpec {
-                id,
-                speed: 1.0,
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect();
+        let specs = crate::policy::test_util::specs(2);
         let job = |id, t, p| WorkloadJob {
             spec: JobSpec::new(id, t, 10.0, p, 100.0, 1e9),
             actual_runtime: 10.0,
