@@ -53,7 +53,7 @@ use common::admission::{LinkId, ManagerCore, Output};
 use common::busy_index::BusyIndex;
 use common::job::{DeadlineType, JobSpec};
 use common::node_model::{NodeState, PartValue};
-use common::policy::{self, AdmissionPolicy, Decision, Policy, PolicyConfig};
+use common::policy::{self, AdmissionPolicy, BoundedReads, Decision, Policy, PolicyConfig};
 use common::protocol::{ManagerMsg, NodeInfo, PartId, PartProgress};
 use common::share::SpareRule;
 use common::workload::WorkloadJob;
@@ -187,11 +187,11 @@ impl AdmissionPolicy for Warmed {
         self.now().decide_indexed(now, nodes, index, job)
     }
 
-    fn decides_bounded(&self) -> bool {
+    fn bounded_reads(&self) -> Option<BoundedReads> {
         if self.warming.load(Ordering::Relaxed) {
-            self.libra.decides_bounded()
+            self.libra.bounded_reads()
         } else {
-            self.measured.decides_bounded()
+            self.measured.bounded_reads()
         }
     }
 
@@ -203,30 +203,6 @@ impl AdmissionPolicy for Warmed {
         job: &JobSpec,
     ) -> Option<Decision> {
         self.now().decide_bounded(now, nodes, index, job)
-    }
-
-    fn reads_risk_certificates(&self) -> bool {
-        if self.warming.load(Ordering::Relaxed) {
-            self.libra.reads_risk_certificates()
-        } else {
-            self.measured.reads_risk_certificates()
-        }
-    }
-
-    fn reads_return_order(&self) -> bool {
-        if self.warming.load(Ordering::Relaxed) {
-            self.libra.reads_return_order()
-        } else {
-            self.measured.reads_return_order()
-        }
-    }
-
-    fn reads_load_tree(&self) -> bool {
-        if self.warming.load(Ordering::Relaxed) {
-            self.libra.reads_load_tree()
-        } else {
-            self.measured.reads_load_tree()
-        }
     }
 
     fn spare_rule(&self) -> SpareRule {

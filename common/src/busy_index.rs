@@ -689,6 +689,12 @@ impl BusyIndex {
         self.bounds.risk_on
     }
 
+    /// Whether bounds are kept: from the first [`Self::rebound`] until
+    /// [`Self::stop_bounds`].
+    pub fn bounds_kept(&self) -> bool {
+        self.bounds.on
+    }
+
     /// Stops keeping bounds (a small cluster decides faster without them).
     pub fn stop_bounds(&mut self) {
         if self.bounds.on {

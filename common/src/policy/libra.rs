@@ -6,7 +6,7 @@ use super::steps::{
     best_fit_filter_bounded, bounds_apply, budget_permit, resource_deadline_filter,
     resource_deadline_filter_indexed, too_many_processors, top_k, Better,
 };
-use super::{Accept, AdmissionPolicy, Decision, Placement, PolicyConfig};
+use super::{Accept, AdmissionPolicy, BoundedReads, Decision, Placement, PolicyConfig};
 use crate::busy_index::BusyIndex;
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -56,8 +56,10 @@ impl AdmissionPolicy for Libra {
         })
     }
 
-    fn decides_bounded(&self) -> bool {
-        self.cfg.placement == Placement::BestFit
+    /// The bounded best fit only (`decide_bounded` checks the placement
+    /// too).
+    fn bounded_reads(&self) -> Option<BoundedReads> {
+        (self.cfg.placement == Placement::BestFit).then_some(BoundedReads::WidthClasses)
     }
 
     fn decide_bounded(

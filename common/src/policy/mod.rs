@@ -157,39 +157,15 @@ pub trait AdmissionPolicy: Send {
         self.decide(now, nodes, job)
     }
 
-    /// Whether [`Self::decide_bounded`] may answer at all (so the caller
-    /// keeps the bounds only for a policy that reads them).
-    fn decides_bounded(&self) -> bool {
-        false
-    }
-
-    /// Whether [`Self::decide_bounded`] reads the busy index's LibraRisk
-    /// certificates ([`crate::busy_index::BusyIndex::keep_risk`]), whose
-    /// upkeep on every change of a node the other policies need not pay.
-    /// A policy that wraps another must forward it (as the decide bench's
-    /// warm-up wrapper does), or the wrapped LibraRisk decides without
-    /// its certificates, on the slower indexed walk.
-    fn reads_risk_certificates(&self) -> bool {
-        false
-    }
-
-    /// Whether [`Self::decide_bounded`] reads the busy index's order of the
-    /// busy nodes by their parts' returns
-    /// ([`crate::busy_index::BusyIndex::keep_returns`]: LibraSLA), kept
-    /// only for the policy that reads it. A policy that wraps another must
-    /// forward it, as [`Self::reads_risk_certificates`].
-    fn reads_return_order(&self) -> bool {
-        false
-    }
-
-    /// Whether [`Self::decide_bounded`] walks the busy index's order by
-    /// lower bound of load with each subtree's largest bounds
-    /// ([`crate::busy_index::BusyIndex::keep_load_tree`]: Libra+$) rather
-    /// than Libra's B-trees per class of width; the index keeps one or the
-    /// other. A policy that wraps another must forward it, as
-    /// [`Self::reads_risk_certificates`].
-    fn reads_load_tree(&self) -> bool {
-        false
+    /// What [`Self::decide_bounded`] reads from the busy index, `None`
+    /// when it never answers: the caller keeps the bounds, and beside
+    /// them the one structure named, only for a policy that reads them
+    /// (their upkeep on every change of a node would cost the others'
+    /// decisions for nothing). A policy that wraps another must forward
+    /// it, as the decide bench's warm-up wrapper does, or the wrapped
+    /// policy decides without its structure, on the slower indexed walk.
+    fn bounded_reads(&self) -> Option<BoundedReads> {
+        None
     }
 
     /// [`Self::decide`] without a snapshot brought up to `now`: `nodes`
@@ -314,6 +290,26 @@ pub trait QueuePolicy: Send {
             ),
         })
     }
+}
+
+/// What a policy's [`AdmissionPolicy::decide_bounded`] reads from the
+/// busy index ([`crate::busy_index::BusyIndex`]) beside every busy
+/// node's load bounds: the index keeps that structure, and no other,
+/// while the policy decides from the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundedReads {
+    /// The B-trees by lower bound of load per class of width (Libra).
+    WidthClasses,
+    /// The order by lower bound of load with each subtree's largest
+    /// bounds, in place of the B-trees (Libra+$:
+    /// [`crate::busy_index::BusyIndex::keep_load_tree`]).
+    LoadTree,
+    /// The B-trees and LibraRisk's certificates
+    /// ([`crate::busy_index::BusyIndex::keep_risk`]).
+    RiskCertificates,
+    /// The B-trees and the order of the busy nodes by their parts'
+    /// returns (LibraSLA: [`crate::busy_index::BusyIndex::keep_returns`]).
+    ReturnOrder,
 }
 
 /// A built policy of either kind.

@@ -11,7 +11,7 @@ use super::steps::{
     bounds_apply, load_if_fits, resource_deadline_filter, resource_deadline_filter_indexed,
     too_few_in_time, too_many_processors, top_k, Better, SHARE_SUM_EPS,
 };
-use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
+use super::{Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, RejectReason};
 use crate::busy_index::{Agg, BusyIndex, CapWindow};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
@@ -177,12 +177,8 @@ impl AdmissionPolicy for LibraPlusDollar {
         )
     }
 
-    fn decides_bounded(&self) -> bool {
-        true
-    }
-
-    fn reads_load_tree(&self) -> bool {
-        self.decides_bounded()
+    fn bounded_reads(&self) -> Option<BoundedReads> {
+        Some(BoundedReads::LoadTree)
     }
 
     /// [`Self::decide_indexed`] on the few candidates the busy index's

@@ -7,7 +7,9 @@ use super::steps::{
     bounds_apply, budget_permit, idle_groups_stand_in, idle_stand_ins, load_if_fits,
     resource_filter, too_many_processors, top_k, Better,
 };
-use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason, RiskOrder};
+use super::{
+    Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, RejectReason, RiskOrder,
+};
 use crate::busy_index::{BusyIndex, RiskJob, Verdict, RISK_BLOCK};
 use crate::job::JobSpec;
 use crate::node_model::{population_sd, project_deadline_delays_with, NodeState, Projection};
@@ -104,12 +106,9 @@ impl AdmissionPolicy for LibraRisk {
         }
     }
 
-    fn decides_bounded(&self) -> bool {
-        self.cfg.risk_order == RiskOrder::NodeOrder
-    }
-
-    fn reads_risk_certificates(&self) -> bool {
-        self.decides_bounded()
+    /// The certified walk only in node order (`decide_certified`).
+    fn bounded_reads(&self) -> Option<BoundedReads> {
+        (self.cfg.risk_order == RiskOrder::NodeOrder).then_some(BoundedReads::RiskCertificates)
     }
 
     fn decide_bounded(

@@ -17,7 +17,7 @@ use super::steps::{
     bounds_apply, idle_groups_stand_in, idle_stand_ins, resource_filter, too_many_processors,
     top_k, Better, TopKeys, SHARE_SUM_EPS,
 };
-use super::{Accept, AdmissionPolicy, Decision, PolicyConfig, RejectReason};
+use super::{Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, RejectReason};
 use crate::busy_index::BusyIndex;
 use crate::job::{DeadlineType, JobSpec};
 use crate::node_model::{
@@ -221,12 +221,9 @@ impl AdmissionPolicy for LibraSla {
         LibraSla::value(job, self.cfg.sla_return_per_part)
     }
 
-    fn decides_bounded(&self) -> bool {
-        self.cfg.risk_shortcut
-    }
-
-    fn reads_return_order(&self) -> bool {
-        self.decides_bounded()
+    /// The walk by return only with the shortcut (`decide_by_returns`).
+    fn bounded_reads(&self) -> Option<BoundedReads> {
+        self.cfg.risk_shortcut.then_some(BoundedReads::ReturnOrder)
     }
 
     fn decide_bounded(
