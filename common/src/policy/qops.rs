@@ -1317,4 +1317,92 @@ mod tests {
             );
         }
     }
+
+    /// A rollback window of 0 re-chooses the OC-Factor at every arrival,
+    /// and the first choice has no arrival before it to replay: the factor
+    /// stays `oc_factor`, here 1, though it is not a candidate (the
+    /// candidates are 0 only). 1 processor. A (RE 100, P 1, D 1000, price
+    /// 10) at 0: the choice is due at once (0 >= 0 + 0), nothing to replay,
+    /// OC 1: A would end at 100 = AT + RE, full price, a gain of 10, not
+    /// above 1 x 1 x 100 = 100: refused (Return). B, the same at 10: due
+    /// again, and the replay of A under the one candidate, 0, earns A's 10:
+    /// 0 is chosen (1, not a candidate, cannot be kept), and B's gain of 10
+    /// beats 0 x 100: accepted. Re-choosing over no arrival would make
+    /// every candidate tie at revenue 0 and take the first, 0, before A.
+    #[test]
+    fn dvqops_keeps_its_initial_oc_factor_until_an_arrival_is_replayed() {
+        let cfg = PolicyConfig {
+            oc_factor: 1.0,
+            oc_candidates: vec![0.0],
+            rollback_window_hours: 0.0,
+            adapt_rollback_window: false,
+            ..PolicyConfig::default()
+        };
+        let mut d = Qops::dvqops(&cfg, &specs(1));
+        assert_eq!(
+            reason(d.submit(0.0, &j(1, 0.0, 100.0, 1, 1000.0, 10.0))),
+            Some(RejectReason::Return)
+        );
+        assert_eq!(d.oc_factor(), 1.0);
+        assert!(d
+            .submit(10.0, &j(2, 10.0, 100.0, 1, 1000.0, 10.0))
+            .is_none());
+        assert_eq!(d.oc_factor(), 0.0);
+        let mut out = Vec::new();
+        d.schedule(10.0, &mut out);
+        assert_eq!(starts(&out), vec![(2, 10.0)]);
+    }
+
+    /// The window's replays re-choose the OC-Factor at arrivals, as DVQoPS
+    /// does, and that choice can decide the window. 1 processor,
+    /// `oc_factor` 1, OC candidates 0 only; windows 4 h (in use) and 1 h,
+    /// re-chosen every 2 h. A at 0 and B at 5000 (each RE 100, P 1, D
+    /// 1000, price 10): neither choice is due (4 h = 14400 s, 2 h = 7200
+    /// s), and under OC 1 each gain of 10 is not above 1 x 1 x 100 = 100:
+    /// both refused (Return). C, the same at 8000: the window's choice is
+    /// due, replaying A and B from the empty plan at 0:
+    /// - window 4 h: no OC choice falls due before 14400, A and B are
+    ///   refused as they were: revenue 0;
+    /// - window 1 h: at B's arrival (5000 >= 3600) the OC choice replays A
+    ///   under 0 (A runs [0, 100) at full price, 10) and takes 0, so B is
+    ///   accepted and runs [5000, 5100) at full price: revenue 10.
+    ///
+    /// 1 h wins (10 > 0). Its OC choice is due from 0 + 3600, so at 8000
+    /// the OC-Factor is re-chosen over A and B (0 earns 20): 0, and C is
+    /// accepted. Had the window's replays re-chosen the OC-Factor only
+    /// between arrivals, both windows would earn 0, 4 h would stay and C
+    /// would be refused under OC 1.
+    #[test]
+    fn dvqops_chooses_the_window_whose_oc_choices_earn_most() {
+        let cfg = PolicyConfig {
+            oc_factor: 1.0,
+            oc_candidates: vec![0.0],
+            rollback_window_hours: 4.0,
+            rollback_candidates_hours: vec![4.0, 1.0],
+            max_rollback_window_hours: 2.0,
+            adapt_rollback_window: true,
+            ..PolicyConfig::default()
+        };
+        let mut d = Qops::dvqops(&cfg, &specs(1));
+        let job = |id, t| j(id, t, 100.0, 1, 1000.0, 10.0);
+        assert_eq!(
+            reason(d.submit(0.0, &job(1, 0.0))),
+            Some(RejectReason::Return)
+        );
+        assert_eq!(
+            reason(d.submit(5000.0, &job(2, 5000.0))),
+            Some(RejectReason::Return)
+        );
+        assert!(d.submit(8000.0, &job(3, 8000.0)).is_none());
+        assert_eq!(d.tuning.as_ref().map(Tuning::rollback_window), Some(HOUR));
+        assert_eq!(d.oc_factor(), 0.0);
+        // The replays behind the window's choice, by hand.
+        let planner = Planner::new(&cfg, &specs(1), Some(1.0));
+        let jobs = [job(1, 0.0), job(2, 5000.0)];
+        for (w, want) in [(4.0 * HOUR, 0.0), (HOUR, 10.0)] {
+            let mut c = planner.clone();
+            let mut t = Tuner::new(0.0, w, &c, 0, &cfg.oc_candidates);
+            assert_eq!(replay(&mut c, 0.0, &jobs, Some(&mut t)), want, "{w}");
+        }
+    }
 }
