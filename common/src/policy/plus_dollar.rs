@@ -468,6 +468,8 @@ fn filter_bounded(
                     .take(4096usize.saturating_sub(checked))
                 {
                     checked += 1;
+                    #[cfg(test)]
+                    count_checked();
                     let res_free = window - index.exact_committed(e.node, now, window) - est;
                     debug_assert!(
                         kth.is_some_and(|kth| res_free > kth + KEY_TIE_EPS),
@@ -561,6 +563,19 @@ thread_local! {
     static CAP_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Subtrees of Libra+$'s order [`filter_bounded`] passed over whole.
     static SUBTREES_PASSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes of passed-over subtrees the debug build's check priced
+    /// exactly (tests check its count per decision stops at the cap).
+    #[cfg(debug_assertions)]
+    static NODES_CHECKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one node in [`NODES_CHECKED`]: a test-only function, out of the
+/// walk, so that the mutation run (which skips `#[cfg(test)]` items)
+/// mutates the check's own count, not this one.
+#[cfg(test)]
+#[cfg(debug_assertions)]
+fn count_checked() {
+    NODES_CHECKED.with(|c| c.set(c.get() + 1));
 }
 
 #[cfg(test)]
@@ -949,5 +964,116 @@ mod tests {
             }
             assert_eq!(bounded, p.decide(0.0, &n, &j));
         }
+    }
+
+    /// The debug build's check of the subtrees the walk passes over bites:
+    /// a bound function that lies about one node's load makes the walk
+    /// pass over a node the plain scan would choose, and the check, pricing
+    /// that node exactly, panics. Job RE 10, D 100, P 1 on speed-1 nodes
+    /// (share 0.1, RESFree = 100 - committed - 10):
+    /// - n2, idle: RESFree 90, the k-th before the walk.
+    /// - n0: 75 s left, due at 100 s: load 0.75 (bound exact, bucket
+    ///   floor(0.75 x 3276.8) = 2457, under tree node 3), committed 75,
+    ///   RESFree 15.
+    /// - n1: 80 s left, due at 100 s: load 0.8, committed 80, RESFree 10,
+    ///   the scan's choice. Its bound claims [0.05, 0.05] (bucket 163,
+    ///   under tree node 2, buckets 0-2047).
+    ///
+    /// The walk opens tree node 3 (its floor, ~ 100 - 100 x 0.75 - 10 =
+    /// 15, is not above 90) and prices n0: the k-th is 15. Tree node 2's bounds: D x hi = 100 x 0.05 = 5 (the line is
+    /// none: no remaining-time bound; its cap, from n1's true parts, is
+    /// min(80, 80/90 x 256) = 80), floor ~ 100 - 5 - 10 = 85 > 15: passed
+    /// over. The check prices n1: RESFree 10, not above 15 + 1e-9: it
+    /// panics. With the check's RESFree made `window + committed - est`
+    /// (100 + 80 - 10 = 170) or `window - committed + est` (100 - 80 + 10
+    /// = 30), both above 15, it would not.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "node 1 passed over in subtree 2")]
+    fn a_node_passed_over_on_a_lying_bound_fails_the_debug_check() {
+        use crate::busy_index::{LoadBound, LoadLine};
+        let j = job(1, 10.0, 1, 100.0, 1e9);
+        let mut n = nodes(3);
+        busy(&mut n[0], 0, 75.0, 100.0);
+        busy(&mut n[1], 1, 80.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_load_tree(true);
+        ix.rebound(0.0, |k, _, _, fns| {
+            crate::policy::test_util::still_part_fns(&n[k], fns);
+            let q = if k == 1 {
+                0.05
+            } else {
+                n[k].required_share(0.0)
+            };
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+        let mut p = LibraPlusDollar::new(PolicyConfig::default());
+        let d = p.decide_bounded(0.0, &n, &ix, &j);
+        unreachable!("the check let the walk pass over node 1: {d:?}");
+    }
+
+    /// The debug build's check stops at 4,096 nodes a decision (it prices
+    /// each one: a large cluster in a debug build would otherwise pay for
+    /// every node the walk saves). Job RE 10, D 100, P 1 (RESFree = 90 -
+    /// committed), every bound exact, no line:
+    /// - n4101, idle: RESFree 90, the k-th before the walk; no floor
+    ///   below is above it, so nothing is passed over until n0 is priced.
+    /// - n0: 80 s left, due at 100 s (load 0.8, bucket 2621, tree node 13,
+    ///   buckets 2560-3071): committed 80, RESFree 10.
+    /// - n1-n2100: 70 s left each (load 0.7, bucket 2293, tree node 12,
+    ///   buckets 2048-2559): RESFree 20.
+    /// - n2101-n4100: 1 s left each (load 0.01, bucket 32, tree node 2):
+    ///   RESFree 89.
+    ///
+    /// The walk opens node 13 first (its floor ~ 10) and prices n0: the
+    /// k-th is 10. Node 12: min(100 x 0.7, caps min(70, 70/90 x 256) = 70) =
+    /// 70, floor ~ 20 > 10: passed over, its 2,100 nodes checked. Node 2:
+    /// min(100 x 0.01, 1) = 1, floor ~ 89 > 10: passed over, 4,096 - 2,100
+    /// = 1,996 of its 2,000 nodes checked. 4,096 in all (a count per
+    /// subtree instead would check all 4,100). The choice: n0 at 10 x (1 +
+    /// 0.1 x 100 / 10) = 20, the plain scan's.
+    #[cfg(debug_assertions)]
+    #[test]
+    fn the_debug_check_of_passed_over_subtrees_stops_at_its_cap() {
+        let j = job(1, 10.0, 1, 100.0, 1e9);
+        let mut n = nodes(4102);
+        busy(&mut n[0], 0, 80.0, 100.0);
+        for (k, node) in n.iter_mut().enumerate().take(4101).skip(1) {
+            let rem = if k <= 2100 { 70.0 } else { 1.0 };
+            busy(node, k as u64, rem, 100.0);
+        }
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_load_tree(true);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
+        let (passed, checked) = (
+            SUBTREES_PASSED.with(|c| c.get()),
+            NODES_CHECKED.with(|c| c.get()),
+        );
+        let mut p = LibraPlusDollar::new(PolicyConfig::default());
+        let bounded = p
+            .decide_bounded(0.0, &n, &ix, &j)
+            .expect("the bounds apply");
+        assert_eq!(
+            SUBTREES_PASSED.with(|c| c.get()) - passed,
+            2,
+            "subtrees passed over"
+        );
+        assert_eq!(
+            NODES_CHECKED.with(|c| c.get()) - checked,
+            4096,
+            "nodes checked"
+        );
+        match &bounded {
+            Decision::Accept(a) => {
+                assert_eq!(a.nodes, [0]);
+                assert!((a.cost - 20.0).abs() < 1e-9, "{a:?}");
+            }
+            d => panic!("{d:?}"),
+        }
+        assert_eq!(bounded, p.decide(0.0, &n, &j));
     }
 }

@@ -617,4 +617,56 @@ mod tests {
         }
         assert_eq!(decide(&mut r, &n, &j), Ok(vec![63, 64, 65]));
     }
+
+    /// The debug build's check of a block certified whole bites: a bound
+    /// function that lies about one node's load makes its block's
+    /// certificate settle, as not zero-risk, a node the projection finds
+    /// zero-risk, and the check projects it and panics. Job B: RE 120, D
+    /// 150 (q = 0.8), P 1, at 0.
+    /// - n0 holds A: 100 s of work due at 250 (q = 0.4): not zero-risk
+    ///   (`an_over_committed_node_is_certainly_not_zero_risk` in the busy
+    ///   index's certificates: B is late, A on time).
+    /// - n1 holds C: 10 s due at 250 (q = 0.04): 0.04 + 0.8 <= 1, zero-risk
+    ///   by the shortcut. Its bound claims [0.4, 0.4].
+    /// - n2 is idle (zero-risk), after both in node order.
+    ///
+    /// Block 0 (both nodes; slacks 250 - 100 = 150 and 250 - 10 = 240,
+    /// both above B's 120 s + margin, so one suffix covers both): least
+    /// load 0.4, 0.4 + 0.8 > 1 and Q' = 1.2; B is due first (150 <= 250)
+    /// with q_e 0.8 and 120 s: c = 1 - 1/1.2 = 1/6, B's delay at least
+    /// 120/6 = 20 s, lift ~ 0.8/6 = 0.133; all the work of the node with
+    /// the most, 100 + 120 s + margin, is done by 220 < 250 (slack 150 >
+    /// 120): the latest part on time, over = 0. 0.133 / sqrt(2 x 2) =
+    /// 0.067, above 2e-9: certified whole, no exception. The check projects n0 (not
+    /// zero-risk, as certified) and n1: zero-risk, so it panics. With the
+    /// check's loop never run (`w != 0` made `==`) the walk takes the
+    /// block as certified and chooses the idle n2, without a panic.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "node 1: its block certified not zero-risk at 0")]
+    fn a_block_certified_on_a_lying_bound_fails_the_debug_check() {
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        let mut n = nodes(3);
+        busy(&mut n[0], 10, 100.0, 250.0);
+        busy(&mut n[1], 11, 10.0, 250.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_risk(true);
+        ix.rebound(0.0, |k, _, _, fns| {
+            crate::policy::test_util::still_part_fns(&n[k], fns);
+            let q = if k == 1 {
+                0.4
+            } else {
+                n[k].required_share(0.0)
+            };
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        let j = job(1, 120.0, 1, 150.0, 1e9);
+        let d = r.decide_bounded(0.0, &n, &ix, &j);
+        unreachable!("the check let the block settle node 1: {d:?}");
+    }
 }
