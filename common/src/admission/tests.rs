@@ -1128,3 +1128,46 @@ fn a_part_index_past_a_jobs_last_part_is_unknown() {
     assert!(!c.job_over(1) && !c.job_over(2));
     assert_eq!(c.open_jobs(), 2);
 }
+
+/// `reserve(jobs, parts)` is what the simulator does before a run it
+/// knows in full (`sim::core_for`: one record per job, at most one part
+/// per node a job asks for): that many jobs and parts then go into the
+/// books without a reallocation, which on a long trace would copy every
+/// record so far, and hold both copies at once, in the middle of the run.
+/// By hand: two nodes, Libra; three jobs of 2 processors (RE 10, D 100:
+/// a share of 0.1 on each node, 0.3 on each for the three) are all
+/// accepted: 3 job records and 3 x 2 = 6 part records, into books
+/// reserved for exactly that.
+#[test]
+fn books_reserved_for_a_run_take_it_without_growing() {
+    let specs = crate::policy::test_util::specs(2);
+    let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
+    let mut c = ManagerCore::simulated(p, &specs, 0.0);
+    c.reserve(3, 6);
+    let caps = |c: &ManagerCore| {
+        [
+            c.jobs.capacity(),
+            c.records.capacity(),
+            c.parts.capacity(),
+            c.part_done.capacity(),
+        ]
+    };
+    let reserved = caps(&c);
+    assert!(
+        reserved[0] >= 3 && reserved[1] >= 3 && reserved[2] >= 6 && reserved[3] >= 6,
+        "{reserved:?}"
+    );
+    let mut out = Vec::new();
+    for id in 1..=3 {
+        c.arrive(0.0, job(id, 0.0, 10.0, 2, 100.0), &mut out)
+            .unwrap();
+    }
+    let lens = [
+        c.jobs.len(),
+        c.records.len(),
+        c.parts.len(),
+        c.part_done.len(),
+    ];
+    assert_eq!(lens, [3, 3, 6, 6]);
+    assert_eq!(caps(&c), reserved);
+}

@@ -193,6 +193,8 @@ impl LibraRisk {
                     break 'walk;
                 }
             }
+            #[cfg(test)]
+            super::steps::count_read(1);
             if self.zero_risk(now, &nodes[k], job) {
                 let load = nodes[k].required_share(now) + nodes[k].est_cpu(job) / job.qos.deadline;
                 self.cands.push((k, load));

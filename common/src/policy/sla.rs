@@ -255,6 +255,8 @@ impl AdmissionPolicy for LibraSla {
         let (mut lower, mut delayed) = (0, 0);
         self.cands.clear();
         for k in index.busy() {
+            #[cfg(test)]
+            super::steps::count_read(1);
             match self.classify(now, &nodes[k], job, hard) {
                 Ok(ret) => self.cands.push((k, ret)),
                 Err(true) => lower += 1,

@@ -325,6 +325,8 @@ impl SpaceState {
         self.earliest_deadline = Time::INFINITY;
         let mut k = 0;
         while k < self.queue.len() {
+            #[cfg(test)]
+            count_walked();
             if now > self.queue[k].deadline + TIME_EPS {
                 let detail = format!(
                     "deadline {:.0} lapsed while waiting (dropped at {:.0})",
@@ -496,6 +498,8 @@ impl QueuePolicy for Backfill {
             let (shadow, mut extra) = st.shadow(now, st.queue[head].procs);
             let mut k = head + 1;
             while k < st.queue.len() && st.pool.n_free() > 0 {
+                #[cfg(test)]
+                count_walked();
                 let w = &st.queue[k];
                 if w.procs <= st.pool.n_free() {
                     let ends_before = now + w.est <= shadow + TIME_EPS;
@@ -599,6 +603,22 @@ impl QueuePolicy for Fifo {
             self.st.start(0, now, out);
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Waiting jobs EASY's walks looked at: the walk for lapsed deadlines
+    /// and the backfill walk behind the head (tests pin a pass's cost in
+    /// the queue's length).
+    static QUEUE_WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one waiting job looked at in [`QUEUE_WALKED`]: a test-only
+/// function, out of the walks, so that the mutation run (which skips
+/// `#[cfg(test)]` items) mutates the walks and not this count.
+#[cfg(test)]
+fn count_walked() {
+    QUEUE_WALKED.with(|c| c.set(c.get() + 1));
 }
 
 #[cfg(test)]
@@ -851,6 +871,55 @@ mod tests {
         out.clear();
         p.schedule(10.0 + 3e-6, &mut out);
         assert_eq!(dropped(&out), [2]);
+    }
+
+    /// A pass of EASY behind a full cluster costs what its head costs,
+    /// not the queue's length: an overloaded trace keeps a long queue
+    /// waiting while every node is busy, and each arrival there runs a
+    /// pass, so a pass that walked the queue would make the run quadratic
+    /// in its backlog. The walk for lapsed deadlines runs only once the
+    /// earliest deadline may have passed (lapsing is past the deadline
+    /// and its tolerance, so not at the deadline itself), and the backfill
+    /// walk stops at once with no node free.
+    ///
+    /// By hand: one node, busy with A (RE 1000). Jobs 2-101 wait (1
+    /// processor, RE 10, submitted at 0): job 2 due at 500, the others at
+    /// 1000. A pass at 1 and one at exactly 500 look at no waiting job
+    /// (the head, job 2, needs the node: it waits, and nothing is
+    /// backfilled). At 500 + 2 x TIME_EPS job 2 has lapsed: the walk looks
+    /// at the 100 waiting jobs once each and drops it; the earliest
+    /// deadline is then 1000, so a pass at 600 looks at none again.
+    #[test]
+    fn a_pass_behind_a_full_cluster_looks_at_no_waiting_job_until_a_deadline_lapses() {
+        use crate::time::TIME_EPS;
+        let mut p = Backfill::new(BackfillOrder::Fcfs, &PolicyConfig::default(), &specs(1));
+        let mut out = Vec::new();
+        p.submit(0.0, &at(job(1, 1000.0, 1, 1e6, 1e9), 0.0));
+        p.schedule(0.0, &mut out);
+        assert_eq!(started(&out), vec![(1, vec![0])]);
+        p.submit(0.0, &at(job(2, 10.0, 1, 500.0, 1e9), 0.0));
+        for id in 3..=101 {
+            p.submit(0.0, &at(job(id, 10.0, 1, 1000.0, 1e9), 0.0));
+        }
+        let mut pass = |now: Time| {
+            out.clear();
+            QUEUE_WALKED.with(|c| c.set(0));
+            p.schedule(now, &mut out);
+            assert!(started(&out).is_empty(), "at {now}: {out:?}");
+            let dropped: Vec<JobId> = out
+                .iter()
+                .filter_map(|a| match a {
+                    QueueAction::Drop { job, .. } => Some(*job),
+                    _ => None,
+                })
+                .collect();
+            (QUEUE_WALKED.with(|c| c.get()), dropped)
+        };
+        assert_eq!(pass(1.0), (0, vec![]));
+        assert_eq!(pass(500.0), (0, vec![]));
+        assert_eq!(pass(500.0 + 2.0 * TIME_EPS), (100, vec![2]));
+        assert_eq!(pass(600.0), (0, vec![]));
+        assert_eq!(p.queued(), 99);
     }
 
     /// A head that no longer fits (a node died after it queued) has no
