@@ -487,4 +487,153 @@ mod tests {
             );
         }
     }
+
+    /// Instants of `[from, to]`: a grid of 2,000 steps, and the 2,000
+    /// floats next to each end (the last ones before the end of a window
+    /// are where a deadline just after it divides the rounding most).
+    fn instants(from: Time, to: Time) -> Vec<Time> {
+        let mut ts: Vec<Time> = (0..=2000)
+            .map(|i| from + (to - from) * f64::from(i) / 2000.0)
+            .collect();
+        let (mut up, mut down) = (from, to);
+        for _ in 0..2000 {
+            up = up.next_up();
+            down = down.next_down();
+            ts.extend([up, down]);
+        }
+        ts
+    }
+
+    /// Checks that `b` holds the exact load at every instant of `ts`: the
+    /// float sum of the parts' required shares, bit for bit what the
+    /// decision computes once the refresh brought the view to the instant
+    /// (checked too); that the line exists over the whole window and its
+    /// band holds that load; and that the remaining processor time is
+    /// within its bound.
+    fn assert_holds(
+        node: &NodeState,
+        reports: &[Option<Reported>],
+        fns: &[PartFn],
+        b: &LoadBound,
+        ts: &[Time],
+    ) {
+        let mut view = node.clone();
+        for &t in ts {
+            for (p, r) in view.parts.iter_mut().zip(reports) {
+                if let Some(r) = r {
+                    p.cpu_done = r.cpu_done + r.share * (t - r.at).max(0.0);
+                }
+            }
+            let exact: f64 = fns.iter().map(|f| f.required(t)).sum();
+            assert_eq!(exact.to_bits(), view.required_share(t).to_bits(), "at {t}");
+            assert!(
+                b.lo <= exact && exact <= b.hi,
+                "at {t}: {exact} outside the bound {b:?}"
+            );
+            let (lo, hi) = b.line.band(t).expect("a line over the window");
+            assert!(
+                lo <= exact && exact <= hi,
+                "at {t}: {exact} outside the line's band {lo}..{hi}"
+            );
+            let rem: f64 = fns.iter().map(|f| f.est_cpu - f.cpu_done_at(t)).sum();
+            let bound = b.line.rem_bound(t);
+            assert!(
+                rem <= bound,
+                "at {t}: remaining {rem} above its bound {bound}"
+            );
+        }
+    }
+
+    /// A part a million seconds into its run that ends exactly at its
+    /// deadline, 1e-5 s after the window's end, at its reported share
+    /// 0.3: reported at 1.1e6 (the window's start, to 1.1e6 + 10) with
+    /// 1.05e6 - 0.3 x (10 + 1e-5) of 1.05e6 done, so in real arithmetic
+    /// 0.3 x (D - t) is left at every instant and the share required is
+    /// 0.3 throughout. In floats the done time (~1.05e6, an ulp of
+    /// 1.16e-10) rounds by up to 5.8e-11 s, and so does `est - done`: the
+    /// computed share strays from 0.3 by up to 5.8e-11 / (D - t), ~6e-12
+    /// at the window's start and ~6e-6 at its end, far beyond 1e-12 x the
+    /// share. The bounds, the line's band (0.3 at the start, flat) and
+    /// the remaining-time bound hold every one of those floats.
+    #[test]
+    fn a_long_parts_rounding_near_its_deadline_stays_in_the_room() {
+        let (from, to) = (1.1e6, 1.1e6 + 10.0);
+        let deadline = to + 1e-5;
+        let mut n = nodes(1);
+        busy(&mut n[0], 1, 1.05e6, deadline);
+        let reports = [Some(Reported {
+            cpu_done: 1.05e6 - 0.3 * (deadline - from),
+            share: 0.3,
+            at: from,
+        })];
+        let mut fns = Vec::new();
+        let b = load_bound(&n[0], &reports, from, to, &mut fns);
+        assert!(b.hi < 1.0, "{b:?}");
+        assert_eq!(b.line.t0, from);
+        assert!((b.line.v0 - 0.3).abs() <= 1e-9, "{:?}", b.line);
+        assert!(b.line.slope.abs() <= 1e-6, "{:?}", b.line);
+        assert_holds(&n[0], &reports, &fns, &b, &instants(from, to));
+    }
+
+    /// The core takes a report's work done at face value (it checks only
+    /// that it is finite and not negative), so the bound must hold when
+    /// it exceeds what the clock shows: 1e9 s of processor time done at trace time 100. The part
+    /// ends exactly at its deadline, 20 s after the window [100, 110],
+    /// at its share 0.3 (1e9 estimated, 1e9 - 0.3 x 30 done at 100): 0.3
+    /// required throughout in real arithmetic, while the floats of the
+    /// done time (an ulp of 1.2e-7 s) make the computed share stray by up
+    /// to 6e-8 / 20 = 3e-9. The rounding is of the done time, not of the
+    /// instants (~100): the room must scale with the part's own numbers.
+    #[test]
+    fn a_report_of_more_work_than_the_clock_shows_keeps_the_bound() {
+        let (from, to) = (100.0, 110.0);
+        let deadline = to + 20.0;
+        let mut n = nodes(1);
+        busy(&mut n[0], 1, 1e9, deadline);
+        let reports = [Some(Reported {
+            cpu_done: 1e9 - 0.3 * (deadline - from),
+            share: 0.3,
+            at: from,
+        })];
+        let mut fns = Vec::new();
+        let b = load_bound(&n[0], &reports, from, to, &mut fns);
+        // Within 1e-3 of 0.3 both: room of ~1e-12 x 2e9 / 20 = 1e-4.
+        assert!(
+            (b.lo - 0.3).abs() <= 1e-3 && (b.hi - 0.3).abs() <= 1e-3,
+            "{b:?}"
+        );
+        assert_eq!(b.line.t0, from);
+        assert_holds(&n[0], &reports, &fns, &b, &instants(from, to));
+    }
+
+    /// A node sixteen times overcommitted from the trace's start: 16
+    /// parts of 1e7 s estimated, nothing done, deadline 1e7, reported at
+    /// 0 at a sixteenth of the node each. Each needs (1e7 - t / 16) /
+    /// (1e7 - t): 1 at 0 and (1e7 - 0.625) / (1e7 - 10) at 10, so the load
+    /// runs from 16 to 16 (1e7 - 0.625) / (1e7 - 10) over [0, 10], and
+    /// the bounds are within 1e-9 of those. The sum of 16 shares near 1
+    /// rounds by ulps of 16 (3.6e-15), and the rooms (each part's and the
+    /// sum's) keep the bound, the line's band (from 0, the trace's start)
+    /// and the remaining-time bound on the right side of it.
+    #[test]
+    fn an_overcommitted_nodes_sum_stays_in_its_bounds() {
+        let (from, to) = (0.0, 10.0);
+        let mut n = nodes(1);
+        let mut reports = Vec::new();
+        for j in 1..=16 {
+            busy(&mut n[0], j, 1e7, 1e7);
+            reports.push(Some(Reported {
+                cpu_done: 0.0,
+                share: 1.0 / 16.0,
+                at: 0.0,
+            }));
+        }
+        let mut fns = Vec::new();
+        let b = load_bound(&n[0], &reports, from, to, &mut fns);
+        let end = 16.0 * (1e7 - 0.625) / (1e7 - 10.0);
+        assert!((b.lo - 16.0).abs() <= 1e-9, "{b:?}");
+        assert!((b.hi - end).abs() <= 1e-9, "{b:?}");
+        assert_eq!(b.line.t0, from);
+        assert_holds(&n[0], &reports, &fns, &b, &instants(from, to));
+    }
 }
