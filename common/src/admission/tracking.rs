@@ -549,11 +549,12 @@ mod tests {
     /// 0.3: reported at 1.1e6 (the window's start, to 1.1e6 + 10) with
     /// 1.05e6 - 0.3 x (10 + 1e-5) of 1.05e6 done, so in real arithmetic
     /// 0.3 x (D - t) is left at every instant and the share required is
-    /// 0.3 throughout. In floats the done time (~1.05e6, an ulp of
-    /// 1.16e-10) rounds by up to 5.8e-11 s, and so does `est - done`: the
-    /// computed share strays from 0.3 by up to 5.8e-11 / (D - t), ~6e-12
-    /// at the window's start and ~6e-6 at its end, far beyond 1e-12 x the
-    /// share. The bounds, the line's band (0.3 at the start, flat) and
+    /// 0.3 throughout. In floats the done time (~1.05e6, above 2^20: an
+    /// ulp of 2^-32, 2.33e-10) rounds by up to 1.16e-10 s, which
+    /// `est - done` carries (the subtraction itself is exact, the two
+    /// within a factor of 2): the computed share strays from 0.3 by up to
+    /// 1.16e-10 / (D - t), ~1.2e-11 at the window's start and ~1.2e-5 at
+    /// its end, far beyond 1e-12 x the share. The bounds, the line's band (0.3 at the start, flat) and
     /// the remaining-time bound hold every one of those floats.
     #[test]
     fn a_long_parts_rounding_near_its_deadline_stays_in_the_room() {
