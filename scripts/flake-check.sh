@@ -8,7 +8,7 @@
 #
 # Each run is `cargo test --workspace --no-fail-fast` plus, unless
 # --cargo-only, the shell tests scripts/test.sh runs (tests/web/live_view.sh,
-# tests/launch/netns.sh, tests/launch/slurm.sh; they need root). The load is
+# tests/launch/netns.sh, tests/launch/slurm.sh, slurm-nodes.sh; they need root). The load is
 # `stress-ng --cpu 2` for the whole check, installed with apt when missing
 # and running as root (otherwise the check fails, saying so). Logs go to
 # $FLAKE_OUT (default target/flake-check): run-K.log per run, and
@@ -82,7 +82,7 @@ for k in $(seq 1 "$runs"); do
     echo "run $k: a test binary failed without a failing test (see $log)" >>"$out/failures.txt"
   fi
   if [ $shell_tests -eq 1 ]; then
-    for t in tests/web/live_view.sh tests/launch/netns.sh tests/launch/slurm.sh; do
+    for t in tests/web/live_view.sh tests/launch/netns.sh tests/launch/slurm.sh tests/launch/slurm-nodes.sh; do
       if ! bash "$t" >>"$log" 2>&1; then
         echo "run $k: $t" >>"$out/failures.txt"
       fi
