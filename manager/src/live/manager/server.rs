@@ -411,6 +411,7 @@ pub async fn run(
         heartbeat_ms: cfg.heartbeat_ms,
         histogram_ms: cfg.histogram_ms,
         spare_rule: cfg.policy_config.spare_rule,
+        rejoin_wait: cfg.link_timeout,
     };
     // The scheduler's replies, forwarded to the actor as they come.
     let scheduler = batsim.as_mut().map(|s| {

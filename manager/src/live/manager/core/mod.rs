@@ -202,6 +202,11 @@ pub(super) struct CoreConfig {
     pub(super) histogram_ms: u32,
     /// The spare rule configured (a policy may impose its own).
     pub(super) spare_rule: SpareRule,
+    /// How long after the last loss of a node (or node process) a queued
+    /// job wider than the nodes left still waits for one to come back
+    /// before a built-in queue policy drops it (the run's link timeout: a
+    /// process restarted by its launcher registers again well within it).
+    pub(super) rejoin_wait: Duration,
 }
 
 impl CoreConfig {
@@ -281,6 +286,9 @@ pub(super) struct LiveCore {
     resumed: Option<resumed::Resumed>,
     /// When (wall s) the histograms were last journaled.
     hists_journaled: f64,
+    /// When (wall seconds) a node or node process was last lost: a queued
+    /// job too wide for the nodes left waits `rejoin_wait` after it.
+    last_loss_wall: Option<f64>,
     /// Single nodes that go silent ([`LiveCore::with_node_watch`]).
     watch: Option<silent::NodeWatch>,
     /// The fault injector's reports.
@@ -344,6 +352,7 @@ impl LiveCore {
             queue_timer: None,
             resumed: None,
             hists_journaled: 0.0,
+            last_loss_wall: None,
             watch: None,
             faults: faults::FaultBook::default(),
             cfg,
@@ -722,6 +731,14 @@ impl LiveCore {
             && self.core.open_jobs() > 0
             && self.core.open_jobs() == self.core.queued()
         {
+            // Not while a node lost lately may still come back: the tick
+            // asks again.
+            if self
+                .last_loss_wall
+                .is_some_and(|lost| now.wall < lost + self.cfg.rejoin_wait.as_secs_f64())
+            {
+                return;
+            }
             self.core.end_queue(now.trace, &mut self.out);
             self.flush(now);
         }

@@ -7,7 +7,7 @@ use common::protocol::{ManagerMsg, NodeInfo, NodeMsg, Welcome};
 
 use crate::live::journal::Entry;
 
-use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now};
+use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now, Phase};
 
 impl LiveCore {
     pub(super) fn connected(
@@ -27,6 +27,7 @@ impl LiveCore {
         if nodes.is_empty() {
             return refuse(self, "registered no nodes".into());
         }
+        let joins_replay = self.phase == Phase::Replaying;
         let ids = match self.core.register(link, &host, nodes) {
             Ok(ids) => ids,
             Err(e) => {
@@ -70,6 +71,14 @@ impl LiveCore {
         });
         self.flush(now);
         self.maybe_start(now);
+        // Nodes joining a running replay (a process restarted after a
+        // loss) may be what a queued job waits for: a built-in policy's
+        // scheduling pass now, not at the next tick. (An external
+        // scheduler is asked on its own schedule.)
+        if joins_replay && self.scheduler.is_none() {
+            self.core.tick(now.trace, &mut self.out);
+            self.flush(now);
+        }
     }
 
     pub(super) fn link_closed(&mut self, now: Now, link: LinkId, reason: &str) {
@@ -94,6 +103,7 @@ impl LiveCore {
         let host = &self.links[&link].host;
         let lost = format!("lost node process {host} (link {link}): {reason}");
         self.warnings.push(lost);
+        self.last_loss_wall = Some(now.wall);
         self.core.link_lost(now.trace, link, reason, &mut self.out);
         self.flush(now);
         self.check_end(now);

@@ -761,6 +761,7 @@ pub(super) mod tests {
             heartbeat_ms: 100,
             histogram_ms: 1000,
             spare_rule: SpareRule::default(),
+            rejoin_wait: Duration::from_secs(30),
         }
     }
 

@@ -178,6 +178,7 @@ impl LiveCore {
             if !self.core.node_lost(now.trace, g, &reason, &mut self.out) {
                 continue;
             }
+            self.last_loss_wall = Some(now.wall);
             self.warnings.push(format!(
                 "lost node {g} of node process {host} (link {link}) at {:.3}: {reason}",
                 now.trace

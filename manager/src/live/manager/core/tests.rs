@@ -42,6 +42,7 @@ fn cfg(expect_nodes: usize) -> CoreConfig {
         heartbeat_ms: 100,
         histogram_ms: 1000,
         spare_rule: SpareRule::default(),
+        rejoin_wait: Duration::from_secs(30),
     }
 }
 
@@ -806,10 +807,11 @@ fn warnings(a: &[Action]) -> Vec<String> {
 /// FIFO on two node processes of one node each. Job 1 (1 processor, RE
 /// 60) goes to link 1's node at 2 (replay offset 2); job 2 (2 processors)
 /// at 7 waits for both. Link 2 is lost at 10: its node leaves the pool.
-/// Job 1 completes at 61.5 (reported at 62): every job is replayed and
-/// nothing runs, so job 2, needing 2 nodes of the 1 left, is dropped
-/// then (rejected for resources, naming why) and the run ends; without
-/// the drop it would wait for good.
+/// Job 1 completes at 61.5 (reported at 62, past the 30 s the run waits
+/// after a loss, `rejoin_wait`): every job is replayed and nothing runs,
+/// so job 2, needing 2 nodes of the 1 left, is dropped then (rejected
+/// for resources, naming why) and the run ends; without the drop it
+/// would wait for good.
 #[test]
 fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
     let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
@@ -869,4 +871,81 @@ fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
     );
     assert_eq!(c.counts(), (2, 2, 2, 2));
     assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
+}
+
+/// The FIFO run above with job 1 ending at 19.5 (RE 17.5 from 2,
+/// reported at 20): a node process was lost at 10, and the run waits
+/// `rejoin_wait` (30 s) after the loss before it drops job 2, asking
+/// again at each tick. With no process back, the tick at 39.9 leaves job
+/// 2 queued and the one at 40.1 drops it (rejected for resources) and
+/// ends the run. With process `b` registering again at 25 (a new link,
+/// its one node new to the pool), job 2 starts at once, on link 1's
+/// node and link 3's, and nothing is dropped.
+#[test]
+fn a_queued_job_too_wide_waits_for_a_lost_process_to_come_back() {
+    for comes_back in [false, true] {
+        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
+        let mut c = LiveCore::new(
+            ManagerCore::new(p),
+            cfg(2),
+            vec![job(1, 0.0, 17.5, 1, 1000.0), job(2, 5.0, 10.0, 2, 1000.0)],
+        );
+        actions(&mut c);
+        connect(&mut c, at(0.0), 1, "a");
+        connect(&mut c, at(2.0), 2, "b");
+        c.handle(at(2.0), Event::Timer(Timer::Replay));
+        assert_eq!(dispatched(&actions(&mut c)), vec![(1, 1, 0)]);
+        c.handle(at(7.0), Event::Timer(Timer::Replay));
+        assert!(dispatched(&actions(&mut c)).is_empty());
+        c.handle(
+            at(10.0),
+            Event::LinkClosed {
+                link: 2,
+                reason: "silent for 3 s".into(),
+            },
+        );
+        actions(&mut c);
+        c.handle(
+            at(20.0),
+            Event::FromNode {
+                link: 1,
+                msgs: vec![NodeMsg::Completed {
+                    part: PartId { job: 1, index: 0 },
+                    at: 19.5,
+                    cpu_seconds: 17.5,
+                }],
+            },
+        );
+        let a = actions(&mut c);
+        assert!(dispatched(&a).is_empty());
+        // (total, submitted, decided, finished): job 2 still waits.
+        assert_eq!(c.counts(), (2, 2, 1, 1), "{a:?}");
+        if comes_back {
+            let a = connect(&mut c, at(25.0), 3, "b");
+            let mut d = dispatched(&a);
+            d.sort_unstable();
+            assert_eq!(d, vec![(1, 2, 0), (3, 2, 1)], "{a:?}");
+            c.handle(at(41.0), Event::Timer(Timer::Tick));
+            assert_eq!(c.counts(), (2, 2, 2, 1));
+            assert_eq!(c.phase(), Phase::Replaying);
+            continue;
+        }
+        c.handle(at(39.9), Event::Timer(Timer::Tick));
+        let a = actions(&mut c);
+        assert_eq!(c.counts(), (2, 2, 1, 1), "{a:?}");
+        assert_eq!(c.phase(), Phase::Replaying);
+        c.handle(at(40.1), Event::Timer(Timer::Tick));
+        let a = actions(&mut c);
+        let dropped: Vec<(JobId, bool, Option<RejectReason>)> = journal(&a)
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Finished {
+                    record: Some(r), ..
+                } => Some((r.id, r.accepted, r.reason)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dropped, vec![(2, false, Some(RejectReason::Resources))]);
+        assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
+    }
 }

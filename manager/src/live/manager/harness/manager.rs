@@ -43,6 +43,7 @@ pub(super) fn core_config(sc: &Scenario) -> CoreConfig {
         heartbeat_ms: 200,
         histogram_ms: 10_000,
         spare_rule: SpareRule::default(),
+        rejoin_wait: Duration::from_secs_f64(sc.link_timeout),
     }
 }
 
