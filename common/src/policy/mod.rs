@@ -630,6 +630,33 @@ pub(crate) mod test_util {
         }));
     }
 
+    /// Bounds every busy node of `n` in `ix` at `now` at its exact load
+    /// (a flat band, no line), except node `liar`, bounded at `q`: a bound
+    /// that lies, for tests that show a debug check bites.
+    #[cfg(debug_assertions)]
+    pub fn rebound_lying(
+        ix: &mut crate::busy_index::BusyIndex,
+        n: &[NodeState],
+        now: f64,
+        liar: usize,
+        q: f64,
+    ) {
+        use crate::busy_index::{LoadBound, LoadLine};
+        ix.rebound(now, |k, _, _, fns| {
+            still_part_fns(&n[k], fns);
+            let q = if k == liar {
+                q
+            } else {
+                n[k].required_share(now)
+            };
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: LoadLine::NONE,
+            }
+        });
+    }
+
     /// A running part with `rem` estimated work left and deadline `dt`.
     pub fn busy(node: &mut NodeState, job: JobId, rem: f64, dt: f64) {
         node.parts.push(PartView {

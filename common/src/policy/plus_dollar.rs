@@ -991,26 +991,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "node 1 passed over in subtree 2")]
     fn a_node_passed_over_on_a_lying_bound_fails_the_debug_check() {
-        use crate::busy_index::{LoadBound, LoadLine};
         let j = job(1, 10.0, 1, 100.0, 1e9);
         let mut n = nodes(3);
         busy(&mut n[0], 0, 75.0, 100.0);
         busy(&mut n[1], 1, 80.0, 100.0);
         let mut ix = BusyIndex::of(&n);
         ix.keep_load_tree(true);
-        ix.rebound(0.0, |k, _, _, fns| {
-            crate::policy::test_util::still_part_fns(&n[k], fns);
-            let q = if k == 1 {
-                0.05
-            } else {
-                n[k].required_share(0.0)
-            };
-            LoadBound {
-                lo: q,
-                hi: q,
-                line: LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_lying(&mut ix, &n, 0.0, 1, 0.05);
         let mut p = LibraPlusDollar::new(PolicyConfig::default());
         let d = p.decide_bounded(0.0, &n, &ix, &j);
         unreachable!("the check let the walk pass over node 1: {d:?}");

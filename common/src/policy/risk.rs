@@ -647,25 +647,13 @@ mod tests {
     #[test]
     #[should_panic(expected = "node 1: its block certified not zero-risk at 0")]
     fn a_block_certified_on_a_lying_bound_fails_the_debug_check() {
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        use crate::busy_index::BusyIndex;
         let mut n = nodes(3);
         busy(&mut n[0], 10, 100.0, 250.0);
         busy(&mut n[1], 11, 10.0, 250.0);
         let mut ix = BusyIndex::of(&n);
         ix.keep_risk(true);
-        ix.rebound(0.0, |k, _, _, fns| {
-            crate::policy::test_util::still_part_fns(&n[k], fns);
-            let q = if k == 1 {
-                0.4
-            } else {
-                n[k].required_share(0.0)
-            };
-            LoadBound {
-                lo: q,
-                hi: q,
-                line: LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_lying(&mut ix, &n, 0.0, 1, 0.4);
         let mut r = LibraRisk::new(PolicyConfig::default());
         let j = job(1, 120.0, 1, 150.0, 1e9);
         let d = r.decide_bounded(0.0, &n, &ix, &j);

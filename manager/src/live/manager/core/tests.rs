@@ -804,21 +804,15 @@ fn warnings(a: &[Action]) -> Vec<String> {
         .collect()
 }
 
-/// FIFO on two node processes of one node each. Job 1 (1 processor, RE
-/// 60) goes to link 1's node at 2 (replay offset 2); job 2 (2 processors)
-/// at 7 waits for both. Link 2 is lost at 10: its node leaves the pool.
-/// Job 1 completes at 61.5 (reported at 62, past the 30 s the run waits
-/// after a loss, `rejoin_wait`): every job is replayed and nothing runs,
-/// so job 2, needing 2 nodes of the 1 left, is dropped then (rejected
-/// for resources, naming why) and the run ends; without the drop it
-/// would wait for good.
-#[test]
-fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
+/// FIFO on two node processes, `a` and `b`, of one node each: job 1 (1
+/// processor, RE `re`) goes to link 1's node at 2 (replay offset 2), job
+/// 2 (2 processors, RE 10) at 7 waits for both, and link 2 is lost at 10.
+fn fifo_with_process_b_lost(re: f64) -> LiveCore {
     let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
     let mut c = LiveCore::new(
         ManagerCore::new(p),
         cfg(2),
-        vec![job(1, 0.0, 60.0, 1, 1000.0), job(2, 5.0, 10.0, 2, 1000.0)],
+        vec![job(1, 0.0, re, 1, 1000.0), job(2, 5.0, 10.0, 2, 1000.0)],
     );
     actions(&mut c);
     connect(&mut c, at(0.0), 1, "a");
@@ -835,7 +829,20 @@ fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
         },
     );
     actions(&mut c);
+    // (total, submitted, decided, finished): job 2 waits.
     assert_eq!(c.counts(), (2, 2, 1, 0));
+    c
+}
+
+/// [`fifo_with_process_b_lost`] with job 1 of RE 60: link 2's node left
+/// the pool at 10. Job 1 completes at 61.5 (reported at 62, past the 30
+/// s the run waits after a loss, `rejoin_wait`): every job is replayed
+/// and nothing runs, so job 2, needing 2 nodes of the 1 left, is dropped
+/// then (rejected for resources, naming why) and the run ends; without
+/// the drop it would wait for good.
+#[test]
+fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
+    let mut c = fifo_with_process_b_lost(60.0);
     c.handle(
         at(62.0),
         Event::FromNode {
@@ -873,7 +880,8 @@ fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
     assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
 }
 
-/// The FIFO run above with job 1 ending at 19.5 (RE 17.5 from 2,
+/// The FIFO run of [`fifo_with_process_b_lost`] with job 1 ending at
+/// 19.5 (RE 17.5 from 2,
 /// reported at 20): a node process was lost at 10, and the run waits
 /// `rejoin_wait` (30 s) after the loss before it drops job 2, asking
 /// again at each tick. With no process back, the tick at 39.9 leaves job
@@ -884,27 +892,7 @@ fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
 #[test]
 fn a_queued_job_too_wide_waits_for_a_lost_process_to_come_back() {
     for comes_back in [false, true] {
-        let p = policy::build("fifo", &PolicyConfig::default(), &[]).unwrap();
-        let mut c = LiveCore::new(
-            ManagerCore::new(p),
-            cfg(2),
-            vec![job(1, 0.0, 17.5, 1, 1000.0), job(2, 5.0, 10.0, 2, 1000.0)],
-        );
-        actions(&mut c);
-        connect(&mut c, at(0.0), 1, "a");
-        connect(&mut c, at(2.0), 2, "b");
-        c.handle(at(2.0), Event::Timer(Timer::Replay));
-        assert_eq!(dispatched(&actions(&mut c)), vec![(1, 1, 0)]);
-        c.handle(at(7.0), Event::Timer(Timer::Replay));
-        assert!(dispatched(&actions(&mut c)).is_empty());
-        c.handle(
-            at(10.0),
-            Event::LinkClosed {
-                link: 2,
-                reason: "silent for 3 s".into(),
-            },
-        );
-        actions(&mut c);
+        let mut c = fifo_with_process_b_lost(17.5);
         c.handle(
             at(20.0),
             Event::FromNode {
