@@ -108,6 +108,19 @@ fn journal(a: &[Action]) -> Vec<&Entry> {
         .collect()
 }
 
+/// Node process `link` reports part `index` of `job` completed at `at`
+/// after `cpu` seconds of processor time.
+fn completed(link: LinkId, job: JobId, index: u32, at: f64, cpu: f64) -> Event {
+    Event::FromNode {
+        link,
+        msgs: vec![NodeMsg::Completed {
+            part: PartId { job, index },
+            at,
+            cpu_seconds: cpu,
+        }],
+    }
+}
+
 fn connect(c: &mut LiveCore, now: Now, link: LinkId, host: &str) -> Vec<Action> {
     c.handle(
         now,
@@ -187,17 +200,7 @@ fn a_run_with_a_node_process_lost() {
     assert_eq!(c.counts(), (3, 3, 3, 0));
 
     // Job 1 completes at 21.5 (reported at 22).
-    c.handle(
-        at(22.0),
-        Event::FromNode {
-            link: 1,
-            msgs: vec![NodeMsg::Completed {
-                part: PartId { job: 1, index: 0 },
-                at: 21.5,
-                cpu_seconds: 60.0,
-            }],
-        },
-    );
+    c.handle(at(22.0), completed(1, 1, 0, 21.5, 60.0));
     let a = actions(&mut c);
     assert!(
         matches!(journal(&a)[..], [Entry::Finished { id: Some(1), finish: Some(f), record: None, .. }] if *f == 21.5)
@@ -625,17 +628,7 @@ fn a_part_over_while_its_job_goes_on_is_journaled() {
     d.sort_unstable();
     assert_eq!(d.len(), 2);
     let done = |c: &mut LiveCore, (link, job, index): (LinkId, JobId, u32), t: f64| {
-        c.handle(
-            at(t),
-            Event::FromNode {
-                link,
-                msgs: vec![NodeMsg::Completed {
-                    part: PartId { job, index },
-                    at: t,
-                    cpu_seconds: 30.0,
-                }],
-            },
-        );
+        c.handle(at(t), completed(link, job, index, t, 30.0));
         actions(c)
     };
     let a = done(&mut c, d[0], 30.5);
@@ -843,17 +836,7 @@ fn fifo_with_process_b_lost(re: f64) -> LiveCore {
 #[test]
 fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
     let mut c = fifo_with_process_b_lost(60.0);
-    c.handle(
-        at(62.0),
-        Event::FromNode {
-            link: 1,
-            msgs: vec![NodeMsg::Completed {
-                part: PartId { job: 1, index: 0 },
-                at: 61.5,
-                cpu_seconds: 60.0,
-            }],
-        },
-    );
+    c.handle(at(62.0), completed(1, 1, 0, 61.5, 60.0));
     let a = actions(&mut c);
     assert!(dispatched(&a).is_empty());
     let dropped: Vec<&JobRecord> = journal(&a)
@@ -893,17 +876,7 @@ fn a_queued_job_wider_than_the_nodes_left_ends_the_run_rejected() {
 fn a_queued_job_too_wide_waits_for_a_lost_process_to_come_back() {
     for comes_back in [false, true] {
         let mut c = fifo_with_process_b_lost(17.5);
-        c.handle(
-            at(20.0),
-            Event::FromNode {
-                link: 1,
-                msgs: vec![NodeMsg::Completed {
-                    part: PartId { job: 1, index: 0 },
-                    at: 19.5,
-                    cpu_seconds: 17.5,
-                }],
-            },
-        );
+        c.handle(at(20.0), completed(1, 1, 0, 19.5, 17.5));
         let a = actions(&mut c);
         assert!(dispatched(&a).is_empty());
         // (total, submitted, decided, finished): job 2 still waits.
