@@ -193,6 +193,9 @@ pub struct PartFn {
     pub at: Time,
     /// The part's absolute deadline.
     pub deadline: Time,
+    /// Whether its job's deadline is hard (LibraSLA's node rule protects
+    /// it; its lateness certificate reads it).
+    pub hard: bool,
 }
 
 impl PartFn {

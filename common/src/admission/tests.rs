@@ -400,13 +400,19 @@ fn libra_sla_stops_its_walk_by_return_early() {
     // The same random runs, seeded: LibraSLA's decisions equal the plain
     // scan's while its walk by return leaves busy nodes out (each checked
     // against its projection in debug builds).
+    use crate::policy::sla_late_certain as late;
     use crate::policy::sla_return_left as left;
-    let before = left();
+    let (before, late_before) = (left(), late());
     for seed in 0..16 {
         bounded_against_scan(seed, "libra-sla", &PolicyConfig::default());
     }
     let skipped = left() - before;
     assert!(skipped > 20, "{skipped} busy nodes left out");
+    // And settles nodes where a hard job is certain to be late without
+    // projecting them (each checked against its projection in debug
+    // builds), in accepted and rejected decisions alike.
+    let settled = late() - late_before;
+    assert!(settled > 20, "{settled} busy nodes settled as late");
 }
 
 #[test]

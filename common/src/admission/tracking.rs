@@ -60,6 +60,7 @@ pub(super) fn load_bound(
             share: r.share,
             at: r.at,
             deadline: p.deadline,
+            hard: p.hard,
         },
         None => PartFn {
             est_cpu: p.est_cpu,
@@ -67,6 +68,7 @@ pub(super) fn load_bound(
             share: 0.0,
             at: Time::NAN,
             deadline: p.deadline,
+            hard: p.hard,
         },
     }));
     // Well above the few ulps the arithmetic can be off by.

@@ -480,6 +480,7 @@ mod tests {
             share: 0.0,
             at: f64::NAN,
             deadline,
+            hard: false,
         };
         let fns = [part(10.0, 20.0), part(500.0, 1000.0)];
         let caps = committed_caps(&fns, 0.0, 10.0);

@@ -567,6 +567,13 @@ pub(crate) fn sla_return_left() -> u64 {
     sla::RETURN_LEFT.with(|c| c.get())
 }
 
+/// How many busy nodes LibraSLA's walks by return settled from the
+/// lateness certificate on this thread.
+#[cfg(test)]
+pub(crate) fn sla_late_certain() -> u64 {
+    sla::LATE_CERTAIN.with(|c| c.get())
+}
+
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::job::*;
@@ -627,6 +634,7 @@ pub(crate) mod test_util {
             share: 0.0,
             at: f64::NAN,
             deadline: p.deadline,
+            hard: p.hard,
         }));
     }
 
