@@ -244,18 +244,19 @@ fn verdict(r: NodeReturn, hard: bool) -> Result<f64, bool> {
 /// parts).
 #[derive(Debug, Clone, Default)]
 struct LateCheck {
-    /// The parts the bound counts.
-    counted: Vec<Counted>,
+    /// The counted parts due before the new one.
+    early: Vec<Counted>,
+    /// The counted parts due with it or after it.
+    long: Vec<Counted>,
 }
 
 /// A part [`LateCheck`] counts: its deadline (an offset from the
-/// instant), its required share at the instant (a lower bound on it from
-/// then on), and whether its deadline is not before the new part's.
+/// instant) and its required share at the instant (a lower bound on it
+/// from then on).
 #[derive(Debug, Clone, Copy)]
 struct Counted {
     d: f64,
     q: f64,
-    long: bool,
 }
 
 impl LateCheck {
@@ -285,7 +286,10 @@ impl LateCheck {
     ///    node, and its `q` only grows while shares stand still between
     ///    events, so its work left is at least the solution of `R' = -R /
     ///    (rd Q)`: `rem (rd_end / rd_start)^(1 / Q)` at the phase's end (a
-    ///    supersolution of a Lipschitz equation against its solution).
+    ///    supersolution of a Lipschitz equation against its solution; the
+    ///    first pass takes a cheaper lower bound of the power,
+    ///    [`at_least_power`]). Once the work left exceeds the time left
+    ///    (step 4's room included), it is late whatever comes next.
     ///    Each counted part's `q` is at least its `q` at `now`; or, by the
     ///    same argument on its own work left, `q (rd_start /
     ///    rd_end)^(1 - 1 / Q)` at the phase's end, which a second pass
@@ -306,8 +310,9 @@ impl LateCheck {
             return false;
         }
         // Taking the others' shares as they are at `now` (they only grow)
-        // settles most nodes at a `powf` a phase; their growth, a `powf`
-        // a part and phase, the rest.
+        // and the power's harmonic-mean bound settles most nodes at a
+        // division a phase; the powers themselves and the others' growth
+        // (a `powf` a part and phase) most of the rest.
         self.late_bound(now, fns, new, &b, false) || self.late_bound(now, fns, new, &b, true)
     }
 
@@ -327,7 +332,10 @@ impl LateCheck {
         let rd_hi = |d: f64, tau: f64| (d - tau) + LATE_REL_ROOM * (d + tau);
         let rd_lo = |d: f64, tau: f64| (d - tau) - LATE_REL_ROOM * (d + tau);
         let d_b = b.rd;
-        self.counted.clear();
+        // The work the new part must have left at its deadline (step 4).
+        let need = LATE_WINDOW + LATE_ABS_ROOM + LATE_REL_ROOM * new.deadline.abs();
+        self.early.clear();
+        self.long.clear();
         for f in fns {
             // An early part within LATE_WINDOW of its deadline may leave
             // the track at any moment: not counted.
@@ -335,34 +343,36 @@ impl LateCheck {
             if f.hard && (long || f.deadline - now - LATE_WINDOW > 0.0) {
                 let q = f.required(now);
                 if q >= LATE_MIN_SHARE {
-                    self.counted.push(Counted {
+                    let c = Counted {
                         d: f.deadline - now,
                         q,
-                        long,
-                    });
+                    };
+                    if long {
+                        self.long.push(c);
+                    } else {
+                        self.early.push(c);
+                    }
                 }
             }
         }
-        let total: f64 = self.counted.iter().map(|c| c.q).sum();
-        let short = (b.required() + total) * (1.0 - LATE_REL_ROOM) > 1.0;
+        let sum = |cs: &[Counted]| cs.iter().map(|c| c.q).sum::<f64>();
+        let mut q_long = sum(&self.long);
+        let short = (b.required() + q_long + sum(&self.early)) * (1.0 - LATE_REL_ROOM) > 1.0;
         if !short {
             // Never short: no phase, and the last stretch's x + c <= 1.
             return false;
         }
-        // The early parts first, by deadline: the phases end at theirs.
-        self.counted
-            .sort_unstable_by(|a, b| a.long.cmp(&b.long).then(a.d.total_cmp(&b.d)));
-        let early = self.counted.iter().take_while(|c| !c.long).count();
+        // The phases end at the early parts' deadlines, in turn.
+        self.early.sort_unstable_by(|a, b| a.d.total_cmp(&b.d));
         let mut rem_b = b.rem;
         let mut tau = 0.0;
         let mut first = 0;
-        while first < early {
-            let next = self.counted[first].d - LATE_WINDOW;
+        while first < self.early.len() {
+            let next = self.early[first].d - LATE_WINDOW;
             if next >= d_b - LATE_WINDOW {
                 break;
             }
-            let q_sum =
-                rem_b / rd_hi(d_b, tau) + self.counted[first..].iter().map(|c| c.q).sum::<f64>();
+            let q_sum = rem_b / rd_hi(d_b, tau) + q_long + sum(&self.early[first..]);
             let q_lo = q_sum * (1.0 - LATE_REL_ROOM);
             let short = q_lo > 1.0;
             if !short {
@@ -371,8 +381,13 @@ impl LateCheck {
             // next > tau: every early part left is further than
             // LATE_WINDOW from its deadline at tau.
             let ratio = rd_lo(d_b, next) / rd_hi(d_b, tau);
-            rem_b *= ratio.max(0.0).powf(1.0 / q_lo) * (1.0 - LATE_REL_ROOM);
-            while first < early && self.counted[first].d - LATE_WINDOW <= next {
+            rem_b *=
+                at_least_power(ratio.max(0.0), 1.0 / q_lo, grow_others) * (1.0 - LATE_REL_ROOM);
+            if rem_b - rd_hi(d_b, next) > need {
+                // More work left than time: late whatever comes next.
+                return true;
+            }
+            while first < self.early.len() && self.early[first].d - LATE_WINDOW <= next {
                 first += 1;
             }
             if grow_others {
@@ -380,20 +395,29 @@ impl LateCheck {
                 // most as fast: q (rd_start / rd_end)^(1 - 1 / Q) at the
                 // end.
                 let grow = 1.0 - 1.0 / q_lo;
-                for c in &mut self.counted[first..] {
+                for c in self.early[first..].iter_mut().chain(&mut self.long) {
                     let ratio = rd_lo(c.d, tau) / rd_hi(c.d, next);
                     c.q *= ratio.max(1.0).powf(grow) * (1.0 - LATE_REL_ROOM);
                 }
+                q_long = sum(&self.long);
             }
             tau = next;
         }
         let rd_b = rd_hi(d_b, tau);
-        let mut left = rem_b - rd_b.max(0.0);
-        if rd_b > LATE_WINDOW {
-            let c: f64 = self.counted[early..].iter().map(|c| c.q).sum();
-            left = left.max(work_left_bound(rem_b, rem_b / rd_b, c));
-        }
-        left > LATE_WINDOW + LATE_ABS_ROOM + LATE_REL_ROOM * new.deadline.abs()
+        rem_b - rd_b.max(0.0) > need
+            || (rd_b > LATE_WINDOW && work_left_bound(rem_b, rem_b / rd_b, q_long) > need)
+    }
+}
+
+/// A lower bound on `r^a` for `r` in `[0, 1]` and `a` in `(0, 1]`: the
+/// power itself (`exact`), or, at a division rather than a `powf`, the
+/// weighted harmonic mean of `r` and 1 (weights `a`, `1 - a`), which is
+/// at most their geometric mean `r^a`.
+fn at_least_power(r: f64, a: f64, exact: bool) -> f64 {
+    if exact {
+        r.powf(a)
+    } else {
+        r / (a + (1.0 - a) * r)
     }
 }
 
@@ -635,6 +659,8 @@ impl LibraSla {
         let hard = job.qos.deadline_type == DeadlineType::Hard;
         let p = job.processors();
         let ret_new = LibraSla::value(job, self.cfg.sla_return_per_part).ret;
+        // The job's part, the same on every node (one speed).
+        let new = nodes[0].new_valued_part(job, self.part_value(job));
         let (mut lower, mut delayed) = self.classify_idle(now, nodes, index, job, hard);
         self.cands.clear();
         self.cands.extend_from_slice(&self.idle);
@@ -657,7 +683,7 @@ impl LibraSla {
                     break;
                 }
             }
-            match self.classify_indexed(now, nodes, index, k, sum, job, hard) {
+            match self.classify_indexed(now, nodes, index, k, sum, job, &new) {
                 Some(Ok(ret)) => {
                     self.cands.push((k, ret));
                     best.take(ret);
@@ -713,7 +739,9 @@ impl LibraSla {
     /// so the node is no candidate, without telling whether its return
     /// would drop first (`Err(true)`) or the delay rule it out
     /// (`Err(false)`); a rejection, whose counts tell them apart, asks
-    /// [`Self::exact_classify`].
+    /// [`Self::exact_classify`]. `new` is the job's part on any node
+    /// (they all have one speed: [`bounds_apply`]), so that only the
+    /// index's record of node `k` is read, not the node.
     #[allow(clippy::too_many_arguments)]
     fn classify_indexed(
         &mut self,
@@ -723,8 +751,9 @@ impl LibraSla {
         k: usize,
         sum: f64,
         job: &JobSpec,
-        hard: bool,
+        new: &PartView,
     ) -> Option<Result<f64, bool>> {
+        let hard = new.hard;
         debug_assert_eq!(
             sum.to_bits(),
             nodes[k].parts.iter().map(|p| p.ret).sum::<f64>().to_bits(),
@@ -732,7 +761,7 @@ impl LibraSla {
         );
         let fns = index.part_fns(k);
         if fns.iter().all(|f| f.deadline - now > TIME_EPS) {
-            let q_new = index.exact_load(k, now) + nodes[k].est_cpu(job) / job.qos.deadline;
+            let q_new = index.exact_load(k, now) + new.est_cpu / job.qos.deadline;
             if q_new <= 1.0 + SHARE_SUM_EPS {
                 #[cfg(test)]
                 count_shortcut(&INDEX_SHORTCUTS);
@@ -740,7 +769,7 @@ impl LibraSla {
                 // new one adds the new part's.
                 let r = NodeReturn {
                     old: sum,
-                    new: sum + LibraSla::value(job, self.cfg.sla_return_per_part).ret,
+                    new: sum + new.ret,
                     new_delay: 0.0,
                 };
                 let v = verdict(r, hard);
@@ -754,9 +783,8 @@ impl LibraSla {
             }
         }
         if hard {
-            let new =
-                nodes[k].new_valued_part(job, LibraSla::value(job, self.cfg.sla_return_per_part));
-            if self.late_check.late_for_certain(now, fns, &new) {
+            debug_assert_eq!(*new, nodes[k].new_valued_part(job, self.part_value(job)));
+            if self.late_check.late_for_certain(now, fns, new) {
                 #[cfg(test)]
                 count_shortcut(&LATE_CERTAIN);
                 #[cfg(debug_assertions)]
