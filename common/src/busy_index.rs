@@ -53,6 +53,7 @@ mod risk;
 use load_tree::LoadTree;
 pub use load_tree::{committed_caps, Agg, CapWindow, Desc, Entry, CAP_WINDOWS};
 use returns::Returns;
+pub use returns::{LATE_LEVELS, LATE_MIN_SHARE};
 pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
 
 use crate::node_model::NodeState;
@@ -751,6 +752,7 @@ impl BusyIndex {
             if b.risk_on {
                 b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
             }
+            self.returns.file_late(k, &b.fns[start..], now, to);
             b.of[k] = (lb, to, filed);
             b.expiry.entry(expiry_slot(to)).or_default().push((to, k));
         }

@@ -17,8 +17,25 @@
 
 use std::collections::BTreeSet;
 
-use super::{order_key, BusyIndex};
+use super::{order_key, BusyIndex, Filed, PartFn};
 use crate::node_model::NodeState;
+use crate::time::Time;
+
+/// The levels of a node's hard load due late for which it keeps the
+/// latest deadline ([`BusyIndex::late_deadline`]): twenty steps of 0.05
+/// to a full node, then over-committed ones.
+pub const LATE_LEVELS: [f64; 24] = [
+    0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85,
+    0.9, 0.95, 1.0, 1.25, 1.5, 2.0, 3.0,
+];
+
+/// Least required share a part counts with in [`late_deadlines`]: that of
+/// LibraSLA's lateness certificate (a part at or above it keeps more
+/// than `TIME_EPS` of work until a millisecond before its deadline).
+pub const LATE_MIN_SHARE: f64 = 1e-3;
+
+/// Relative room [`late_deadlines`] takes off its sums.
+const LATE_SUM_ROOM: f64 = 1e-9;
 
 /// The order of the busy nodes by their parts' returns.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +47,57 @@ pub(super) struct Returns {
     of: Vec<(f64, f64)>,
     /// `(order key of the key, node)` for every busy node.
     order: BTreeSet<(u64, usize)>,
+    /// Per node: [`late_deadlines`] of its parts when last bounded.
+    late: Vec<[f32; LATE_LEVELS.len()]>,
+    /// Scratch for [`late_deadlines`].
+    parts: Vec<(f64, f64)>,
+}
+
+/// Per level `l` of [`LATE_LEVELS`], the latest deadline `T` such that the
+/// node's hard parts due at or after `T` need at least `l` of it at every
+/// instant of its bound's window `[t0, t1)` (`-inf` when they never do):
+/// a part's required share `q = rem / rd` as the index carries its
+/// progress forward (at the share of its last report, or standing still
+/// before it) is monotone on either side of the report's instant and can
+/// only rise before it, so its least over the window is at one of the
+/// window's ends; a part counts with that least if it is at least
+/// `LATE_MIN_SHARE` (LibraSLA's lateness certificate's own threshold).
+/// Each `T` is an `f32` rounded down. So at a decision inside the window,
+/// the hard parts due at or after `T` need at least `l`: LibraSLA reads it
+/// as the load `c` its certificate counts for a job due by `T`.
+fn late_deadlines(
+    fns: &[PartFn],
+    t0: Time,
+    t1: Time,
+    parts: &mut Vec<(f64, f64)>,
+) -> [f32; LATE_LEVELS.len()] {
+    parts.clear();
+    for f in fns {
+        if f.hard {
+            let q = f.required(t0).min(f.required(t1));
+            if q >= LATE_MIN_SHARE {
+                parts.push((f.deadline, q));
+            }
+        }
+    }
+    // Latest deadline first: a prefix is every part due at or after its
+    // last one.
+    parts.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = [f32::NEG_INFINITY; LATE_LEVELS.len()];
+    let mut sum = 0.0;
+    let mut level = 0;
+    for &(deadline, q) in parts.iter() {
+        sum += q;
+        while level < LATE_LEVELS.len() && sum * (1.0 - LATE_SUM_ROOM) >= LATE_LEVELS[level] {
+            let mut t = deadline as f32;
+            if f64::from(t) > deadline {
+                t = t.next_down();
+            }
+            out[level] = t;
+            level += 1;
+        }
+    }
+    out
 }
 
 impl Returns {
@@ -57,6 +125,19 @@ impl Returns {
             self.of[k] = (sum, key);
             self.order.insert((order_key(key), k));
         }
+    }
+
+    /// Keeps node `k`'s [`late_deadlines`] from its parts' record `fns`
+    /// over its bound's window `[t0, t1)`.
+    pub(super) fn file_late(&mut self, k: usize, fns: &[PartFn], t0: Time, t1: Time) {
+        if !self.on {
+            return;
+        }
+        if k >= self.late.len() {
+            self.late
+                .resize(k + 1, [f32::NEG_INFINITY; LATE_LEVELS.len()]);
+        }
+        self.late[k] = late_deadlines(fns, t0, t1, &mut self.parts);
     }
 
     /// Takes node `k` out of the order.
@@ -90,8 +171,17 @@ impl BusyIndex {
         };
         if on {
             self.returns.of.resize(view.len(), (f64::NAN, f64::NAN));
+            let latest = self.bounds.latest;
             for k in self.busy.iter() {
                 self.returns.note(k, &view[k]);
+                // A node bounded already: its late deadlines from its
+                // record, from the latest bounding (no decision is before
+                // it) to the end of its bound's window.
+                if let Some(&(_, until, Filed::Ordered | Filed::Wide)) = self.bounds.of.get(k) {
+                    let (start, count) = self.bounds.fn_at[k];
+                    let fns = &self.bounds.fns[start as usize..(start + count) as usize];
+                    self.returns.file_late(k, fns, latest, until);
+                }
             }
         }
     }
@@ -111,6 +201,17 @@ impl BusyIndex {
             let (sum, key) = self.returns.of[k];
             (key, k, sum)
         })
+    }
+
+    /// Node `k`'s latest deadline `T` such that its hard parts due at or
+    /// after `T` need at least `LATE_LEVELS[level]` of it from its last
+    /// bounding on (`-inf`: none known; see `late_deadlines`). Up to date
+    /// for every busy node while the bounds are ([`Self::bounded`]).
+    pub fn late_deadline(&self, k: usize, level: usize) -> f64 {
+        self.returns
+            .late
+            .get(k)
+            .map_or(f64::NEG_INFINITY, |l| f64::from(l[level]))
     }
 
     /// How many nodes the order holds (every busy node while it is kept).
@@ -141,6 +242,60 @@ mod tests {
 
     fn order(ix: &BusyIndex) -> Vec<(f64, usize)> {
         ix.by_return_desc().map(|(key, k, _)| (key, k)).collect()
+    }
+
+    #[test]
+    fn late_deadlines_count_each_hard_part_at_its_least_over_the_window() {
+        // Window [0, 10). A hard, 34 of 60 left by 100, standing still: q
+        // 0.34 at 0, 34 / 90 at 10 (least 0.34). B hard, 46 by 200: 0.23
+        // at 0. C soft, q 0.5: not counted. D hard, 132 by 300, carried
+        // forward at 0.5 from 0: 0.44 at 0, 127 / 290 = 0.43793 at 10
+        // (least). E hard, q 5e-4: below LATE_MIN_SHARE. G hard, 5 by 8:
+        // due inside the window (0 at 10): not counted. Latest first: D
+        // 0.43793 (levels to 0.4 at 300), B 0.66793 (0.45 to 0.65 at 200),
+        // A 1.00793 (0.7 to 1.0 at 100); 1.25 is never reached (it would
+        // be, at 8, if G counted). A sum exactly at a level does not reach
+        // it: it is taken with 1e-9 of room.
+        let f = |est: f64, done: f64, deadline: f64, hard: bool| PartFn {
+            est_cpu: est,
+            cpu_done: done,
+            share: 0.0,
+            at: f64::NAN,
+            deadline,
+            hard,
+        };
+        let fns = [
+            f(60.0, 26.0, 100.0, true),
+            f(46.0, 0.0, 200.0, true),
+            f(50.0, 0.0, 100.0, false),
+            PartFn {
+                share: 0.5,
+                at: 0.0,
+                ..f(132.0, 0.0, 300.0, true)
+            },
+            f(0.05, 0.0, 100.0, true),
+            f(5.0, 0.0, 8.0, true),
+        ];
+        let t = late_deadlines(&fns, 0.0, 10.0, &mut Vec::new());
+        let level = |l: f64| t[LATE_LEVELS.iter().position(|&x| x == l).unwrap()];
+        assert_eq!(level(0.05), 300.0);
+        assert_eq!(level(0.4), 300.0);
+        assert_eq!(level(0.45), 200.0);
+        assert_eq!(level(0.65), 200.0);
+        assert_eq!(level(0.7), 100.0);
+        assert_eq!(level(1.0), 100.0);
+        assert_eq!(level(1.25), f32::NEG_INFINITY);
+        // Taken at 0 alone (a window of no length), D counts 0.44 and so
+        // reaches 0.4 but, with B, 0.67 reaches 0.65 at 200 all the same;
+        // and G counts: 1.635 reaches 1.5 at 8.
+        let t = late_deadlines(&fns, 0.0, 0.0, &mut Vec::new());
+        let level = |l: f64| t[LATE_LEVELS.iter().position(|&x| x == l).unwrap()];
+        assert_eq!(level(1.5), 8.0);
+        // A deadline no f32 holds is rounded down: the f32s next to
+        // 100.000006 are 100 and 100.0000076 (the nearest, above it).
+        let odd = [f(50.0, 0.0, 100.000_006, true)];
+        let t = late_deadlines(&odd, 0.0, 10.0, &mut Vec::new());
+        assert_eq!(t[0], 100.0);
     }
 
     #[test]

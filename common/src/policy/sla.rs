@@ -18,7 +18,7 @@ use super::steps::{
     top_k, Better, TopKeys, SHARE_SUM_EPS,
 };
 use super::{Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, RejectReason};
-use crate::busy_index::{BusyIndex, PartFn};
+use crate::busy_index::{BusyIndex, PartFn, LATE_LEVELS, LATE_MIN_SHARE};
 use crate::job::{DeadlineType, JobSpec};
 use crate::node_model::{
     delay_past, project_finishes_with, NodeState, PartValue, PartView, Projection,
@@ -75,12 +75,6 @@ const BOUND_ROOM: f64 = 1e-12;
 #[cfg(debug_assertions)]
 const DEBUG_CHECK_UP_TO: usize = 4096;
 
-/// The lateness certificate ([`LateCheck::late_for_certain`]) counts a node's part
-/// only if its required share is at least this: such a part, getting no
-/// more than its share, keeps more than [`TIME_EPS`] of work (and so stays
-/// on-track) until [`LATE_WINDOW`] before its deadline.
-const LATE_MIN_SHARE: f64 = 1e-3;
-
 /// How long before the new part's deadline the certificate's argument may
 /// stop holding (`TIME_EPS / LATE_MIN_SHARE`): in that window a counted
 /// part may snap to overdue and the new part get up to the whole node.
@@ -110,6 +104,8 @@ thread_local! {
     static INDEX_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes the walk by return settled from the lateness certificate.
     pub static LATE_CERTAIN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes the walk by return settled from the index's late deadlines.
+    pub static LATE_SUMMARY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Counts one shortcut taken in `counter` (test builds; out of the
@@ -673,6 +669,7 @@ impl LibraSla {
         late.clear();
         let mut walk = index.by_return_desc();
         let mut stop = None;
+        let level = self.late_level(now, job, &new);
         for (key, k, sum) in walk.by_ref() {
             if let Some(kth) = best.kth() {
                 let bound = key + ret_new;
@@ -682,6 +679,16 @@ impl LibraSla {
                     stop = Some((kth, k));
                     break;
                 }
+            }
+            if level.is_some_and(|l| index.late_deadline(k, l) >= new.deadline) {
+                // Its hard parts due with the job or after it need at
+                // least the level's share: certain to be late there.
+                #[cfg(test)]
+                count_shortcut(&LATE_SUMMARY);
+                #[cfg(debug_assertions)]
+                self.debug_check_late(now, nodes, index, k, job);
+                late.push(k);
+                continue;
             }
             match self.classify_indexed(now, nodes, index, k, sum, job, &new) {
                 Some(Ok(ret)) => {
@@ -788,21 +795,55 @@ impl LibraSla {
                 #[cfg(test)]
                 count_shortcut(&LATE_CERTAIN);
                 #[cfg(debug_assertions)]
-                {
-                    let mut node = nodes[k].clone();
-                    for (p, f) in node.parts.iter_mut().zip(fns) {
-                        p.cpu_done = f.cpu_done_at(now);
-                    }
-                    let r = self.node_return(now, &node, job);
-                    debug_assert!(
-                        r.new_delay > 0.0,
-                        "node {k}: certified late at {now}, the projection says {r:?}"
-                    );
-                }
+                self.debug_check_late(now, nodes, index, k, job);
                 return None;
             }
         }
         Some(self.exact_classify(now, nodes, index, k, job, hard))
+    }
+
+    /// Debug builds: checks a node settled as late against its projection
+    /// brought to `now`.
+    #[cfg(debug_assertions)]
+    fn debug_check_late(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        k: usize,
+        job: &JobSpec,
+    ) {
+        let mut node = nodes[k].clone();
+        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
+            p.cpu_done = f.cpu_done_at(now);
+        }
+        let r = self.node_return(now, &node, job);
+        debug_assert!(
+            r.new_delay > 0.0,
+            "node {k}: settled as late at {now}, the projection says {r:?}"
+        );
+    }
+
+    /// The least of [`LATE_LEVELS`] at which a node is certain to make
+    /// hard part `new` late, placed at `now`, when its hard parts due with
+    /// it or after it need at least that much of it
+    /// ([`BusyIndex::late_deadline`]): the last stretch of
+    /// [`LateCheck::late_for_certain`] with `c` the level. Also above the
+    /// level less the job's share by the shortcut's reckoning (`est / D`,
+    /// with room), so that no node the shortcut takes (load plus that
+    /// share within `1 + 1e-9`) is settled so. `None` for a soft job or
+    /// when no level does.
+    fn late_level(&self, now: Time, job: &JobSpec, new: &PartView) -> Option<usize> {
+        let b = new.share_input(now);
+        let x0 = b.required();
+        if !new.hard || x0 <= 0.0 || b.rd <= LATE_WINDOW {
+            return None;
+        }
+        let need = LATE_WINDOW + LATE_ABS_ROOM + LATE_REL_ROOM * new.deadline.abs();
+        let share = new.est_cpu / job.qos.deadline;
+        LATE_LEVELS
+            .iter()
+            .position(|&l| l + share > 1.0 + 1e-6 && work_left_bound(b.rem, x0, l) > need)
     }
 
     /// [`Self::classify`] on bounded busy node `k` brought to `now` from
@@ -1120,6 +1161,50 @@ mod tests {
             "{}",
             r.detail
         );
+    }
+
+    #[test]
+    fn a_node_whose_late_load_fills_it_is_settled_from_the_index() {
+        // n0 holds L (hard, RE 180, D 300: q 0.6), n1 is idle. The index
+        // keeps, for every level below 0.6 (a level is reached with 1e-9
+        // of room), 300 as the latest deadline such that n0's hard parts
+        // due then or later need that much.
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 180.0, 300.0, 6e4, 1.0));
+        let ix = indexed(&n);
+        let at = |l: f64| LATE_LEVELS.iter().position(|&x| x == l).unwrap();
+        assert_eq!(ix.late_deadline(0, at(0.55)), 300.0);
+        assert_eq!(ix.late_deadline(0, at(0.6)), f64::NEG_INFINITY);
+        assert_eq!(ix.late_deadline(1, at(0.05)), f64::NEG_INFINITY);
+        // New N: hard, RE 100, D 200, q 0.5. The least level above 1 - 0.5
+        // is 0.55: with c = 0.55 the last stretch leaves 100 x (0.5 /
+        // 0.05)^(-1 / 0.45) = 0.60 s, above the 2 ms needed. L is due
+        // after N, 300 >= 200: n0 is settled from the index.
+        let j = hard(1, 100.0, 200.0, 10.0, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
+        assert_eq!(p.late_level(0.0, &j, &new), Some(at(0.55)));
+        // The projection: N and L need 1.1, each gets q / 1.1 to 200: N
+        // has 100 - 90.909 = 9.091 left, L 180 - 109.091 = 70.909 (q
+        // 0.70909); then L keeps its q and the overdue N gets 0.29091: N
+        // ends 9.091 / 0.29091 = 31.25 s late.
+        let r = p.node_return(0.0, &n[0], &j);
+        assert!((r.new_delay - 31.25).abs() < 0.01, "{r:?}");
+        let settled = || LATE_SUMMARY.with(|c| c.get());
+        let before = settled();
+        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        assert_eq!(settled() - before, 1);
+        assert_eq!(d, p.decide(0.0, &n, &j));
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
+        // A soft job has no level (the rule does not protect it), nor a
+        // hard one whose share by the shortcut's reckoning could still
+        // fit beside the top level's load.
+        let s = soft(2, 100.0, 200.0, 10.0, 1.0);
+        let soft_new = n[0].new_valued_part(&s, LibraSla::value(&s, false));
+        assert_eq!(p.late_level(0.0, &s, &soft_new), None);
+        let tiny = hard(3, 1e-4, 200.0, 10.0, 1.0);
+        let tiny_new = n[0].new_valued_part(&tiny, LibraSla::value(&tiny, false));
+        assert_eq!(p.late_level(0.0, &tiny, &tiny_new), None);
     }
 
     fn new_value() -> PartValue {
