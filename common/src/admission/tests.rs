@@ -401,8 +401,9 @@ fn libra_sla_stops_its_walk_by_return_early() {
     // scan's while its walk by return leaves busy nodes out (each checked
     // against its projection in debug builds).
     use crate::policy::sla_late_certain as late;
+    use crate::policy::sla_late_summary as summary;
     use crate::policy::sla_return_left as left;
-    let (before, late_before) = (left(), late());
+    let (before, late_before, summary_before) = (left(), late(), summary());
     for seed in 0..16 {
         bounded_against_scan(seed, "libra-sla", &PolicyConfig::default());
     }
@@ -410,9 +411,15 @@ fn libra_sla_stops_its_walk_by_return_early() {
     assert!(skipped > 20, "{skipped} busy nodes left out");
     // And settles nodes where a hard job is certain to be late without
     // projecting them (each checked against its projection in debug
-    // builds), in accepted and rejected decisions alike.
+    // builds), in accepted and rejected decisions alike, by the
+    // certificate and from the index's late deadlines.
     let settled = late() - late_before;
     assert!(settled > 20, "{settled} busy nodes settled as late");
+    let from_index = summary() - summary_before;
+    assert!(
+        from_index > 20,
+        "{from_index} busy nodes settled from the index"
+    );
 }
 
 #[test]

@@ -574,6 +574,13 @@ pub(crate) fn sla_late_certain() -> u64 {
     sla::LATE_CERTAIN.with(|c| c.get())
 }
 
+/// How many busy nodes LibraSLA's walks by return settled from the
+/// index's late deadlines on this thread.
+#[cfg(test)]
+pub(crate) fn sla_late_summary() -> u64 {
+    sla::LATE_SUMMARY.with(|c| c.get())
+}
+
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::job::*;
