@@ -1207,6 +1207,26 @@ mod tests {
         assert_eq!(p.late_level(0.0, &tiny, &tiny_new), None);
     }
 
+    #[test]
+    fn a_soft_part_is_not_counted_against_a_hard_job() {
+        // n0 holds S: soft, RE 240, D 300 (q 0.8), its return 10 / (240 x
+        // 300) = 1.4e-4 below the new N's: hard, RE 100, D 200 (q 0.5),
+        // return 5e-4. Together they need 1.3: the rule protects N (hard,
+        // and the highest return), which keeps its 0.5 and ends on time;
+        // S gets the 0.5 left. Counting S would put c = 0.8 against x =
+        // 0.5 and "prove" N 100 x (0.5 / 0.3)^(1 / -0.2) = 7.8 s late.
+        let mut n = nodes(1);
+        place(&mut n[0], &soft(10, 240.0, 300.0, 10.0, 1.0));
+        let j = hard(1, 100.0, 200.0, 10.0, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        assert_eq!(p.node_return(0.0, &n[0], &j).new_delay, 0.0);
+        let ix = indexed(&n);
+        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
+        assert!(!LateCheck::default().late_for_certain(0.0, ix.part_fns(0), &new));
+        // Nor do the index's late deadlines count it.
+        assert_eq!(ix.late_deadline(0, 0), f64::NEG_INFINITY);
+    }
+
     fn new_value() -> PartValue {
         PartValue {
             ret: 0.005,
