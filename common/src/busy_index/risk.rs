@@ -732,6 +732,22 @@ impl BusyIndex {
         let (start, count) = self.bounds.fn_at[k];
         &self.bounds.fns[start as usize..(start + count) as usize]
     }
+
+    /// Bounded node `k`, whose view is `from`, into `node` as brought to
+    /// `now` from the index's record of its parts ([`PartFn::cpu_done_at`]:
+    /// bit for bit the refresh's dead reckoning), for an exact check.
+    pub fn carried_to(
+        &self,
+        k: usize,
+        now: Time,
+        from: &crate::node_model::NodeState,
+        node: &mut crate::node_model::NodeState,
+    ) {
+        node.clone_from(from);
+        for (p, f) in node.parts.iter_mut().zip(self.part_fns(k)) {
+            p.cpu_done = f.cpu_done_at(now);
+        }
+    }
 }
 
 #[cfg(test)]

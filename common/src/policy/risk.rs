@@ -376,10 +376,7 @@ impl LibraRisk {
         job: &JobSpec,
     ) -> bool {
         let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
-        node.clone_from(&nodes[k]);
-        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
-            p.cpu_done = f.cpu_done_at(now);
-        }
+        index.carried_to(k, now, &nodes[k], &mut node);
         let zero = self.zero_risk(now, &node, job);
         self.scratch = Some(node);
         zero

@@ -814,9 +814,7 @@ impl LibraSla {
         job: &JobSpec,
     ) {
         let mut node = nodes[k].clone();
-        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
-            p.cpu_done = f.cpu_done_at(now);
-        }
+        index.carried_to(k, now, &nodes[k], &mut node);
         let r = self.node_return(now, &node, job);
         debug_assert!(
             r.new_delay > 0.0,
@@ -859,10 +857,7 @@ impl LibraSla {
         hard: bool,
     ) -> Result<f64, bool> {
         let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
-        node.clone_from(&nodes[k]);
-        for (p, f) in node.parts.iter_mut().zip(index.part_fns(k)) {
-            p.cpu_done = f.cpu_done_at(now);
-        }
+        index.carried_to(k, now, &nodes[k], &mut node);
         let v = self.classify(now, &node, job, hard);
         self.scratch = Some(node);
         v
@@ -1049,29 +1044,23 @@ mod tests {
         // bound 0.02 + 0.02 = 0.04 is below 0.07: the walk stops there,
         // n2 left out. n1, as the plain scan.
         let before = left();
-        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        bounded_as_scan(&mut p, &n, &ix, &j);
         assert_eq!(left() - before, 1);
-        assert_eq!(d, p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
         // P = 3: the 3rd best is 0.02 (n1, n3, n4): n2's bound 0.04 is
         // above it, so n2 is walked (0.04) and nothing is left out: n1,
         // n2, then n3 (ties n4 at 0.02; the lower index).
         j.resources.processors = 3;
         let before = left();
-        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        bounded_as_scan(&mut p, &n, &ix, &j);
         assert_eq!(left() - before, 0);
-        assert_eq!(d, p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1, 2, 3]));
         // P = 5: four candidates; the walk went over every busy node, so
         // the rejection counts n0 as the scan does.
         j.resources.processors = 5;
-        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
-        assert_eq!(d, p.decide(0.0, &n, &j));
-        let Decision::Reject(r) = d else {
-            panic!("{d:?}")
-        };
+        let detail = rejection(bounded_as_scan(&mut p, &n, &ix, &j));
         assert_eq!(
-            r.detail,
+            detail,
             "needs 5 nodes whose return does not drop, 4 have it (1 would lose return)"
         );
         // Without the shortcut, or with a job that needs memory, the walk
@@ -1139,9 +1128,8 @@ mod tests {
         // The walk settles n0 from it and takes the idle n1, as the scan.
         let late = || LATE_CERTAIN.with(|c| c.get());
         let before = late();
-        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        bounded_as_scan(&mut p, &n, &ix, &j);
         assert_eq!(late() - before, 1);
-        assert_eq!(d, p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
         // P = 2: a rejection, whose counts tell apart why n0 is out, which
         // the certificate does not: its projection, asked again, has n0's
@@ -1150,16 +1138,10 @@ mod tests {
         // against n0's old return, every part on time).
         let mut j2 = j.clone();
         j2.resources.processors = 2;
-        let d = p.decide_bounded(0.0, &n, &ix, &j2).unwrap();
-        assert_eq!(d, p.decide(0.0, &n, &j2));
-        let Decision::Reject(r) = d else {
-            panic!("{d:?}")
-        };
+        let detail = rejection(bounded_as_scan(&mut p, &n, &ix, &j2));
         assert!(
-            r.detail
-                .ends_with("1 have it (1 would lose return, 0 would delay it)"),
-            "{}",
-            r.detail
+            detail.ends_with("1 have it (1 would lose return, 0 would delay it)"),
+            "{detail}"
         );
     }
 
@@ -1192,9 +1174,8 @@ mod tests {
         assert!((r.new_delay - 31.25).abs() < 0.01, "{r:?}");
         let settled = || LATE_SUMMARY.with(|c| c.get());
         let before = settled();
-        let d = p.decide_bounded(0.0, &n, &ix, &j).unwrap();
+        bounded_as_scan(&mut p, &n, &ix, &j);
         assert_eq!(settled() - before, 1);
-        assert_eq!(d, p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
         // A soft job has no level (the rule does not protect it), nor a
         // hard one whose share by the shortcut's reckoning could still
@@ -1217,14 +1198,25 @@ mod tests {
         // 0.5 and "prove" N 100 x (0.5 / 0.3)^(1 / -0.2) = 7.8 s late.
         let mut n = nodes(1);
         place(&mut n[0], &soft(10, 240.0, 300.0, 10.0, 1.0));
-        let j = hard(1, 100.0, 200.0, 10.0, 1.0);
-        let mut p = LibraSla::new(PolicyConfig::default());
-        assert_eq!(p.node_return(0.0, &n[0], &j).new_delay, 0.0);
-        let ix = indexed(&n);
-        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
-        assert!(!LateCheck::default().late_for_certain(0.0, ix.part_fns(0), &new));
+        let ix = on_time_and_not_settled(&n, &hard(1, 100.0, 200.0, 10.0, 1.0));
         // Nor do the index's late deadlines count it.
         assert_eq!(ix.late_deadline(0, 0), f64::NEG_INFINITY);
+    }
+
+    /// The walk by return's decision at 0, checked against the plain
+    /// scan's.
+    fn bounded_as_scan(p: &mut LibraSla, n: &[NodeState], ix: &BusyIndex, j: &JobSpec) -> Decision {
+        let d = p.decide_bounded(0.0, n, ix, j).unwrap();
+        assert_eq!(d, p.decide(0.0, n, j));
+        d
+    }
+
+    /// A rejection's detail.
+    fn rejection(d: Decision) -> String {
+        let Decision::Reject(r) = d else {
+            panic!("{d:?}")
+        };
+        r.detail
     }
 
     fn new_value() -> PartValue {
@@ -1247,12 +1239,19 @@ mod tests {
         let mut n = nodes(1);
         place(&mut n[0], &hard(10, 60.0, 100.0, 600.0, 1.0));
         place(&mut n[0], &hard(11, 60.0, 100.0, 600.0, 1.0));
-        let j = hard(1, 100.0, 10_000.0, 10.0, 1.0);
+        on_time_and_not_settled(&n, &hard(1, 100.0, 10_000.0, 10.0, 1.0));
+    }
+
+    /// Checks that `j` placed on node 0 of `n` at 0 ends on time in the
+    /// projection and that the certificate does not settle the node;
+    /// returns the index of `n`.
+    fn on_time_and_not_settled(n: &[NodeState], j: &JobSpec) -> BusyIndex {
         let mut p = LibraSla::new(PolicyConfig::default());
-        assert_eq!(p.node_return(0.0, &n[0], &j).new_delay, 0.0);
-        let ix = indexed(&n);
-        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
+        assert_eq!(p.node_return(0.0, &n[0], j).new_delay, 0.0);
+        let ix = indexed(n);
+        let new = n[0].new_valued_part(j, LibraSla::value(j, false));
         assert!(!LateCheck::default().late_for_certain(0.0, ix.part_fns(0), &new));
+        ix
     }
 
     #[test]
