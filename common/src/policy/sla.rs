@@ -1203,6 +1203,32 @@ mod tests {
         assert_eq!(ix.late_deadline(0, 0), f64::NEG_INFINITY);
     }
 
+    #[test]
+    fn a_node_the_shortcut_takes_is_never_settled_from_the_index() {
+        // N: hard, RE 60, D 200, submitted at -100 and decided at 0: 100 s
+        // left, so its required share is 0.6, while the shortcut reckons
+        // the share it was submitted with, 60 / 200 = 0.3. n0 holds L
+        // (hard, 130 by 200: q 0.65, standing still, so its late deadline
+        // is 200 at every level to 0.6). The shortcut takes n0: 0.65 + 0.3
+        // = 0.95 <= 1, on time, return 0.5 + N's. A level must be above 1 -
+        // 0.3: 0.75, which n0 does not meet, so the walk takes n0 as the
+        // scan does (without that guard, level 0.45 leaves N 60 x (0.6 /
+        // 0.05)^(-1 / 0.55) = 0.66 s at its deadline against c = 0.45, and
+        // n0 would be settled).
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 130.0, 200.0, 1.3e4, 1.0));
+        let ix = indexed(&n);
+        let at = |l: f64| LATE_LEVELS.iter().position(|&x| x == l).unwrap();
+        assert_eq!(ix.late_deadline(0, at(0.6)), 200.0);
+        let j = JobSpec::new(1, -100.0, 60.0, 1, 200.0, 10.0)
+            .with_deadline_type(DeadlineType::Hard, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
+        assert_eq!(p.late_level(0.0, &j, &new), Some(at(0.75)));
+        assert_eq!(bounded_as_scan(&mut p, &n, &ix, &j), p.decide(0.0, &n, &j));
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
+    }
+
     /// The walk by return's decision at 0, checked against the plain
     /// scan's.
     fn bounded_as_scan(p: &mut LibraSla, n: &[NodeState], ix: &BusyIndex, j: &JobSpec) -> Decision {
