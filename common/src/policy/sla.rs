@@ -1103,10 +1103,13 @@ mod tests {
     fn a_hard_job_certain_to_be_late_is_settled_without_a_projection() {
         // New N: hard, RE 100, D 200, q 0.5, on n0 (short_with). The
         // certificate: until A's deadline (less 1 ms) the counted parts
-        // need 0.5 + 0.6 + 0.4 = 1.5, so N keeps at least 100 x (100 /
-        // 200)^(1 / 1.5) = 62.996 of its work; then against L alone, x =
-        // 0.62996, c = 0.4: 62.996 x (0.62996 / 0.02996)^(-1 / 0.6) = 0.39
-        // s left at its deadline: late.
+        // need 0.5 + 0.6 + 0.4 = 1.5, so N gets at most q / 1.5. Its first
+        // pass (the power's harmonic-mean bound, L's share as at 0) keeps
+        // 100 x 0.6 = 60 of N's work: against L's 0.4, x + c = 1, no bound.
+        // The second keeps 100 x (100 / 200)^(1 / 1.5) = 62.996 and grows
+        // L's share to 0.4 x (300 / 200)^(1 / 3) = 0.4579; against L
+        // alone, x = 0.62996: 62.996 x (0.62996 / 0.08785)^(-1 / 0.5421) =
+        // 1.66 s left at its deadline, above the ~3 ms needed: late.
         // The projection: to 100 each part gets q / 1.5, N has 66.67 left
         // (q 0.6667), L 93.33 (q 0.4667) and A, overdue, 20 at the pool's
         // 0.05. N and L share 0.95 in proportion: N 0.5588, L 0.3912; at
@@ -1160,7 +1163,7 @@ mod tests {
         assert_eq!(ix.late_deadline(1, at(0.05)), f64::NEG_INFINITY);
         // New N: hard, RE 100, D 200, q 0.5. The least level above 1 - 0.5
         // is 0.55: with c = 0.55 the last stretch leaves 100 x (0.5 /
-        // 0.05)^(-1 / 0.45) = 0.60 s, above the 2 ms needed. L is due
+        // 0.05)^(-1 / 0.45) = 0.60 s, above the ~3 ms needed. L is due
         // after N, 300 >= 200: n0 is settled from the index.
         let j = hard(1, 100.0, 200.0, 10.0, 1.0);
         let mut p = LibraSla::new(PolicyConfig::default());
@@ -1178,8 +1181,9 @@ mod tests {
         assert_eq!(settled() - before, 1);
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
         // A soft job has no level (the rule does not protect it), nor a
-        // hard one whose share by the shortcut's reckoning could still
-        // fit beside the top level's load.
+        // hard one too short to be late by the ~3 ms needed (RE 1e-4: no
+        // level's bound exceeds its work). The level's guard against the
+        // shortcut has its own test below.
         let s = soft(2, 100.0, 200.0, 10.0, 1.0);
         let soft_new = n[0].new_valued_part(&s, LibraSla::value(&s, false));
         assert_eq!(p.late_level(0.0, &s, &soft_new), None);
@@ -1213,7 +1217,7 @@ mod tests {
         // = 0.95 <= 1, on time, return 0.5 + N's. A level must be above 1 -
         // 0.3: 0.75, which n0 does not meet, so the walk takes n0 as the
         // scan does (without that guard, level 0.45 leaves N 60 x (0.6 /
-        // 0.05)^(-1 / 0.55) = 0.66 s at its deadline against c = 0.45, and
+        // 0.05)^(-1 / 0.55) = 0.65 s at its deadline against c = 0.45, and
         // n0 would be settled).
         let mut n = nodes(2);
         place(&mut n[0], &hard(10, 130.0, 200.0, 1.3e4, 1.0));
