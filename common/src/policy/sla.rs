@@ -1530,6 +1530,30 @@ mod tests {
     /// return is 0.2 + 0.02 = 0.22, above 0.07, and the check panics. With
     /// the check run only on clusters above its size limit (`<=` made
     /// `>`), these 3 busy nodes are not checked and the walk chooses n1.
+    /// Debug builds check every node settled as late against its
+    /// projection: an index filed when n0's L (RE 180, D 300, q 0.6) was
+    /// hard keeps 300 as its late deadline to level 0.55, which settles n0
+    /// for N (hard, RE 100, D 200, q 0.5: `a_node_whose_late_load_fills_it_is_settled_from_the_index`).
+    /// The node as it is holds L soft (the same work, deadline and return,
+    /// 1 / 180 / 300 = 1.9e-5, below N's 5e-4): the rule protects N (hard,
+    /// and the highest return) and not L, so N keeps its 0.5 and ends on
+    /// time, and the check panics. Without the check the walk settles n0
+    /// and takes n1.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "node 0: settled as late at 0")]
+    fn a_node_settled_late_on_a_stale_record_fails_the_debug_check() {
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 180.0, 300.0, 1.0, 1.0));
+        let ix = indexed(&n);
+        n[0].parts[0].hard = false;
+        let j = hard(1, 100.0, 200.0, 10.0, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        assert_eq!(p.node_return(0.0, &n[0], &j).new_delay, 0.0);
+        let d = p.decide_bounded(0.0, &n, &ix, &j);
+        unreachable!("the check let n0 be settled as late: {d:?}");
+    }
+
     #[cfg(debug_assertions)]
     #[test]
     #[should_panic(expected = "node 2: left out of the walk by return at 0")]
