@@ -654,9 +654,9 @@ impl LibraSla {
         // are at least P of them: the resource filter passes.
         let hard = job.qos.deadline_type == DeadlineType::Hard;
         let p = job.processors();
-        let ret_new = LibraSla::value(job, self.cfg.sla_return_per_part).ret;
         // The job's part, the same on every node (one speed).
         let new = nodes[0].new_valued_part(job, self.part_value(job));
+        let ret_new = new.ret;
         let (mut lower, mut delayed) = self.classify_idle(now, nodes, index, job, hard);
         self.cands.clear();
         self.cands.extend_from_slice(&self.idle);
@@ -1122,7 +1122,7 @@ mod tests {
         let r = p.node_return(0.0, &n[0], &j);
         assert!((r.new_delay - 47.11).abs() < 0.01, "{r:?}");
         let ix = indexed(&n);
-        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
+        let new = part_on(&n[0], &j);
         let mut check = LateCheck::default();
         assert!(check.late_for_certain(0.0, ix.part_fns(0), &new));
         // A soft job is never settled so (the rule does not protect it).
@@ -1157,18 +1157,17 @@ mod tests {
         let mut n = nodes(2);
         place(&mut n[0], &hard(10, 180.0, 300.0, 6e4, 1.0));
         let ix = indexed(&n);
-        let at = |l: f64| LATE_LEVELS.iter().position(|&x| x == l).unwrap();
-        assert_eq!(ix.late_deadline(0, at(0.55)), 300.0);
-        assert_eq!(ix.late_deadline(0, at(0.6)), f64::NEG_INFINITY);
-        assert_eq!(ix.late_deadline(1, at(0.05)), f64::NEG_INFINITY);
+        assert_eq!(ix.late_deadline(0, level(0.55)), 300.0);
+        assert_eq!(ix.late_deadline(0, level(0.6)), f64::NEG_INFINITY);
+        assert_eq!(ix.late_deadline(1, level(0.05)), f64::NEG_INFINITY);
         // New N: hard, RE 100, D 200, q 0.5. The least level above 1 - 0.5
         // is 0.55: with c = 0.55 the last stretch leaves 100 x (0.5 /
         // 0.05)^(-1 / 0.45) = 0.60 s, above the ~3 ms needed. L is due
         // after N, 300 >= 200: n0 is settled from the index.
         let j = hard(1, 100.0, 200.0, 10.0, 1.0);
         let mut p = LibraSla::new(PolicyConfig::default());
-        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
-        assert_eq!(p.late_level(0.0, &j, &new), Some(at(0.55)));
+        let new = part_on(&n[0], &j);
+        assert_eq!(p.late_level(0.0, &j, &new), Some(level(0.55)));
         // The projection: N and L need 1.1, each gets q / 1.1 to 200: N
         // has 100 - 90.909 = 9.091 left, L 180 - 109.091 = 70.909 (q
         // 0.70909); then L keeps its q and the overdue N gets 0.29091: N
@@ -1185,10 +1184,10 @@ mod tests {
         // level's bound exceeds its work). The level's guard against the
         // shortcut has its own test below.
         let s = soft(2, 100.0, 200.0, 10.0, 1.0);
-        let soft_new = n[0].new_valued_part(&s, LibraSla::value(&s, false));
+        let soft_new = part_on(&n[0], &s);
         assert_eq!(p.late_level(0.0, &s, &soft_new), None);
         let tiny = hard(3, 1e-4, 200.0, 10.0, 1.0);
-        let tiny_new = n[0].new_valued_part(&tiny, LibraSla::value(&tiny, false));
+        let tiny_new = part_on(&n[0], &tiny);
         assert_eq!(p.late_level(0.0, &tiny, &tiny_new), None);
     }
 
@@ -1222,15 +1221,25 @@ mod tests {
         let mut n = nodes(2);
         place(&mut n[0], &hard(10, 130.0, 200.0, 1.3e4, 1.0));
         let ix = indexed(&n);
-        let at = |l: f64| LATE_LEVELS.iter().position(|&x| x == l).unwrap();
-        assert_eq!(ix.late_deadline(0, at(0.6)), 200.0);
+        assert_eq!(ix.late_deadline(0, level(0.6)), 200.0);
         let j = JobSpec::new(1, -100.0, 60.0, 1, 200.0, 10.0)
             .with_deadline_type(DeadlineType::Hard, 1.0);
         let mut p = LibraSla::new(PolicyConfig::default());
-        let new = n[0].new_valued_part(&j, LibraSla::value(&j, false));
-        assert_eq!(p.late_level(0.0, &j, &new), Some(at(0.75)));
+        let new = part_on(&n[0], &j);
+        assert_eq!(p.late_level(0.0, &j, &new), Some(level(0.75)));
         assert_eq!(bounded_as_scan(&mut p, &n, &ix, &j), p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
+    }
+
+    /// `j`'s part on `node`, valued as LibraSLA values it (whole-job
+    /// returns).
+    fn part_on(node: &NodeState, j: &JobSpec) -> PartView {
+        node.new_valued_part(j, LibraSla::value(j, false))
+    }
+
+    /// Where level `l` is in [`LATE_LEVELS`].
+    fn level(l: f64) -> usize {
+        LATE_LEVELS.iter().position(|&x| x == l).unwrap()
     }
 
     /// The walk by return's decision at 0, checked against the plain
@@ -1279,7 +1288,7 @@ mod tests {
         let mut p = LibraSla::new(PolicyConfig::default());
         assert_eq!(p.node_return(0.0, &n[0], j).new_delay, 0.0);
         let ix = indexed(n);
-        let new = n[0].new_valued_part(j, LibraSla::value(j, false));
+        let new = part_on(&n[0], j);
         assert!(!LateCheck::default().late_for_certain(0.0, ix.part_fns(0), &new));
         ix
     }
