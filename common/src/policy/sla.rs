@@ -282,14 +282,14 @@ impl LateCheck {
     ///    node, and its `q` only grows while shares stand still between
     ///    events, so its work left is at least the solution of `R' = -R /
     ///    (rd Q)`: `rem (rd_end / rd_start)^(1 / Q)` at the phase's end (a
-    ///    supersolution of a Lipschitz equation against its solution; the
-    ///    first pass takes a cheaper lower bound of the power,
-    ///    [`at_least_power`]). Once the work left exceeds the time left
-    ///    (step 4's room included), it is late whatever comes next.
-    ///    Each counted part's `q` is at least its `q` at `now`; or, by the
-    ///    same argument on its own work left, `q (rd_start /
-    ///    rd_end)^(1 - 1 / Q)` at the phase's end, which a second pass
-    ///    takes when the first does not settle the node.
+    ///    supersolution of a Lipschitz equation against its solution).
+    ///    Once the work left exceeds the time left (step 4's room
+    ///    included), it is late whatever comes next. Each other counted
+    ///    part's `q` is, by the same argument on its own work left, at
+    ///    least `q (rd_start / rd_end)^(1 - 1 / Q)` at the phase's end. A
+    ///    first pass takes each power at a cheaper lower bound,
+    ///    [`at_least_power`]; a second, when the first does not settle the
+    ///    node, the powers themselves.
     /// 3. **The last stretch.** With `x` the new part's `q` and `c` the
     ///    counted parts due with it or after it, while `x + c > 1` its share
     ///    is at most `g(x) = x / (x + c)`, and its work left at its deadline
@@ -305,22 +305,21 @@ impl LateCheck {
         if !new.hard || b.required() <= 0.0 {
             return false;
         }
-        // Taking the others' shares as they are at `now` (they only grow)
-        // and the power's harmonic-mean bound settles most nodes at a
-        // division a phase; the powers themselves and the others' growth
-        // (a `powf` a part and phase) most of the rest.
+        // The powers' harmonic-mean bounds settle most nodes at a division
+        // a part and phase; the powers themselves (a `powf` each) most of
+        // the rest.
         self.late_bound(now, fns, new, &b, false) || self.late_bound(now, fns, new, &b, true)
     }
 
-    /// [`Self::late_for_certain`] for `b`, `new`'s share input, the
-    /// counted parts' shares grown through the phases or not.
+    /// [`Self::late_for_certain`] for `b`, `new`'s share input, with the
+    /// powers taken `exact` or at their lower bound [`at_least_power`].
     fn late_bound(
         &mut self,
         now: Time,
         fns: &[PartFn],
         new: &PartView,
         b: &ShareInput,
-        grow_others: bool,
+        exact: bool,
     ) -> bool {
         // Times are offsets from `now`; each time to a deadline is taken
         // an upper bound (or a lower one, where that is the safe side),
@@ -377,8 +376,7 @@ impl LateCheck {
             // next > tau: every early part left is further than
             // LATE_WINDOW from its deadline at tau.
             let ratio = rd_lo(d_b, next) / rd_hi(d_b, tau);
-            rem_b *=
-                at_least_power(ratio.max(0.0), 1.0 / q_lo, grow_others) * (1.0 - LATE_REL_ROOM);
+            rem_b *= at_least_power(ratio.max(0.0), 1.0 / q_lo, exact) * (1.0 - LATE_REL_ROOM);
             if rem_b - rd_hi(d_b, next) > need {
                 // More work left than time: late whatever comes next.
                 return true;
@@ -386,17 +384,14 @@ impl LateCheck {
             while first < self.early.len() && self.early[first].d - LATE_WINDOW <= next {
                 first += 1;
             }
-            if grow_others {
-                // The others' shares grow as their work left shrinks at
-                // most as fast: q (rd_start / rd_end)^(1 - 1 / Q) at the
-                // end.
-                let grow = 1.0 - 1.0 / q_lo;
-                for c in self.early[first..].iter_mut().chain(&mut self.long) {
-                    let ratio = rd_lo(c.d, tau) / rd_hi(c.d, next);
-                    c.q *= ratio.max(1.0).powf(grow) * (1.0 - LATE_REL_ROOM);
-                }
-                q_long = sum(&self.long);
+            // The others' shares grow as their work left shrinks at most
+            // as fast: q (rd_start / rd_end)^(1 - 1 / Q) at the end.
+            let grow = 1.0 - 1.0 / q_lo;
+            for c in self.early[first..].iter_mut().chain(&mut self.long) {
+                let ratio = rd_lo(c.d, tau) / rd_hi(c.d, next);
+                c.q *= at_least_power(ratio.max(1.0), grow, exact) * (1.0 - LATE_REL_ROOM);
             }
+            q_long = sum(&self.long);
             tau = next;
         }
         let rd_b = rd_hi(d_b, tau);
@@ -405,10 +400,10 @@ impl LateCheck {
     }
 }
 
-/// A lower bound on `r^a` for `r` in `[0, 1]` and `a` in `(0, 1]`: the
-/// power itself (`exact`), or, at a division rather than a `powf`, the
-/// weighted harmonic mean of `r` and 1 (weights `a`, `1 - a`), which is
-/// at most their geometric mean `r^a`.
+/// A lower bound on `r^a` for `r >= 0` and `a` in `[0, 1]`: the power
+/// itself (`exact`), or, at a division rather than a `powf`, the weighted
+/// harmonic mean of `r` and 1 (weights `a`, `1 - a`), which is at most
+/// their geometric mean `r^a`.
 fn at_least_power(r: f64, a: f64, exact: bool) -> f64 {
     if exact {
         r.powf(a)
@@ -1104,12 +1099,13 @@ mod tests {
         // New N: hard, RE 100, D 200, q 0.5, on n0 (short_with). The
         // certificate: until A's deadline (less 1 ms) the counted parts
         // need 0.5 + 0.6 + 0.4 = 1.5, so N gets at most q / 1.5. Its first
-        // pass (the power's harmonic-mean bound, L's share as at 0) keeps
-        // 100 x 0.6 = 60 of N's work: against L's 0.4, x + c = 1, no bound.
-        // The second keeps 100 x (100 / 200)^(1 / 1.5) = 62.996 and grows
-        // L's share to 0.4 x (300 / 200)^(1 / 3) = 0.4579; against L
-        // alone, x = 0.62996: 62.996 x (0.62996 / 0.08785)^(-1 / 0.5421) =
-        // 1.66 s left at its deadline, above the ~3 ms needed: late.
+        // pass (the powers' harmonic-mean bounds) keeps 100 x 0.5 / (2/3 +
+        // 1/3 x 0.5) = 60 of N's work and grows L's share to 0.4 x 1.5 /
+        // (1/3 + 2/3 x 1.5) = 0.45; against L alone, x = 0.6: 60 x (0.6 /
+        // 0.05)^(-1 / 0.55) = 0.655 s left at its deadline, above the ~3
+        // ms needed: late. (The second, exact, pass keeps 100 x (100 /
+        // 200)^(1 / 1.5) = 62.996 and grows L's to 0.4 x 1.5^(1 / 3) =
+        // 0.4579: 62.996 x (0.62996 / 0.08785)^(-1 / 0.5421) = 1.66 s.)
         // The projection: to 100 each part gets q / 1.5, N has 66.67 left
         // (q 0.6667), L 93.33 (q 0.4667) and A, overdue, 20 at the pool's
         // 0.05. N and L share 0.95 in proportion: N 0.5588, L 0.3912; at
@@ -1125,6 +1121,8 @@ mod tests {
         let new = part_on(&n[0], &j);
         let mut check = LateCheck::default();
         assert!(check.late_for_certain(0.0, ix.part_fns(0), &new));
+        let b = new.share_input(0.0);
+        assert!(check.late_bound(0.0, ix.part_fns(0), &new, &b, false));
         // A soft job is never settled so (the rule does not protect it).
         let soft_new = n[0].new_valued_part(&soft(2, 100.0, 200.0, 10.0, 1.0), new_value());
         assert!(!check.late_for_certain(0.0, ix.part_fns(0), &soft_new));
@@ -1146,6 +1144,32 @@ mod tests {
             detail.ends_with("1 have it (1 would lose return, 0 would delay it)"),
             "{detail}"
         );
+    }
+
+    #[test]
+    fn the_exact_pass_settles_what_the_harmonic_bounds_leave() {
+        // As above with L lighter (RE 105, D 300: q 0.35). Until A's
+        // deadline the counted parts need 0.5 + 0.6 + 0.35 = 1.45. The
+        // first pass keeps r / (a + (1 - a) r) with r = 0.5, a = 1 / 1.45:
+        // x = 0.59184 of N, and grows L's share by 1.5 / (g + (1 - g) 1.5),
+        // g = 1 - 1 / 1.45, to 0.39038: x + c = 0.98 <= 1, no bound. The
+        // exact pass: x = 0.5^(1 / 1.45) = 0.62000, c = 0.35 x 1.5^g =
+        // 0.39693, x + c = 1.01693: 62.0 x (0.62 / 0.01693)^(-1 / 0.60307)
+        // = 0.158 s left at N's deadline, above the ~3 ms: late.
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 60.0, 100.0, 6e4, 1.0));
+        place(&mut n[0], &hard(11, 105.0, 300.0, 6e4, 1.0));
+        let j = hard(1, 100.0, 200.0, 10.0, 1.0);
+        let ix = indexed(&n);
+        let new = part_on(&n[0], &j);
+        let b = new.share_input(0.0);
+        let mut check = LateCheck::default();
+        assert!(!check.late_bound(0.0, ix.part_fns(0), &new, &b, false));
+        assert!(check.late_bound(0.0, ix.part_fns(0), &new, &b, true));
+        assert!(check.late_for_certain(0.0, ix.part_fns(0), &new));
+        let mut p = LibraSla::new(PolicyConfig::default());
+        assert!(p.node_return(0.0, &n[0], &j).new_delay > 0.0);
+        bounded_as_scan(&mut p, &n, &ix, &j);
     }
 
     #[test]
