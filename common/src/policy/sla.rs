@@ -183,6 +183,21 @@ impl LibraSla {
     /// Algorithm 2 for one node: its return without and with one part of
     /// `job`, and the job's delay there.
     pub fn node_return(&mut self, now: Time, node: &NodeState, job: &JobSpec) -> NodeReturn {
+        self.node_return_unless_late(now, node, job, false)
+            .expect("goes on when late")
+    }
+
+    /// [`Self::node_return`], or `None` when `stop_if_late` and the job's
+    /// part would be late on the node (`new_delay > 0`): such a node is no
+    /// candidate of a hard job whatever its returns, so its projection
+    /// without the job is spared.
+    fn node_return_unless_late(
+        &mut self,
+        now: Time,
+        node: &NodeState,
+        job: &JobSpec,
+        stop_if_late: bool,
+    ) -> Option<NodeReturn> {
         let new = node.new_valued_part(job, LibraSla::value(job, self.cfg.sla_return_per_part));
         let no_deadline_passed = node.parts.iter().all(|p| p.deadline - now > TIME_EPS);
         let q_old = node.required_share(now);
@@ -194,11 +209,16 @@ impl LibraSla {
             #[cfg(test)]
             count_shortcut(&NEW_SHORTCUTS);
             let old: f64 = node.parts.iter().map(|p| p.ret).sum();
-            return NodeReturn {
+            return Some(NodeReturn {
                 old,
                 new: old + new.ret,
                 new_delay: 0.0,
-            };
+            });
+        }
+        // The two projections are independent: the one with the job first.
+        let (new_ret, new_delay) = self.projected(now, node, Some(&new));
+        if stop_if_late && new_delay > 0.0 {
+            return None;
         }
         let old = if self.cfg.risk_shortcut && no_deadline_passed && q_old <= 1.0 + SHARE_SUM_EPS {
             #[cfg(test)]
@@ -207,12 +227,11 @@ impl LibraSla {
         } else {
             self.projected(now, node, None).0
         };
-        let (new_ret, new_delay) = self.projected(now, node, Some(&new));
-        NodeReturn {
+        Some(NodeReturn {
             old,
             new: new_ret,
             new_delay,
-        }
+        })
     }
 }
 
@@ -351,8 +370,11 @@ impl LateCheck {
             }
         }
         let sum = |cs: &[Counted]| cs.iter().map(|c| c.q).sum::<f64>();
+        // The counted shares of the early parts still counted, and of the
+        // long ones.
+        let mut q_early = sum(&self.early);
         let mut q_long = sum(&self.long);
-        let short = (b.required() + q_long + sum(&self.early)) * (1.0 - LATE_REL_ROOM) > 1.0;
+        let short = (b.required() + q_long + q_early) * (1.0 - LATE_REL_ROOM) > 1.0;
         if !short {
             // Never short: no phase, and the last stretch's x + c <= 1.
             return false;
@@ -367,7 +389,7 @@ impl LateCheck {
             if next >= d_b - LATE_WINDOW {
                 break;
             }
-            let q_sum = rem_b / rd_hi(d_b, tau) + q_long + sum(&self.early[first..]);
+            let q_sum = rem_b / rd_hi(d_b, tau) + q_long + q_early;
             let q_lo = q_sum * (1.0 - LATE_REL_ROOM);
             let short = q_lo > 1.0;
             if !short {
@@ -387,11 +409,17 @@ impl LateCheck {
             // The others' shares grow as their work left shrinks at most
             // as fast: q (rd_start / rd_end)^(1 - 1 / Q) at the end.
             let grow = 1.0 - 1.0 / q_lo;
-            for c in self.early[first..].iter_mut().chain(&mut self.long) {
-                let ratio = rd_lo(c.d, tau) / rd_hi(c.d, next);
-                c.q *= at_least_power(ratio.max(1.0), grow, exact) * (1.0 - LATE_REL_ROOM);
-            }
-            q_long = sum(&self.long);
+            let grown = |cs: &mut [Counted]| {
+                let mut q = 0.0;
+                for c in cs {
+                    let ratio = rd_lo(c.d, tau) / rd_hi(c.d, next);
+                    c.q *= at_least_power(ratio.max(1.0), grow, exact) * (1.0 - LATE_REL_ROOM);
+                    q += c.q;
+                }
+                q
+            };
+            q_early = grown(&mut self.early[first..]);
+            q_long = grown(&mut self.long);
             tau = next;
         }
         let rd_b = rd_hi(d_b, tau);
@@ -793,6 +821,15 @@ impl LibraSla {
                 self.debug_check_late(now, nodes, index, k, job);
                 return None;
             }
+        }
+        if hard {
+            // Only a candidate's verdict is needed: a node where the job
+            // would be late is settled as by the certificate.
+            let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
+            index.carried_to(k, now, &nodes[k], &mut node);
+            let r = self.node_return_unless_late(now, &node, job, true);
+            self.scratch = Some(node);
+            return r.map(|r| verdict(r, hard));
         }
         Some(self.exact_classify(now, nodes, index, k, job, hard))
     }
