@@ -401,9 +401,11 @@ fn libra_sla_stops_its_walk_by_return_early() {
     // scan's while its walk by return leaves busy nodes out (each checked
     // against its projection in debug builds).
     use crate::policy::sla_late_certain as late;
+    use crate::policy::sla_late_projected as projected;
     use crate::policy::sla_late_summary as summary;
     use crate::policy::sla_return_left as left;
     let (before, late_before, summary_before) = (left(), late(), summary());
+    let projected_before = projected();
     for seed in 0..16 {
         bounded_against_scan(seed, "libra-sla", &PolicyConfig::default());
     }
@@ -419,6 +421,13 @@ fn libra_sla_stops_its_walk_by_return_early() {
     assert!(
         from_index > 20,
         "{from_index} busy nodes settled from the index"
+    );
+    // And the nodes neither settles where the job's projection has it
+    // late, without their projection without it.
+    let from_projection = projected() - projected_before;
+    assert!(
+        from_projection > 20,
+        "{from_projection} busy nodes settled from the job's projection"
     );
 }
 

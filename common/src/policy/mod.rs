@@ -581,6 +581,13 @@ pub(crate) fn sla_late_summary() -> u64 {
     sla::LATE_SUMMARY.with(|c| c.get())
 }
 
+/// How many busy nodes LibraSLA's walks by return settled from their
+/// projection with the job alone on this thread.
+#[cfg(test)]
+pub(crate) fn sla_late_projected() -> u64 {
+    sla::LATE_PROJECTED.with(|c| c.get())
+}
+
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::job::*;

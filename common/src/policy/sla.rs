@@ -57,8 +57,9 @@ pub struct LibraSla {
     /// A busy node brought up to the instant from the index's record of
     /// its parts (walks by return).
     scratch: Option<NodeState>,
-    /// The busy nodes a walk by return found the job certain to be late
-    /// on ([`LateCheck::late_for_certain`]).
+    /// The busy nodes a walk by return found the job late on without
+    /// telling why they are no candidate (the index's late deadlines,
+    /// [`LateCheck::late_for_certain`], the projection with the job).
     late: Vec<usize>,
     late_check: LateCheck,
 }
@@ -106,6 +107,9 @@ thread_local! {
     pub static LATE_CERTAIN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes the walk by return settled from the index's late deadlines.
     pub static LATE_SUMMARY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes the walk by return settled from their projection with the
+    /// job alone (the job late there).
+    pub static LATE_PROJECTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Counts one shortcut taken in `counter` (test builds; out of the
@@ -428,7 +432,7 @@ impl LateCheck {
     }
 }
 
-/// A lower bound on `r^a` for `r >= 0` and `a` in `[0, 1]`: the power
+/// A lower bound on `r^a` for `r > 0` and `a` in `[0, 1]`: the power
 /// itself (`exact`), or, at a division rather than a `powf`, the weighted
 /// harmonic mean of `r` and 1 (weights `a`, `1 - a`), which is at most
 /// their geometric mean `r^a`.
@@ -764,10 +768,11 @@ impl LibraSla {
     /// shortcut from the index's record of its parts (deadlines, and the
     /// exact load, [`BusyIndex::exact_load`], the refresh's
     /// [`NodeState::required_share`]) when it holds, else the projection
-    /// of the node brought to `now` ([`Self::exact_classify`]). `None`: a
-    /// hard job's part is certain to be late there ([`LateCheck::late_for_certain`]),
-    /// so the node is no candidate, without telling whether its return
-    /// would drop first (`Err(true)`) or the delay rule it out
+    /// of the node brought to `now` ([`Self::exact_classify`]; for a hard
+    /// job, the one with the job first). `None`: a hard job's part is
+    /// late there, certain by [`LateCheck::late_for_certain`] or
+    /// projected so, so the node is no candidate, without telling whether
+    /// its return would drop first (`Err(true)`) or the delay rule it out
     /// (`Err(false)`); a rejection, whose counts tell them apart, asks
     /// [`Self::exact_classify`]. `new` is the job's part on any node
     /// (they all have one speed: [`bounds_apply`]), so that only the
@@ -829,6 +834,10 @@ impl LibraSla {
             index.carried_to(k, now, &nodes[k], &mut node);
             let r = self.node_return_unless_late(now, &node, job, true);
             self.scratch = Some(node);
+            #[cfg(test)]
+            if r.is_none() {
+                count_shortcut(&LATE_PROJECTED);
+            }
             return r.map(|r| verdict(r, hard));
         }
         Some(self.exact_classify(now, nodes, index, k, job, hard))
