@@ -830,10 +830,9 @@ impl LibraSla {
         if hard {
             // Only a candidate's verdict is needed: a node where the job
             // would be late is settled as by the certificate.
-            let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
-            index.carried_to(k, now, &nodes[k], &mut node);
-            let r = self.node_return_unless_late(now, &node, job, true);
-            self.scratch = Some(node);
+            let r = self.with_carried(now, nodes, index, k, |p, node| {
+                p.node_return_unless_late(now, node, job, true)
+            });
             #[cfg(test)]
             if r.is_none() {
                 count_shortcut(&LATE_PROJECTED);
@@ -897,11 +896,26 @@ impl LibraSla {
         job: &JobSpec,
         hard: bool,
     ) -> Result<f64, bool> {
+        self.with_carried(now, nodes, index, k, |p, node| {
+            p.classify(now, node, job, hard)
+        })
+    }
+
+    /// `f` on bounded busy node `k` brought to `now` from the index's
+    /// record of its parts, in the policy's scratch node.
+    fn with_carried<R>(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        index: &BusyIndex,
+        k: usize,
+        f: impl FnOnce(&mut Self, &NodeState) -> R,
+    ) -> R {
         let mut node = self.scratch.take().unwrap_or_else(|| nodes[k].clone());
         index.carried_to(k, now, &nodes[k], &mut node);
-        let v = self.classify(now, &node, job, hard);
+        let r = f(self, &node);
         self.scratch = Some(node);
-        v
+        r
     }
 
     /// The decision on the candidates in `self.cands` (node order), with
