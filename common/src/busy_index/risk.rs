@@ -184,6 +184,22 @@ impl RiskJob {
     }
 }
 
+/// `sqrt(2 n)` for the population of `n` deadline delays a certificate
+/// compares, from a table up to [`RISK_PARTS_LIMIT`]` + 1` (the
+/// certificates' every check needs it, and a square root is among the
+/// slowest of their operations).
+fn sqrt_twice(n: u32) -> f64 {
+    static TABLE: std::sync::LazyLock<Vec<f64>> = std::sync::LazyLock::new(|| {
+        (0..=RISK_PARTS_LIMIT + 1)
+            .map(|n| (2.0 * f64::from(n)).sqrt())
+            .collect()
+    });
+    TABLE
+        .get(n as usize)
+        .copied()
+        .unwrap_or_else(|| (2.0 * f64::from(n)).sqrt())
+}
+
 /// `a > b`, false for NaN: every test a certificate passes is one of these
 /// (or [`at_least`]), so that a NaN anywhere fails it.
 fn above(a: f64, b: f64) -> bool {
@@ -288,12 +304,17 @@ impl Late {
         let excess = j.est + RISK_MARGIN + j.now + (-self.slack).min(self.w - j.dn);
         let over = (excess.max(0.0) / rd_l) * (1.0 + 1e-9);
         let n1 = f64::from(self.parts + 1);
+        // The deviation must exceed twice the tolerance: `gap / sqrt(2 n)
+        // > 2 tol + 1e-12`, compared as `gap > (2 tol + 1e-12) sqrt(2 n)`
+        // (the 1e-12 covers the product's rounding as it covered the
+        // quotient's).
+        let need = (2.0 * j.tol + 1e-12) * sqrt_twice(self.parts + 1);
         // Whether a lower bound `lift` of r_e - 1 proves it (increasing in
         // `lift`), with room for the ratios' and the deviation's own
         // rounding.
         let proves = |lift: f64| {
             let slack = 1e-12 * n1 * (2.0 + lift + over);
-            (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12
+            lift - over - slack > need
         };
         if proves(lift) {
             return true;
@@ -555,7 +576,15 @@ impl BusyIndex {
         let n = block.live;
         // The nodes from `i` on have slack enough for the new part's work
         // (`W' <= rd_L`): their bounds hold together.
-        let i = block.slack[..n].partition_point(|&s| s < j.now + j.est + RISK_MARGIN);
+        // A scan from the start rather than a binary search: the nodes
+        // below are a few (~6 of a block's ~64 at 158,976 nodes), so it
+        // reads one or two cache lines of the order where a search reads
+        // five or six.
+        let below = j.now + j.est + RISK_MARGIN;
+        let i = block.slack[..n]
+            .iter()
+            .position(|s| !s.lt(&below))
+            .unwrap_or(n);
         let suffix = if i < n { block.suffix[i] } else { Late::EMPTY };
         let whole = i == n || suffix.certain(j);
         // Should the suffix's bounds not hold, a node whose load's lower
@@ -597,8 +626,16 @@ impl BusyIndex {
             return false;
         }
         while alone != 0 {
-            let k = block.order[alone.trailing_zeros() as usize] as usize;
+            let at = alone.trailing_zeros() as usize;
+            let k = block.order[at] as usize;
             alone &= alone - 1;
+            // Its summary's own bounds first: they settle most such nodes
+            // without a read of its load's bound (a deadline passed makes
+            // it not zero-risk as well).
+            let s = &self.bounds.risk[k];
+            if Late::one(s, s.lo).certain(j) {
+                continue;
+            }
             let v = self.risk_verdict(k, j);
             if v != Verdict::NotZero {
                 open.push((k, v));
@@ -719,7 +756,7 @@ impl BusyIndex {
         let over = ((w + RISK_MARGIN - rd_l).max(0.0) / rd_l) * (1.0 + 1e-9);
         let n1 = (fns.len() + 1) as f64;
         let slack = 1e-12 * n1 * (2.0 + lift + over);
-        if (lift - over - slack) / (2.0 * n1).sqrt() > 2.0 * j.tol + 1e-12 {
+        if lift - over - slack > (2.0 * j.tol + 1e-12) * sqrt_twice(fns.len() as u32 + 1) {
             Verdict::NotZero
         } else {
             Verdict::Open
