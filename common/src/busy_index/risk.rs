@@ -512,7 +512,20 @@ impl super::Bounds {
             let mut seen = 0u64;
             let mut take = |k: usize, n: &mut usize, seen: &mut u64| {
                 let s = &self.risk[k];
-                live[*n] = (s.dl_max - s.w, k as u32);
+                // A NaN slack (infinite work and deadline, from inputs out
+                // of range) is taken as below every job's: its node is then
+                // checked alone, where its infinite excess fails the
+                // certificate, rather than joining bounds that `min` would
+                // let it slip out of.
+                let slack = s.dl_max - s.w;
+                live[*n] = (
+                    if slack.is_nan() {
+                        Time::NEG_INFINITY
+                    } else {
+                        slack
+                    },
+                    k as u32,
+                );
                 *n += 1;
                 *seen |= 1 << (k % RISK_BLOCK);
             };
@@ -578,8 +591,8 @@ impl BusyIndex {
         // (`W' <= rd_L`): their bounds hold together.
         // A scan from the start rather than a binary search: the nodes
         // below are a few (~6 of a block's ~64 at 158,976 nodes), so it
-        // reads one or two cache lines of the order where a search reads
-        // five or six.
+        // reads the first few slacks in sequence where a search makes six
+        // probes across the array.
         let below = j.now + j.est + RISK_MARGIN;
         let i = block.slack[..n]
             .iter()
@@ -630,13 +643,15 @@ impl BusyIndex {
             let k = block.order[at] as usize;
             alone &= alone - 1;
             // Its summary's own bounds first: they settle most such nodes
-            // without a read of its load's bound (a deadline passed makes
-            // it not zero-risk as well).
+            // without a read of its load's bound. The certificate's proof
+            // assumes no deadline of the node's has passed at `now`; if one
+            // has, the projection refuses the node, which is not zero-risk
+            // either: so the node is not zero-risk in both cases.
             let s = &self.bounds.risk[k];
             if Late::one(s, s.lo).certain(j) {
                 continue;
             }
-            let v = self.risk_verdict(k, j);
+            let v = self.verdict_past(k, j, s.lo);
             if v != Verdict::NotZero {
                 open.push((k, v));
             }
@@ -647,6 +662,14 @@ impl BusyIndex {
 
     /// What the certificates say of bounded busy node `k` for `j`.
     pub fn risk_verdict(&self, k: usize, j: &RiskJob) -> Verdict {
+        self.verdict_past(k, j, f64::NAN)
+    }
+
+    /// [`Self::risk_verdict`], knowing that the late certificate already
+    /// failed on the node's kept numbers with `tried` for the load's lower
+    /// bound (NaN: not tried): it is not computed again on the very same
+    /// inputs.
+    fn verdict_past(&self, k: usize, j: &RiskJob, tried: f64) -> Verdict {
         let s = &self.bounds.risk[k];
         let lb = &self.bounds.of[k].0;
         let now = j.now;
@@ -665,7 +688,7 @@ impl BusyIndex {
         if j.shortcut && hi + j.add <= 1.0 + SHARE_SUM_EPS {
             return Verdict::Zero;
         }
-        if Late::one(s, lo).certain(j) {
+        if lo != tried && Late::one(s, lo).certain(j) {
             Verdict::NotZero
         } else {
             Verdict::Open
