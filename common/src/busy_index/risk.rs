@@ -882,6 +882,48 @@ mod tests {
     }
 
     #[test]
+    fn sqrt_twice_is_the_square_root_of_twice_n_beyond_its_table_too() {
+        for n in 0..RISK_PARTS_LIMIT + 100 {
+            assert_eq!(
+                sqrt_twice(n).to_bits(),
+                (2.0 * f64::from(n)).sqrt().to_bits(),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_deviation_is_the_gap_over_the_root_of_twice_the_parts() {
+        // The node and job B of the test above, at a tolerance where the
+        // factor sqrt(2n) = 2 (A and B) decides. From the kept numbers:
+        // B's ratio is at least 1 + 0.1333 from its work left (20 s), and
+        // after B's deadline A needs 0.4 (1 + (1 - 1/1.2) 150/250) = 0.44
+        // at least, so B gets at most 0.56 and its 20 s take 35.71 s (the
+        // next deadline, A's, 100 s on): ratio >= 1 + 35.71/150 = 1.2381.
+        // A ends by 220 < 250: ratio 1. A gap of 0.2381 proves a deviation
+        // above 2 tol when 0.2381 / 2 > 2 tol: at tol 0.05, not at 0.07.
+        // From the parts, B gets at most 1 - 0.4 = 0.6: 33.33 s, a gap of
+        // 0.2222, proven at 0.05 (0.1111 > 0.1), not at 0.07.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 100.0, 250.0);
+        let ix = bounded(&view);
+        let b = job(1, 120.0, 1, 150.0, 1e9);
+        let at = |tol: f64| {
+            RiskJob::new(0.0, 120.0, 150.0, 150.0, tol, true, true).expect("numbers in range")
+        };
+        assert_eq!(ix.risk_verdict(0, &at(0.05)), Verdict::NotZero);
+        assert_eq!(ix.risk_refined(0, &at(0.05)), Verdict::NotZero);
+        assert_eq!(ix.risk_verdict(0, &at(0.07)), Verdict::Open);
+        assert_eq!(ix.risk_refined(0, &at(0.07)), Verdict::Open);
+        // The projection's deviation, 0.1333 (above), is above both: the
+        // certificates only fail to prove it at 0.07.
+        let mut cfg = PolicyConfig::default();
+        cfg.risk_tolerance = 0.07;
+        let mut r = LibraRisk::new(cfg);
+        assert!(!r.zero_risk(0.0, &view[0], &b));
+    }
+
+    #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
         // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
