@@ -917,9 +917,10 @@ mod tests {
         assert_eq!(ix.risk_refined(0, &at(0.07)), Verdict::Open);
         // The projection's deviation, 0.1333 (above), is above both: the
         // certificates only fail to prove it at 0.07.
-        let mut cfg = PolicyConfig::default();
-        cfg.risk_tolerance = 0.07;
-        let mut r = LibraRisk::new(cfg);
+        let mut r = LibraRisk::new(PolicyConfig {
+            risk_tolerance: 0.07,
+            ..PolicyConfig::default()
+        });
         assert!(!r.zero_risk(0.0, &view[0], &b));
     }
 
