@@ -443,10 +443,10 @@ impl Bounds {
     /// times) then grow the buffer only if what is in use grew meanwhile,
     /// or one rebound appends more than the 1,024 spare. A buffer more
     /// than twice that size (the cluster drained) is shrunk to it. A
-    /// fresh buffer each time, as before, cost its pages' first touch and
-    /// a doubling on the way to the next compaction: at 158,976 nodes on
-    /// the `decide` bench, 2.2-3.3 ms a compaction before, 1.2-1.3 ms
-    /// now.
+    /// fresh buffer each time would cost its pages' first touch and a
+    /// doubling on the way to the next compaction: at 158,976 nodes on
+    /// the `decide` bench, 2.2-3.3 ms a compaction that way, 1.2-1.3 ms in
+    /// place.
     fn compact(&mut self) {
         let mut ranges = std::mem::take(&mut self.fns_ranges);
         ranges.clear();
