@@ -828,12 +828,17 @@ mod tests {
     }
 
     fn at_zero(j: &JobSpec) -> RiskJob {
+        at_zero_within(j, 1e-9)
+    }
+
+    /// [`at_zero`] at risk tolerance `tol`.
+    fn at_zero_within(j: &JobSpec, tol: f64) -> RiskJob {
         RiskJob::new(
             0.0,
             j.estimate(),
             j.qos.deadline,
             j.deadline_abs(),
-            1e-9,
+            tol,
             true,
             true,
         )
@@ -908,9 +913,7 @@ mod tests {
         busy(&mut view[0], 10, 100.0, 250.0);
         let ix = bounded(&view);
         let b = job(1, 120.0, 1, 150.0, 1e9);
-        let at = |tol: f64| {
-            RiskJob::new(0.0, 120.0, 150.0, 150.0, tol, true, true).expect("numbers in range")
-        };
+        let at = |tol: f64| at_zero_within(&b, tol);
         assert_eq!(ix.risk_verdict(0, &at(0.05)), Verdict::NotZero);
         assert_eq!(ix.risk_refined(0, &at(0.05)), Verdict::NotZero);
         assert_eq!(ix.risk_verdict(0, &at(0.07)), Verdict::Open);
