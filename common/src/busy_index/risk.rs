@@ -577,7 +577,8 @@ impl BusyIndex {
     /// not hold (the caller settles every node of the block alone), else
     /// every busy node of the block is certainly not zero-risk except the
     /// ones put into `open` with their own verdict (not [`Verdict::NotZero`]),
-    /// ascending. The nodes whose slack is below the job's work are
+    /// ascending: the very verdict [`Self::risk_verdict`] gives them, so
+    /// the caller need not ask again. The nodes whose slack is below the job's work are
     /// settled with the rest at once when their work with the new part is
     /// done by the new part's deadline ([`fits_by_new_deadline`]), else
     /// one by one.

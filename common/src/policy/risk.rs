@@ -297,14 +297,15 @@ impl LibraRisk {
             #[cfg(test)]
             count_block_settled(whole, word, &open);
             // The nodes to settle one by one, ascending: the block's
-            // exceptions, or all of its busy nodes.
-            let mut each = open.iter().map(|o| o.0);
+            // exceptions with the verdicts the block found for them (not
+            // computed again), or all of its busy nodes.
+            let mut each = open.iter().copied();
             let mut bits = if whole { 0 } else { word };
             let mut full = false;
             loop {
-                let k = if whole {
+                let (k, found) = if whole {
                     match each.next() {
-                        Some(k) => k,
+                        Some((k, v)) => (k, Some(v)),
                         None => break,
                     }
                 } else {
@@ -313,7 +314,7 @@ impl LibraRisk {
                     }
                     let k = start + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    k
+                    (k, None)
                 };
                 while let Some(c) = next_idle.next_if(|c| c.0 < k) {
                     self.cands.push(c);
@@ -325,7 +326,7 @@ impl LibraRisk {
                 if full {
                     break;
                 }
-                let verdict = match index.risk_verdict(k, &rj) {
+                let verdict = match found.unwrap_or_else(|| index.risk_verdict(k, &rj)) {
                     Verdict::Open => index.risk_refined(k, &rj),
                     v => v,
                 };
