@@ -315,10 +315,27 @@ pub fn fluid_advance(
     s: &mut FluidScratch,
     finished: &mut Vec<PartFinished>,
 ) {
+    fluid_advance_while(state, x, t, rule, s, finished, |_, _, _| true);
+}
+
+/// [`fluid_advance`], asking `go_on` after each of the node's own events
+/// (with the parts still running, the node's time and every part finished
+/// so far) whether to go on. Where it says no, the node stops there, at
+/// the event, and this returns false; every step up to it is the very
+/// step [`fluid_advance`] takes.
+fn fluid_advance_while(
+    state: &mut NodeState,
+    x: &mut FluidExtra,
+    t: Time,
+    rule: SpareRule,
+    s: &mut FluidScratch,
+    finished: &mut Vec<PartFinished>,
+    mut go_on: impl FnMut(&NodeState, Time, &[PartFinished]) -> bool,
+) -> bool {
     if x.rate == 0.0 {
         // Stopped (a crash or hang fault): no progress, no events.
         x.now = x.now.max(t);
-        return;
+        return true;
     }
     while !state.parts.is_empty() && x.now < t {
         // Shares change only at this node's own events (a part placed,
@@ -354,11 +371,15 @@ pub fn fluid_advance(
         }
         if at_event || state.parts.len() != before {
             recompute(state, x, rule, s);
+            if !go_on(state, x.now, finished) {
+                return false;
+            }
         }
     }
     if x.now < t {
         x.now = t;
     }
+    true
 }
 
 /// Sets a node's work rate from its current time on (advance it first):
@@ -567,6 +588,25 @@ pub fn project_finishes_with(
     proj: &mut Projection,
     out: &mut Vec<Time>,
 ) {
+    projection_start(node, new, now, rule, proj, out);
+    proj.done.clear();
+    proj.sim.advance_to(Time::INFINITY, &mut proj.done);
+    for f in &proj.done {
+        out[f.job as usize] = f.at;
+    }
+}
+
+/// Sets `proj`'s fluid node to `node`'s parts and `new` at `now`, with
+/// every part's finish in `out` at `now` (the finish of the parts with no
+/// estimated work left, which are not put on the fluid node).
+fn projection_start(
+    node: &NodeState,
+    new: Option<&PartView>,
+    now: Time,
+    rule: SpareRule,
+    proj: &mut Projection,
+    out: &mut Vec<Time>,
+) {
     out.clear();
     // The state of a fresh FluidNode::new(node.spec, rule, now).
     let sim = &mut proj.sim;
@@ -592,11 +632,6 @@ pub fn project_finishes_with(
     // the end in one call (the projection is on the hot path of every
     // LibraRisk and LibraSLA decision).
     recompute(&sim.state, &mut sim.extra, rule, &mut sim.scratch);
-    proj.done.clear();
-    sim.advance_to(Time::INFINITY, &mut proj.done);
-    for f in &proj.done {
-        out[f.job as usize] = f.at;
-    }
 }
 
 /// Delay past `deadline` of a finish at `finish` (0 within
@@ -653,13 +688,94 @@ pub fn project_deadline_delays_with(
             .iter()
             .chain(std::iter::once(new))
             .zip(&finish)
-            .map(|(p, &f)| {
-                let rd = p.deadline - now;
-                (delay_past(f, p.deadline) + rd) / rd
-            }),
+            .map(|(p, &f)| deadline_delay(f, p.deadline, now)),
     );
     proj.finish = finish;
     Some(())
+}
+
+/// A part's deadline delay, `(delay + rd) / rd`, for a finish at `finish`
+/// projected at `now`. It never decreases as `finish` grows, in floats too
+/// (each operation is monotone and `rd > 0`).
+fn deadline_delay(finish: Time, deadline: Time, now: Time) -> f64 {
+    let rd = deadline - now;
+    (delay_past(finish, deadline) + rd) / rd
+}
+
+/// [`project_deadline_delays_with`] that stops as soon as two of the
+/// deadline delays are known to lie more than `spread` apart, and then
+/// returns `Some(true)` (with `out` cleared). Known: a finished part's
+/// delay, and at least the delay a running part would have if it finished
+/// at the projection's current time (it finishes then or later). The
+/// delays known are bit for bit those of the whole projection, since the
+/// projection runs the same steps up to where it stops. Else, as
+/// [`project_deadline_delays_with`], with `Some(false)`.
+pub fn project_deadline_delays_spread(
+    node: &NodeState,
+    new: &PartView,
+    now: Time,
+    rule: SpareRule,
+    proj: &mut Projection,
+    spread: f64,
+    out: &mut Vec<f64>,
+) -> Option<bool> {
+    out.clear();
+    let parts = || node.parts.iter().chain(std::iter::once(new));
+    if parts().any(|p| p.deadline - now <= TIME_EPS) {
+        return None;
+    }
+    let mut finish = std::mem::take(&mut proj.finish);
+    projection_start(node, Some(new), now, rule, proj, &mut finish);
+    // The deadlines by part (the fluid node knows a part by its index),
+    // and the least and most delays of the parts finished, starting with
+    // the ones that have no estimated work left (finished at `now`).
+    out.extend(parts().map(|p| p.deadline));
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (p, &d) in parts().zip(out.iter()) {
+        if p.rem() <= TIME_EPS {
+            let r = deadline_delay(now, d, now);
+            (lo, hi) = (lo.min(r), hi.max(r));
+        }
+    }
+    let mut seen = 0;
+    proj.done.clear();
+    let sim = &mut proj.sim;
+    let whole = fluid_advance_while(
+        &mut sim.state,
+        &mut sim.extra,
+        Time::INFINITY,
+        sim.rule,
+        &mut sim.scratch,
+        &mut proj.done,
+        |running, t, done| {
+            for f in &done[seen..] {
+                let r = deadline_delay(f.at, out[f.job as usize], now);
+                (lo, hi) = (lo.min(r), hi.max(r));
+            }
+            seen = done.len();
+            let top = running
+                .parts
+                .iter()
+                .map(|p| deadline_delay(t, p.deadline, now))
+                .fold(hi, f64::max);
+            // Stops only on a proven spread: a NaN goes on.
+            let apart = top - lo > spread;
+            !apart
+        },
+    );
+    for f in &proj.done {
+        finish[f.job as usize] = f.at;
+    }
+    out.clear();
+    if whole {
+        out.extend(
+            parts()
+                .zip(&finish)
+                .map(|(p, &f)| deadline_delay(f, p.deadline, now)),
+        );
+    }
+    proj.finish = finish;
+    Some(!whole)
 }
 
 /// Population standard deviation, two-pass (the paper's
@@ -893,6 +1009,59 @@ mod tests {
             &mut out
         )
         .is_none());
+    }
+
+    /// P0 has used its estimate (done at 0, delay 1); P1 (100 s, due at
+    /// 50, q 2) and the new part (20 s, due at 100, q 0.2) share the node
+    /// 2/2.2 and 0.2/2.2 until P1's deadline at 50. Then P1 is overdue
+    /// with 54.545 s left and the pool `1 - 0.30909` (the new part's q:
+    /// 15.4545 s over 50 s); the new part finishes on time at 100. There
+    /// P1 is 50 s late already: its delay is at least (50 + 50) / 50 = 2
+    /// against the others' 1. It finishes at 120 (20 s left alone): delay
+    /// (70 + 50) / 50 = 2.4.
+    fn late_beside_on_time() -> (NodeState, PartView) {
+        let mut node = NodeState::new(spec());
+        let mut p0 = part(1, 10.0, 500.0);
+        p0.cpu_done = 10.0;
+        node.parts.push(p0);
+        node.parts.push(part(2, 100.0, 50.0));
+        (node, part(3, 20.0, 100.0))
+    }
+
+    #[test]
+    fn a_spread_stops_the_projection_where_it_is_known() {
+        let (node, new) = late_beside_on_time();
+        let rule = SpareRule::Proportional;
+        let mut full = Vec::new();
+        project_deadline_delays(&node, &new, 0.0, rule, &mut full).expect("no deadline passed");
+        for (d, want) in full.iter().zip([1.0, 2.4, 1.0]) {
+            assert!((d - want).abs() < 1e-9, "{full:?}");
+        }
+        let mut proj = Projection::default();
+        let mut out = Vec::new();
+        // Known apart by 1 at 100, when the new part finishes: stops there.
+        let stopped =
+            project_deadline_delays_spread(&node, &new, 0.0, rule, &mut proj, 1e-6, &mut out);
+        assert_eq!(stopped, Some(true));
+        assert!(out.is_empty());
+        assert!((proj.sim.now() - 100.0).abs() < 1e-6, "{}", proj.sim.now());
+        // Apart by 1.4 only once P1 finishes, at 120.
+        let stopped =
+            project_deadline_delays_spread(&node, &new, 0.0, rule, &mut proj, 1.2, &mut out);
+        assert_eq!(stopped, Some(true));
+        assert!((proj.sim.now() - 120.0).abs() < 1e-6, "{}", proj.sim.now());
+        // Never that far apart: the whole projection, bit for bit.
+        for spread in [1.5, f64::INFINITY, f64::NAN] {
+            let stopped =
+                project_deadline_delays_spread(&node, &new, 0.0, rule, &mut proj, spread, &mut out);
+            assert_eq!(stopped, Some(false));
+            assert_eq!(out, full);
+        }
+        // A passed deadline is refused as by the whole projection.
+        assert_eq!(
+            project_deadline_delays_spread(&node, &new, 60.0, rule, &mut proj, 1.5, &mut out),
+            None
+        );
     }
 
     #[test]

@@ -12,7 +12,10 @@ use super::{
 };
 use crate::busy_index::{BusyIndex, RiskJob, Verdict, RISK_BLOCK};
 use crate::job::JobSpec;
-use crate::node_model::{population_sd, project_deadline_delays_with, NodeState, Projection};
+use crate::node_model::{
+    population_sd, project_deadline_delays_spread, project_deadline_delays_with, NodeState,
+    Projection,
+};
 use crate::share::SpareRule;
 use crate::time::{Time, TIME_EPS};
 
@@ -79,7 +82,34 @@ impl LibraRisk {
                 return true;
             }
         }
-        matches!(self.risk(now, node, job), Some(s) if s <= self.cfg.risk_tolerance)
+        // The projection stops once two parts' deadline delays are known
+        // to lie further apart than a deviation of at most the tolerance
+        // allows: n values `gap` apart have a population deviation of at
+        // least `gap / sqrt(2 n)`. The deviation's two-pass computation
+        // errs by a factor of at most `1 - (n + 4) eps` below it (the sum
+        // of squares about the computed mean is at least the one about
+        // the mean), which with the quotient's, the root's and the gap's
+        // own rounding the `1e-9` covers for up to a million parts.
+        let n = node.parts.len() + 1;
+        let tol = self.cfg.risk_tolerance;
+        let spread = if n <= 1_000_000 {
+            tol * (2.0 * n as f64).sqrt() * (1.0 + 1e-9)
+        } else {
+            f64::INFINITY
+        };
+        let new = node.new_part(job, 0.0);
+        match project_deadline_delays_spread(
+            node,
+            &new,
+            now,
+            self.cfg.spare_rule,
+            &mut self.proj,
+            spread,
+            &mut self.delays,
+        ) {
+            Some(false) => population_sd(&self.delays) <= tol,
+            Some(true) | None => false,
+        }
     }
 }
 
@@ -438,6 +468,108 @@ mod tests {
         match p.decide(0.0, n, j) {
             Decision::Accept(a) => Ok(a.nodes),
             Decision::Reject(r) => Err(r.reason),
+        }
+    }
+
+    /// The projection that stops on a known spread decides as the whole
+    /// projection's deviation does: on random nodes (many over-committed,
+    /// deadlines often shared so that identical delays occur, parts past
+    /// their estimate), every spare rule LibraRisk projects with, and
+    /// tolerances from 0 up. Both answers must occur often, and the stop
+    /// must come before the end on most nodes that are not zero-risk.
+    #[test]
+    fn stopping_on_a_spread_decides_as_the_whole_deviation() {
+        use rand::{Rng, SeedableRng};
+        let seed = 20261127;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let (mut zero, mut not, mut spread_seen) = (0, 0, 0);
+        for case in 0..4000 {
+            let now: f64 = rng.random_range(0.0..1000.0);
+            let mut node = nodes(1).remove(0);
+            let shared = [now + 50.0, now + 120.0, now + 300.0];
+            let deadline = |rng: &mut rand_chacha::ChaCha8Rng| {
+                if rng.random_bool(0.5) {
+                    shared[rng.random_range(0..3)]
+                } else {
+                    now + rng.random_range(1.0..400.0)
+                }
+            };
+            for id in 0..rng.random_range(1..7) {
+                let dt = deadline(&mut rng);
+                busy(&mut node, id, rng.random_range(1.0..200.0), dt);
+                if rng.random_bool(0.1) {
+                    node.parts.last_mut().unwrap().cpu_done = node.parts.last().unwrap().est_cpu;
+                }
+            }
+            let dt = deadline(&mut rng);
+            let j = JobSpec::new(99, now, rng.random_range(1.0..300.0), 1, dt - now, 1e9);
+            let rule = [SpareRule::Proportional, SpareRule::HighestReturn][case % 2];
+            for tol in [0.0, 1e-9, 1e-3, 0.05, 0.3] {
+                let mut r = LibraRisk::new(PolicyConfig {
+                    risk_tolerance: tol,
+                    spare_rule: rule,
+                    risk_shortcut: false,
+                    ..PolicyConfig::default()
+                });
+                let whole = matches!(r.risk(now, &node, &j), Some(s) if s <= tol);
+                assert_eq!(
+                    r.zero_risk(now, &node, &j),
+                    whole,
+                    "seed {seed}, case {case}, tolerance {tol}: {node:?} {j:?}"
+                );
+                if whole {
+                    zero += 1;
+                } else {
+                    not += 1;
+                    let n = node.parts.len() + 1;
+                    let spread = tol * (2.0 * n as f64).sqrt() * (1.0 + 1e-9);
+                    let mut out = Vec::new();
+                    let new = node.new_part(&j, 0.0);
+                    let stopped = project_deadline_delays_spread(
+                        &node,
+                        &new,
+                        now,
+                        rule,
+                        &mut Projection::default(),
+                        spread,
+                        &mut out,
+                    );
+                    if stopped == Some(true) {
+                        spread_seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(zero > 1000 && not > 8000, "{zero} zero-risk, {not} not");
+        assert!(spread_seen > not / 2, "{spread_seen} stopped of {not}");
+    }
+
+    /// Two parts: their delays' deviation is exactly half their gap, the
+    /// bound the stop relies on, so a tolerance equal to the deviation
+    /// sits right at the stop's edge. The old part (100 s due at 50, q 2)
+    /// and the new one (20 s due at 100, q 0.2) share the node 2/2.2 and
+    /// 0.2/2.2 until 50; then the old part is overdue with the pool and
+    /// the new part keeps its q, done on time at 100 (delay 1); the old
+    /// part finishes alone at 120 (delay (70 + 50) / 50 = 2.4): sigma 0.7.
+    #[test]
+    fn a_tolerance_at_the_deviation_itself_is_not_stopped_short() {
+        let mut node = nodes(1).remove(0);
+        busy(&mut node, 1, 100.0, 50.0);
+        let j = job(2, 20.0, 1, 100.0, 1e9);
+        let mut r = LibraRisk::new(PolicyConfig {
+            risk_shortcut: false,
+            ..PolicyConfig::default()
+        });
+        let sd = r.risk(0.0, &node, &j).expect("no deadline passed");
+        assert!((sd - 0.7).abs() < 1e-9, "{sd}");
+        for (tol, zero) in [
+            (sd, true),
+            (f64::from_bits(sd.to_bits() + 1), true),
+            (f64::from_bits(sd.to_bits() - 1), false),
+            (0.69, false),
+        ] {
+            r.cfg.risk_tolerance = tol;
+            assert_eq!(r.zero_risk(0.0, &node, &j), zero, "tolerance {tol}");
         }
     }
 
