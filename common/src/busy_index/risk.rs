@@ -261,6 +261,20 @@ impl Late {
     /// next deadline (`Delta` later): `e`'s delay is then at least
     /// `min(R / s, R + (1 - s) Delta)`, `R` its work left at its deadline.
     fn certain(&self, j: &RiskJob) -> bool {
+        self.certain_inline(j)
+    }
+
+    /// [`Self::certain`] for one node's summary, `s` with `lo` for its
+    /// load's lower bound: inlined where the bounds are one node's, so
+    /// that the compiler sees each low end equal its high end and drops
+    /// the branches and sums that only ranges need.
+    fn certain_one(s: &RiskSummary, lo: f64, j: &RiskJob) -> bool {
+        Late::one(s, lo).certain_inline(j)
+    }
+
+    /// The body of [`Self::certain`].
+    #[inline(always)]
+    fn certain_inline(&self, j: &RiskJob) -> bool {
         if !j.conserving || self.parts > RISK_PARTS_LIMIT {
             return false;
         }
@@ -649,7 +663,7 @@ impl BusyIndex {
             // has, the projection refuses the node, which is not zero-risk
             // either: so the node is not zero-risk in both cases.
             let s = &self.bounds.risk[k];
-            if Late::one(s, s.lo).certain(j) {
+            if Late::certain_one(s, s.lo, j) {
                 continue;
             }
             let v = self.verdict_past(k, j, s.lo);
@@ -689,7 +703,7 @@ impl BusyIndex {
         if j.shortcut && hi + j.add <= 1.0 + SHARE_SUM_EPS {
             return Verdict::Zero;
         }
-        if lo != tried && Late::one(s, lo).certain(j) {
+        if lo != tried && Late::certain_one(s, lo, j) {
             Verdict::NotZero
         } else {
             Verdict::Open
@@ -718,70 +732,15 @@ impl BusyIndex {
         if j.shortcut && load + j.add <= 1.0 + SHARE_SUM_EPS {
             return Verdict::Zero;
         }
-        const MAX: usize = 64;
-        if !j.conserving || fns.len() >= MAX {
+        if !j.conserving {
             return Verdict::Open;
         }
-        let qs = (load + j.x) * (1.0 - 1e-12);
-        if !above(qs, 1.0 + 1e-6) {
-            return Verdict::Open;
-        }
-        let c = (1.0 - 1.0 / qs) * (1.0 - 1e-9);
-        // The projection's parts (work left above 1e-6 s) and the new one:
-        // (deadline, q, work left).
-        let mut parts = [(0.0f64, 0.0f64, 0.0f64); MAX];
-        let mut n = 0;
-        let mut w = j.est;
-        for f in fns {
-            let rem = f.est_cpu - f.cpu_done_at(now);
-            if rem > TIME_EPS {
-                parts[n] = (f.deadline, f.required(now), rem);
-                n += 1;
-                w += rem;
-            }
-        }
-        parts[n] = (j.dn, j.x, j.est);
-        n += 1;
-        let parts = &mut parts[..n];
-        parts.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let d_e = parts[0].0;
-        let due = parts.iter().take_while(|p| p.0 == d_e).count();
-        let rem_e = parts[..due].iter().map(|p| p.2).fold(0.0f64, f64::max);
-        let mut need = rem_e * c;
-        if !at_least(need, 2.0 * RISK_MARGIN) {
-            return Verdict::Open;
-        }
-        need *= 1.0 - 1e-9;
-        // The share bound, segment by segment.
-        let mut on_track: f64 = parts[due..].iter().map(|p| p.1).sum();
-        let (mut at, mut i, mut late) = (d_e, due, 0.0f64);
-        loop {
-            let share = ((1.0 - on_track * (1.0 - 1e-9)).max(0.05) * (1.0 + 1e-9) + 1e-12).min(1.0);
-            let next = if i < n { parts[i].0 } else { Time::INFINITY };
-            let span = next - at;
-            if share * span >= need {
-                late += need / share;
-                break;
-            }
-            need -= share * span;
-            late += span;
-            at = next;
-            while i < n && parts[i].0 == next {
-                on_track -= parts[i].1;
-                i += 1;
-            }
-            if i == n {
-                on_track = 0.0;
-            }
-        }
-        let rd_e = (d_e - now) * (1.0 + 1e-12);
-        let lift = (late - RISK_MARGIN) / rd_e * (1.0 - 1e-9);
-        let rd_l = parts[n - 1].0 - now;
-        let over = ((w + RISK_MARGIN - rd_l).max(0.0) / rd_l) * (1.0 + 1e-9);
-        let n1 = (fns.len() + 1) as f64;
-        let slack = 1e-12 * n1 * (2.0 + lift + over);
-        if lift - over - slack > (2.0 * j.tol + 1e-12) * sqrt_twice(fns.len() as u32 + 1) {
-            Verdict::NotZero
+        // The parts' numbers are kept on the stack: in a short array for
+        // the usual node (the long one costs its zeroing on every call).
+        if fns.len() < 16 {
+            refined_late::<16>(fns, load, j)
+        } else if fns.len() < 64 {
+            refined_late::<64>(fns, load, j)
         } else {
             Verdict::Open
         }
@@ -808,6 +767,75 @@ impl BusyIndex {
         for (p, f) in node.parts.iter_mut().zip(self.part_fns(k)) {
             p.cpu_done = f.cpu_done_at(now);
         }
+    }
+}
+
+/// The late certificate of [`BusyIndex::risk_refined`] on a node with
+/// parts `fns` (fewer than `N`) whose required share at `now` is `load`.
+fn refined_late<const N: usize>(fns: &[PartFn], load: f64, j: &RiskJob) -> Verdict {
+    let now = j.now;
+    let qs = (load + j.x) * (1.0 - 1e-12);
+    if !above(qs, 1.0 + 1e-6) {
+        return Verdict::Open;
+    }
+    let c = (1.0 - 1.0 / qs) * (1.0 - 1e-9);
+    // The projection's parts (work left above 1e-6 s) and the new one:
+    // (deadline, q, work left).
+    let mut parts = [(0.0f64, 0.0f64, 0.0f64); N];
+    let mut n = 0;
+    let mut w = j.est;
+    for f in fns {
+        let rem = f.est_cpu - f.cpu_done_at(now);
+        if rem > TIME_EPS {
+            parts[n] = (f.deadline, f.required(now), rem);
+            n += 1;
+            w += rem;
+        }
+    }
+    parts[n] = (j.dn, j.x, j.est);
+    n += 1;
+    let parts = &mut parts[..n];
+    parts.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let d_e = parts[0].0;
+    let due = parts.iter().take_while(|p| p.0 == d_e).count();
+    let rem_e = parts[..due].iter().map(|p| p.2).fold(0.0f64, f64::max);
+    let mut need = rem_e * c;
+    if !at_least(need, 2.0 * RISK_MARGIN) {
+        return Verdict::Open;
+    }
+    need *= 1.0 - 1e-9;
+    // The share bound, segment by segment.
+    let mut on_track: f64 = parts[due..].iter().map(|p| p.1).sum();
+    let (mut at, mut i, mut late) = (d_e, due, 0.0f64);
+    loop {
+        let share = ((1.0 - on_track * (1.0 - 1e-9)).max(0.05) * (1.0 + 1e-9) + 1e-12).min(1.0);
+        let next = if i < n { parts[i].0 } else { Time::INFINITY };
+        let span = next - at;
+        if share * span >= need {
+            late += need / share;
+            break;
+        }
+        need -= share * span;
+        late += span;
+        at = next;
+        while i < n && parts[i].0 == next {
+            on_track -= parts[i].1;
+            i += 1;
+        }
+        if i == n {
+            on_track = 0.0;
+        }
+    }
+    let rd_e = (d_e - now) * (1.0 + 1e-12);
+    let lift = (late - RISK_MARGIN) / rd_e * (1.0 - 1e-9);
+    let rd_l = parts[n - 1].0 - now;
+    let over = ((w + RISK_MARGIN - rd_l).max(0.0) / rd_l) * (1.0 + 1e-9);
+    let n1 = (fns.len() + 1) as f64;
+    let slack = 1e-12 * n1 * (2.0 + lift + over);
+    if lift - over - slack > (2.0 * j.tol + 1e-12) * sqrt_twice(fns.len() as u32 + 1) {
+        Verdict::NotZero
+    } else {
+        Verdict::Open
     }
 }
 
