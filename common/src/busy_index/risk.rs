@@ -477,8 +477,9 @@ pub struct BlockRisk {
     slack: [Time; RISK_BLOCK],
     /// `suffix[i]`: the bounds of `order[i..live]`.
     suffix: [Late; RISK_BLOCK],
-    /// Waiting to be computed again.
-    dirty: bool,
+    /// The nodes changed since it was computed (bit `k % RISK_BLOCK`):
+    /// not 0 while it waits to be computed again.
+    changed: usize,
 }
 
 impl Default for BlockRisk {
@@ -488,7 +489,7 @@ impl Default for BlockRisk {
             order: [0; RISK_BLOCK],
             slack: [0.0; RISK_BLOCK],
             suffix: [Late::EMPTY; RISK_BLOCK],
-            dirty: false,
+            changed: 0,
         }
     }
 }
@@ -503,10 +504,10 @@ impl super::Bounds {
         if b >= self.blocks.len() {
             self.blocks.resize(b + 1, BlockRisk::default());
         }
-        if !self.blocks[b].dirty {
-            self.blocks[b].dirty = true;
+        if self.blocks[b].changed == 0 {
             self.blocks_dirty.push(b);
         }
+        self.blocks[b].changed |= 1 << (k % RISK_BLOCK);
     }
 
     /// Computes the blocks changed since from their bounded nodes.
@@ -514,7 +515,7 @@ impl super::Bounds {
         for b in std::mem::take(&mut self.blocks_dirty) {
             let end = ((b + 1) * RISK_BLOCK).min(self.of.len());
             let block = &mut self.blocks[b];
-            block.dirty = false;
+            let changed = std::mem::take(&mut block.changed);
             // The live nodes in their previous order first, then the new
             // ones: nearly sorted already (a decision or a report changes
             // a few nodes of a block), so an insertion sort is cheap.
@@ -562,14 +563,42 @@ impl super::Bounds {
                     at -= 1;
                 }
             }
-            let mut acc = Late::EMPTY;
-            for (i, &(slack, k)) in live.iter().enumerate().rev() {
+            // From `keep` on, the order holds the same nodes as before,
+            // none changed: their suffix bounds stand as computed (the same
+            // additions in the same order), and the rest go on from them.
+            let mut keep = n;
+            if n == block.live {
+                while keep > 0
+                    && block.order[keep - 1] == live[keep - 1].1
+                    && changed & (1 << (live[keep - 1].1 as usize % RISK_BLOCK)) == 0
+                {
+                    keep -= 1;
+                }
+            }
+            let mut acc = if keep < n {
+                block.suffix[keep]
+            } else {
+                Late::EMPTY
+            };
+            for (i, &(slack, k)) in live[..keep].iter().enumerate().rev() {
                 acc.add(&self.risk[k as usize]);
                 block.suffix[i] = acc;
                 block.order[i] = k;
                 block.slack[i] = slack;
             }
             block.live = n;
+            #[cfg(debug_assertions)]
+            {
+                let mut all = Late::EMPTY;
+                for (i, &(_, k)) in live.iter().enumerate().rev() {
+                    all.add(&self.risk[k as usize]);
+                    debug_assert_eq!(
+                        format!("{:?}", block.suffix[i]),
+                        format!("{all:?}"),
+                        "block {b}: the suffix bounds at {i} kept from before differ from computing them anew"
+                    );
+                }
+            }
         }
     }
 }
