@@ -35,6 +35,12 @@
 //! (default 0.6) sets the load (a flood of short jobs: every node busy, 8
 //! or more parts each).
 //!
+//! `DECIDE_CALLGRIND=1`, for a run under callgrind started with
+//! instrumentation off (`scripts/decide-instructions.sh` does it), turns
+//! it on for each case's timed submissions alone (`callgrind_control -i
+//! on`), so that the instructions counted are theirs: a measure of the
+//! decision's work that a noisy host does not move.
+//!
 //! `DECIDE_SUBMITS` (default 2000) sets the timed submissions per case, of
 //! which a case takes fewer (at least 200) once its timed decisions took
 //! `DECIDE_CASE_SECONDS` (default 20); `DECIDE_NODES` (default
@@ -254,6 +260,8 @@ struct Knobs {
     /// it has [`MIN_TIMED`]): a policy costing tens of milliseconds a
     /// decision at 158,976 nodes would take minutes for the full count.
     budget: f64,
+    /// Callgrind's instrumentation on for the timed submissions alone.
+    callgrind: bool,
 }
 
 /// Timed decisions a case takes at least, whatever its time budget.
@@ -349,6 +357,9 @@ fn run_case(policy_name: &str, n: usize, k: &Knobs) -> Case {
             }
         }
         let timed = step >= warmup + settle;
+        if step == warmup + settle && k.callgrind {
+            callgrind_instrument(true);
+        }
         let before = times.len();
         submit_one(
             &mut core,
@@ -367,6 +378,9 @@ fn run_case(policy_name: &str, n: usize, k: &Knobs) -> Case {
         }
     }
 
+    if k.callgrind {
+        callgrind_instrument(false);
+    }
     // The floor: one pass over the same nodes reading one f64 each.
     let (view, _) = core.snapshot(now);
     let view = view.to_vec();
@@ -395,6 +409,21 @@ fn run_case(policy_name: &str, n: usize, k: &Knobs) -> Case {
         parts,
         wall: wall.elapsed().as_secs_f64(),
     }
+}
+
+/// Turns callgrind's instrumentation of this process on or off
+/// (`DECIDE_CALLGRIND`); a run not under callgrind is refused loudly.
+fn callgrind_instrument(on: bool) {
+    let status = std::process::Command::new("callgrind_control")
+        .args(["-i", if on { "on" } else { "off" }])
+        .arg(std::process::id().to_string())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("DECIDE_CALLGRIND: callgrind_control (valgrind) not found");
+    assert!(
+        status.success(),
+        "DECIDE_CALLGRIND: callgrind_control failed ({status}): is the bench running under callgrind?"
+    );
 }
 
 /// Submits one random job at `now`, timing the submission when `timed`,
@@ -468,6 +497,7 @@ fn main() {
         other => panic!("DECIDE_WARMUP={other}: libra or policy"),
     };
     let settle: usize = env_or("DECIDE_SETTLE", 200);
+    let callgrind = std::env::var_os("DECIDE_CALLGRIND").is_some_and(|v| v == "1");
     let budget: f64 = env_or("DECIDE_CASE_SECONDS", 20.0);
     let policies = env_or(
         "DECIDE_POLICIES",
@@ -481,6 +511,7 @@ fn main() {
         warmup,
         settle,
         budget,
+        callgrind,
     };
     println!(
         "decision cost of ManagerCore::submit (live core, reported tracking); seed {seed}, \

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Instructions per timed decision of the `decide` bench, counted by
+# callgrind: a measure of a decision's work that the host's noise does not
+# move (the same binary and seed give the same count). With --cache, also
+# the first-level and last-level data cache misses, simulated with a
+# last level of 1 MiB (one core's L2 here), which tell how much of a
+# decision waits on memory.
+#
+#   scripts/decide-instructions.sh [--cache] POLICY NODES [NODES...]
+#   scripts/decide-instructions.sh libra-risk 10000 158976
+#
+# Each size runs alone under valgrind (the warm-up uninstrumented, ~5x
+# slower than native: ~1 minute at 158,976 nodes). DECIDE_SEED and
+# DECIDE_SUBMITS pass through to the bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache=()
+if [[ "${1:-}" == "--cache" ]]; then
+    cache=(--cache-sim=yes "--LL=1048576,16,64")
+    shift
+fi
+if [[ $# -lt 2 ]]; then
+    echo "usage: $0 [--cache] POLICY NODES [NODES...]" >&2
+    exit 2
+fi
+policy=$1
+shift
+command -v valgrind >/dev/null || {
+    echo "$0: valgrind is not installed (apt-get install valgrind)" >&2
+    exit 1
+}
+
+bin=$(cargo bench -p libratory-benches --bench decide --no-run 2>&1 |
+    grep -o 'target/release/deps/decide-[0-9a-f]*' | tail -1)
+[[ -x "$bin" ]] || {
+    echo "$0: the decide bench did not build" >&2
+    exit 1
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for n in "$@"; do
+    DECIDE_CALLGRIND=1 DECIDE_POLICIES="$policy" DECIDE_NODES="$n" \
+        valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no \
+        '--toggle-collect=*ManagerCore>::submit' "${cache[@]}" \
+        --callgrind-out-file="$tmp/out" "$bin" --bench >"$tmp/log" 2>&1 || {
+        cat "$tmp/log" >&2
+        echo "$0: the run at $n nodes failed" >&2
+        exit 1
+    }
+    timed=$(awk -v n="$n" -v p="$policy" '$1 == n && $2 == p { print $5 }' "$tmp/log")
+    events=$(sed -n 's/^events: *//p' "$tmp/out" | head -1)
+    counts=$(sed -n 's/^totals: *//p' "$tmp/out" | head -1)
+    seed=$(sed -n 's/.*seed \([0-9]*\),.*/\1/p' "$tmp/log" | head -1)
+    if [[ -z "$timed" || -z "$counts" ]]; then
+        cat "$tmp/log" >&2
+        echo "$0: no count for $policy at $n nodes" >&2
+        exit 1
+    fi
+    printf '%s at %s nodes, seed %s, %s timed submissions; per submission:' \
+        "$policy" "$n" "$seed" "$timed"
+    read -r -a names <<<"$events"
+    read -r -a values <<<"$counts"
+    for i in "${!names[@]}"; do
+        printf ' %s %s' "${names[$i]}" "$((values[i] / timed))"
+    done
+    echo
+done
