@@ -2,9 +2,9 @@
 # Instructions per timed decision of the `decide` bench, counted by
 # callgrind: a measure of a decision's work that the host's noise does not
 # move (the same binary and seed give the same count). With --cache, also
-# the first-level and last-level data cache misses, simulated with a
-# last level of 1 MiB (one core's L2 here), which tell how much of a
-# decision waits on memory.
+# the first-level and last-level data cache misses of valgrind's model
+# cache, with a last level of 1 MiB (one core's L2 here; the real L3 and
+# prefetchers hide part of what it counts: docs/benchmarks.md).
 #
 #   scripts/decide-instructions.sh [--cache] POLICY NODES [NODES...]
 #   scripts/decide-instructions.sh libra-risk 10000 158976
