@@ -628,8 +628,8 @@ fn projection_start(
             sim.state.parts.push(q);
         }
     }
-    // One share computation for the whole set, then run every event to
-    // the end in one call (the projection is on the hot path of every
+    // One share computation for the whole set; the callers then run the
+    // events in one call (the projection is on the hot path of every
     // LibraRisk and LibraSLA decision).
     recompute(&sim.state, &mut sim.extra, rule, &mut sim.scratch);
 }
