@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 cache=()
 if [[ "${1:-}" == "--cache" ]]; then
-    cache=(--cache-sim=yes "--LL=1048576,16,64")
+    cache=(--cache-sim=yes "--I1=32768,8,64" "--D1=32768,8,64" "--LL=1048576,16,64")
     shift
 fi
 if [[ $# -lt 2 ]]; then
@@ -31,19 +31,26 @@ command -v valgrind >/dev/null || {
     exit 1
 }
 
-bin=$(cargo bench -p libratory-benches --bench decide --no-run 2>&1 |
-    grep -o 'target/release/deps/decide-[0-9a-f]*' | tail -1)
-[[ -x "$bin" ]] || {
-    echo "$0: the decide bench did not build" >&2
-    exit 1
-}
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Cargo names the bench's executable in parentheses ("Executable
+# benches/decide.rs (target/release/deps/decide-...)"), wherever
+# CARGO_TARGET_DIR puts it.
+if ! cargo bench -p libratory-benches --bench decide --no-run >"$tmp/build" 2>&1; then
+    cat "$tmp/build" >&2
+    echo "$0: the decide bench did not build" >&2
+    exit 1
+fi
+bin=$(sed -n 's/.*Executable .*(\(.*decide-[0-9a-f]*\)).*/\1/p' "$tmp/build" | tail -1)
+[[ -n "$bin" && -x "$bin" ]] || {
+    cat "$tmp/build" >&2
+    echo "$0: cannot find the decide bench's executable in cargo's output" >&2
+    exit 1
+}
 for n in "$@"; do
     DECIDE_CALLGRIND=1 DECIDE_POLICIES="$policy" DECIDE_NODES="$n" \
         valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no \
-        '--toggle-collect=*ManagerCore>::submit' "${cache[@]}" \
+        '--toggle-collect=*ManagerCore>::submit' ${cache[@]+"${cache[@]}"} \
         --callgrind-out-file="$tmp/out" "$bin" --bench >"$tmp/log" 2>&1 || {
         cat "$tmp/log" >&2
         echo "$0: the run at $n nodes failed" >&2
@@ -53,7 +60,7 @@ for n in "$@"; do
     events=$(sed -n 's/^events: *//p' "$tmp/out" | head -1)
     counts=$(sed -n 's/^totals: *//p' "$tmp/out" | head -1)
     seed=$(sed -n 's/.*seed \([0-9]*\),.*/\1/p' "$tmp/log" | head -1)
-    if [[ -z "$timed" || -z "$counts" ]]; then
+    if [[ -z "$timed" || "$timed" == 0 || -z "$counts" ]]; then
         cat "$tmp/log" >&2
         echo "$0: no count for $policy at $n nodes" >&2
         exit 1

@@ -1028,6 +1028,34 @@ mod tests {
         (node, part(3, 20.0, 100.0))
     }
 
+    /// The node of [`late_beside_on_time`] projected 1,000 s later, every
+    /// deadline 1,000 s later too: the same delays, each taken against its
+    /// distance from `now` (P1's 70 s late over 50 s: 2.4).
+    #[test]
+    fn deadline_delays_are_taken_from_now() {
+        let (mut node, mut new) = late_beside_on_time();
+        for p in node.parts.iter_mut().chain(std::iter::once(&mut new)) {
+            p.deadline += 1000.0;
+        }
+        let mut out = Vec::new();
+        project_deadline_delays(&node, &new, 1000.0, SpareRule::Proportional, &mut out)
+            .expect("no deadline passed");
+        for (d, want) in out.iter().zip([1.0, 2.4, 1.0]) {
+            assert!((d - want).abs() < 1e-9, "{out:?}");
+        }
+        let mut spread = Vec::new();
+        let stopped = project_deadline_delays_spread(
+            &node,
+            &new,
+            1000.0,
+            SpareRule::Proportional,
+            &mut Projection::default(),
+            1.5,
+            &mut spread,
+        );
+        assert_eq!((stopped, spread), (Some(false), out));
+    }
+
     #[test]
     fn a_spread_stops_the_projection_where_it_is_known() {
         let (node, new) = late_beside_on_time();
