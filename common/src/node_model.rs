@@ -578,6 +578,15 @@ impl Default for Projection {
     }
 }
 
+#[cfg(test)]
+impl Projection {
+    /// The instant where the last projection in these buffers stopped on
+    /// a known spread; infinite when it ran to its end.
+    pub(crate) fn stopped_at(&self) -> Time {
+        self.sim.now()
+    }
+}
+
 /// [`project_finishes`] in the buffers of `proj` (the same result; no
 /// allocation once the buffers have grown).
 pub fn project_finishes_with(

@@ -82,21 +82,10 @@ impl LibraRisk {
                 return true;
             }
         }
-        // The projection stops once two parts' deadline delays are known
-        // to lie further apart than a deviation of at most the tolerance
-        // allows: n values `gap` apart have a population deviation of at
-        // least `gap / sqrt(2 n)`. The deviation's two-pass computation
-        // errs by a factor of at most `1 - (n + 4) eps` below it (the sum
-        // of squares about the computed mean is at least the one about
-        // the mean), which with the quotient's, the root's and the gap's
-        // own rounding the `1e-9` covers for up to a million parts.
-        let n = node.parts.len() + 1;
+        // The projection stops once two deadline delays are known to lie
+        // further apart than a deviation within the tolerance allows.
         let tol = self.cfg.risk_tolerance;
-        let spread = if n <= 1_000_000 {
-            tol * (2.0 * n as f64).sqrt() * (1.0 + 1e-9)
-        } else {
-            f64::INFINITY
-        };
+        let spread = stop_spread(tol, node.parts.len() + 1);
         let new = node.new_part(job, 0.0);
         match project_deadline_delays_spread(
             node,
@@ -110,6 +99,22 @@ impl LibraRisk {
             Some(false) => population_sd(&self.delays) <= tol,
             Some(true) | None => false,
         }
+    }
+}
+
+/// How far apart two of `n` deadline delays must be known to lie for
+/// LibraRisk's projection to stop: `n` values `gap` apart have a
+/// population deviation of at least `gap / sqrt(2 n)`. The deviation's
+/// two-pass computation errs by a factor of at most `1 - (n + 4) eps`
+/// below it (the sum of squares about the computed mean is at least the
+/// one about the mean), which with the quotient's, the root's and the
+/// gap's own rounding the `1e-9` covers for up to a million parts; beyond,
+/// no stop.
+fn stop_spread(tol: f64, n: usize) -> f64 {
+    if n <= 1_000_000 {
+        tol * (2.0 * n as f64).sqrt() * (1.0 + 1e-9)
+    } else {
+        f64::INFINITY
     }
 }
 
@@ -521,8 +526,7 @@ mod tests {
                     zero += 1;
                 } else {
                     not += 1;
-                    let n = node.parts.len() + 1;
-                    let spread = tol * (2.0 * n as f64).sqrt() * (1.0 + 1e-9);
+                    let spread = stop_spread(tol, node.parts.len() + 1);
                     let mut out = Vec::new();
                     let new = node.new_part(&j, 0.0);
                     let stopped = project_deadline_delays_spread(
@@ -562,15 +566,34 @@ mod tests {
         });
         let sd = r.risk(0.0, &node, &j).expect("no deadline passed");
         assert!((sd - 0.7).abs() < 1e-9, "{sd}");
-        for (tol, zero) in [
-            (sd, true),
-            (f64::from_bits(sd.to_bits() + 1), true),
-            (f64::from_bits(sd.to_bits() - 1), false),
-            (0.69, false),
+        // (tolerance, zero-risk, where the projection stops: at its end,
+        // or at 120 s where the delays are known 1.4 apart, beyond the
+        // stop's 2 tol (1 + 1e-9); one ulp below sigma the margin leaves
+        // the verdict to the whole deviation).
+        for (tol, zero, at) in [
+            (sd, true, f64::INFINITY),
+            (f64::from_bits(sd.to_bits() + 1), true, f64::INFINITY),
+            (f64::from_bits(sd.to_bits() - 1), false, f64::INFINITY),
+            (0.69, false, 120.0),
         ] {
             r.cfg.risk_tolerance = tol;
             assert_eq!(r.zero_risk(0.0, &node, &j), zero, "tolerance {tol}");
+            let stopped = r.proj.stopped_at();
+            assert!(
+                stopped == at || (stopped - at).abs() < 1e-6,
+                "tolerance {tol}: {stopped}"
+            );
         }
+        // At a tolerance of 0.3 the stop needs a gap of 0.6 (2 sigma): at
+        // 100 s the new part is done on time (1) while the old part is
+        // 50 s late already (at least 2), so the projection stops there.
+        r.cfg.risk_tolerance = 0.3;
+        assert!(!r.zero_risk(0.0, &node, &j));
+        assert!(
+            (r.proj.stopped_at() - 100.0).abs() < 1e-6,
+            "{}",
+            r.proj.stopped_at()
+        );
     }
 
     #[test]
