@@ -220,6 +220,7 @@ impl ManagerCore {
                 // Only faults remove a simulated part before its end (lost
                 // or cancelled); the caller brought the nodes up to now.
                 fluid_remove(&mut self.view[k], &mut extras[k], part.job, *rule, scratch);
+                self.busy.update(k, &self.view[k]);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::job::{DeadlineType, JobSpec};
 use crate::metrics::{JobRecord, PartRecord};
-use crate::node_model::{fluid_place, PartValue};
+use crate::node_model::{fluid_advance, fluid_place, PartValue};
 use crate::policy::{
     Accept, BoundedReads, Decision, Policy, PriceQuote, QueueAction, RejectReason,
 };
@@ -59,12 +59,7 @@ impl ManagerCore {
                             unreachable!()
                         };
                         let job = &self.jobs[k].job.spec;
-                        match self.tracking {
-                            Tracking::Reported(_) => {
-                                p.decide_indexed(now, &self.view, &self.busy, job)
-                            }
-                            Tracking::Simulated { .. } => p.decide(now, &self.view, job),
-                        }
+                        p.decide_indexed(now, &self.view, &self.busy, job)
                     }
                 };
                 self.apply_admission(now, k, decision, out);
@@ -229,6 +224,8 @@ impl ManagerCore {
                 extras,
                 scratch,
                 rule,
+                finished,
+                synced,
                 ..
             } => {
                 // Space-shared runs are timed by the simulator's own event
@@ -240,6 +237,19 @@ impl ManagerCore {
                     // The view is the identity over global ids until a
                     // fault takes a node out of it.
                     let g = self.view_index[g].expect("parts go to live nodes");
+                    if self.view[g].parts.is_empty() {
+                        // An idle node was left behind by the advances of
+                        // the busy ones: brought to their instant as they
+                        // were (no part, so no completion).
+                        fluid_advance(
+                            &mut self.view[g],
+                            &mut extras[g],
+                            *synced,
+                            *rule,
+                            scratch,
+                            finished,
+                        );
+                    }
                     let part = self.view[g].new_valued_part(spec, value);
                     let actual_cpu = actual / self.view[g].spec.speed;
                     fluid_place(
@@ -250,6 +260,7 @@ impl ManagerCore {
                         *rule,
                         scratch,
                     );
+                    self.busy.update(g, &self.view[g]);
                 }
             }
             Tracking::Reported(reports) => {
@@ -388,10 +399,7 @@ impl ManagerCore {
                 let quotes = p.price_quotes(now, &self.view, job);
                 // Admission policies keep no state between decisions
                 // beyond scratch space: deciding is asking.
-                let decision = match self.tracking {
-                    Tracking::Reported(_) => p.decide_indexed(now, &self.view, &self.busy, job),
-                    Tracking::Simulated { .. } => p.decide(now, &self.view, job),
-                };
+                let decision = p.decide_indexed(now, &self.view, &self.busy, job);
                 let decision = match decision {
                     Decision::Accept(mut a) => {
                         for n in &mut a.nodes {

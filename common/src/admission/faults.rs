@@ -126,9 +126,7 @@ impl ManagerCore {
             }
         }
         // Indices moved: build the index again (a rare event).
-        if matches!(self.tracking, Tracking::Reported(_)) {
-            self.busy = BusyIndex::of(&self.view);
-        }
+        self.busy = BusyIndex::of(&self.view);
     }
 
     /// Ends job `k` as lost (`detail` says why): its parts still running
@@ -265,12 +263,10 @@ impl ManagerCore {
             self.view.push(NodeState::new(spec.clone()));
             match &mut self.tracking {
                 Tracking::Simulated { extras, .. } => extras.push(FluidExtra::starting_at(now)),
-                Tracking::Reported(reports) => {
-                    reports.push(Vec::new());
-                    let v = self.view.len() - 1;
-                    self.busy.add(v, &self.view[v]);
-                }
+                Tracking::Reported(reports) => reports.push(Vec::new()),
             }
+            let v = self.view.len() - 1;
+            self.busy.add(v, &self.view[v]);
             if let Policy::Queue(q) = &mut self.policy {
                 q.set_node_available(g, true);
             }

@@ -144,8 +144,7 @@ pub struct ManagerCore {
     view_ids: Vec<u32>,
     /// Snapshot index of each global id (`None` once dead).
     view_index: Vec<Option<usize>>,
-    /// Which view entries hold parts (live only: simulated parts end
-    /// inside the fluid model, and the simulator decides on every node).
+    /// Which view entries hold parts, live and simulated.
     busy: BusyIndex,
     /// Jobs in submission order, and where each id is.
     jobs: Vec<LiveJob>,
@@ -208,6 +207,8 @@ impl ManagerCore {
                 scratch: FluidScratch::default(),
                 rule,
                 finished: Vec::new(),
+                synced: start,
+                changed: Vec::new(),
             },
         );
         for (k, s) in specs.iter().enumerate() {

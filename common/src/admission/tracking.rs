@@ -174,14 +174,26 @@ pub(super) enum Tracking {
     /// over every node.
     Reported(Vec<Vec<Option<Reported>>>),
     /// Simulated: the exact fluid model, one execution side per node
-    /// (parallel to the view; simulated nodes never die).
+    /// (parallel to the view).
     Simulated {
         extras: Vec<FluidExtra>,
         scratch: FluidScratch,
         rule: SpareRule,
         finished: Vec<PartFinished>,
+        /// The latest instant the nodes were brought to. Only the busy
+        /// nodes are advanced (an idle node's advance only moves its
+        /// clock); an idle node is brought here when a part is placed on
+        /// it, by the same [`fluid_advance`], so every step is the one
+        /// the walk over every node took.
+        synced: Time,
+        /// Busy nodes whose parts changed in an advance (scratch).
+        changed: Vec<usize>,
     },
 }
+
+/// Debug builds check the simulated core's busy index against its nodes
+/// at every advance up to this many nodes (the check builds an index).
+const DEBUG_AGREE_UP_TO: usize = 1024;
 
 impl ManagerCore {
     pub(super) fn add_node(&mut self, link: LinkId, local: u32, host: &str, spec: NodeSpec) -> u32 {
@@ -197,9 +209,9 @@ impl ManagerCore {
         self.view.push(NodeState::new(spec));
         if let Tracking::Reported(reports) = &mut self.tracking {
             reports.push(Vec::new());
-            let v = self.view.len() - 1;
-            self.busy.add(v, &self.view[v]);
         }
+        let v = self.view.len() - 1;
+        self.busy.add(v, &self.view[v]);
         id
     }
 
@@ -275,10 +287,31 @@ impl ManagerCore {
                 scratch,
                 rule,
                 finished,
+                synced,
+                changed,
             } => {
-                for (st, x) in self.view.iter_mut().zip(extras.iter_mut()) {
-                    fluid_advance(st, x, now, *rule, scratch, finished);
+                // The busy nodes only, in view order as the walk over
+                // every node met them (so the completions come in its
+                // order); idle nodes catch up when a part is placed.
+                *synced = synced.max(now);
+                changed.clear();
+                for k in self.busy.busy() {
+                    let st = &mut self.view[k];
+                    let before = st.parts.len();
+                    fluid_advance(st, &mut extras[k], now, *rule, scratch, finished);
+                    if st.parts.len() != before {
+                        changed.push(k);
+                    }
                 }
+                for &k in changed.iter() {
+                    self.busy.update(k, &self.view[k]);
+                }
+                // Debug builds check the index against the nodes, where
+                // that is cheap.
+                debug_assert!(
+                    self.view.len() > DEBUG_AGREE_UP_TO || self.busy.agrees_with(&self.view),
+                    "at {now}: the busy index of the simulated nodes is out of step with them"
+                );
                 let mut done = std::mem::take(finished);
                 for f in done.drain(..) {
                     let k = self.index.at(f.job);
