@@ -605,6 +605,48 @@ pub fn project_finishes_with(
     }
 }
 
+/// [`project_finishes_with`] for a part `new` that only counts on time:
+/// stops at the first of the node's events more than
+/// [`DEADLINE_TOLERANCE`] past `new`'s deadline with `new` still running,
+/// and returns false there (`out` then holds the finishes known so far).
+/// `new` finishes at that event or later, and float subtraction is
+/// monotone, so [`delay_past`] of its finish is positive: it is late in
+/// the whole projection. Otherwise the very projection
+/// [`project_finishes_with`] makes (the same steps: `fluid_advance_while`),
+/// and true.
+pub fn project_finishes_unless_late(
+    node: &NodeState,
+    new: &PartView,
+    now: Time,
+    rule: SpareRule,
+    proj: &mut Projection,
+    out: &mut Vec<Time>,
+) -> bool {
+    projection_start(node, Some(new), now, rule, proj, out);
+    // The fluid node knows a part by its index; the new part came last,
+    // and a part's removal keeps the others' order, so while it runs it
+    // is the last part.
+    let id = node.parts.len() as JobId;
+    proj.done.clear();
+    let sim = &mut proj.sim;
+    let whole = fluid_advance_while(
+        &mut sim.state,
+        &mut sim.extra,
+        Time::INFINITY,
+        sim.rule,
+        &mut sim.scratch,
+        &mut proj.done,
+        |running, t, _| {
+            let late = t - new.deadline > DEADLINE_TOLERANCE;
+            !(late && running.parts.last().is_some_and(|p| p.job == id))
+        },
+    );
+    for f in &proj.done {
+        out[f.job as usize] = f.at;
+    }
+    whole
+}
+
 /// Sets `proj`'s fluid node to `node`'s parts and `new` at `now`, with
 /// every part's finish in `out` at `now` (the finish of the parts with no
 /// estimated work left, which are not put on the fluid node).
@@ -1099,6 +1141,66 @@ mod tests {
             project_deadline_delays_spread(&node, &new, 60.0, rule, &mut proj, 1.5, &mut out),
             None
         );
+    }
+
+    /// Hard parts A (100 s of work), B (20 s) and the new part N (80 s),
+    /// all due at 100, under LibraSLA's rule: they need 1 + 0.2 + 0.8 = 2
+    /// of the node, so each gets half its need (0.5, 0.1, 0.4) until 100,
+    /// leaving 50, 10 and 40 s. Past their deadline they share the node
+    /// equally: B ends at 130 with A and N at 40 and 30 left, then A and N
+    /// at a half each: N ends at 190, A at 200.
+    #[test]
+    fn a_part_sure_to_be_late_stops_the_projection() {
+        let mut node = NodeState::new(spec());
+        for (job, est) in [(1, 100.0), (2, 20.0)] {
+            let mut p = part(job, est, 100.0);
+            p.hard = true;
+            node.parts.push(p);
+        }
+        let mut new = part(3, 80.0, 100.0);
+        new.hard = true;
+        let rule = SpareRule::Sla;
+        let mut full = Vec::new();
+        let mut proj = Projection::default();
+        project_finishes_with(&node, Some(&new), 0.0, rule, &mut proj, &mut full);
+        for (f, want) in full.iter().zip([200.0, 130.0, 190.0]) {
+            assert!((f - want).abs() < 1e-9, "{full:?}");
+        }
+        // At 100, N still runs but is not yet sure to be late (it could
+        // end within the tolerance): the projection goes on to B's end at
+        // 130, where N is 30 s past its deadline and running: it stops
+        // there, with B's finish as the whole projection has it.
+        let mut out = Vec::new();
+        assert!(!project_finishes_unless_late(
+            &node, &new, 0.0, rule, &mut proj, &mut out
+        ));
+        assert_eq!(out[1].to_bits(), full[1].to_bits());
+        assert!((proj.sim.now() - 130.0).abs() < 1e-9, "{}", proj.sim.now());
+        // Due at 200 instead, N keeps its required share once A and B are
+        // overdue and ends by its deadline: nothing to stop on; the whole
+        // projection, bit for bit.
+        new.deadline = 200.0;
+        project_finishes_with(&node, Some(&new), 0.0, rule, &mut proj, &mut full);
+        assert!(project_finishes_unless_late(
+            &node, &new, 0.0, rule, &mut proj, &mut out
+        ));
+        assert_eq!(out, full);
+        assert_eq!(delay_past(out[2], new.deadline), 0.0);
+        // Without B, due at 100: A and N need 1.8, get 1/1.8 and 0.8/1.8
+        // until 100 (44.4 and 35.6 s left), then a half each: N ends at
+        // 171.1, late, but no event of the node comes between its
+        // deadline and its end: the whole projection, bit for bit.
+        node.parts.pop();
+        new.deadline = 100.0;
+        project_finishes_with(&node, Some(&new), 0.0, rule, &mut proj, &mut full);
+        for (f, want) in full.iter().zip([180.0, 100.0 + 2.0 * (80.0 - 80.0 / 1.8)]) {
+            assert!((f - want).abs() < 1e-9, "{full:?}");
+        }
+        assert!(project_finishes_unless_late(
+            &node, &new, 0.0, rule, &mut proj, &mut out
+        ));
+        assert_eq!(out, full);
+        assert!(delay_past(out[1], new.deadline) > 0.0);
     }
 
     #[test]

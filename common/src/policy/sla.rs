@@ -21,7 +21,8 @@ use super::{Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, Rejec
 use crate::busy_index::{BusyIndex, PartFn, LATE_LEVELS, LATE_MIN_SHARE};
 use crate::job::{DeadlineType, JobSpec};
 use crate::node_model::{
-    delay_past, project_finishes_with, NodeState, PartValue, PartView, Projection,
+    delay_past, project_finishes_unless_late, project_finishes_with, NodeState, PartValue,
+    PartView, Projection,
 };
 use crate::share::{ShareInput, SpareRule};
 use crate::time::{Time, DEADLINE_TOLERANCE, KEY_TIE_EPS, TIME_EPS};
@@ -174,6 +175,32 @@ impl LibraSla {
             &mut self.proj,
             &mut self.finish,
         );
+        self.returns_of(node, new)
+    }
+
+    /// [`Self::projected`] with `new`, or `None` where the projection
+    /// stopped on `new` certainly late
+    /// ([`project_finishes_unless_late`]).
+    fn projected_unless_late(
+        &mut self,
+        now: Time,
+        node: &NodeState,
+        new: &PartView,
+    ) -> Option<(f64, Time)> {
+        let whole = project_finishes_unless_late(
+            node,
+            new,
+            now,
+            SpareRule::Sla,
+            &mut self.proj,
+            &mut self.finish,
+        );
+        whole.then(|| self.returns_of(node, Some(new)))
+    }
+
+    /// The sum of the returns and the delay of `new` from the finishes
+    /// projected in `self.finish` (see [`Self::projected`]).
+    fn returns_of(&self, node: &NodeState, new: Option<&PartView>) -> (f64, Time) {
         let mut total = 0.0;
         let mut last_delay = 0.0;
         for (p, &f) in node.parts.iter().chain(new).zip(&self.finish) {
@@ -219,8 +246,14 @@ impl LibraSla {
                 new_delay: 0.0,
             });
         }
-        // The two projections are independent: the one with the job first.
-        let (new_ret, new_delay) = self.projected(now, node, Some(&new));
+        // The two projections are independent: the one with the job first,
+        // stopped where the job is sure to be late if that is all that
+        // matters.
+        let (new_ret, new_delay) = if stop_if_late {
+            self.projected_unless_late(now, node, &new)?
+        } else {
+            self.projected(now, node, Some(&new))
+        };
         if stop_if_late && new_delay > 0.0 {
             return None;
         }
