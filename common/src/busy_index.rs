@@ -54,7 +54,9 @@ use load_tree::LoadTree;
 pub use load_tree::{committed_caps, Agg, CapWindow, Desc, Entry, CAP_WINDOWS};
 use returns::Returns;
 pub use returns::{LATE_LEVELS, LATE_MIN_SHARE};
-pub use risk::{BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN};
+pub use risk::{
+    refined_verdict, BlockRisk, RiskJob, RiskSummary, Verdict, RISK_BLOCK, RISK_MARGIN,
+};
 
 use crate::node_model::NodeState;
 use crate::share::ON_TRACK_EPS;
@@ -200,6 +202,19 @@ pub struct PartFn {
 }
 
 impl PartFn {
+    /// Part `p` as it stands, with no report: its processor time done
+    /// stays as the part holds it.
+    pub fn standing(p: &crate::node_model::PartView) -> PartFn {
+        PartFn {
+            est_cpu: p.est_cpu,
+            cpu_done: p.cpu_done,
+            share: 0.0,
+            at: Time::NAN,
+            deadline: p.deadline,
+            hard: p.hard,
+        }
+    }
+
     /// Processor time done at `t`: the report carried forward at its
     /// share.
     pub fn cpu_done_at(&self, t: Time) -> f64 {

@@ -62,14 +62,7 @@ pub(super) fn load_bound(
             deadline: p.deadline,
             hard: p.hard,
         },
-        None => PartFn {
-            est_cpu: p.est_cpu,
-            cpu_done: p.cpu_done,
-            share: 0.0,
-            at: Time::NAN,
-            deadline: p.deadline,
-            hard: p.hard,
-        },
+        None => PartFn::standing(p),
     }));
     // Well above the few ulps the arithmetic can be off by.
     const ROUND: f64 = 1e-12;

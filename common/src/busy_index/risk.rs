@@ -751,28 +751,7 @@ impl BusyIndex {
     /// 1/Q')`, then takes at least the time this share bound allows,
     /// segment by segment between the deadlines.
     pub fn risk_refined(&self, k: usize, j: &RiskJob) -> Verdict {
-        let fns = self.part_fns(k);
-        let now = j.now;
-        if fns.iter().any(|f| f.deadline - now <= TIME_EPS) {
-            return Verdict::NotZero;
-        }
-        // Bit for bit the node's required share at `now`.
-        let load: f64 = fns.iter().map(|f| f.required(now)).sum();
-        if j.shortcut && load + j.add <= 1.0 + SHARE_SUM_EPS {
-            return Verdict::Zero;
-        }
-        if !j.conserving {
-            return Verdict::Open;
-        }
-        // The parts' numbers are kept on the stack: in a short array for
-        // the usual node (the long one costs its zeroing on every call).
-        if fns.len() < 16 {
-            refined_late::<16>(fns, load, j)
-        } else if fns.len() < 64 {
-            refined_late::<64>(fns, load, j)
-        } else {
-            Verdict::Open
-        }
+        refined_verdict(self.part_fns(k), j)
     }
 
     /// Bounded node `k`'s parts' [`PartFn`]s, in the order of its parts.
@@ -796,6 +775,33 @@ impl BusyIndex {
         for (p, f) in node.parts.iter_mut().zip(self.part_fns(k)) {
             p.cpu_done = f.cpu_done_at(now);
         }
+    }
+}
+
+/// [`BusyIndex::risk_refined`]'s verdict for a node whose parts at `j.now`
+/// are `fns` (exact there: the index's record brought to the instant, or
+/// a node's parts as they stand, [`PartFn::standing`]).
+pub fn refined_verdict(fns: &[PartFn], j: &RiskJob) -> Verdict {
+    let now = j.now;
+    if fns.iter().any(|f| f.deadline - now <= TIME_EPS) {
+        return Verdict::NotZero;
+    }
+    // Bit for bit the node's required share at `now`.
+    let load: f64 = fns.iter().map(|f| f.required(now)).sum();
+    if j.shortcut && load + j.add <= 1.0 + SHARE_SUM_EPS {
+        return Verdict::Zero;
+    }
+    if !j.conserving {
+        return Verdict::Open;
+    }
+    // The parts' numbers are kept on the stack: in a short array for
+    // the usual node (the long one costs its zeroing on every call).
+    if fns.len() < 16 {
+        refined_late::<16>(fns, load, j)
+    } else if fns.len() < 64 {
+        refined_late::<64>(fns, load, j)
+    } else {
+        Verdict::Open
     }
 }
 

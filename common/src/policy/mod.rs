@@ -642,14 +642,7 @@ pub(crate) mod test_util {
     /// The index's record of `node`'s parts with no reports (they stand
     /// still), appended to `fns`: for tests that bound nodes by hand.
     pub fn still_part_fns(node: &NodeState, fns: &mut Vec<crate::busy_index::PartFn>) {
-        fns.extend(node.parts.iter().map(|p| crate::busy_index::PartFn {
-            est_cpu: p.est_cpu,
-            cpu_done: p.cpu_done,
-            share: 0.0,
-            at: f64::NAN,
-            deadline: p.deadline,
-            hard: p.hard,
-        }));
+        fns.extend(node.parts.iter().map(crate::busy_index::PartFn::standing));
     }
 
     /// Bounds every busy node of `n` in `ix` at `now` at its exact load

@@ -10,7 +10,7 @@ use super::steps::{
 use super::{
     Accept, AdmissionPolicy, BoundedReads, Decision, PolicyConfig, RejectReason, RiskOrder,
 };
-use crate::busy_index::{BusyIndex, RiskJob, Verdict, RISK_BLOCK};
+use crate::busy_index::{refined_verdict, BusyIndex, PartFn, RiskJob, Verdict, RISK_BLOCK};
 use crate::job::JobSpec;
 use crate::node_model::{
     population_sd, project_deadline_delays_spread, project_deadline_delays_with, NodeState,
@@ -33,6 +33,8 @@ pub struct LibraRisk {
     scratch: Option<NodeState>,
     /// The nodes of a block its bounds leave to be settled one by one.
     open: Vec<(usize, Verdict)>,
+    /// A node's parts as they stand, for its late certificate.
+    fns: Vec<PartFn>,
 }
 
 impl LibraRisk {
@@ -48,6 +50,7 @@ impl LibraRisk {
             proj: Projection::default(),
             scratch: None,
             open: Vec::new(),
+            fns: Vec::new(),
         }
     }
 
@@ -64,6 +67,43 @@ impl LibraRisk {
             &mut self.delays,
         )?;
         Some(population_sd(&self.delays))
+    }
+
+    /// [`Self::zero_risk`] for the walks that meet each node as it stands
+    /// at `now` (the plain scan, the walk over the busy index: the
+    /// simulator's, and the live core's without bounds): a node the late
+    /// certificate ([`refined_verdict`], on its parts as they stand, so
+    /// exact) proves not zero-risk is not projected. The verdict is the
+    /// projection's (debug builds check each one against it).
+    fn zero_risk_certified(&mut self, now: Time, node: &NodeState, job: &JobSpec) -> bool {
+        if !node.parts.is_empty() {
+            let conserving = matches!(
+                self.cfg.spare_rule,
+                SpareRule::Proportional | SpareRule::HighestReturn
+            );
+            let rj = RiskJob::new(
+                now,
+                node.est_cpu(job),
+                job.qos.deadline,
+                job.deadline_abs(),
+                self.cfg.risk_tolerance,
+                self.cfg.risk_shortcut,
+                conserving,
+            );
+            if let Some(rj) = rj {
+                self.fns.clear();
+                self.fns.extend(node.parts.iter().map(PartFn::standing));
+                if refined_verdict(&self.fns, &rj) == Verdict::NotZero {
+                    debug_assert!(
+                        !self.zero_risk(now, node, job),
+                        "node {}: certified not zero-risk at {now}, the projection says zero-risk",
+                        node.spec.id
+                    );
+                    return false;
+                }
+            }
+        }
+        self.zero_risk(now, node, job)
     }
 
     /// Whether `node` is zero-risk for `job` at `now`.
@@ -172,7 +212,7 @@ impl AdmissionPolicy for LibraRisk {
         let p = job.processors();
         self.cands.clear();
         for &k in &res {
-            if self.zero_risk(now, &nodes[k], job) {
+            if self.zero_risk_certified(now, &nodes[k], job) {
                 let load = nodes[k].required_share(now) + nodes[k].est_cpu(job) / job.qos.deadline;
                 self.cands.push((k, load));
                 // The paper's loop takes the first P zero-risk nodes in
@@ -230,7 +270,7 @@ impl LibraRisk {
             }
             #[cfg(test)]
             super::steps::count_read(1);
-            if self.zero_risk(now, &nodes[k], job) {
+            if self.zero_risk_certified(now, &nodes[k], job) {
                 let load = nodes[k].required_share(now) + nodes[k].est_cpu(job) / job.qos.deadline;
                 self.cands.push((k, load));
                 if node_order && self.cands.len() == p {
@@ -546,6 +586,58 @@ mod tests {
         }
         assert!(zero > 1000 && not > 8000, "{zero} zero-risk, {not} not");
         assert!(spread_seen > not / 2, "{spread_seen} stopped of {not}");
+    }
+
+    /// The walks over nodes as they stand (the plain scan, the walk over
+    /// the busy index) ask the late certificate before projecting: on
+    /// random nodes (as above, parts part-done, some past their estimate,
+    /// deadlines often shared), rules and tolerances, with the shortcut on
+    /// and off, their verdict must be the whole projection's deviation
+    /// against the tolerance, and the certificate must settle a good part
+    /// of the nodes that are not zero-risk.
+    #[test]
+    fn nodes_certified_as_they_stand_decide_as_their_projection() {
+        use rand::{Rng, SeedableRng};
+        let seed = 20261128;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let (mut not, mut certified) = (0, 0);
+        for case in 0..3000 {
+            let now: f64 = rng.random_range(0.0..1000.0);
+            let mut node = nodes(1).remove(0);
+            for id in 0..rng.random_range(1..9) {
+                let dt = now + rng.random_range(1.0..400.0);
+                busy(&mut node, id, rng.random_range(1.0..200.0), dt);
+                let p = node.parts.last_mut().unwrap();
+                p.cpu_done = p.est_cpu * rng.random_range(0.0..1.1f64).min(1.0);
+            }
+            let dt = now + rng.random_range(1.0..400.0);
+            let j = JobSpec::new(99, now, rng.random_range(1.0..300.0), 1, dt - now, 1e9);
+            let rule = [SpareRule::Proportional, SpareRule::HighestReturn][case % 2];
+            for (tol, shortcut) in [(0.0, true), (1e-3, false), (0.05, true), (0.3, false)] {
+                let mut r = LibraRisk::new(PolicyConfig {
+                    risk_tolerance: tol,
+                    spare_rule: rule,
+                    risk_shortcut: shortcut,
+                    ..PolicyConfig::default()
+                });
+                let whole = matches!(r.risk(now, &node, &j), Some(s) if s <= tol);
+                let what = format!("seed {seed}, case {case}, tolerance {tol}: {node:?} {j:?}");
+                assert_eq!(r.zero_risk_certified(now, &node, &j), whole, "{what}");
+                if !whole {
+                    not += 1;
+                    let rj = RiskJob::new(now, j.estimate(), dt - now, dt, tol, shortcut, true)
+                        .expect("in range");
+                    let fns: Vec<PartFn> = node.parts.iter().map(PartFn::standing).collect();
+                    if refined_verdict(&fns, &rj) == Verdict::NotZero {
+                        certified += 1;
+                    }
+                } else {
+                    assert!(r.zero_risk(now, &node, &j), "{what}");
+                }
+            }
+        }
+        assert!(not > 8000, "{not} not zero-risk");
+        assert!(certified > not / 2, "{certified} certified of {not}");
     }
 
     /// Two parts: their delays' deviation is exactly half their gap, the
