@@ -63,6 +63,8 @@ pub struct LibraSla {
     /// [`LateCheck::late_for_certain`], the projection with the job).
     late: Vec<usize>,
     late_check: LateCheck,
+    /// A node's parts as they stand, for the lateness certificate.
+    fns: Vec<PartFn>,
 }
 
 /// Room on a node's bound `sum + r` in the walk's stop: the bound holds in
@@ -144,6 +146,7 @@ impl LibraSla {
             scratch: None,
             late: Vec::new(),
             late_check: LateCheck::default(),
+            fns: Vec::new(),
         }
     }
 
@@ -547,20 +550,25 @@ impl AdmissionPolicy for LibraSla {
         let hard = job.qos.deadline_type == DeadlineType::Hard;
         let (mut lower, mut delayed) = (0, 0);
         self.cands.clear();
+        let mut late = std::mem::take(&mut self.late);
+        late.clear();
         for k in index.busy() {
             #[cfg(test)]
             super::steps::count_read(1);
-            match self.classify(now, &nodes[k], job, hard) {
-                Ok(ret) => self.cands.push((k, ret)),
-                Err(true) => lower += 1,
-                Err(false) => delayed += 1,
+            match self.classify_standing(now, &nodes[k], job, hard) {
+                Some(Ok(ret)) => self.cands.push((k, ret)),
+                Some(Err(true)) => lower += 1,
+                Some(Err(false)) => delayed += 1,
+                None => late.push(k),
             }
         }
         let (idle_lower, idle_delayed) = self.classify_idle(now, nodes, index, job, hard);
         if !self.idle.is_empty() {
             self.cands.extend_from_slice(&self.idle);
-            self.cands.sort_unstable_by_key(|c| c.0);
         }
+        (lower, delayed) = self.count_late(now, nodes, job, hard, &late, (lower, delayed));
+        self.late = late;
+        self.cands.sort_unstable_by_key(|c| c.0);
         self.choose(job, hard, lower + idle_lower, delayed + idle_delayed)
     }
 
@@ -576,14 +584,20 @@ impl AdmissionPolicy for LibraSla {
         let hard = job.qos.deadline_type == DeadlineType::Hard;
         let (mut lower, mut delayed) = (0, 0);
         self.cands.clear();
+        let mut late = std::mem::take(&mut self.late);
+        late.clear();
         for &k in &res {
-            match self.classify(now, &nodes[k], job, hard) {
-                Ok(ret) => self.cands.push((k, ret)),
-                Err(true) => lower += 1,
-                Err(false) => delayed += 1,
+            match self.classify_standing(now, &nodes[k], job, hard) {
+                Some(Ok(ret)) => self.cands.push((k, ret)),
+                Some(Err(true)) => lower += 1,
+                Some(Err(false)) => delayed += 1,
+                None => late.push(k),
             }
         }
         self.res = res;
+        (lower, delayed) = self.count_late(now, nodes, job, hard, &late, (lower, delayed));
+        self.late = late;
+        self.cands.sort_unstable_by_key(|c| c.0);
         self.choose(job, hard, lower, delayed)
     }
 }
@@ -662,6 +676,76 @@ impl LibraSla {
         hard: bool,
     ) -> Result<f64, bool> {
         verdict(self.node_return(now, node, job), hard)
+    }
+
+    /// [`Self::classify`] for the walks over nodes as they stand at `now`
+    /// (the plain scan, the walk over the busy index: the simulator's,
+    /// and a live core's without bounds), as [`Self::classify_indexed`]
+    /// does it from the index's record: `None` when a hard job's part is
+    /// certainly late on `node`, by the lateness certificate on its parts
+    /// as they stand (exact there) or by its projection with the job,
+    /// stopped there, without telling whether its return would drop first.
+    /// Such a node is no candidate; a rejection, whose counts tell the two
+    /// apart, asks [`Self::classify`] ([`Self::count_late`]).
+    fn classify_standing(
+        &mut self,
+        now: Time,
+        node: &NodeState,
+        job: &JobSpec,
+        hard: bool,
+    ) -> Option<Result<f64, bool>> {
+        if !hard || node.parts.is_empty() {
+            return Some(self.classify(now, node, job, hard));
+        }
+        // Where `node_return` takes its shortcut (the job's share as
+        // submitted), its answer is the scan's, late or not.
+        let no_deadline_passed = node.parts.iter().all(|p| p.deadline - now > TIME_EPS);
+        let q_new = node.required_share(now) + node.est_cpu(job) / job.qos.deadline;
+        if self.cfg.risk_shortcut && no_deadline_passed && q_new <= 1.0 + SHARE_SUM_EPS {
+            return Some(self.classify(now, node, job, hard));
+        }
+        let new = node.new_valued_part(job, self.part_value(job));
+        self.fns.clear();
+        self.fns.extend(node.parts.iter().map(PartFn::standing));
+        if self.late_check.late_for_certain(now, &self.fns, &new) {
+            debug_assert!(
+                self.node_return(now, node, job).new_delay > 0.0,
+                "node {}: certified late at {now}, the projection says on time",
+                node.spec.id
+            );
+            return None;
+        }
+        self.node_return_unless_late(now, node, job, true)
+            .map(|r| verdict(r, hard))
+    }
+
+    /// The counts of a decision whose walk set the nodes `late` aside
+    /// ([`Self::classify_standing`]), `counts` being the others': a
+    /// rejection (fewer than `P` candidates, which the walk found in
+    /// full) counts each of them as [`Self::classify`] does; an accepted
+    /// job's decision does not read them.
+    fn count_late(
+        &mut self,
+        now: Time,
+        nodes: &[NodeState],
+        job: &JobSpec,
+        hard: bool,
+        late: &[usize],
+        counts: (usize, usize),
+    ) -> (usize, usize) {
+        let (mut lower, mut delayed) = counts;
+        if self.cands.len() < job.processors() {
+            for &k in late {
+                match self.classify(now, &nodes[k], job, hard) {
+                    Err(true) => lower += 1,
+                    Err(false) => delayed += 1,
+                    // Never (the debug check of the certificate): the
+                    // scan's candidate, should it be one.
+                    Ok(ret) => self.cands.push((k, ret)),
+                }
+            }
+        }
+        (lower, delayed)
     }
 
     /// [`AdmissionPolicy::decide_bounded`]: [`AdmissionPolicy::decide_indexed`]
@@ -1695,5 +1779,98 @@ mod tests {
         let j = soft(1, 10.0, 100.0, 20.0, 10.0);
         let d = p.decide_bounded(0.0, &n, &ix, &j);
         unreachable!("the check let the walk leave out node 2: {d:?}");
+    }
+
+    /// The plain scan as it was before it set certainly late nodes aside:
+    /// every node resource-filtered and classified by its returns.
+    fn scan_classifying_all(p: &mut LibraSla, now: Time, n: &[NodeState], j: &JobSpec) -> Decision {
+        if let Some(d) = p.precheck(n, j) {
+            return d;
+        }
+        let mut res = Vec::new();
+        if let Some(d) = resource_filter(n, j, &mut res) {
+            return d;
+        }
+        let hard = j.qos.deadline_type == DeadlineType::Hard;
+        let (mut lower, mut delayed) = (0, 0);
+        p.cands.clear();
+        for &k in &res {
+            match p.classify(now, &n[k], j, hard) {
+                Ok(ret) => p.cands.push((k, ret)),
+                Err(true) => lower += 1,
+                Err(false) => delayed += 1,
+            }
+        }
+        p.choose(j, hard, lower, delayed)
+    }
+
+    /// The walks over nodes as they stand set aside the nodes where a hard
+    /// job is certainly late (the certificate, or the projection with the
+    /// job stopped there) and classify them only for a rejection's counts.
+    /// On seeded clusters of hard and soft parts, hard and soft jobs
+    /// submitted up to 200 s before the decision (so the shortcut's share
+    /// differs from the required one), one and several processors, the
+    /// decision (nodes, or the rejection with its counts) must be the scan
+    /// that classifies every node, for the plain scan and the walk over the
+    /// busy index alike; and both ways of setting nodes aside must have
+    /// been taken, with rejections among the decisions.
+    #[test]
+    fn setting_late_nodes_aside_decides_as_classifying_every_node() {
+        use rand::{Rng, SeedableRng};
+        let seed = 20261129;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let (mut rejected, mut certified, mut projected) = (0, 0, 0);
+        for case in 0..1500 {
+            let now = 1000.0;
+            let mut n = nodes(rng.random_range(2..10));
+            for node in n.iter_mut() {
+                for id in 0..rng.random_range(0..6) {
+                    let re = rng.random_range(5.0..150.0);
+                    let d = re * rng.random_range(1.0..4.0);
+                    let b = rng.random_range(1.0..100.0);
+                    let mut jp = if rng.random_bool(0.6) {
+                        hard(id, re, d, b, 1.0)
+                    } else {
+                        soft(id, re, d, b, rng.random_range(0.0..5.0))
+                    };
+                    jp.details.submit_time = now - rng.random_range(0.0..d);
+                    let mut part = part_on(node, &jp);
+                    part.cpu_done = (re * rng.random_range(0.0..1.2f64)).min(re);
+                    node.parts.push(part);
+                }
+            }
+            let re = rng.random_range(5.0..150.0);
+            let d = re * rng.random_range(1.0..3.0);
+            let mut j = if rng.random_bool(0.8) {
+                hard(1000, re, d, rng.random_range(1.0..100.0), 1.0)
+            } else {
+                soft(1000, re, d, rng.random_range(1.0..100.0), 1.0)
+            };
+            j.resources.processors = rng.random_range(1..=3);
+            j.details.submit_time = now - rng.random_range(0.0..(d - re).min(200.0));
+            let mut p = LibraSla::new(PolicyConfig::default());
+            let want = scan_classifying_all(&mut p, now, &n, &j);
+            let what = format!("seed {seed}, case {case}: {n:?} {j:?}");
+            assert_eq!(p.decide(now, &n, &j), want, "{what}");
+            let ix = BusyIndex::of(&n);
+            assert_eq!(p.decide_indexed(now, &n, &ix, &j), want, "{what}");
+            rejected += usize::from(matches!(want, Decision::Reject(_)));
+            if j.qos.deadline_type == DeadlineType::Hard {
+                for node in n.iter().filter(|x| !x.parts.is_empty()) {
+                    let new = part_on(node, &j);
+                    let fns: Vec<PartFn> = node.parts.iter().map(PartFn::standing).collect();
+                    if LateCheck::default().late_for_certain(now, &fns, &new) {
+                        certified += 1;
+                    } else if p.classify_standing(now, node, &j, true).is_none() {
+                        projected += 1;
+                    }
+                }
+            }
+        }
+        assert!(rejected > 100, "{rejected} rejected");
+        assert!(
+            certified > 100 && projected > 100,
+            "{certified} certified, {projected} projected late"
+        );
     }
 }
