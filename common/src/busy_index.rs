@@ -1,9 +1,9 @@
-//! Which nodes of the live view hold parts.
+//! Which nodes of the core's view (live or simulated) hold parts.
 //!
 //! A decision over a large, mostly idle cluster need not look at every
 //! node: an idle node's load is zero, so every idle node of one speed
 //! gives the same answer, and Libra ranks equal loads by node index. The
-//! live core keeps this index as parts come and go, and the Libra family
+//! core, live or simulated, keeps this index as parts come and go, and the Libra family
 //! decides on the busy nodes plus the first few idle nodes of each speed
 //! ([`crate::policy::steps::resource_deadline_filter_indexed`] for the
 //! share test, [`crate::policy::steps::idle_stand_ins`] for LibraRisk's

@@ -4,9 +4,11 @@
 //! The engine drives the same admission core the live manager drives
 //! ([`ManagerCore`], with simulated tracking), so both keep their books
 //! with one piece of code. Time-shared policies: at each arrival the core
-//! advances the exact fluid model of every node to the arrival time
-//! (completions at that instant are booked first), the policy decides on
-//! that snapshot and the accepted parts are placed. Space-shared policies
+//! advances the exact fluid model of every busy node to the arrival time
+//! (completions at that instant are booked first; an idle node is brought
+//! there when a part is placed on it), the policy decides through the
+//! core's index of busy nodes, as on the walk over every node, and the
+//! accepted parts are placed. Space-shared policies
 //! run on this engine's event queue of arrivals and completions: every
 //! completion and arrival of an instant is fed to the core, then one
 //! scheduling pass starts and drops jobs.

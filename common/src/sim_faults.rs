@@ -339,3 +339,178 @@ pub fn simulate_timeline(
         notes: hook.notes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::admission::WALK_EVERY_NODE;
+    use crate::job::{DeadlineType, JobSpec};
+    use crate::policy::{self, PolicyConfig};
+    use crate::share::SpareRule;
+
+    /// Everything a faulted run gives, bit for bit.
+    fn everything(o: &FaultedOutcome) -> String {
+        let mut s = String::new();
+        for r in &o.outcome.records {
+            s += &format!("{r:?}\n");
+        }
+        for p in &o.outcome.parts {
+            s += &format!(
+                "{} {} {} {} {}\n",
+                p.job,
+                p.node,
+                p.start.to_bits(),
+                p.finish.to_bits(),
+                p.cpu.to_bits()
+            );
+        }
+        s += &format!(
+            "busy {} makespan {} events {}\n",
+            o.outcome.busy_time.to_bits(),
+            o.outcome.makespan.to_bits(),
+            o.outcome.events
+        );
+        for n in &o.notes {
+            s += &format!("{} {}\n", n.at.to_bits(), n.what);
+        }
+        s
+    }
+
+    /// The simulated core's busy-index path (busy nodes advanced, idle
+    /// nodes caught up when a part is placed, decisions through the
+    /// index) against the walk over every node ([`WALK_EVERY_NODE`]),
+    /// under faults: seeded timelines of crashes lost and rejoined, short
+    /// hangs, slow nodes, losses without a stop and the manager's
+    /// downtimes, on 120 nodes of two speeds, the Libra family with its
+    /// default rules and the highest-return spare rule, and LibraRisk
+    /// with its shortcut off. Every record (reasons and counts included),
+    /// part, busy time, makespan and note must be the same.
+    #[test]
+    fn faulted_runs_on_the_busy_index_equal_the_walk_over_every_node() {
+        let n_nodes = 120;
+        let specs: Vec<NodeSpec> = (0..n_nodes)
+            .map(|id| NodeSpec {
+                id,
+                speed: if id % 5 == 0 { 2.0 } else { 1.0 },
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect();
+        let mut configs: Vec<(&str, PolicyConfig)> = Vec::new();
+        for name in ["libra", "libra-risk", "libra-plus-dollar", "libra-sla"] {
+            configs.push((name, PolicyConfig::default()));
+        }
+        for name in ["libra", "libra-risk", "libra-plus-dollar"] {
+            let cfg = PolicyConfig {
+                spare_rule: SpareRule::HighestReturn,
+                ..PolicyConfig::default()
+            };
+            configs.push((name, cfg));
+        }
+        let no_shortcut = PolicyConfig {
+            risk_shortcut: false,
+            ..PolicyConfig::default()
+        };
+        configs.push(("libra-risk", no_shortcut));
+        let (mut lost, mut rejected) = (0, 0);
+        for seed in 1..=3u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut t = 0.0;
+            let jobs: Vec<WorkloadJob> = (0..400)
+                .map(|id| {
+                    if rng.random_bool(0.4) {
+                        t += rng.random_range(0.0..30.0f64).floor();
+                    }
+                    let actual = rng.random_range(1.0..400.0f64).floor();
+                    let estimate = (actual * rng.random_range(0.5..2.0)).ceil();
+                    let deadline = (estimate * rng.random_range(0.8..6.0)).ceil();
+                    let budget = rng.random_range(0.0..4.0) * estimate;
+                    let procs = rng.random_range(1..=8);
+                    let mut spec = JobSpec::new(id, t, estimate, procs, deadline, budget);
+                    if rng.random_bool(0.5) {
+                        spec.qos.deadline_type = DeadlineType::Hard;
+                    }
+                    spec.qos.penalty_rate = rng.random_range(0.0..3.0);
+                    WorkloadJob {
+                        spec,
+                        actual_runtime: actual,
+                    }
+                })
+                .collect();
+            let (mut events, mut down) = (Vec::new(), Vec::<(Time, Time)>::new());
+            for f in 0..40 {
+                let at = rng.random_range(0.0..t).floor();
+                let k = rng.random_range(1..6);
+                let nodes: Vec<u32> = (0..k)
+                    .map(|_| rng.random_range(0..n_nodes as u32))
+                    .collect();
+                let cause = format!("f{f}");
+                let ev = |at: f64, act: NodeAct| NodeEvent {
+                    at,
+                    act,
+                    nodes: nodes.clone(),
+                    cause: cause.clone(),
+                };
+                match rng.random_range(0..5) {
+                    0 => {
+                        events.push(ev(at, NodeAct::Stop));
+                        events.push(ev(at + 20.0, NodeAct::Lose));
+                        if rng.random_bool(0.7) {
+                            let back = at + 20.0 + rng.random_range(0.0..300.0f64).floor();
+                            events.push(ev(back, NodeAct::Rejoin));
+                        }
+                    }
+                    1 => {
+                        events.push(ev(at, NodeAct::Stop));
+                        let resume = at + rng.random_range(1.0..19.0f64).floor();
+                        events.push(ev(resume, NodeAct::Resume));
+                    }
+                    2 => {
+                        events.push(ev(at, NodeAct::Rate(0.5)));
+                        let end = at + rng.random_range(1.0..300.0f64).floor();
+                        events.push(ev(end, NodeAct::Rate(1.0)));
+                    }
+                    3 => {
+                        events.push(ev(at + 20.0, NodeAct::Lose));
+                        let back = at + 20.0 + rng.random_range(0.0..300.0f64).floor();
+                        events.push(ev(back, NodeAct::Rejoin));
+                    }
+                    _ => {
+                        if down.iter().all(|&(a, b)| at + 50.0 < a || at > b) {
+                            down.push((at, at + 50.0));
+                        }
+                    }
+                }
+            }
+            events.sort_by(|a, b| a.at.total_cmp(&b.at));
+            down.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let tl = Timeline { events, down };
+            for (name, cfg) in &configs {
+                let build = || policy::build(name, cfg, &specs).unwrap();
+                let on_index = simulate_timeline(&jobs, &specs, build(), &tl);
+                WALK_EVERY_NODE.with(|c| c.set(true));
+                let walked = simulate_timeline(&jobs, &specs, build(), &tl);
+                WALK_EVERY_NODE.with(|c| c.set(false));
+                let (a, b) = (everything(&on_index), everything(&walked));
+                if let Some((x, y)) = a.lines().zip(b.lines()).find(|(x, y)| x != y) {
+                    panic!("{name} {cfg:?}, seed {seed}: {x} against {y}");
+                }
+                assert_eq!(a, b, "{name} {cfg:?}, seed {seed}");
+                lost += on_index.outcome.records.iter().filter(|r| r.lost).count();
+                rejected += on_index
+                    .outcome
+                    .records
+                    .iter()
+                    .filter(|r| !r.accepted)
+                    .count();
+            }
+        }
+        assert!(
+            lost > 100 && rejected > 100,
+            "{lost} lost, {rejected} rejected"
+        );
+    }
+}

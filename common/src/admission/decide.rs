@@ -59,7 +59,12 @@ impl ManagerCore {
                             unreachable!()
                         };
                         let job = &self.jobs[k].job.spec;
-                        p.decide_indexed(now, &self.view, &self.busy, job)
+                        if walks_every_node() && matches!(self.tracking, Tracking::Simulated { .. })
+                        {
+                            p.decide(now, &self.view, job)
+                        } else {
+                            p.decide_indexed(now, &self.view, &self.busy, job)
+                        }
                     }
                 };
                 self.apply_admission(now, k, decision, out);

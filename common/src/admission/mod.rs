@@ -49,6 +49,27 @@
 //! (`faults`: lost links and nodes, refused parts, simulated faults) and
 //! jobs taken over from an earlier manager of a live run (`adopt`).
 
+#[cfg(test)]
+thread_local! {
+    /// Test builds: a simulated core advances every node and decides with
+    /// the plain scan, as it did before it kept the busy index: the
+    /// reference its busy-index path is checked against
+    /// (`sim_faults::tests`).
+    pub(crate) static WALK_EVERY_NODE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a simulated core walks every node ([`WALK_EVERY_NODE`]; never
+/// outside test builds).
+#[cfg(test)]
+fn walks_every_node() -> bool {
+    WALK_EVERY_NODE.with(std::cell::Cell::get)
+}
+
+#[cfg(not(test))]
+fn walks_every_node() -> bool {
+    false
+}
+
 mod adopt;
 mod books;
 mod decide;

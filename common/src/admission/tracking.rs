@@ -288,7 +288,13 @@ impl ManagerCore {
                 // order); idle nodes catch up when a part is placed.
                 *synced = synced.max(now);
                 changed.clear();
-                for k in self.busy.busy() {
+                let every = walks_every_node().then_some(0..self.view.len());
+                let busy = every.is_none().then(|| self.busy.busy());
+                for k in every
+                    .into_iter()
+                    .flatten()
+                    .chain(busy.into_iter().flatten())
+                {
                     let st = &mut self.view[k];
                     let before = st.parts.len();
                     fluid_advance(st, &mut extras[k], now, *rule, scratch, finished);

@@ -608,7 +608,7 @@ mod tests {
                 let dt = now + rng.random_range(1.0..400.0);
                 busy(&mut node, id, rng.random_range(1.0..200.0), dt);
                 let p = node.parts.last_mut().unwrap();
-                p.cpu_done = p.est_cpu * rng.random_range(0.0..1.1f64).min(1.0);
+                p.cpu_done = p.est_cpu * rng.random_range(0.0..1.2f64);
             }
             let dt = now + rng.random_range(1.0..400.0);
             let j = JobSpec::new(99, now, rng.random_range(1.0..300.0), 1, dt - now, 1e9);

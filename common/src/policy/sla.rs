@@ -1807,9 +1807,10 @@ mod tests {
     /// The walks over nodes as they stand set aside the nodes where a hard
     /// job is certainly late (the certificate, or the projection with the
     /// job stopped there) and classify them only for a rejection's counts.
-    /// On seeded clusters of hard and soft parts, hard and soft jobs
-    /// submitted up to 200 s before the decision (so the shortcut's share
-    /// differs from the required one), one and several processors, the
+    /// On seeded clusters of hard and soft parts (part-done, some past
+    /// their estimate), hard and soft jobs submitted up to 200 s before
+    /// the decision (so the shortcut's share differs from the required
+    /// one), one and several processors, the
     /// decision (nodes, or the rejection with its counts) must be the scan
     /// that classifies every node, for the plain scan and the walk over the
     /// busy index alike; and both ways of setting nodes aside must have
@@ -1835,7 +1836,7 @@ mod tests {
                     };
                     jp.details.submit_time = now - rng.random_range(0.0..d);
                     let mut part = part_on(node, &jp);
-                    part.cpu_done = (re * rng.random_range(0.0..1.2f64)).min(re);
+                    part.cpu_done = re * rng.random_range(0.0..1.2f64);
                     node.parts.push(part);
                 }
             }
