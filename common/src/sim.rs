@@ -383,7 +383,7 @@ fn simulate_space_shared(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashMap;
 
     use rand::{Rng, SeedableRng};
@@ -730,6 +730,47 @@ mod tests {
         (chosen, ends)
     }
 
+    /// `n` nodes, every fifth of speed 2, the others of speed 1.
+    pub(crate) fn two_speeds(n: usize) -> Vec<NodeSpec> {
+        (0..n)
+            .map(|id| NodeSpec {
+                id,
+                speed: if id % 5 == 0 { 2.0 } else { 1.0 },
+                memory_kb: 0,
+                disk_mb: 0,
+            })
+            .collect()
+    }
+
+    /// `n` seeded jobs for the time-shared engine: arriving in bursts, of
+    /// 1-8 processors, half with hard deadlines, with penalties and
+    /// budgets some jobs cannot pay.
+    pub(crate) fn mixed_jobs(rng: &mut ChaCha8Rng, n: u64) -> Vec<WorkloadJob> {
+        use crate::job::DeadlineType;
+        let mut t = 0.0;
+        (0..n)
+            .map(|id| {
+                if rng.random_bool(0.4) {
+                    t += rng.random_range(0.0..30.0f64).floor();
+                }
+                let actual = rng.random_range(1.0..400.0f64).floor();
+                let estimate = (actual * rng.random_range(0.5..2.0)).ceil();
+                let deadline = (estimate * rng.random_range(0.8..6.0)).ceil();
+                let budget = rng.random_range(0.0..4.0) * estimate;
+                let procs = rng.random_range(1..=8);
+                let mut spec = JobSpec::new(id, t, estimate, procs, deadline, budget);
+                if rng.random_bool(0.5) {
+                    spec.qos.deadline_type = DeadlineType::Hard;
+                }
+                spec.qos.penalty_rate = rng.random_range(0.0..3.0);
+                WorkloadJob {
+                    spec,
+                    actual_runtime: actual,
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn time_shared_runs_decide_and_finish_as_the_walk_over_every_node() {
         // 200 nodes of two speeds, most of them idle at any time; seeded
@@ -739,39 +780,9 @@ mod tests {
         // busy index, must choose the same nodes for every job and finish
         // every part at the same instant, bit for bit, as the walk over
         // every node ([`walked`]), for each policy of the Libra family.
-        use crate::job::DeadlineType;
-        let specs: Vec<NodeSpec> = (0..200)
-            .map(|id| NodeSpec {
-                id,
-                speed: if id % 5 == 0 { 2.0 } else { 1.0 },
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect();
+        let specs = two_speeds(200);
         for seed in [1, 2] {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut t = 0.0;
-            let jobs: Vec<WorkloadJob> = (0..600)
-                .map(|id| {
-                    if rng.random_bool(0.4) {
-                        t += rng.random_range(0.0..30.0f64).floor();
-                    }
-                    let actual = rng.random_range(1.0..400.0f64).floor();
-                    let estimate = (actual * rng.random_range(0.5..2.0)).ceil();
-                    let deadline = (estimate * rng.random_range(0.8..6.0)).ceil();
-                    let budget = rng.random_range(0.0..4.0) * estimate;
-                    let mut spec =
-                        JobSpec::new(id, t, estimate, rng.random_range(1..=8), deadline, budget);
-                    if rng.random_bool(0.5) {
-                        spec.qos.deadline_type = DeadlineType::Hard;
-                    }
-                    spec.qos.penalty_rate = rng.random_range(0.0..3.0);
-                    WorkloadJob {
-                        spec,
-                        actual_runtime: actual,
-                    }
-                })
-                .collect();
+            let jobs = mixed_jobs(&mut ChaCha8Rng::seed_from_u64(seed), 600);
             for name in ["libra", "libra-risk", "libra-plus-dollar", "libra-sla"] {
                 let build = || policy::build(name, &PolicyConfig::default(), &specs).unwrap();
                 let out = simulate(&jobs, &specs, build());

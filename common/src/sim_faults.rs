@@ -347,7 +347,6 @@ mod tests {
 
     use super::*;
     use crate::admission::WALK_EVERY_NODE;
-    use crate::job::{DeadlineType, JobSpec};
     use crate::policy::{self, PolicyConfig};
     use crate::share::SpareRule;
 
@@ -391,14 +390,7 @@ mod tests {
     #[test]
     fn faulted_runs_on_the_busy_index_equal_the_walk_over_every_node() {
         let n_nodes = 120;
-        let specs: Vec<NodeSpec> = (0..n_nodes)
-            .map(|id| NodeSpec {
-                id,
-                speed: if id % 5 == 0 { 2.0 } else { 1.0 },
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect();
+        let specs = crate::sim::tests::two_speeds(n_nodes);
         let mut configs: Vec<(&str, PolicyConfig)> = Vec::new();
         for name in ["libra", "libra-risk", "libra-plus-dollar", "libra-sla"] {
             configs.push((name, PolicyConfig::default()));
@@ -418,28 +410,8 @@ mod tests {
         let (mut lost, mut rejected) = (0, 0);
         for seed in 1..=3u64 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut t = 0.0;
-            let jobs: Vec<WorkloadJob> = (0..400)
-                .map(|id| {
-                    if rng.random_bool(0.4) {
-                        t += rng.random_range(0.0..30.0f64).floor();
-                    }
-                    let actual = rng.random_range(1.0..400.0f64).floor();
-                    let estimate = (actual * rng.random_range(0.5..2.0)).ceil();
-                    let deadline = (estimate * rng.random_range(0.8..6.0)).ceil();
-                    let budget = rng.random_range(0.0..4.0) * estimate;
-                    let procs = rng.random_range(1..=8);
-                    let mut spec = JobSpec::new(id, t, estimate, procs, deadline, budget);
-                    if rng.random_bool(0.5) {
-                        spec.qos.deadline_type = DeadlineType::Hard;
-                    }
-                    spec.qos.penalty_rate = rng.random_range(0.0..3.0);
-                    WorkloadJob {
-                        spec,
-                        actual_runtime: actual,
-                    }
-                })
-                .collect();
+            let jobs = crate::sim::tests::mixed_jobs(&mut rng, 400);
+            let t = jobs.last().map_or(0.0, |j| j.spec.details.submit_time);
             let (mut events, mut down) = (Vec::new(), Vec::<(Time, Time)>::new());
             for f in 0..40 {
                 let at = rng.random_range(0.0..t).floor();
