@@ -94,6 +94,8 @@ impl LibraRisk {
                 self.fns.clear();
                 self.fns.extend(node.parts.iter().map(PartFn::standing));
                 if refined_verdict(&self.fns, &rj) == Verdict::NotZero {
+                    #[cfg(test)]
+                    super::steps::count_standing_settled();
                     debug_assert!(
                         !self.zero_risk(now, node, job),
                         "node {}: certified not zero-risk at {now}, the projection says zero-risk",
@@ -597,10 +599,12 @@ mod tests {
     /// of the nodes that are not zero-risk.
     #[test]
     fn nodes_certified_as_they_stand_decide_as_their_projection() {
+        use crate::policy::steps::STANDING_SETTLED;
         use rand::{Rng, SeedableRng};
         let seed = 20261128;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let (mut not, mut certified) = (0, 0);
+        STANDING_SETTLED.with(|c| c.set(0));
         for case in 0..3000 {
             let now: f64 = rng.random_range(0.0..1000.0);
             let mut node = nodes(1).remove(0);
@@ -638,6 +642,10 @@ mod tests {
         }
         assert!(not > 8000, "{not} not zero-risk");
         assert!(certified > not / 2, "{certified} certified of {not}");
+        // And the walk's own calls took the certificate's word on exactly
+        // those nodes.
+        let settled = STANDING_SETTLED.with(|c| c.get());
+        assert_eq!(settled, certified);
     }
 
     /// Two parts: their delays' deviation is exactly half their gap, the

@@ -708,6 +708,8 @@ impl LibraSla {
         self.fns.clear();
         self.fns.extend(node.parts.iter().map(PartFn::standing));
         if self.late_check.late_for_certain(now, &self.fns, &new) {
+            #[cfg(test)]
+            super::steps::count_standing_settled();
             debug_assert!(
                 self.node_return(now, node, job).new_delay > 0.0,
                 "node {}: certified late at {now}, the projection says on time",
@@ -1817,10 +1819,12 @@ mod tests {
     /// been taken, with rejections among the decisions.
     #[test]
     fn setting_late_nodes_aside_decides_as_classifying_every_node() {
+        use crate::policy::steps::STANDING_SETTLED;
         use rand::{Rng, SeedableRng};
         let seed = 20261129;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let (mut rejected, mut certified, mut projected) = (0, 0, 0);
+        STANDING_SETTLED.with(|c| c.set(0));
         for case in 0..1500 {
             let now = 1000.0;
             let mut n = nodes(rng.random_range(2..10));
@@ -1869,6 +1873,11 @@ mod tests {
             }
         }
         assert!(rejected > 100, "{rejected} rejected");
+        // The walks themselves settled nodes by the certificate (each
+        // hard decision walks the busy nodes twice: the scan and the
+        // index).
+        let settled = STANDING_SETTLED.with(|c| c.get());
+        assert!(settled > 100, "{settled} settled by the walks");
         assert!(
             certified > 100 && projected > 100,
             "{certified} certified, {projected} projected late"

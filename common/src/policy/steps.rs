@@ -446,6 +446,11 @@ thread_local! {
     /// Busy nodes LibraRisk's bounded walk settled by a certificate
     /// (`LibraRisk::decide_certified`, risk.rs), alone or by whole blocks.
     pub static RISK_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Busy nodes the walks over nodes as they stand (LibraRisk's, in
+    /// `LibraRisk::zero_risk_certified`; LibraSLA's, in
+    /// `LibraSla::classify_standing`) settled by a certificate without a
+    /// projection.
+    pub static STANDING_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes whose state the walks over every node ([`with_resources`],
     /// [`resource_deadline_filter`]) and the indexed walks (over the busy
     /// nodes, one stand-in per idle speed group) read: a decision's cost in
@@ -453,6 +458,12 @@ thread_local! {
     /// stand-ins they read ([`idle_stand_ins`]); their busy nodes have
     /// counters of their own.
     pub static NODES_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one node in [`STANDING_SETTLED`] (test-only, as [`count_read`]).
+#[cfg(test)]
+pub(crate) fn count_standing_settled() {
+    STANDING_SETTLED.with(|c| c.set(c.get() + 1));
 }
 
 /// Counts `n` nodes read in [`NODES_READ`]: a test-only function, out of
