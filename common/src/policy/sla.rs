@@ -1810,9 +1810,9 @@ mod tests {
     /// job is certainly late (the certificate, or the projection with the
     /// job stopped there) and classify them only for a rejection's counts.
     /// On seeded clusters of hard and soft parts (part-done, some past
-    /// their estimate), hard and soft jobs submitted up to 200 s before
-    /// the decision (so the shortcut's share differs from the required
-    /// one), one and several processors, the
+    /// their estimate or their deadline), hard and soft jobs submitted up
+    /// to 200 s before the decision (so the shortcut's share differs from
+    /// the required one), one and several processors, the
     /// decision (nodes, or the rejection with its counts) must be the scan
     /// that classifies every node, for the plain scan and the walk over the
     /// busy index alike; and both ways of setting nodes aside must have
@@ -1838,7 +1838,7 @@ mod tests {
                     } else {
                         soft(id, re, d, b, rng.random_range(0.0..5.0))
                     };
-                    jp.details.submit_time = now - rng.random_range(0.0..d);
+                    jp.details.submit_time = now - rng.random_range(0.0..1.3 * d);
                     let mut part = part_on(node, &jp);
                     part.cpu_done = re * rng.random_range(0.0..1.2f64);
                     node.parts.push(part);
