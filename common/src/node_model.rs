@@ -562,6 +562,27 @@ pub struct Projection {
     finish: Vec<Time>,
 }
 
+impl Projection {
+    /// Runs the projection's fluid node from where [`projection_start`]
+    /// set it, its finishes into `self.done`, asking `go_on` after each of
+    /// its events as [`fluid_advance_while`] does: false where it stopped,
+    /// true at the end of all the work. Every step up to a stop is the
+    /// whole projection's.
+    fn run_while(&mut self, go_on: impl FnMut(&NodeState, Time, &[PartFinished]) -> bool) -> bool {
+        self.done.clear();
+        let sim = &mut self.sim;
+        fluid_advance_while(
+            &mut sim.state,
+            &mut sim.extra,
+            Time::INFINITY,
+            sim.rule,
+            &mut sim.scratch,
+            &mut self.done,
+            go_on,
+        )
+    }
+}
+
 impl Default for Projection {
     fn default() -> Projection {
         let spec = NodeSpec {
@@ -627,20 +648,10 @@ pub fn project_finishes_unless_late(
     // and a part's removal keeps the others' order, so while it runs it
     // is the last part.
     let id = node.parts.len() as JobId;
-    proj.done.clear();
-    let sim = &mut proj.sim;
-    let whole = fluid_advance_while(
-        &mut sim.state,
-        &mut sim.extra,
-        Time::INFINITY,
-        sim.rule,
-        &mut sim.scratch,
-        &mut proj.done,
-        |running, t, _| {
-            let late = t - new.deadline > DEADLINE_TOLERANCE;
-            !(late && running.parts.last().is_some_and(|p| p.job == id))
-        },
-    );
+    let whole = proj.run_while(|running, t, _| {
+        let late = t - new.deadline > DEADLINE_TOLERANCE;
+        !(late && running.parts.last().is_some_and(|p| p.job == id))
+    });
     for f in &proj.done {
         out[f.job as usize] = f.at;
     }
@@ -789,31 +800,21 @@ pub fn project_deadline_delays_spread(
         }
     }
     let mut seen = 0;
-    proj.done.clear();
-    let sim = &mut proj.sim;
-    let whole = fluid_advance_while(
-        &mut sim.state,
-        &mut sim.extra,
-        Time::INFINITY,
-        sim.rule,
-        &mut sim.scratch,
-        &mut proj.done,
-        |running, t, done| {
-            for f in &done[seen..] {
-                let r = deadline_delay(f.at, out[f.job as usize], now);
-                (lo, hi) = (lo.min(r), hi.max(r));
-            }
-            seen = done.len();
-            let top = running
-                .parts
-                .iter()
-                .map(|p| deadline_delay(t, p.deadline, now))
-                .fold(hi, f64::max);
-            // Stops only on a proven spread: a NaN goes on.
-            let apart = top - lo > spread;
-            !apart
-        },
-    );
+    let whole = proj.run_while(|running, t, done| {
+        for f in &done[seen..] {
+            let r = deadline_delay(f.at, out[f.job as usize], now);
+            (lo, hi) = (lo.min(r), hi.max(r));
+        }
+        seen = done.len();
+        let top = running
+            .parts
+            .iter()
+            .map(|p| deadline_delay(t, p.deadline, now))
+            .fold(hi, f64::max);
+        // Stops only on a proven spread: a NaN goes on.
+        let apart = top - lo > spread;
+        !apart
+    });
     for f in &proj.done {
         finish[f.job as usize] = f.at;
     }
