@@ -425,8 +425,28 @@ fn filter_bounded(
             take(best, res_free);
         }
     };
-    for n in index.wide() {
+    // The wide nodes up to the walk's start below: one whose lower bound
+    // fails the share test fails it (most of them: a part near its
+    // deadline needs more than the node).
+    let start = limit - add + 1e-9;
+    let mut wide = index.wide();
+    for (lo, n) in wide.by_ref() {
+        if lo > start {
+            #[cfg(debug_assertions)]
+            debug_assert!(
+                index.exact_load(n, now) + add > limit,
+                "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
+            );
+            break;
+        }
         exact(n, &mut best);
+    }
+    #[cfg(debug_assertions)]
+    for (lo, n) in wide.take(super::steps::DEBUG_WIDE_CHECKS) {
+        debug_assert!(
+            index.exact_load(n, now) + add > limit,
+            "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
+        );
     }
     // The least RESFree a node of load at most `h` can have, less room
     // for rounding (the committed time and RESFree are sums of a node's
@@ -443,7 +463,7 @@ fn filter_bounded(
     let cap_window = CapWindow::of(window);
     // Room for rounding in the share test's start, as Libra's walk.
     let mut walk = index
-        .load_tree_desc(limit - add + 1e-9)
+        .load_tree_desc(start)
         .expect("the caller checks the index keeps Libra+$'s order");
     // Debug builds check every node of the subtrees passed over, up to a
     // count per decision (the property tests' clusters stay under it).
@@ -888,6 +908,9 @@ mod tests {
     /// - n4: load 0.95, 9.5 s left, due at 10 s (bucket 3112, under node
     ///   3), its line starting at `t0`; due at the window's end, so its
     ///   share is unbounded there and its cap is its 9.5 s left.
+    /// - n5: load 1.5 (15 s left, due at 10 s), a wide bound [1.2, 1.6]:
+    ///   its lower bound fails the share test (1.21 > 1 + 1e-9), so it is
+    ///   never priced, though it is as wide as n0.
     ///
     /// With `t0` = 0 (the decision's instant) the root's bound is min(100
     /// x 0.95, 9.5) = 9.5, floor 89.5 > 9: the whole order is passed over
@@ -900,12 +923,13 @@ mod tests {
     fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
         use crate::busy_index::{LoadBound, LoadLine};
         let j = job(1, 1.0, 1, 100.0, 1e9);
-        let mut n = nodes(5);
+        let mut n = nodes(6);
         for (k, rem, dt) in [
             (0, 90.0, 100.0),
             (1, 3.0, 10.0),
             (2, 2.0, 10.0),
             (4, 9.5, 10.0),
+            (5, 15.0, 10.0),
         ] {
             busy(&mut n[k], k as u64, rem, dt);
         }
@@ -917,7 +941,11 @@ mod tests {
             ix.rebound(0.0, |k, _, _, fns| {
                 crate::policy::test_util::still_part_fns(&n[k], fns);
                 let load = n[k].required_share(0.0);
-                let (lo, hi) = if k == 0 { (0.5, 0.99) } else { (load, load) };
+                let (lo, hi) = match k {
+                    0 => (0.5, 0.99),
+                    5 => (1.2, 1.6),
+                    _ => (load, load),
+                };
                 LoadBound {
                     lo,
                     hi,

@@ -321,6 +321,12 @@ pub fn resource_deadline_filter_indexed(
     (fit < job.processors()).then(|| too_few_in_time(job, fit))
 }
 
+/// Debug builds: how many of the wide nodes a bounded walk passes over
+/// by their lower bound it checks against their exact load, per decision
+/// (the property tests' clusters stay under it).
+#[cfg(debug_assertions)]
+pub(crate) const DEBUG_WIDE_CHECKS: usize = 4096;
+
 /// Libra's share test and best fit over the bounds of `index`
 /// ([`BusyIndex::rebound`], up to date at `now`), with the outcome of
 /// [`resource_deadline_filter_indexed`] followed by [`top_k`] (best fit,
@@ -377,19 +383,39 @@ pub fn best_fit_filter_bounded(
             best.take(l);
         }
     }
-    for n in index.wide() {
-        if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
-            fit += 1;
-            out.push((n, v));
-            best.take(v);
-        }
-    }
     // Every node of one speed: the job's share on any node.
     let add = nodes[0].est_cpu(job) / job.qos.deadline;
     // Room for rounding in the stopping test below (bounds already hold
     // their own).
     const SLACK: f64 = 1e-9;
     let top = 1.0 + SHARE_SUM_EPS - add + SLACK;
+    // The wide nodes up to the same start as the walks by lower bound
+    // below: one whose lower bound fails the share test by more than the
+    // slack fails it (most of them: a part near its deadline needs more
+    // than the node).
+    let mut wide = index.wide();
+    for (lo, n) in wide.by_ref() {
+        if lo > top {
+            #[cfg(debug_assertions)]
+            debug_assert!(
+                after.fits(&nodes[n], index.exact_load(n, now)).is_none(),
+                "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
+            );
+            break;
+        }
+        if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
+            fit += 1;
+            out.push((n, v));
+            best.take(v);
+        }
+    }
+    #[cfg(debug_assertions)]
+    for (lo, n) in wide.take(DEBUG_WIDE_CHECKS) {
+        debug_assert!(
+            after.fits(&nodes[n], index.exact_load(n, now)).is_none(),
+            "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
+        );
+    }
     let mut kth = best.kth();
     // Narrow classes first: their good fits raise the k-th best key, so
     // the wider classes' walks stop sooner (the k-th best only rises, so a
@@ -1072,6 +1098,36 @@ mod tests {
         assert!((got[1].1 - 1.0000000005).abs() < 1e-15, "{:?}", got[1]);
         top_k(&mut got, 2, Better::Higher);
         assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    /// The wide nodes are read in the order of their lower bounds, up to
+    /// the walk's start: job RE 10, D 100 (share 0.1), 1 processor, the
+    /// start 1 + 1e-9 - 0.1 + 1e-9. n0: load 0.85, wide bound [0.5, 0.95]
+    /// (read: 0.95, the best fit over idle n2's 0.1). n1: a wide bound
+    /// [0.95, 1.3] that lies (its load is 0.3): its lower bound is past
+    /// the start, so its load is never read, and the debug build's check
+    /// of the nodes passed over finds that it fits.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "wide node 1 of lower bound 0.95 passed over at 0, but it fits")]
+    fn a_wide_node_passed_over_on_a_lying_lower_bound_fails_the_debug_check() {
+        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        use crate::policy::test_util::{busy, job, nodes, still_part_fns};
+        let mut n = nodes(3);
+        busy(&mut n[0], 10, 85.0, 100.0);
+        busy(&mut n[1], 11, 30.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            still_part_fns(&n[k], fns);
+            let (lo, hi) = if k == 0 { (0.5, 0.95) } else { (0.95, 1.3) };
+            LoadBound {
+                lo,
+                hi,
+                line: LoadLine::NONE,
+            }
+        });
+        let mut got = Vec::new();
+        best_fit_filter_bounded(0.0, &n, &ix, &job(1, 10.0, 1, 100.0, 1e9), &mut got);
     }
 
     #[test]
