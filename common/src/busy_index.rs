@@ -472,6 +472,9 @@ struct Bounds {
     /// the look at each entry a report left behind, ~120 a decision on
     /// the `decide` bench, read `of` and missed the cache for nearly each.
     filing: Vec<u32>,
+    /// The emptied slots of `expiry`, for the slots to come: a slot
+    /// filled afresh grew its room by doublings at each decision.
+    spare_slots: Vec<Vec<(u32, u32)>>,
     /// Nodes filed `Dirty`.
     dirty: Vec<usize>,
     /// The latest instant bounds were computed from: a decision before it
@@ -744,7 +747,8 @@ impl BusyIndex {
                 break;
             }
             let _slot = *entry.key();
-            for (k, filing) in entry.remove() {
+            let mut slot = entry.remove();
+            for &(k, filing) in &slot {
                 let k = k as usize;
                 if b.filing[k] == filing {
                     debug_assert!(matches!(b.of[k].2, Filed::Ordered | Filed::Wide));
@@ -752,6 +756,8 @@ impl BusyIndex {
                     b.mark(k);
                 }
             }
+            slot.clear();
+            b.spare_slots.push(slot);
         }
         self.bound_dirty(now, now + BOUND_WINDOW, bound);
     }
@@ -826,7 +832,10 @@ impl BusyIndex {
         if b.fn_at.len() < b.of.len() {
             b.fn_at.resize(b.of.len(), (0, 0));
         }
-        for k in std::mem::take(&mut b.dirty) {
+        // Taken and given back, so that its room is kept from one
+        // decision to the next (nothing here marks a node).
+        let dirty = std::mem::take(&mut b.dirty);
+        for &k in &dirty {
             if !self.busy.contains(k) {
                 b.of[k].2 = Filed::None;
                 continue;
@@ -863,9 +872,11 @@ impl BusyIndex {
             b.of[k] = (lb, to, filed);
             b.expiry
                 .entry(expiry_slot(to))
-                .or_default()
+                .or_insert_with(|| b.spare_slots.pop().unwrap_or_default())
                 .push((k as u32, b.filing[k]));
         }
+        b.dirty = dirty;
+        b.dirty.clear();
         if b.risk_on {
             b.risk_blocks_renew();
         }

@@ -145,7 +145,11 @@ impl AdmissionPolicy for LibraPlusDollar {
             job,
             |_, cands| resource_deadline_filter(now, nodes, job, cands, None),
             now,
-            |k| LibraPlusDollar::committed(now, &nodes[k], window),
+            |k| {
+                let n = &nodes[k];
+                (!n.parts.is_empty())
+                    .then(|| window - LibraPlusDollar::committed(now, n, window) - n.est_cpu(job))
+            },
         )
     }
 
@@ -173,7 +177,11 @@ impl AdmissionPolicy for LibraPlusDollar {
                 resource_deadline_filter_indexed(now, nodes, index, job, cands, job.processors())
             },
             now,
-            |k| LibraPlusDollar::committed(now, &nodes[k], window),
+            |k| {
+                let n = &nodes[k];
+                (!n.parts.is_empty())
+                    .then(|| window - LibraPlusDollar::committed(now, n, window) - n.est_cpu(job))
+            },
         )
     }
 
@@ -196,6 +204,7 @@ impl AdmissionPolicy for LibraPlusDollar {
             return None;
         }
         let window = job.qos.deadline;
+        let est = nodes[0].est_cpu(job);
         // Filled by the filter, read by the pricing: every busy candidate
         // is among them (the filter prices a busy node it keeps), each with
         // the very float `exact_committed` gives.
@@ -209,10 +218,14 @@ impl AdmissionPolicy for LibraPlusDollar {
             now,
             |k| {
                 let priced = priced.borrow();
-                match priced.binary_search_by_key(&k, |p| p.0) {
-                    Ok(i) => priced[i].1,
-                    Err(_) => index.exact_committed(k, now, window),
-                }
+                // Every busy candidate was priced, so a node missing there
+                // is idle; a busy node's RESFree from its committed time
+                // and the job's processor time on any node (one speed),
+                // without a read of the node itself (elsewhere in memory).
+                priced
+                    .binary_search_by_key(&k, |p| p.0)
+                    .ok()
+                    .map(|i| window - priced[i].1 - est)
             },
         );
         self.priced = priced.into_inner();
@@ -223,15 +236,15 @@ impl AdmissionPolicy for LibraPlusDollar {
 impl LibraPlusDollar {
     /// The decision with `filter` for the resource and deadline filters
     /// (candidates in node order with their load after the part), then
-    /// each candidate priced, a busy one from `committed` (its
-    /// [`Self::committed`] time in the job's window at `now`).
+    /// each candidate priced: a busy one from `res_free`, its RESFree
+    /// ([`Self::res_free`] at `now`), which is `None` for an idle one.
     fn decide_with(
         &mut self,
         nodes: &[NodeState],
         job: &JobSpec,
         filter: impl FnOnce(&PolicyConfig, &mut Vec<(usize, f64)>) -> Option<Decision>,
         now: Time,
-        committed: impl Fn(usize) -> f64,
+        res_free: impl Fn(usize) -> Option<f64>,
     ) -> Decision {
         if let Some(d) = too_many_processors(nodes, job) {
             return d;
@@ -240,26 +253,25 @@ impl LibraPlusDollar {
         if let Some(d) = filter(&self.cfg, &mut self.cands) {
             return d;
         }
-        let window = job.qos.deadline;
         self.quotes.clear();
         // An empty node's quote depends on its speed alone (no parts, so
         // nothing committed): computed again only when the speed differs
         // from the last empty node's; the very same value.
         let mut empty: Option<(f64, Option<PriceQuote>)> = None;
         for &(k, _) in &self.cands {
-            let n = &nodes[k];
-            let quote = if n.parts.is_empty() {
-                match empty {
-                    Some((speed, q)) if speed == n.spec.speed => q,
-                    _ => {
-                        let q = LibraPlusDollar::quote(&self.cfg, now, n, job);
-                        empty = Some((n.spec.speed, q));
-                        q
+            let quote = match res_free(k) {
+                Some(res_free) => LibraPlusDollar::quote_of(&self.cfg, job, k, res_free),
+                None => {
+                    let n = &nodes[k];
+                    match empty {
+                        Some((speed, q)) if speed == n.spec.speed => q,
+                        _ => {
+                            let q = LibraPlusDollar::quote(&self.cfg, now, n, job);
+                            empty = Some((n.spec.speed, q));
+                            q
+                        }
                     }
                 }
-            } else {
-                let res_free = window - committed(k) - n.est_cpu(job);
-                LibraPlusDollar::quote_of(&self.cfg, job, n.spec.id, res_free)
             };
             if let Some(mut q) = quote {
                 // Decisions name nodes by their index in the snapshot (a
