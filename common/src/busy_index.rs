@@ -619,8 +619,12 @@ impl BusyIndex {
         // The index may have held another node at `k` before.
         self.forget_load(k);
         self.returns.note(k, node);
+        // The node's speed group, made if new, whether the node is idle or
+        // not: the bounded walks read [`Self::speeds`] as the speeds of
+        // the whole view (a busy node's included).
+        let group = self.idle_group(node.spec.speed);
         if node.parts.is_empty() {
-            self.idle_group(node.spec.speed).insert(k);
+            group.insert(k);
         } else {
             self.busy.insert(k);
         }
@@ -875,6 +879,7 @@ impl BusyIndex {
                 .or_insert_with(|| b.spare_slots.pop().unwrap_or_default())
                 .push((k as u32, b.filing[k]));
         }
+        debug_assert!(b.dirty.is_empty(), "a node marked while bounding");
         b.dirty = dirty;
         b.dirty.clear();
         if b.risk_on {
@@ -984,7 +989,8 @@ impl BusyIndex {
         self.idle.iter().map(|(s, g)| (*s, g))
     }
 
-    /// Distinct speeds seen among idle nodes (empty groups included).
+    /// Distinct speeds seen among the nodes taken in, busy or idle (empty
+    /// groups included).
     pub fn speeds(&self) -> usize {
         self.idle.len()
     }
@@ -1110,54 +1116,77 @@ mod tests {
         assert!(set.iter().eq(reference.iter().copied()));
     }
 
+    /// A flat bound at node `k`'s load at 0 (its parts standing still).
+    fn flat(view: &[NodeState], k: usize, fns: &mut Vec<PartFn>) -> LoadBound {
+        crate::policy::test_util::still_part_fns(&view[k], fns);
+        let q = view[k].required_share(0.0);
+        LoadBound {
+            lo: q,
+            hi: q,
+            line: LoadLine::NONE,
+        }
+    }
+
+    /// The nodes [`BusyIndex::rebound`] bounds at `now`, flat.
+    fn rebound_flat(ix: &mut BusyIndex, view: &[NodeState], now: Time) -> Vec<usize> {
+        let mut bounded = Vec::new();
+        ix.rebound(now, |k, _, _, fns| {
+            bounded.push(k);
+            flat(view, k, fns)
+        });
+        bounded
+    }
+
     #[test]
     fn only_a_bound_still_on_file_is_bounded_again_when_its_window_ends() {
-        // Nodes 0 and 1 busy, bounded at 0 (window to BOUND_WINDOW); a
-        // report on node 1 at 4 bounds it again (to 4 + BOUND_WINDOW +
-        // EXPIRY_SLOT). Past the first window, node 0 is bounded again at
-        // the decision, node 1 is not (its first bound's entry is left
-        // behind, no longer its bound); past the second, node 1 is.
+        // Nodes 0, 1 and 2 busy, bounded at 0 (window to BOUND_WINDOW, the
+        // slot starting at 10). A report on node 1 at 4 bounds it again
+        // (to 4 + BOUND_WINDOW + EXPIRY_SLOT, the slot starting at
+        // 14.0625). Node 2 empties at 5 and takes a part again: bounded
+        // again at 5 (to 15, the slot starting at 15). Past the first
+        // window only node 0 is bounded again (the entries nodes 1 and 2
+        // left behind are no longer their bounds); past the second, node
+        // 1; past the third, node 2.
         let mut view = nodes(3);
         busy(&mut view[0], 10, 50.0, 1000.0);
         busy(&mut view[1], 11, 25.0, 1000.0);
+        busy(&mut view[2], 12, 25.0, 1000.0);
         let mut ix = BusyIndex::of(&view);
-        let mut bounded = Vec::new();
-        let rebound = |ix: &mut BusyIndex, now: Time, bounded: &mut Vec<usize>| {
-            bounded.clear();
-            ix.rebound(now, |k, _, _, fns| {
-                bounded.push(k);
-                crate::policy::test_util::still_part_fns(&view[k], fns);
-                let q = view[k].required_share(0.0);
-                LoadBound {
-                    lo: q,
-                    hi: q,
-                    line: LoadLine::NONE,
-                }
-            });
-        };
-        rebound(&mut ix, 0.0, &mut bounded);
-        assert_eq!(bounded, [0, 1]);
-        rebound(&mut ix, 1.0, &mut bounded);
-        assert_eq!(bounded, [] as [usize; 0]);
+        assert_eq!(rebound_flat(&mut ix, &view, 0.0), [0, 1, 2]);
+        assert_eq!(rebound_flat(&mut ix, &view, 1.0), [] as [usize; 0]);
         ix.forget_load(1);
         ix.settle(4.0, |k, _, _, fns| {
             assert_eq!(k, 1);
-            crate::policy::test_util::still_part_fns(&view[k], fns);
-            let q = view[k].required_share(0.0);
-            LoadBound {
-                lo: q,
-                hi: q,
-                line: LoadLine::NONE,
-            }
+            flat(&view, k, fns)
         });
-        rebound(&mut ix, BOUND_WINDOW + EXPIRY_SLOT, &mut bounded);
-        assert_eq!(bounded, [0]);
-        rebound(
-            &mut ix,
-            4.0 + BOUND_WINDOW + 2.0 * EXPIRY_SLOT,
-            &mut bounded,
-        );
-        assert_eq!(bounded, [1]);
+        view[2].parts.clear();
+        ix.update(2, &view[2]);
+        busy(&mut view[2], 13, 25.0, 1000.0);
+        ix.update(2, &view[2]);
+        assert_eq!(rebound_flat(&mut ix, &view, 5.0), [2]);
+        let t = BOUND_WINDOW + EXPIRY_SLOT;
+        assert_eq!(rebound_flat(&mut ix, &view, t), [0]);
+        let t = 4.0 + BOUND_WINDOW + 2.0 * EXPIRY_SLOT;
+        assert_eq!(rebound_flat(&mut ix, &view, t), [1]);
+        let t = 5.0 + BOUND_WINDOW + EXPIRY_SLOT;
+        assert_eq!(rebound_flat(&mut ix, &view, t), [2]);
+    }
+
+    #[test]
+    fn a_busy_nodes_speed_counts_among_the_speeds() {
+        // Two speeds, every node of speed 2 busy: the index of the view
+        // knows both speeds, so the bounded walks (which take every node
+        // to have one speed) do not apply.
+        let mut view = nodes(4);
+        view[2].spec.speed = 2.0;
+        view[3].spec.speed = 2.0;
+        busy(&mut view[2], 10, 50.0, 100.0);
+        busy(&mut view[3], 11, 50.0, 100.0);
+        let mut ix = BusyIndex::of(&view);
+        assert_eq!(ix.speeds(), 2);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &view);
+        let j = crate::policy::test_util::job(1, 10.0, 1, 100.0, 1e9);
+        assert!(!crate::policy::steps::bounds_apply(&view, &ix, &j));
     }
 
     #[test]

@@ -263,6 +263,7 @@ impl LibraPlusDollar {
                 Some(res_free) => LibraPlusDollar::quote_of(&self.cfg, job, k, res_free),
                 None => {
                     let n = &nodes[k];
+                    debug_assert!(n.parts.is_empty(), "busy node {k} priced as idle");
                     match empty {
                         Some((speed, q)) if speed == n.spec.speed => q,
                         _ => {
@@ -439,7 +440,9 @@ fn filter_bounded(
     };
     // The wide nodes up to the walk's start below: one whose lower bound
     // fails the share test fails it (most of them: a part near its
-    // deadline needs more than the node).
+    // deadline needs more than the node). A wide bound's lower bound has
+    // no room for the rounding of the load's sum (a few ulps of it); the
+    // start's 1e-9 covers that.
     let start = limit - add + 1e-9;
     let mut wide = index.wide();
     for (lo, n) in wide.by_ref() {
@@ -1004,6 +1007,32 @@ mod tests {
             }
             assert_eq!(bounded, p.decide(0.0, &n, &j));
         }
+    }
+
+    /// Libra+$'s walk reads the wide nodes up to its start alone, and the
+    /// debug build's check of the others bites: job RE 10, D 100 (share
+    /// 0.1), 1 processor; n0 idle; n1's load is 0.3 but its wide bound
+    /// claims [0.95, 1.3]: past the start 1 + 1e-9 - 0.1 + 1e-9, so it is
+    /// never priced, and the check finds that it fits.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "wide node 1 of lower bound 0.95 passed over at 0, but it fits")]
+    fn a_wide_node_passed_over_on_a_lying_lower_bound_fails_the_debug_check() {
+        use crate::busy_index::{LoadBound, LoadLine};
+        let mut n = nodes(2);
+        busy(&mut n[1], 11, 30.0, 100.0);
+        let mut ix = BusyIndex::of(&n);
+        ix.keep_load_tree(true);
+        ix.rebound(0.0, |k, _, _, fns| {
+            crate::policy::test_util::still_part_fns(&n[k], fns);
+            LoadBound {
+                lo: 0.95,
+                hi: 1.3,
+                line: LoadLine::NONE,
+            }
+        });
+        let mut p = LibraPlusDollar::new(PolicyConfig::default());
+        p.decide_bounded(0.0, &n, &ix, &job(1, 10.0, 1, 100.0, 1e9));
     }
 
     /// The debug build's check of the subtrees the walk passes over bites:

@@ -392,7 +392,8 @@ pub fn best_fit_filter_bounded(
     // The wide nodes up to the same start as the walks by lower bound
     // below: one whose lower bound fails the share test by more than the
     // slack fails it (most of them: a part near its deadline needs more
-    // than the node).
+    // than the node). A wide bound's lower bound has no room for the
+    // rounding of the load's sum (a few ulps of it); the slack covers it.
     let mut wide = index.wide();
     for (lo, n) in wide.by_ref() {
         if lo > top {
