@@ -51,6 +51,24 @@ impl ManagerCore {
                 "its record is not one of an accepted, unfinished job".into(),
             ));
         }
+        // The journal is this manager's own, but a file can be edited or
+        // damaged: the job is checked as a submission is, and its record's
+        // instants, so that no impossible number reaches the view.
+        job.spec
+            .validate()
+            .map_err(|e| invalid(format!("its specification: {e}")))?;
+        if !(job.actual_runtime.is_finite() && job.actual_runtime >= 0.0) {
+            return Err(invalid(format!(
+                "actual runtime must be finite and >= 0, got {}",
+                job.actual_runtime
+            )));
+        }
+        let start = record.start.unwrap_or(record.decided_at);
+        if !start.is_finite() {
+            return Err(invalid(format!(
+                "its record's start must be finite, got {start}"
+            )));
+        }
         if record.nodes.is_empty() {
             return Err(invalid("its record names no node".into()));
         }
@@ -59,7 +77,6 @@ impl ManagerCore {
                 "its record names node {n}, never registered"
             )));
         }
-        let start = record.start.unwrap_or(record.decided_at);
         let k = self.jobs.len();
         let n_parts = record.nodes.len();
         let first_part = self.parts.len();
@@ -724,6 +741,25 @@ mod tests {
         assert_eq!(
             invalid(c.adopt(j.clone(), r)),
             "adopted job 1: its record names node 3, never registered"
+        );
+        // A damaged journal: numbers no submission could have had.
+        let mut bad = j.clone();
+        bad.spec.details.runtime_estimate = f64::INFINITY;
+        assert_eq!(
+            invalid(c.adopt(bad, ok.clone())),
+            "adopted job 1: its specification: job 1: field JobDetails.runtime_estimate must be a finite number, got inf"
+        );
+        let mut bad = j.clone();
+        bad.actual_runtime = f64::NAN;
+        assert_eq!(
+            invalid(c.adopt(bad, ok.clone())),
+            "adopted job 1: actual runtime must be finite and >= 0, got NaN"
+        );
+        let mut r = ok.clone();
+        r.start = Some(f64::NAN);
+        assert_eq!(
+            invalid(c.adopt(j.clone(), r)),
+            "adopted job 1: its record's start must be finite, got NaN"
         );
         assert_eq!(c.open_jobs(), 0);
         assert!(c.record(1).is_none());
