@@ -872,7 +872,7 @@ impl BusyIndex {
             if b.risk_on {
                 b.risk[k] = RiskSummary::of(&b.fns[start..], now, to, &lb);
             }
-            self.returns.file_late(k, &b.fns[start..], now, to);
+            self.returns.file_late(k, &b.fns[start..], now, to, lb.lo);
             b.of[k] = (lb, to, filed);
             b.expiry
                 .entry(expiry_slot(to))

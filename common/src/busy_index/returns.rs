@@ -47,10 +47,42 @@ pub(super) struct Returns {
     of: Vec<(f64, f64)>,
     /// `(order key of the key, node)` for every busy node.
     order: BTreeSet<(u64, usize)>,
-    /// Per node: [`late_deadlines`] of its parts when last bounded.
-    late: Vec<[f32; LATE_LEVELS.len()]>,
+    /// Per node: [`late_deadlines`] of its parts when last bounded, and
+    /// its load's lower bound over that bound's window (read together:
+    /// the walk by return reads both of every node it meets).
+    late: Vec<LateRecord>,
+    /// Per node: its counted parts when last bounded (see
+    /// [`BusyIndex::late_parts`]).
+    counted: Vec<Vec<(f64, f64)>>,
     /// Scratch for [`late_deadlines`].
     parts: Vec<(f64, f64)>,
+}
+
+/// What [`Returns`] keeps of a bounded node for LibraSLA's walk.
+#[derive(Debug, Clone, Copy)]
+struct LateRecord {
+    /// [`late_deadlines`].
+    deadlines: [f32; LATE_LEVELS.len()],
+    /// The lower bound of its load over its bound's window, as an `f32`
+    /// rounded down (`-inf`: none).
+    load_lo: f32,
+}
+
+impl LateRecord {
+    const NONE: LateRecord = LateRecord {
+        deadlines: [f32::NEG_INFINITY; LATE_LEVELS.len()],
+        load_lo: f32::NEG_INFINITY,
+    };
+}
+
+/// `x` as an `f32` no larger.
+fn down(x: f64) -> f32 {
+    let y = x as f32;
+    if f64::from(y) > x {
+        y.next_down()
+    } else {
+        y
+    }
 }
 
 /// Per level `l` of [`LATE_LEVELS`], the latest deadline `T` such that the
@@ -128,16 +160,32 @@ impl Returns {
     }
 
     /// Keeps node `k`'s [`late_deadlines`] from its parts' record `fns`
-    /// over its bound's window `[t0, t1)`.
-    pub(super) fn file_late(&mut self, k: usize, fns: &[PartFn], t0: Time, t1: Time) {
+    /// over its bound's window `[t0, t1)`, and `load_lo`, the lower bound
+    /// of its load there.
+    pub(super) fn file_late(&mut self, k: usize, fns: &[PartFn], t0: Time, t1: Time, load_lo: f64) {
         if !self.on {
             return;
         }
         if k >= self.late.len() {
-            self.late
-                .resize(k + 1, [f32::NEG_INFINITY; LATE_LEVELS.len()]);
+            self.late.resize(k + 1, LateRecord::NONE);
         }
-        self.late[k] = late_deadlines(fns, t0, t1, &mut self.parts);
+        let deadlines = late_deadlines(fns, t0, t1, &mut self.parts);
+        if k >= self.counted.len() {
+            self.counted.resize_with(k + 1, Vec::new);
+        }
+        // The scratch holds them latest first.
+        let counted = &mut self.counted[k];
+        counted.clear();
+        counted.extend(self.parts.iter().rev());
+        self.late[k] = LateRecord {
+            deadlines,
+            // A NaN bound (inputs out of range) says nothing.
+            load_lo: if load_lo.is_nan() {
+                f32::NEG_INFINITY
+            } else {
+                down(load_lo)
+            },
+        };
     }
 
     /// Takes node `k` out of the order.
@@ -177,10 +225,10 @@ impl BusyIndex {
                 // A node bounded already: its late deadlines from its
                 // record, from the latest bounding (no decision is before
                 // it) to the end of its bound's window.
-                if let Some(&(_, until, Filed::Ordered | Filed::Wide)) = self.bounds.of.get(k) {
+                if let Some(&(lb, until, Filed::Ordered | Filed::Wide)) = self.bounds.of.get(k) {
                     let (start, count) = self.bounds.fn_at[k];
                     let fns = &self.bounds.fns[start as usize..(start + count) as usize];
-                    self.returns.file_late(k, fns, latest, until);
+                    self.returns.file_late(k, fns, latest, until, lb.lo);
                 }
             }
         }
@@ -211,7 +259,27 @@ impl BusyIndex {
         self.returns
             .late
             .get(k)
-            .map_or(f64::NEG_INFINITY, |l| f64::from(l[level]))
+            .map_or(f64::NEG_INFINITY, |l| f64::from(l.deadlines[level]))
+    }
+
+    /// Busy node `k`'s hard parts as LibraSLA's lateness certificate
+    /// counts them, from its last bounding on: `(deadline, q)` for each
+    /// whose required share's least over its bound's window, `q`, is at
+    /// least [`LATE_MIN_SHARE`], by deadline (empty: none known). Up to
+    /// date for every busy node while the bounds are.
+    pub fn late_parts(&self, k: usize) -> &[(f64, f64)] {
+        self.returns.counted.get(k).map_or(&[], |c| c.as_slice())
+    }
+
+    /// A lower bound of busy node `k`'s load from its last bounding on
+    /// (`-inf`: none known): its bound's, as an `f32` rounded down, kept
+    /// beside its late deadlines so that LibraSLA's walk reads both at
+    /// once. Up to date for every busy node while the bounds are.
+    pub fn load_floor(&self, k: usize) -> f64 {
+        self.returns
+            .late
+            .get(k)
+            .map_or(f64::NEG_INFINITY, |l| f64::from(l.load_lo))
     }
 
     /// How many nodes the order holds (every busy node while it is kept).
@@ -296,6 +364,56 @@ mod tests {
         let odd = [f(50.0, 0.0, 100.000_006, true)];
         let t = late_deadlines(&odd, 0.0, 10.0, &mut Vec::new());
         assert_eq!(t[0], 100.0);
+    }
+
+    #[test]
+    fn a_filed_node_keeps_its_counted_parts_by_deadline_and_its_load_floor() {
+        // The parts of the test above, window [0, 10): A (hard, 34 left by
+        // 100) counts its least share 0.34 (at 0), B (46 by 200) 0.23, D
+        // (127 left by 300 at 10) 127 / 290; C is soft, E below
+        // LATE_MIN_SHARE, G due inside the window. By deadline: A, B, D.
+        let f = |est: f64, done: f64, deadline: f64, hard: bool| PartFn {
+            est_cpu: est,
+            cpu_done: done,
+            share: 0.0,
+            at: f64::NAN,
+            deadline,
+            hard,
+        };
+        let fns = [
+            PartFn {
+                share: 0.5,
+                at: 0.0,
+                ..f(132.0, 0.0, 300.0, true)
+            },
+            f(46.0, 0.0, 200.0, true),
+            f(50.0, 0.0, 100.0, false),
+            f(60.0, 26.0, 100.0, true),
+            f(0.05, 0.0, 100.0, true),
+            f(5.0, 0.0, 8.0, true),
+        ];
+        let mut r = Returns {
+            on: true,
+            ..Returns::default()
+        };
+        // A load floor no f32 holds is rounded down: 0.9 as an f32 is
+        // 0.9000000358, above it.
+        r.file_late(2, &fns, 0.0, 10.0, 0.9);
+        let want = [(100.0, 0.34), (200.0, 0.23), (300.0, 127.0 / 290.0)];
+        let got = &r.counted[2];
+        assert_eq!(got.len(), 3, "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!(g.0, w.0, "{got:?}");
+            assert!((g.1 - w.1).abs() < 1e-12, "{got:?}");
+        }
+        let floor = f64::from(r.late[2].load_lo);
+        assert!(floor <= 0.9 && floor > 0.9 - 1e-7, "{floor}");
+        // Nodes never filed have none; a NaN floor says nothing.
+        assert!(r.counted[0].is_empty());
+        assert_eq!(r.late[0].load_lo, f32::NEG_INFINITY);
+        r.file_late(2, &fns[2..3], 0.0, 10.0, f64::NAN);
+        assert!(r.counted[2].is_empty());
+        assert_eq!(r.late[2].load_lo, f32::NEG_INFINITY);
     }
 
     #[test]

@@ -299,9 +299,15 @@ fn verdict(r: NodeReturn, hard: bool) -> Result<f64, bool> {
 /// parts).
 #[derive(Debug, Clone, Default)]
 struct LateCheck {
-    /// The counted parts due before the new one.
+    /// The counted parts due before the new one, by deadline, as
+    /// gathered, and their shares added up.
+    early0: Vec<Counted>,
+    q_early0: f64,
+    /// The counted parts due with it or after it, and their sum.
+    long0: Vec<Counted>,
+    q_long0: f64,
+    /// A pass's copies of the two, their shares grown phase by phase.
     early: Vec<Counted>,
-    /// The counted parts due with it or after it.
     long: Vec<Counted>,
 }
 
@@ -312,6 +318,13 @@ struct LateCheck {
 struct Counted {
     d: f64,
     q: f64,
+}
+
+impl Counted {
+    /// The shares of `cs` added up, in their order.
+    fn sum(cs: &[Counted]) -> f64 {
+        cs.iter().map(|c| c.q).sum()
+    }
 }
 
 impl LateCheck {
@@ -364,32 +377,15 @@ impl LateCheck {
         if !new.hard || b.required() <= 0.0 {
             return false;
         }
-        // The powers' harmonic-mean bounds settle most nodes at a division
-        // a part and phase; the powers themselves (a `powf` each) most of
-        // the rest.
-        self.late_bound(now, fns, new, &b, false) || self.late_bound(now, fns, new, &b, true)
+        self.gather(now, fns, new);
+        self.passes(new, &b)
     }
 
-    /// [`Self::late_for_certain`] for `b`, `new`'s share input, with the
-    /// powers taken `exact` or at their lower bound [`at_least_power`].
-    fn late_bound(
-        &mut self,
-        now: Time,
-        fns: &[PartFn],
-        new: &PartView,
-        b: &ShareInput,
-        exact: bool,
-    ) -> bool {
-        // Times are offsets from `now`; each time to a deadline is taken
-        // an upper bound (or a lower one, where that is the safe side),
-        // with room for the rounding of the subtraction.
-        let rd_hi = |d: f64, tau: f64| (d - tau) + LATE_REL_ROOM * (d + tau);
-        let rd_lo = |d: f64, tau: f64| (d - tau) - LATE_REL_ROOM * (d + tau);
-        let d_b = b.rd;
-        // The work the new part must have left at its deadline (step 4).
-        let need = LATE_WINDOW + LATE_ABS_ROOM + LATE_REL_ROOM * new.deadline.abs();
-        self.early.clear();
-        self.long.clear();
+    /// Gathers the counted parts of a node whose parts at `now` are
+    /// `fns`, for hard part `new`.
+    fn gather(&mut self, now: Time, fns: &[PartFn], new: &PartView) {
+        self.early0.clear();
+        self.long0.clear();
         for f in fns {
             // An early part within LATE_WINDOW of its deadline may leave
             // the track at any moment: not counted.
@@ -402,25 +398,93 @@ impl LateCheck {
                         q,
                     };
                     if long {
-                        self.long.push(c);
+                        self.long0.push(c);
                     } else {
-                        self.early.push(c);
+                        self.early0.push(c);
                     }
                 }
             }
         }
-        let sum = |cs: &[Counted]| cs.iter().map(|c| c.q).sum::<f64>();
-        // The counted shares of the early parts still counted, and of the
-        // long ones.
-        let mut q_early = sum(&self.early);
-        let mut q_long = sum(&self.long);
-        let short = (b.required() + q_long + q_early) * (1.0 - LATE_REL_ROOM) > 1.0;
+        // Summed in the parts' order; the phases end at the early parts'
+        // deadlines, in turn.
+        self.q_early0 = Counted::sum(&self.early0);
+        self.q_long0 = Counted::sum(&self.long0);
+        self.early0.sort_unstable_by(|a, b| a.d.total_cmp(&b.d));
+    }
+
+    /// [`Self::late_for_certain`] on the index's record of a node's
+    /// counted parts, `counted` ([`BusyIndex::late_parts`]: its hard
+    /// parts' deadlines and the least required share each has over the
+    /// node's bound's window, those at least [`LATE_MIN_SHARE`], by
+    /// deadline), rather than on its parts at `now`: a share that is a
+    /// lower bound of the part's at `now` is one at every step of the
+    /// argument (the sums only need lower bounds, and the new part's
+    /// share is bounded above by its own over them), so the certificate
+    /// holds as it is, a little weaker, and reads 16 bytes a part, already
+    /// in order, where the parts are 48 and each share a division.
+    fn late_for_certain_counted(
+        &mut self,
+        now: Time,
+        counted: &[(f64, f64)],
+        new: &PartView,
+    ) -> bool {
+        let b = new.share_input(now);
+        if !new.hard || b.required() <= 0.0 {
+            return false;
+        }
+        self.early0.clear();
+        self.long0.clear();
+        for &(deadline, q) in counted {
+            let long = deadline >= new.deadline;
+            if long || deadline - now - LATE_WINDOW > 0.0 {
+                let c = Counted {
+                    d: deadline - now,
+                    q,
+                };
+                if long {
+                    self.long0.push(c);
+                } else {
+                    self.early0.push(c);
+                }
+            }
+        }
+        self.q_early0 = Counted::sum(&self.early0);
+        self.q_long0 = Counted::sum(&self.long0);
+        debug_assert!(self.early0.is_sorted_by(|a, b| a.d <= b.d));
+        self.passes(new, &b)
+    }
+
+    /// The certificate on the counted parts gathered: the powers' harmonic-mean
+    /// bounds settle most nodes at a division a part and phase; the powers
+    /// themselves (a `powf` each) most of the rest.
+    fn passes(&mut self, new: &PartView, b: &ShareInput) -> bool {
+        let short = (b.required() + self.q_long0 + self.q_early0) * (1.0 - LATE_REL_ROOM) > 1.0;
         if !short {
             // Never short: no phase, and the last stretch's x + c <= 1.
             return false;
         }
-        // The phases end at the early parts' deadlines, in turn.
-        self.early.sort_unstable_by(|a, b| a.d.total_cmp(&b.d));
+        self.late_bound(new, b, false) || self.late_bound(new, b, true)
+    }
+
+    /// [`Self::late_for_certain`] for `b`, `new`'s share input, on the
+    /// counted parts gathered, with the powers taken `exact` or at their
+    /// lower bound [`at_least_power`].
+    fn late_bound(&mut self, new: &PartView, b: &ShareInput, exact: bool) -> bool {
+        // Times are offsets from `now`; each time to a deadline is taken
+        // an upper bound (or a lower one, where that is the safe side),
+        // with room for the rounding of the subtraction.
+        let rd_hi = |d: f64, tau: f64| (d - tau) + LATE_REL_ROOM * (d + tau);
+        let rd_lo = |d: f64, tau: f64| (d - tau) - LATE_REL_ROOM * (d + tau);
+        let d_b = b.rd;
+        // The work the new part must have left at its deadline (step 4).
+        let need = LATE_WINDOW + LATE_ABS_ROOM + LATE_REL_ROOM * new.deadline.abs();
+        // Each pass grows its own copy of the counted shares.
+        self.early.clone_from(&self.early0);
+        self.long.clone_from(&self.long0);
+        // The counted shares of the early parts still counted, and of the
+        // long ones.
+        let mut q_early = self.q_early0;
+        let mut q_long = self.q_long0;
         let mut rem_b = b.rem;
         let mut tau = 0.0;
         let mut first = 0;
@@ -913,9 +977,19 @@ impl LibraSla {
             nodes[k].parts.iter().map(|p| p.ret).sum::<f64>().to_bits(),
             "node {k}: its sum of returns in the order is out of date"
         );
+        let share = new.est_cpu / job.qos.deadline;
+        // The shortcut fails on a node whose load's lower bound already
+        // leaves no room for the job's share: its parts are not read for
+        // it. The bound has no room for the rounding of the load's sum (a
+        // few ulps of it); the 1e-9 covers that, as in Libra's walk.
+        let surely_over = index.load_floor(k) - 1e-9 + share > 1.0 + SHARE_SUM_EPS;
+        debug_assert!(
+            !surely_over || index.exact_load(k, now) + share > 1.0 + SHARE_SUM_EPS,
+            "node {k}: its load's lower bound says the shortcut fails at {now}, its load says it holds"
+        );
         let fns = index.part_fns(k);
-        if fns.iter().all(|f| f.deadline - now > TIME_EPS) {
-            let q_new = index.exact_load(k, now) + new.est_cpu / job.qos.deadline;
+        if !surely_over && fns.iter().all(|f| f.deadline - now > TIME_EPS) {
+            let q_new = index.exact_load(k, now) + share;
             if q_new <= 1.0 + SHARE_SUM_EPS {
                 #[cfg(test)]
                 count_shortcut(&INDEX_SHORTCUTS);
@@ -938,7 +1012,10 @@ impl LibraSla {
         }
         if hard {
             debug_assert_eq!(*new, nodes[k].new_valued_part(job, self.part_value(job)));
-            if self.late_check.late_for_certain(now, fns, new) {
+            if self
+                .late_check
+                .late_for_certain_counted(now, index.late_parts(k), new)
+            {
                 #[cfg(test)]
                 count_shortcut(&LATE_CERTAIN);
                 #[cfg(debug_assertions)]
@@ -1301,7 +1378,8 @@ mod tests {
         let mut check = LateCheck::default();
         assert!(check.late_for_certain(0.0, ix.part_fns(0), &new));
         let b = new.share_input(0.0);
-        assert!(check.late_bound(0.0, ix.part_fns(0), &new, &b, false));
+        check.gather(0.0, ix.part_fns(0), &new);
+        assert!(check.late_bound(&new, &b, false));
         // A soft job is never settled so (the rule does not protect it).
         let soft_new = n[0].new_valued_part(&soft(2, 100.0, 200.0, 10.0, 1.0), new_value());
         assert!(!check.late_for_certain(0.0, ix.part_fns(0), &soft_new));
@@ -1343,8 +1421,9 @@ mod tests {
         let new = part_on(&n[0], &j);
         let b = new.share_input(0.0);
         let mut check = LateCheck::default();
-        assert!(!check.late_bound(0.0, ix.part_fns(0), &new, &b, false));
-        assert!(check.late_bound(0.0, ix.part_fns(0), &new, &b, true));
+        check.gather(0.0, ix.part_fns(0), &new);
+        assert!(!check.late_bound(&new, &b, false));
+        assert!(check.late_bound(&new, &b, true));
         assert!(check.late_for_certain(0.0, ix.part_fns(0), &new));
         let mut p = LibraSla::new(PolicyConfig::default());
         assert!(p.node_return(0.0, &n[0], &j).new_delay > 0.0);
