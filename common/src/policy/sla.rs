@@ -60,7 +60,8 @@ pub struct LibraSla {
     scratch: Option<NodeState>,
     /// The busy nodes a walk by return found the job late on without
     /// telling why they are no candidate (the index's late deadlines,
-    /// [`LateCheck::late_for_certain`], the projection with the job).
+    /// [`LateCheck::late_for_certain_counted`], the projection with the
+    /// job).
     late: Vec<usize>,
     late_check: LateCheck,
     /// A node's parts as they stand, for the lateness certificate.
@@ -104,6 +105,9 @@ thread_local! {
     static NEW_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes whose old return alone `node_return` took from the shortcut.
     static OLD_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nodes the walk by return did not try the shortcut on, their load
+    /// floor leaving no room for the job.
+    static FLOOR_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes the walk by return classified from the index's shortcut.
     static INDEX_SHORTCUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Nodes the walk by return settled from the lateness certificate.
@@ -312,8 +316,9 @@ struct LateCheck {
 }
 
 /// A part [`LateCheck`] counts: its deadline (an offset from the
-/// instant) and its required share at the instant (a lower bound on it
-/// from then on).
+/// instant) and a lower bound on its required share at the instant (the
+/// share itself on nodes as they stand, its least over the node's bound's
+/// window on the walk by return), so one on it from then on.
 #[derive(Debug, Clone, Copy)]
 struct Counted {
     d: f64,
@@ -416,12 +421,16 @@ impl LateCheck {
     /// counted parts, `counted` ([`BusyIndex::late_parts`]: its hard
     /// parts' deadlines and the least required share each has over the
     /// node's bound's window, those at least [`LATE_MIN_SHARE`], by
-    /// deadline), rather than on its parts at `now`: a share that is a
-    /// lower bound of the part's at `now` is one at every step of the
-    /// argument (the sums only need lower bounds, and the new part's
-    /// share is bounded above by its own over them), so the certificate
-    /// holds as it is, a little weaker, and reads 16 bytes a part, already
-    /// in order, where the parts are 48 and each share a division.
+    /// deadline), rather than on its parts at `now`. The argument holds
+    /// for any subset of the hard parts on track with lower bounds of
+    /// their shares at `now` (the sums only need lower bounds, and the new
+    /// part's share is bounded above by its own over them), and a share's
+    /// least over the window is at most its share at `now` (in floats to
+    /// an ulp or so, which the 1e-9 rooms cover), so the certificate holds
+    /// as it is. It is usually a little weaker (smaller shares; a part
+    /// whose least is below [`LATE_MIN_SHARE`] is not counted, nor its
+    /// phase), and reads 16 bytes a part, already in order, where the
+    /// parts are 48 and each share a division.
     fn late_for_certain_counted(
         &mut self,
         now: Time,
@@ -952,8 +961,10 @@ impl LibraSla {
     /// exact load, [`BusyIndex::exact_load`], the refresh's
     /// [`NodeState::required_share`]) when it holds, else the projection
     /// of the node brought to `now` ([`Self::exact_classify`]; for a hard
-    /// job, the one with the job first). `None`: a hard job's part is
-    /// late there, certain by [`LateCheck::late_for_certain`] or
+    /// job, the one with the job first). The shortcut is not tried where
+    /// the node's load floor ([`BusyIndex::load_floor`]) already leaves no
+    /// room for the job's share. `None`: a hard job's part is late there,
+    /// certain by [`LateCheck::late_for_certain_counted`] or
     /// projected so, so the node is no candidate, without telling whether
     /// its return would drop first (`Err(true)`) or the delay rule it out
     /// (`Err(false)`); a rejection, whose counts tell them apart, asks
@@ -983,6 +994,10 @@ impl LibraSla {
         // it. The bound has no room for the rounding of the load's sum (a
         // few ulps of it); the 1e-9 covers that, as in Libra's walk.
         let surely_over = index.load_floor(k) - 1e-9 + share > 1.0 + SHARE_SUM_EPS;
+        #[cfg(test)]
+        if surely_over {
+            count_shortcut(&FLOOR_SKIPS);
+        }
         debug_assert!(
             !surely_over || index.exact_load(k, now) + share > 1.0 + SHARE_SUM_EPS,
             "node {k}: its load's lower bound says the shortcut fails at {now}, its load says it holds"
@@ -1511,6 +1526,122 @@ mod tests {
         assert_eq!(p.late_level(0.0, &j, &new), Some(level(0.75)));
         assert_eq!(bounded_as_scan(&mut p, &n, &ix, &j), p.decide(0.0, &n, &j));
         assert_eq!(decide(&mut p, &n, &j), Ok(vec![0]));
+    }
+
+    #[test]
+    fn a_node_whose_load_floor_leaves_no_room_is_not_read_for_the_shortcut() {
+        // n0 holds L: hard, 95 by 100 (q 0.95, its bound exactly that at
+        // 0); n1 is idle. N: hard, RE 10, D 100 (share 0.1). 0.95 - 1e-9
+        // + 0.1 > 1 + 1e-9: the shortcut is not tried on n0. N's level is
+        // 1.25 (at 1.0 its bound leaves 10 e^-10 = 4.5e-4 s, below the ~3
+        // ms; at 1.25, 10 x 3.5^-4 = 0.067 s), which L alone does not
+        // reach; the certificate, with L's 0.95 due with N, leaves N 10 x
+        // 2^-20 s: not settled. The projection: both protected, each at q
+        // / 1.05, so N ends late; n1 is chosen, as the scan chooses.
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 95.0, 100.0, 950.0, 1.0));
+        let ix = indexed(&n);
+        assert_eq!(ix.load_floor(0), 0.95f32 as f64);
+        let j = hard(1, 10.0, 100.0, 10.0, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        let new = part_on(&n[0], &j);
+        assert_eq!(p.late_level(0.0, &j, &new), Some(level(1.25)));
+        let skips = || FLOOR_SKIPS.with(|c| c.get());
+        let before = skips();
+        bounded_as_scan(&mut p, &n, &ix, &j);
+        assert_eq!(skips() - before, 1);
+        assert_eq!(decide(&mut p, &n, &j), Ok(vec![1]));
+        // With room for N (L 85 by 100), the shortcut is tried and taken.
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 85.0, 100.0, 850.0, 1.0));
+        let ix = indexed(&n);
+        let before = skips();
+        bounded_as_scan(&mut p, &n, &ix, &j);
+        assert_eq!(skips() - before, 0);
+    }
+
+    #[test]
+    fn the_walk_by_return_counts_a_part_at_its_least_share_over_the_window() {
+        // n0 holds L: hard, 100 to do by 200, reported at 0 running at the
+        // whole node, so its share falls over the bound's window [0, 10]:
+        // 0.5 at 0, 95 / 195 = 0.48718 at 5, 90 / 190 = 0.47368 at 10.
+        // n1 is idle. N arrives at 5: hard, RE 52.233, D 100 (due at 105,
+        // before L), x = 0.52233. With L's share at 5 the certificate's
+        // last stretch leaves N 52.233 x (0.0095 / 0.52233)^(1 / 0.51282)
+        // = 0.021 s at its deadline, above the ~3 ms: late. With L's least
+        // over the window, 0.47368 + 0.52233 = 0.996 <= 1: no bound, so
+        // the walk projects n0 (both protected at q / 1.0095: N ends
+        // late) and decides as the scan does on the nodes at 5: n1. N's
+        // level is 0.5 (0.02233 over the node: 52.233 x (0.02233 /
+        // 0.52233)^2 = 0.095 s), which L's least does not reach.
+        use crate::busy_index::{LoadBound, LoadLine};
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 100.0, 200.0, 1e3, 1.0));
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |_, from, to, fns| {
+            assert_eq!((from, to), (0.0, 10.0));
+            fns.push(PartFn {
+                est_cpu: 100.0,
+                cpu_done: 0.0,
+                share: 1.0,
+                at: 0.0,
+                deadline: 200.0,
+                hard: true,
+            });
+            LoadBound {
+                lo: 90.0 / 190.0,
+                hi: 0.5,
+                line: LoadLine::NONE,
+            }
+        });
+        ix.keep_returns(true, &n);
+        assert_eq!(ix.late_parts(0), [(200.0, 90.0 / 190.0)]);
+        let j = JobSpec::new(1, 5.0, 52.233, 1, 100.0, 10.0)
+            .with_deadline_type(DeadlineType::Hard, 1.0);
+        let new = part_on(&n[0], &j);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        assert_eq!(p.late_level(5.0, &j, &new), Some(level(0.5)));
+        assert!(LateCheck::default().late_for_certain(5.0, ix.part_fns(0), &new));
+        assert!(!LateCheck::default().late_for_certain_counted(5.0, ix.late_parts(0), &new));
+        let count = |c: &'static std::thread::LocalKey<std::cell::Cell<u64>>| c.with(|c| c.get());
+        let before = (count(&LATE_CERTAIN), count(&LATE_PROJECTED));
+        let d = p.decide_bounded(5.0, &n, &ix, &j).unwrap();
+        assert_eq!(
+            (count(&LATE_CERTAIN), count(&LATE_PROJECTED)),
+            (before.0, before.1 + 1)
+        );
+        let mut at5 = n.clone();
+        at5[0].parts[0].cpu_done = 5.0;
+        assert_eq!(d, p.decide(5.0, &at5, &j));
+        assert!(
+            matches!(d, Decision::Accept(ref a) if a.nodes == [1]),
+            "{d:?}"
+        );
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "its load's lower bound says the shortcut fails")]
+    fn a_node_whose_load_floor_lies_fails_the_debug_check() {
+        // n0 holds L (hard, 30 by 100: load 0.3), but its bound claims
+        // [0.95, 1.3]: the walk would skip the shortcut that takes n0 for
+        // N (share 0.1), and the debug check says so.
+        use crate::busy_index::{LoadBound, LoadLine};
+        let mut n = nodes(2);
+        place(&mut n[0], &hard(10, 30.0, 100.0, 300.0, 1.0));
+        let mut ix = BusyIndex::of(&n);
+        ix.rebound(0.0, |k, _, _, fns| {
+            crate::policy::test_util::still_part_fns(&n[k], fns);
+            LoadBound {
+                lo: 0.95,
+                hi: 1.3,
+                line: LoadLine::NONE,
+            }
+        });
+        ix.keep_returns(true, &n);
+        let j = hard(1, 10.0, 100.0, 10.0, 1.0);
+        let mut p = LibraSla::new(PolicyConfig::default());
+        p.decide_bounded(0.0, &n, &ix, &j);
     }
 
     /// `j`'s part on `node`, valued as LibraSLA values it (whole-job
