@@ -308,6 +308,34 @@ mod tests {
         }
     }
 
+    /// A part standing still: `est` estimated work, `done` of it done.
+    fn still(est: f64, done: f64, deadline: f64, hard: bool) -> PartFn {
+        PartFn {
+            est_cpu: est,
+            cpu_done: done,
+            share: 0.0,
+            at: f64::NAN,
+            deadline,
+            hard,
+        }
+    }
+
+    /// The parts A, B, C, D, E, G of the late deadlines' test.
+    fn sample_fns() -> [PartFn; 6] {
+        [
+            still(60.0, 26.0, 100.0, true),
+            still(46.0, 0.0, 200.0, true),
+            still(50.0, 0.0, 100.0, false),
+            PartFn {
+                share: 0.5,
+                at: 0.0,
+                ..still(132.0, 0.0, 300.0, true)
+            },
+            still(0.05, 0.0, 100.0, true),
+            still(5.0, 0.0, 8.0, true),
+        ]
+    }
+
     fn order(ix: &BusyIndex) -> Vec<(f64, usize)> {
         ix.by_return_desc().map(|(key, k, _)| (key, k)).collect()
     }
@@ -324,26 +352,8 @@ mod tests {
         // A 1.00793 (0.7 to 1.0 at 100); 1.25 is never reached (it would
         // be, at 8, if G counted). A sum exactly at a level does not reach
         // it: it is taken with 1e-9 of room.
-        let f = |est: f64, done: f64, deadline: f64, hard: bool| PartFn {
-            est_cpu: est,
-            cpu_done: done,
-            share: 0.0,
-            at: f64::NAN,
-            deadline,
-            hard,
-        };
-        let fns = [
-            f(60.0, 26.0, 100.0, true),
-            f(46.0, 0.0, 200.0, true),
-            f(50.0, 0.0, 100.0, false),
-            PartFn {
-                share: 0.5,
-                at: 0.0,
-                ..f(132.0, 0.0, 300.0, true)
-            },
-            f(0.05, 0.0, 100.0, true),
-            f(5.0, 0.0, 8.0, true),
-        ];
+        let fns = sample_fns();
+        let f = still;
         let t = late_deadlines(&fns, 0.0, 10.0, &mut Vec::new());
         let level = |l: f64| t[LATE_LEVELS.iter().position(|&x| x == l).unwrap()];
         assert_eq!(level(0.05), 300.0);
@@ -372,26 +382,10 @@ mod tests {
         // 100) counts its least share 0.34 (at 0), B (46 by 200) 0.23, D
         // (127 left by 300 at 10) 127 / 290; C is soft, E below
         // LATE_MIN_SHARE, G due inside the window. By deadline: A, B, D.
-        let f = |est: f64, done: f64, deadline: f64, hard: bool| PartFn {
-            est_cpu: est,
-            cpu_done: done,
-            share: 0.0,
-            at: f64::NAN,
-            deadline,
-            hard,
-        };
-        let fns = [
-            PartFn {
-                share: 0.5,
-                at: 0.0,
-                ..f(132.0, 0.0, 300.0, true)
-            },
-            f(46.0, 0.0, 200.0, true),
-            f(50.0, 0.0, 100.0, false),
-            f(60.0, 26.0, 100.0, true),
-            f(0.05, 0.0, 100.0, true),
-            f(5.0, 0.0, 8.0, true),
-        ];
+        let mut fns = sample_fns();
+        // In another order than the test above's: the list is by deadline
+        // whatever the parts' order.
+        fns.reverse();
         let mut r = Returns {
             on: true,
             ..Returns::default()
@@ -411,7 +405,7 @@ mod tests {
         // Nodes never filed have none; a NaN floor says nothing.
         assert!(r.counted[0].is_empty());
         assert_eq!(r.late[0].load_lo, f32::NEG_INFINITY);
-        r.file_late(2, &fns[2..3], 0.0, 10.0, f64::NAN);
+        r.file_late(2, &fns[3..4], 0.0, 10.0, f64::NAN);
         assert!(r.counted[2].is_empty());
         assert_eq!(r.late[2].load_lo, f32::NEG_INFINITY);
     }

@@ -398,15 +398,7 @@ impl LateCheck {
             if f.hard && (long || f.deadline - now - LATE_WINDOW > 0.0) {
                 let q = f.required(now);
                 if q >= LATE_MIN_SHARE {
-                    let c = Counted {
-                        d: f.deadline - now,
-                        q,
-                    };
-                    if long {
-                        self.long0.push(c);
-                    } else {
-                        self.early0.push(c);
-                    }
+                    self.count(now, f.deadline, q, long);
                 }
             }
         }
@@ -415,6 +407,21 @@ impl LateCheck {
         self.q_early0 = Counted::sum(&self.early0);
         self.q_long0 = Counted::sum(&self.long0);
         self.early0.sort_unstable_by(|a, b| a.d.total_cmp(&b.d));
+    }
+
+    /// Counts a part due at `deadline` whose share is at least `q` at
+    /// `now`, among the long ones (due with the new part or after it) or
+    /// the early ones.
+    fn count(&mut self, now: Time, deadline: Time, q: f64, long: bool) {
+        let c = Counted {
+            d: deadline - now,
+            q,
+        };
+        if long {
+            self.long0.push(c);
+        } else {
+            self.early0.push(c);
+        }
     }
 
     /// [`Self::late_for_certain`] on the index's record of a node's
@@ -446,15 +453,7 @@ impl LateCheck {
         for &(deadline, q) in counted {
             let long = deadline >= new.deadline;
             if long || deadline - now - LATE_WINDOW > 0.0 {
-                let c = Counted {
-                    d: deadline - now,
-                    q,
-                };
-                if long {
-                    self.long0.push(c);
-                } else {
-                    self.early0.push(c);
-                }
+                self.count(now, deadline, q, long);
             }
         }
         self.q_early0 = Counted::sum(&self.early0);
@@ -1624,20 +1623,12 @@ mod tests {
     #[should_panic(expected = "its load's lower bound says the shortcut fails")]
     fn a_node_whose_load_floor_lies_fails_the_debug_check() {
         // n0 holds L (hard, 30 by 100: load 0.3), but its bound claims
-        // [0.95, 1.3]: the walk would skip the shortcut that takes n0 for
-        // N (share 0.1), and the debug check says so.
-        use crate::busy_index::{LoadBound, LoadLine};
+        // 0.95: the walk would skip the shortcut that takes n0 for N
+        // (share 0.1), and the debug check says so.
         let mut n = nodes(2);
         place(&mut n[0], &hard(10, 30.0, 100.0, 300.0, 1.0));
         let mut ix = BusyIndex::of(&n);
-        ix.rebound(0.0, |k, _, _, fns| {
-            crate::policy::test_util::still_part_fns(&n[k], fns);
-            LoadBound {
-                lo: 0.95,
-                hi: 1.3,
-                line: LoadLine::NONE,
-            }
-        });
+        crate::policy::test_util::rebound_lying(&mut ix, &n, 0.0, 0, 0.95);
         ix.keep_returns(true, &n);
         let j = hard(1, 10.0, 100.0, 10.0, 1.0);
         let mut p = LibraSla::new(PolicyConfig::default());
