@@ -990,8 +990,8 @@ impl LibraSla {
         let share = new.est_cpu / job.qos.deadline;
         // The shortcut fails on a node whose load's lower bound already
         // leaves no room for the job's share: its parts are not read for
-        // it. The bound has no room for the rounding of the load's sum (a
-        // few ulps of it); the 1e-9 covers that, as in Libra's walk.
+        // it. The 1e-9 covers the rounding of the load's sum (a few ulps),
+        // which not every bound allows for, as in Libra's walk.
         let surely_over = index.load_floor(k) - 1e-9 + share > 1.0 + SHARE_SUM_EPS;
         #[cfg(test)]
         if surely_over {
