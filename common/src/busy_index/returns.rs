@@ -402,6 +402,9 @@ mod tests {
         }
         let floor = f64::from(r.late[2].load_lo);
         assert!(floor <= 1.1 && floor > 1.1 - 1e-6, "{floor}");
+        // One an f32 holds is kept as it is.
+        r.file_late(1, &fns, 0.0, 10.0, 0.75);
+        assert_eq!(r.late[1].load_lo, 0.75);
         // Nodes never filed have none; a NaN floor says nothing.
         assert!(r.counted[0].is_empty());
         assert_eq!(r.late[0].load_lo, f32::NEG_INFINITY);
