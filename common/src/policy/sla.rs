@@ -634,13 +634,16 @@ impl AdmissionPolicy for LibraSla {
                 None => late.push(k),
             }
         }
+        let busy_end = self.cands.len();
         let (idle_lower, idle_delayed) = self.classify_idle(now, nodes, index, job, hard);
         if !self.idle.is_empty() {
             self.cands.extend_from_slice(&self.idle);
         }
         (lower, delayed) = self.count_late(now, nodes, job, hard, &late, (lower, delayed));
         self.late = late;
-        self.cands.sort_unstable_by_key(|c| c.0);
+        // The busy nodes came in node order; the idle stand-ins (and any
+        // late node the certificate missed) are merged in.
+        super::steps::into_node_order(&mut self.cands, busy_end);
         self.choose(job, hard, lower + idle_lower, delayed + idle_delayed)
     }
 
