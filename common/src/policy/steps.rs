@@ -330,8 +330,8 @@ const MERGED_TAIL: usize = 32;
 /// `live_latency` bench's sustained step); the merge moves only the
 /// candidates after the tail's first node, none when the idle nodes lie
 /// past the busy ones (best fit packs the busy nodes low). Node indices
-/// are distinct, so the order is the sort's. A longer tail takes the
-/// sort. The caller's head is in node order (the busy set is walked in
+/// are distinct, so the order is the sort's. A longer tail is merged by
+/// the standard library's stable sort. The caller's head is in node order (the busy set is walked in
 /// it; debug builds check).
 pub(crate) fn into_node_order(v: &mut [(usize, f64)], head: usize) {
     debug_assert!(
@@ -343,7 +343,11 @@ pub(crate) fn into_node_order(v: &mut [(usize, f64)], head: usize) {
         return;
     }
     if m > MERGED_TAIL {
-        v.sort_unstable_by_key(|c| c.0);
+        // A wide job's many stand-ins: the tail sorted, then the standard
+        // library's stable sort, which finds the two runs and merges them
+        // (O(n), with a buffer it allocates) rather than sorting anew.
+        v[head..].sort_unstable_by_key(|c| c.0);
+        v.sort_by_key(|c| c.0);
         return;
     }
     let mut buf = [(0, 0.0); MERGED_TAIL];
