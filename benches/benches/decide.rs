@@ -47,6 +47,10 @@
 //! `128,10000,158976`) the cluster sizes, `DECIDE_POLICIES` (default
 //! libra, libra-plus-dollar, libra-risk, libra-sla) the policies. Every
 //! random choice comes from `DECIDE_SEED` (default 13), printed.
+//! `DECIDE_SET` sets knobs of the measured policies, `key=value` pairs
+//! separated by `;` as `--set` takes them (e.g.
+//! `DECIDE_SET=placement=least-loaded` for Libra as its own paper places
+//! jobs); the warm-up's Libra keeps its defaults.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -63,6 +67,7 @@ use common::policy::{self, AdmissionPolicy, BoundedReads, Decision, Policy, Poli
 use common::protocol::{ManagerMsg, NodeInfo, PartId, PartProgress};
 use common::share::SpareRule;
 use common::workload::WorkloadJob;
+use common::workload::{for_each_key_value, set_by_name};
 use libratory_benches::env_or;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -262,6 +267,8 @@ struct Knobs {
     budget: f64,
     /// Callgrind's instrumentation on for the timed submissions alone.
     callgrind: bool,
+    /// The measured policies' knobs (`DECIDE_SET`).
+    config: PolicyConfig,
 }
 
 /// Timed decisions a case takes at least, whatever its time budget.
@@ -270,8 +277,7 @@ const MIN_TIMED: usize = 200;
 fn run_case(policy_name: &str, n: usize, k: &Knobs) -> Case {
     let wall = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(k.seed);
-    let Ok(Policy::Admission(measured)) = policy::build(policy_name, &PolicyConfig::default(), &[])
-    else {
+    let Ok(Policy::Admission(measured)) = policy::build(policy_name, &k.config, &[]) else {
         panic!("DECIDE_POLICIES: {policy_name} is not a time-shared admission policy");
     };
     let Ok(Policy::Admission(libra)) = policy::build("libra", &PolicyConfig::default(), &[]) else {
@@ -503,7 +509,14 @@ fn main() {
         "DECIDE_POLICIES",
         "libra,libra-plus-dollar,libra-risk,libra-sla".to_string(),
     );
+    let sets = env_or("DECIDE_SET", String::new());
+    let mut config = PolicyConfig::default();
+    for_each_key_value(sets.split(';').filter(|s| !s.trim().is_empty()), |k, v| {
+        set_by_name(&mut config, k, v)
+    })
+    .unwrap_or_else(|e| panic!("DECIDE_SET={sets}: {e}"));
     let knobs = Knobs {
+        config,
         timed,
         seed,
         burst,
@@ -517,7 +530,12 @@ fn main() {
         "decision cost of ManagerCore::submit (live core, reported tracking); seed {seed}, \
          {timed} timed submissions per case (fewer, at least {MIN_TIMED}, once they took \
          {budget} s), bursts of {burst} at one instant, \
-         {per_node} running parts per node aimed at; warm-up decided by {}",
+         {per_node} running parts per node aimed at; knobs set: {}; warm-up decided by {}",
+        if sets.trim().is_empty() {
+            "none"
+        } else {
+            sets.trim()
+        },
         match warmup {
             Warmup::Libra => format!("Libra, then {settle} decisions of the policy measured"),
             Warmup::Policy => "the policy measured".to_string(),

@@ -26,7 +26,7 @@
 //! decision computes the exact load of the few nodes whose bounds reach
 //! the band that can matter (between the job's share test and the best
 //! fits found so far) and no other (see
-//! [`crate::policy::steps::best_fit_filter_bounded`]). A node's bounds are
+//! [`crate::policy::steps::share_filter_bounded`]). A node's bounds are
 //! computed again only when it changes, is reported on, or its window
 //! runs out: the cost follows the events, not the cluster's size. Libra+$
 //! walks the same bounds in an order of its own (module `load_tree`: a
@@ -909,6 +909,27 @@ impl BusyIndex {
             .range(..=(order_key(at_most), usize::MAX))
             .rev()
             .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
+    }
+
+    /// [`Self::by_lower_bound_desc`] from the other end: the same nodes,
+    /// lowest lower bound first (least-loaded placement walks it).
+    pub fn by_lower_bound_asc(
+        &self,
+        class: usize,
+        at_most: f64,
+    ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
+        debug_assert!(
+            self.bounds.tree.is_none(),
+            "the ordered nodes are in the tree"
+        );
+        self.bounds.by_lo[class]
+            .range(..=(order_key(at_most), usize::MAX))
+            .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
+    }
+
+    /// How many busy nodes have bounds too wide for the order.
+    pub fn wide_len(&self) -> usize {
+        self.bounds.wide.len()
     }
 
     /// The busy nodes whose bounds are too wide for the order, lowest

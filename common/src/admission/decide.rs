@@ -501,7 +501,7 @@ mod tests {
         // tree, decisions from the bounds)
         let cases = [
             ("libra", &d, true, false, false, false, 1),
-            ("libra", &least, false, false, false, false, 0),
+            ("libra", &least, true, false, false, false, 1),
             ("libra-plus-dollar", &d, true, false, false, true, 1),
             ("libra-risk", &d, true, true, false, false, 1),
             ("libra-risk", &risk_best_fit, false, false, false, false, 0),

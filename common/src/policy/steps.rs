@@ -17,7 +17,7 @@
 //! The steps that belong to one paper only stay beside it.
 
 use super::{Decision, PolicyConfig, RejectReason};
-use crate::busy_index::{class_width, BusyIndex, WIDTH_CLASSES};
+use crate::busy_index::{class_width, BusyIndex, LoadLine, WIDTH_CLASSES};
 use crate::job::JobSpec;
 use crate::node_model::NodeState;
 use crate::time::{Time, KEY_TIE_EPS};
@@ -375,33 +375,61 @@ pub(crate) fn into_node_order(v: &mut [(usize, f64)], head: usize) {
 #[cfg(debug_assertions)]
 pub(crate) const DEBUG_WIDE_CHECKS: usize = 4096;
 
-/// Libra's share test and best fit over the bounds of `index`
-/// ([`BusyIndex::rebound`], up to date at `now`), with the outcome of
-/// [`resource_deadline_filter_indexed`] followed by [`top_k`] (best fit,
-/// `Better::Higher`, `keep` = P): into `out`, a subset of that filter's
-/// candidates from which `top_k` chooses the very same nodes, in node
-/// order; the same rejection, with the same count, when fewer than P
-/// nodes fit. A busy node's exact load at `now` (its
-/// [`NodeState::required_share`] as the live core dead-reckons it,
-/// [`BusyIndex::exact_load`]) is computed only for the nodes whose bounds
-/// leave the outcome open; `nodes` is read for speeds and emptiness only.
+/// Libra's share test and placement (`better`: best fit, `Higher`; least
+/// loaded, `Lower`) over the bounds of `index` ([`BusyIndex::rebound`],
+/// up to date at `now`), with the outcome of
+/// [`resource_deadline_filter_indexed`] followed by [`top_k`] (`keep` =
+/// P): into `out`, a subset of that filter's candidates from which
+/// `top_k` chooses the very same nodes, in node order; the same
+/// rejection, with the same count, when fewer than P nodes fit. A busy
+/// node's exact load at `now` (its [`NodeState::required_share`] as the
+/// live core dead-reckons it, [`BusyIndex::exact_load`]) is computed only
+/// for the nodes whose bounds leave the outcome open; `nodes` is read for
+/// speeds and emptiness only.
 ///
 /// Why the subset chooses the same: `top_k` keeps the k best keys and
 /// breaks ties within [`KEY_TIE_EPS`] by node index, so its choice depends
-/// only on the candidates whose key is at least the k-th best key less
-/// the tolerance. The walk goes over the busy nodes by lower bound,
-/// highest first, from the highest that can pass the share test (a node
-/// whose lower bound fails it fails it), and stops once k candidates are
-/// known and no node left can come within the tolerance of the k-th best
-/// of them (its key is at most its lower bound plus the widest bound plus
-/// the job's share). The k-th best key of the whole set is at least that
-/// of the subset, so every node left out ranks below the choice. When it
+/// only on the candidates whose key is at least as good as the k-th best
+/// key give or take the tolerance. Best fit walks the busy nodes by lower
+/// bound, highest first, from the highest that can pass the share test (a
+/// node whose lower bound fails it fails it), and stops once k candidates
+/// are known and no node left can come within the tolerance of the k-th
+/// best of them (its key is at most its lower bound plus the widest bound
+/// plus the job's share). Least loaded walks them lowest first and stops
+/// once no node left can come within the tolerance from above (its key is
+/// at least its lower bound plus the job's share); with k idle nodes of
+/// one speed, whose key is the job's share alone, that is at the first
+/// busy node whose lower bound is above the tolerance, so a decision
+/// reads a few entries of the order whatever the busy nodes' number. The
+/// k-th best key of the whole set is at least as good as that of the
+/// subset, so every node left out ranks below the choice. When the walk
 /// never stops early, every node that can fit was looked at, so the count
 /// of those that fit is exact.
 ///
 /// `None` (decide another way) unless the job needs no memory or disk and
 /// every node has one speed (`index` has seen one).
-pub fn best_fit_filter_bounded(
+pub fn share_filter_bounded(
+    now: Time,
+    nodes: &[NodeState],
+    index: &BusyIndex,
+    job: &JobSpec,
+    out: &mut Vec<(usize, f64)>,
+    better: Better,
+) -> Option<Option<Decision>> {
+    // One copy per end, so that each compiles to its own walk (a runtime
+    // end cost best fit ~6% more instructions a decision).
+    match better {
+        Better::Higher => filter_bounded::<false>(now, nodes, index, job, out),
+        Better::Lower => filter_bounded::<true>(now, nodes, index, job, out),
+    }
+}
+
+/// Room for rounding in the walk's stopping tests (bounds already hold
+/// their own).
+const WALK_SLACK: f64 = 1e-9;
+
+/// [`share_filter_bounded`] for least loaded (`LOWER`) or best fit.
+fn filter_bounded<const LOWER: bool>(
     now: Time,
     nodes: &[NodeState],
     index: &BusyIndex,
@@ -415,6 +443,9 @@ pub fn best_fit_filter_bounded(
     out.clear();
     let mut fit = 0;
     let mut after = LoadAfter::new(job);
+    // `TopKeys` keeps the highest: least loaded gives it the keys negated
+    // (exactly), and `kth` below is the k-th best key itself.
+    let sign = if LOWER { -1.0 } else { 1.0 };
     let mut best = TopKeys::default();
     best.reset(k);
     for (_, group) in index.idle_by_speed() {
@@ -428,20 +459,31 @@ pub fn best_fit_filter_bounded(
         fit += group.len();
         for n in group.iter().take(k) {
             out.push((n, l));
-            best.take(l);
+            best.take(sign * l);
         }
     }
     // Every node of one speed: the job's share on any node.
     let add = nodes[0].est_cpu(job) / job.qos.deadline;
-    // Room for rounding in the stopping test below (bounds already hold
-    // their own).
-    const SLACK: f64 = 1e-9;
-    let top = 1.0 + SHARE_SUM_EPS - add + SLACK;
+    let top = 1.0 + SHARE_SUM_EPS - add + WALK_SLACK;
+    // Whether a node whose load is at least `lo` and at most `hi` cannot
+    // be chosen, nor tie, against `kth`, the k-th best key known (which
+    // only gets better as candidates come, so a stop on an earlier one is
+    // safe).
+    let out_of_reach = |lo: f64, hi: f64, kth: f64| {
+        if LOWER {
+            lo + add - WALK_SLACK > kth + KEY_TIE_EPS
+        } else {
+            hi + add + WALK_SLACK < kth - KEY_TIE_EPS
+        }
+    };
+    let mut kth = best.kth().map(|s| sign * s);
     // The wide nodes up to the same start as the walks by lower bound
     // below: one whose lower bound fails the share test by more than the
     // slack fails it (most of them: a part near its deadline needs more
     // than the node). A wide bound's lower bound has no room for the
     // rounding of the load's sum (a few ulps of it); the slack covers it.
+    // They come lowest lower bound first, so least loaded also stops at
+    // the first out of reach from below.
     let mut wide = index.wide();
     for (lo, n) in wide.by_ref() {
         if lo > top {
@@ -452,50 +494,49 @@ pub fn best_fit_filter_bounded(
             );
             break;
         }
+        if LOWER && kth.is_some_and(|kth| out_of_reach(lo, f64::NAN, kth)) {
+            break;
+        }
         if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
             fit += 1;
             out.push((n, v));
-            best.take(v);
+            best.take(sign * v);
+            kth = best.kth().map(|s| sign * s);
         }
     }
     #[cfg(debug_assertions)]
-    for (lo, n) in wide.take(DEBUG_WIDE_CHECKS) {
-        debug_assert!(
-            after.fits(&nodes[n], index.exact_load(n, now)).is_none(),
-            "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
-        );
+    if !LOWER {
+        for (lo, n) in wide.take(DEBUG_WIDE_CHECKS) {
+            debug_assert!(
+                after.fits(&nodes[n], index.exact_load(n, now)).is_none(),
+                "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
+            );
+        }
     }
-    let mut kth = best.kth();
-    // Narrow classes first: their good fits raise the k-th best key, so
-    // the wider classes' walks stop sooner (the k-th best only rises, so a
-    // stop on an earlier one is safe).
-    for class in 0..WIDTH_CLASSES {
-        let widest = class_width(class);
-        // Entries come with `lo <= top`: a node whose lower bound fails
-        // the share test by more than the slack is never met.
-        for (lo, n, line) in index.by_lower_bound_desc(class, top) {
-            if let Some(kth) = kth {
-                if lo + widest + add + SLACK < kth - KEY_TIE_EPS {
-                    break;
-                }
+    // One entry of the order (the same body for both ends, each walk its
+    // own loop so that each compiles as a plain loop): `break` once it
+    // and the rest of its class are out of reach.
+    macro_rules! entry {
+        ($lo:expr, $n:expr, $line:expr, $widest:expr) => {{
+            let (lo, n, line): (f64, usize, LoadLine) = ($lo, $n, $line);
+            if kth.is_some_and(|kth| out_of_reach(lo, lo + $widest, kth)) {
+                break;
             }
-            // The node's line, from its entry, settles most nodes the walk
-            // meets without their exact load (their parts are elsewhere
-            // in memory): one whose load is surely above the share test's
-            // limit fails it (float addition is monotone, so the sum the
-            // test takes is at least this one), and once k nodes fit one
-            // surely below the k-th best key less the tolerance cannot be
-            // chosen (the count of nodes that fit then no longer matters:
-            // at least k do).
+            // The node's line, from its entry, settles most nodes the
+            // walk meets without their exact load (their parts are
+            // elsewhere in memory): one whose load is surely above the
+            // share test's limit fails it (float addition is monotone, so
+            // the sum the test takes is at least this one), and once k
+            // nodes fit one surely out of reach of the k-th best key
+            // cannot be chosen (the count of nodes that fit then no longer
+            // matters: at least k do).
             if let Some((l, h)) = line.band(now) {
                 debug_assert!(
                     (l..=h).contains(&index.exact_load(n, now)),
                     "node {n}: exact load {} outside its line's band [{l}, {h}] at {now}",
                     index.exact_load(n, now)
                 );
-                if l + add > 1.0 + SHARE_SUM_EPS
-                    || kth.is_some_and(|kth| h + add + SLACK < kth - KEY_TIE_EPS)
-                {
+                if l + add > 1.0 + SHARE_SUM_EPS || kth.is_some_and(|kth| out_of_reach(l, h, kth)) {
                     #[cfg(test)]
                     LINE_SETTLED.with(|c| c.set(c.get() + 1));
                     continue;
@@ -504,8 +545,24 @@ pub fn best_fit_filter_bounded(
             if let Some(v) = after.fits(&nodes[n], index.exact_load(n, now)) {
                 fit += 1;
                 out.push((n, v));
-                best.take(v);
-                kth = best.kth();
+                best.take(sign * v);
+                kth = best.kth().map(|s| sign * s);
+            }
+        }};
+    }
+    // Narrow classes first: their good fits improve the k-th best key, so
+    // the wider classes' walks stop sooner. Entries come with `lo <= top`:
+    // a node whose lower bound fails the share test by more than the
+    // slack is never met.
+    for class in 0..WIDTH_CLASSES {
+        let widest = class_width(class);
+        if LOWER {
+            for (lo, n, line) in index.by_lower_bound_asc(class, top) {
+                entry!(lo, n, line, widest);
+            }
+        } else {
+            for (lo, n, line) in index.by_lower_bound_desc(class, top) {
+                entry!(lo, n, line, widest);
             }
         }
     }
@@ -515,7 +572,7 @@ pub fn best_fit_filter_bounded(
 
 #[cfg(test)]
 thread_local! {
-    /// Nodes [`best_fit_filter_bounded`] settled from their line alone
+    /// Nodes [`share_filter_bounded`] settled from their line alone
     /// (tests check the path ran).
     pub static LINE_SETTLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Busy nodes LibraRisk's bounded walk settled by a certificate
@@ -959,7 +1016,7 @@ mod tests {
         crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
         let j = job(1, 30.0, 1, 100.0, 1e9);
         let mut got = Vec::new();
-        let v = best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got);
+        let v = share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Higher);
         assert_eq!(v, Some(None));
         top_k(&mut got, 1, Better::Higher);
         assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0]);
@@ -970,11 +1027,80 @@ mod tests {
         // A share of 0.6 fits only n2 (0.8) and the idle n3 (0.6); two
         // processors take both, three are refused with the count, 2.
         let mut got = Vec::new();
-        let v = best_fit_filter_bounded(0.0, &n, &ix, &job(2, 60.0, 3, 100.0, 1e9), &mut got);
+        let v = share_filter_bounded(
+            0.0,
+            &n,
+            &ix,
+            &job(2, 60.0, 3, 100.0, 1e9),
+            &mut got,
+            Better::Higher,
+        );
         match v {
             Some(Some(Decision::Reject(r))) => {
                 assert_eq!(r.reason, RejectReason::Deadline);
                 assert!(r.detail.ends_with(", 2 can"), "{}", r.detail);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_bounded_least_loaded_keeps_a_busy_node_tied_with_the_idle_ones() {
+        // Loads at 0: n0 5e-10 (a part of 5e-5 s due at 1e5: more work
+        // than the 1e-6 s below which a part counts as done), n1 idle, n2
+        // 0.2, n3 0.65; exact bounds. Job share 0.3: keys 0.3 + 5e-10,
+        // 0.3, 0.5, 0.95. Least loaded of one: n0 and n1 tie within
+        // KEY_TIE_EPS and the lower index wins, n0, although the idle
+        // stand-in n1 already holds the best key when the walk meets n0.
+        // n2 and n3 lie beyond the tie: the walk stops before them.
+        use crate::busy_index::BusyIndex;
+        use crate::policy::test_util::{busy, job, nodes};
+        let mut n = nodes(4);
+        busy(&mut n[0], 10, 5e-5, 1e5);
+        busy(&mut n[2], 12, 20.0, 100.0);
+        busy(&mut n[3], 13, 65.0, 100.0);
+        assert!((n[0].required_share(0.0) - 5e-10).abs() < 1e-20);
+        let mut ix = BusyIndex::of(&n);
+        crate::policy::test_util::rebound_exact_at_zero(&mut ix, &n);
+        let j = job(1, 30.0, 1, 100.0, 1e9);
+        let mut got = Vec::new();
+        assert_eq!(
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Lower),
+            Some(None)
+        );
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1]);
+        top_k(&mut got, 1, Better::Lower);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0]);
+        let mut all = Vec::new();
+        assert_eq!(resource_deadline_filter(0.0, &n, &j, &mut all, None), None);
+        top_k(&mut all, 1, Better::Lower);
+        assert_eq!(all, got);
+        // Three processors: the tie group by index, n0 then n1, and n2
+        // (0.5); n3 (0.95) is beyond the third best and not met.
+        let j = job(2, 30.0, 3, 100.0, 1e9);
+        let mut got = Vec::new();
+        assert_eq!(
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Lower),
+            Some(None)
+        );
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2]);
+        top_k(&mut got, 3, Better::Lower);
+        assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2]);
+        // A share of 0.6 fits n0, n1 and n2 (0.8), not n3 (1.25): four
+        // processors are refused with the count, 3, the walk having met
+        // every node that can fit.
+        let mut got = Vec::new();
+        match share_filter_bounded(
+            0.0,
+            &n,
+            &ix,
+            &job(3, 60.0, 4, 100.0, 1e9),
+            &mut got,
+            Better::Lower,
+        ) {
+            Some(Some(Decision::Reject(r))) => {
+                assert_eq!(r.reason, RejectReason::Deadline);
+                assert!(r.detail.ends_with(", 3 can"), "{}", r.detail);
             }
             other => panic!("{other:?}"),
         }
@@ -1172,7 +1298,7 @@ mod tests {
         let j = job(1, 10.0, 2, 100.0, 1e9);
         let mut got = Vec::new();
         assert_eq!(
-            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Higher),
             Some(None)
         );
         assert_eq!(got.iter().map(|c| c.0).collect::<Vec<_>>(), [1, 2, 7, 8]);
@@ -1192,7 +1318,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "wide node 1 of lower bound 0.95 passed over at 0, but it fits")]
     fn a_wide_node_passed_over_on_a_lying_lower_bound_fails_the_debug_check() {
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        use crate::busy_index::{BusyIndex, LoadBound};
         use crate::policy::test_util::{busy, job, nodes, still_part_fns};
         let mut n = nodes(3);
         busy(&mut n[0], 10, 85.0, 100.0);
@@ -1208,7 +1334,14 @@ mod tests {
             }
         });
         let mut got = Vec::new();
-        best_fit_filter_bounded(0.0, &n, &ix, &job(1, 10.0, 1, 100.0, 1e9), &mut got);
+        share_filter_bounded(
+            0.0,
+            &n,
+            &ix,
+            &job(1, 10.0, 1, 100.0, 1e9),
+            &mut got,
+            Better::Higher,
+        );
     }
 
     #[test]
@@ -1231,7 +1364,7 @@ mod tests {
         // line's high end 0.791 + 0.1 + 1e-9 is: settled, cannot rank. n4:
         // 0.6 + 0.02 + 0.1 < 0.9: the walk stops. Candidates n1, n2 and
         // n6, two nodes settled from their lines, and n1 chosen.
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        use crate::busy_index::{BusyIndex, LoadBound};
         use crate::policy::test_util::{busy, job, nodes};
         let q = [0.905, 0.8, 0.6, 0.79, 0.61, 0.95];
         let b = [
@@ -1266,7 +1399,7 @@ mod tests {
         let settled = LINE_SETTLED.with(|c| c.get());
         let mut got = Vec::new();
         assert_eq!(
-            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Higher),
             Some(None)
         );
         assert_eq!(LINE_SETTLED.with(|c| c.get()) - settled, 2);
@@ -1280,7 +1413,7 @@ mod tests {
         let settled = LINE_SETTLED.with(|c| c.get());
         let j = job(2, 10.0, 2, 100.0, 1e9);
         assert_eq!(
-            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Higher),
             Some(None)
         );
         assert_eq!(LINE_SETTLED.with(|c| c.get()) - settled, 1);
@@ -1337,7 +1470,7 @@ mod tests {
         // 1.0000000005 - 1e-12, is within 1 + 1e-9: the line does not
         // settle n0 as failing, its exact load is priced, 1.0000000005
         // fits, and best fit takes n0 over the idle n1 (0.1).
-        use crate::busy_index::{BusyIndex, LoadBound, LoadLine};
+        use crate::busy_index::{BusyIndex, LoadBound};
         use crate::policy::test_util::{busy, job, nodes};
         let mut n = nodes(2);
         busy(&mut n[0], 10, 90.00000005, 100.0);
@@ -1361,7 +1494,7 @@ mod tests {
         let mut got = Vec::new();
         let j = job(1, 10.0, 1, 100.0, 1e9);
         assert_eq!(
-            best_fit_filter_bounded(0.0, &n, &ix, &j, &mut got),
+            share_filter_bounded(0.0, &n, &ix, &j, &mut got, Better::Higher),
             Some(None)
         );
         top_k(&mut got, 1, Better::Higher);
