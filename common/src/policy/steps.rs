@@ -325,11 +325,12 @@ const MERGED_TAIL: usize = 32;
 /// Puts candidates in node order (as [`top_k`] ranks ties) where
 /// `v[..head]` already is and the rest is a short tail (a few idle
 /// stand-ins): the tail is sorted alone and merged in from the back.
-/// Just below `admission::BOUNDED_FROM` busy nodes, a sort of the whole
-/// took a third of a live manager's time at 158,976 nodes (the
-/// `live_latency` bench's sustained step); the merge moves only the
-/// candidates after the tail's first node, none when the idle nodes lie
-/// past the busy ones (best fit packs the busy nodes low). Node indices
+/// On a walk over hundreds of busy candidates, a sort of the whole took a
+/// third of a live manager's time at 158,976 nodes (the `live_latency`
+/// bench's sustained step, Libra least loaded before it decided from the
+/// bounds); the merge moves only the candidates after the tail's first
+/// node, none when the idle nodes lie past the busy ones (best fit packs
+/// the busy nodes low). Node indices
 /// are distinct, so the order is the sort's. A longer tail is merged by
 /// the standard library's stable sort. The caller's head is in node order (the busy set is walked in
 /// it; debug builds check).
