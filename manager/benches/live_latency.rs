@@ -38,6 +38,10 @@
 //! steps. `LIBRATORY_MANAGER_THREADS` (split, admission, one) is passed
 //! through to the manager, to compare thread arrangements.
 //!
+//! `LIVE_LATENCY_SET` adds `key=value` pairs (separated by `;`) to the
+//! workload's settings, e.g. `placement=best-fit` (the `libra` preset's
+//! Libra places by least loaded).
+//!
 //! `LIVE_LATENCY_PIN=1` pins the manager to CPU 0 and the node processes
 //! and this client to CPU 1 (`taskset`), as if the manager had a machine
 //! of its own; the echo is measured in the same set-up.
@@ -118,6 +122,11 @@ struct Knobs {
     /// manager had its own machine; the echo is measured in the same
     /// set-up.
     pin: bool,
+    /// `LIVE_LATENCY_SET`: `key=value` pairs separated by `;`, added to
+    /// the workload's `set` (e.g. `placement=best-fit`: the `libra`
+    /// preset places by least loaded), each as a string, as `--set`
+    /// takes it.
+    set: Vec<(String, String)>,
 }
 
 impl Knobs {
@@ -149,6 +158,17 @@ impl Knobs {
                 })
                 .unwrap_or(200_000),
             pin: var("LIVE_LATENCY_PIN").as_deref() == Some("1"),
+            set: var("LIVE_LATENCY_SET")
+                .unwrap_or_default()
+                .split(';')
+                .filter(|kv| !kv.trim().is_empty())
+                .map(|kv| {
+                    let (k, v) = kv
+                        .split_once('=')
+                        .unwrap_or_else(|| panic!("LIVE_LATENCY_SET: {kv:?} is not key=value"));
+                    (k.trim().to_string(), v.trim().to_string())
+                })
+                .collect(),
         }
     }
 }
@@ -221,7 +241,12 @@ fn main() {
         dir.path().join("c.toml"),
         format!(
             "[manager]\nlisten = \"{addr}\"\ncerts = \"certs\"\ntime_scale = 1.0\nstart_timeout_s = 30\n\
-             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nset = {{ jobs = 1 }}\n"
+             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nset = {{ jobs = 1{} }}\n",
+            knobs
+                .set
+                .iter()
+                .map(|(k, v)| format!(", {k} = {}", toml::Value::String(v.clone())))
+                .collect::<String>()
         ),
     )
     .unwrap();
@@ -295,9 +320,14 @@ fn main() {
         }
         let rss1 = rss_kb(mpid);
         println!(
-            "{total} emulated nodes in {procs} node processes, registered {:.1} s after they started, manager pid {mpid}, policy libra; \
+            "{total} emulated nodes in {procs} node processes, registered {:.1} s after they started, manager pid {mpid}, policy libra{}; \
              manager resident memory {rss1} KB ({:.2} KB per node over its {rss0} KB before they registered)\n",
             t_reg.elapsed().as_secs_f64(),
+            knobs
+                .set
+                .iter()
+                .map(|(k, v)| format!(", {k}={v}"))
+                .collect::<String>(),
             rss1.saturating_sub(rss0) as f64 / total as f64
         );
         // The baseline is taken again right before each step: on a shared
