@@ -330,6 +330,13 @@ pub(crate) async fn load_sustained(
     let t0 = Instant::now() + Duration::from_millis(5);
     let due = move |k: u64| t0 + Duration::from_secs_f64(k as f64 / rate);
     let reader = answers(rx, total, move |token| Some(due(token)), |_| 0, 1);
+    // A manager that falls behind for longer than the connection's idle
+    // timeout loses the connection: say so rather than unwrap.
+    let lost = |k: u64, e: net::NetError| -> ! {
+        panic!(
+            "the sustained step at {rate:.0}/s: the connection to the manager was lost after {k} of {total} submissions ({e}): the manager stopped answering"
+        )
+    };
     let mut batch: Vec<ClientMsg> = Vec::with_capacity(FLOOD_BATCH);
     let mut k = 0u64;
     while k < total {
@@ -349,12 +356,12 @@ pub(crate) async fn load_sustained(
             ));
             k += 1;
             if batch.len() == FLOOD_BATCH {
-                tx.send_all(&batch).await.unwrap();
+                tx.send_all(&batch).await.unwrap_or_else(|e| lost(k, e));
                 batch.clear();
             }
         }
         if !batch.is_empty() {
-            tx.send_all(&batch).await.unwrap();
+            tx.send_all(&batch).await.unwrap_or_else(|e| lost(k, e));
             batch.clear();
         }
     }
