@@ -292,10 +292,13 @@ fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
     let _m2 = manager(&cfg, &d.join("run2"), &d.join("manager2.log"));
     let back = wait_log(&alog, &["back with the manager", "reporting"]);
     // The part submitted above, and the serving run's own one-job
-    // workload if it is still running.
+    // workload's part: running still, or finished while no manager was
+    // there to hear of it (reported now), or over before the first
+    // manager was killed (not reported).
     let running = count_after(&back, "reporting ");
+    let finished = count_after(&back, "running and ");
     assert!(
-        running >= 1 && back.contains("running and 0 finished"),
+        (1..=2).contains(&running) && finished <= 1 && running + finished <= 2,
         "{back}"
     );
     let dropped = wait_log(&alog, &["the manager dropped"]);
