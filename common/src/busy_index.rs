@@ -894,30 +894,15 @@ impl BusyIndex {
     }
 
     /// The ordered busy nodes of width class `class` whose lower bound is
-    /// at most `at_most`, highest lower bound first: `(lo, node, line)`.
-    /// Their bounds are at most [`class_width`]`(class)` wide.
-    pub fn by_lower_bound_desc(
+    /// at most `at_most`, lowest lower bound first (`.rev()`: highest
+    /// first, as best fit walks them; least loaded walks them as they
+    /// come): `(lo, node, line)`. Their bounds are at most
+    /// [`class_width`]`(class)` wide.
+    pub fn by_lower_bound(
         &self,
         class: usize,
         at_most: f64,
-    ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
-        debug_assert!(
-            self.bounds.tree.is_none(),
-            "the ordered nodes are in the tree"
-        );
-        self.bounds.by_lo[class]
-            .range(..=(order_key(at_most), usize::MAX))
-            .rev()
-            .map(|(&(lo, k), &line)| (from_order_key(lo), k, line))
-    }
-
-    /// [`Self::by_lower_bound_desc`] from the other end: the same nodes,
-    /// lowest lower bound first (least-loaded placement walks it).
-    pub fn by_lower_bound_asc(
-        &self,
-        class: usize,
-        at_most: f64,
-    ) -> impl Iterator<Item = (f64, usize, LoadLine)> + '_ {
+    ) -> impl DoubleEndedIterator<Item = (f64, usize, LoadLine)> + '_ {
         debug_assert!(
             self.bounds.tree.is_none(),
             "the ordered nodes are in the tree"

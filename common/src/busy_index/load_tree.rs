@@ -33,7 +33,7 @@ use crate::time::Time;
 impl BusyIndex {
     /// Whether the ordered nodes are kept in Libra+$'s order
     /// ([`Self::load_tree_desc`]) rather than in the B-trees by lower bound
-    /// per class of width ([`Self::by_lower_bound_desc`]), which Libra
+    /// per class of width ([`Self::by_lower_bound`]), which Libra
     /// reads; switching computes every bound again at the next
     /// [`Self::rebound`].
     pub fn keep_load_tree(&mut self, on: bool) {

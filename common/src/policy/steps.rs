@@ -558,11 +558,11 @@ fn filter_bounded<const LOWER: bool>(
     for class in 0..WIDTH_CLASSES {
         let widest = class_width(class);
         if LOWER {
-            for (lo, n, line) in index.by_lower_bound_asc(class, top) {
+            for (lo, n, line) in index.by_lower_bound(class, top) {
                 entry!(lo, n, line, widest);
             }
         } else {
-            for (lo, n, line) in index.by_lower_bound_desc(class, top) {
+            for (lo, n, line) in index.by_lower_bound(class, top).rev() {
                 entry!(lo, n, line, widest);
             }
         }
