@@ -1,6 +1,7 @@
 //! Libra+$'s order of the busy nodes: by the lower bound of their load,
-//! with every subtree's largest upper bound of load, of remaining time
-//! and of committed time at a few job windows (caps).
+//! with every subtree's largest upper bound of load and of committed time
+//! at a few job windows (caps), the last of them unbounded (the remaining
+//! time).
 //!
 //! Libra+$ ranks a node by the processor time its parts commit inside the
 //! job's window `D`, which is at most `D` times its load and at most its
@@ -93,9 +94,19 @@ pub struct Entry {
 }
 
 /// The job windows `D` (seconds) an entry's [`Entry::caps`] are taken at:
-/// each twice the one before.
-pub const CAP_WINDOWS: [f64; 8] = [
-    256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0,
+/// each twice the one before, then an unbounded one, where the cap is the
+/// node's remaining time (what bounds a job window past the last finite
+/// one, where the cap at that one times `D` over it grows without limit).
+pub const CAP_WINDOWS: [f64; 9] = [
+    256.0,
+    512.0,
+    1024.0,
+    2048.0,
+    4096.0,
+    8192.0,
+    16384.0,
+    32768.0,
+    f64::INFINITY,
 ];
 
 /// Upper bounds on the processor time a node's parts `fns` commit in a
@@ -128,6 +139,7 @@ pub fn committed_caps(fns: &[super::PartFn], from: Time, to: Time) -> [f32; CAP_
             q = f64::INFINITY;
         }
         let r = (f.est_cpu - f.cpu_done_at(from)).max(0.0);
+        // `q > 0` here, so `q x inf` is infinite, not NaN.
         for (g, d) in g.iter_mut().zip(CAP_WINDOWS) {
             *g += r.min(q * d);
         }
@@ -193,16 +205,9 @@ fn cap_of(caps: &[f32; CAP_WINDOWS.len()], w: CapWindow) -> f64 {
 pub struct Agg {
     /// The largest upper bound of load ([`Entry::hi`]).
     pub hi: f64,
-    /// The largest remaining time at its line's start
-    /// ([`LoadLine::rem0`]; infinite for a node without a line). The
-    /// line's slope is `<= 0`, so from the line's start on every node's
-    /// remaining time is at most this, whatever the instant: a key that
-    /// holds until the node is bounded again.
-    pub rem: f64,
-    /// The latest start of those lines ([`LoadLine::t0`]): `rem` holds
-    /// only from there on.
-    pub t0: Time,
-    /// The largest [`Entry::caps`].
+    /// The largest [`Entry::caps`] (the last, at an unbounded window, is
+    /// the largest remaining time). They hold over every entry's bound
+    /// window, whatever the instant: no line start to wait for.
     pub caps: [f32; CAP_WINDOWS.len()],
 }
 
@@ -210,36 +215,25 @@ impl Agg {
     /// The aggregate of no node.
     pub const EMPTY: Agg = Agg {
         hi: f64::NEG_INFINITY,
-        rem: f64::NEG_INFINITY,
-        t0: f64::NEG_INFINITY,
         caps: [f32::NEG_INFINITY; CAP_WINDOWS.len()],
     };
 
     fn of(e: &Entry) -> Agg {
-        if e.line.rem0.is_finite() && !e.line.t0.is_nan() {
-            Agg {
-                hi: e.hi,
-                rem: e.line.rem0,
-                t0: e.line.t0,
-                caps: e.caps,
-            }
-        } else {
-            Agg {
-                hi: e.hi,
-                rem: f64::INFINITY,
-                t0: f64::NEG_INFINITY,
-                caps: e.caps,
-            }
+        Agg {
+            hi: e.hi,
+            caps: e.caps,
         }
     }
 
-    fn max(self, o: Agg) -> Agg {
-        Agg {
-            hi: self.hi.max(o.hi),
-            rem: self.rem.max(o.rem),
-            t0: self.t0.max(o.t0),
-            caps: std::array::from_fn(|i| self.caps[i].max(o.caps[i])),
+    fn max(mut self, o: Agg) -> Agg {
+        // A loop: `std::array::from_fn` over the nine caps made rustc
+        // 1.95's LLVM crash (SIGSEGV in instruction selection) at
+        // opt-level 3.
+        self.hi = self.hi.max(o.hi);
+        for (c, o) in self.caps.iter_mut().zip(o.caps) {
+            *c = c.max(o);
         }
+        self
     }
 
     /// An upper bound on every node's committed time in a window `w`
@@ -251,16 +245,6 @@ impl Agg {
     /// Whether the subtree holds no node.
     pub fn is_empty(&self) -> bool {
         self.hi == f64::NEG_INFINITY
-    }
-
-    /// An upper bound on the remaining time at `now` of every node of the
-    /// subtree (infinite before one of their lines starts).
-    pub fn rem_at(&self, now: Time) -> f64 {
-        if now >= self.t0 {
-            self.rem
-        } else {
-            f64::INFINITY
-        }
     }
 }
 
@@ -445,7 +429,11 @@ impl<'a> Desc<'a> {
 mod tests {
     use super::*;
 
+    /// An entry whose remaining time is `rem0` (its cap at the unbounded
+    /// window; the others unbounded).
     fn entry(node: usize, lo: f64, hi: f64, rem0: f64, t0: Time) -> Entry {
+        let mut caps = [f32::INFINITY; CAP_WINDOWS.len()];
+        caps[CAP_WINDOWS.len() - 1] = rem0 as f32;
         Entry {
             lo,
             hi,
@@ -458,7 +446,7 @@ mod tests {
                 rem0,
                 rem_slope: 0.0,
             },
-            caps: [f32::INFINITY; CAP_WINDOWS.len()],
+            caps,
         }
     }
 
@@ -497,11 +485,15 @@ mod tests {
         let cap = e.committed_cap(CapWindow::of(300.0));
         assert!(close(cap, (10.0 + q_b * 256.0) * 300.0 / 256.0), "{cap}");
         assert!((161.5..300.0).contains(&cap));
-        // Below the first window: the cap at 256 s; above the last: the
-        // last times D over it.
+        // Below the first window: the cap at 256 s. The unbounded window's
+        // cap is the time left, 510; above the last finite window the cap
+        // is the least of it and the cap at 32,768 s times D over it (510
+        // x 2 at 65,536 s).
         assert_eq!(e.committed_cap(CapWindow::of(100.0)), f64::from(caps[0]));
+        assert!(close(f64::from(caps[8]), 510.0), "{caps:?}");
         let big = e.committed_cap(CapWindow::of(65536.0));
-        assert_eq!(big, f64::from(caps[7]) * 2.0);
+        assert_eq!(big, f64::from(caps[8]));
+        assert!(f64::from(caps[7]) * 2.0 > big);
         // Rounded up, never down.
         assert!(caps.iter().all(|&c| f64::from(c) >= 10.0));
     }
@@ -524,11 +516,9 @@ mod tests {
             t.insert(e);
         }
         assert!(t.consistent());
+        let rem = |a: &Agg| a.caps[CAP_WINDOWS.len() - 1];
         let root = t.agg[1];
-        assert_eq!((root.hi, root.rem, root.t0), (2.0, 900.0, 2.0));
-        // Before t0 = 2 the largest remaining time is unknown.
-        assert_eq!(root.rem_at(1.5), f64::INFINITY);
-        assert_eq!(root.rem_at(2.0), 900.0);
+        assert_eq!((root.hi, rem(&root)), (2.0, 900.0));
         fn walk(t: &LoadTree, at_most: f64, skip: &dyn Fn(&Agg) -> bool) -> Vec<usize> {
             let mut d = t.desc(at_most);
             let mut got = Vec::new();
@@ -547,23 +537,23 @@ mod tests {
         // Skipping every subtree whose remaining time is under 100 leaves
         // out node 0; node 2 (remaining 10) comes with node 1 (400), whose
         // bucket it shares.
-        assert_eq!(walk(&t, 1.0, &|a| a.rem < 100.0), [1, 2, 3]);
+        assert_eq!(walk(&t, 1.0, &|a| rem(a) < 100.0), [1, 2, 3]);
         // Taking out the node of the largest remaining time lowers the
         // root's to the next.
         t.remove(3);
         t.remove(3);
         assert!(t.consistent());
-        assert_eq!(t.agg[1].rem, 400.0);
+        assert_eq!(rem(&t.agg[1]), 400.0);
         t.remove(1);
         assert!(t.consistent());
         assert_eq!(walk(&t, 1.0, &|_| false), [0, 2]);
-        // A node without a line: unbounded remaining time.
+        // A node whose remaining time is unbounded.
         t.insert(Entry {
             line: LoadLine::NONE,
-            ..entry(5, 0.3, 0.3, 0.0, 0.0)
+            ..entry(5, 0.3, 0.3, f64::INFINITY, 0.0)
         });
         assert!(t.consistent());
-        assert_eq!(t.agg[1].rem, f64::INFINITY);
-        assert_eq!(walk(&t, 1.0, &|a| a.rem < 100.0), [5]);
+        assert_eq!(rem(&t.agg[1]), f32::INFINITY);
+        assert_eq!(walk(&t, 1.0, &|a| rem(a) < 100.0), [5]);
     }
 }

@@ -345,8 +345,8 @@ impl LibraPlusDollar {
 /// rounding: `floor` below). The walk goes down Libra+$'s order by lower
 /// bound of load ([`BusyIndex::load_tree_desc`], from the highest that can
 /// pass the share test) and passes over every subtree whose largest upper
-/// bound of load and largest remaining time (from the latest start of
-/// their lines on) leave all its nodes beyond [`KEY_TIE_EPS`] of the
+/// bound of load and largest caps on committed time (the remaining time
+/// among them) leave all its nodes beyond [`KEY_TIE_EPS`] of the
 /// `P`-th smallest RESFree within budget found so far; inside the buckets
 /// it opens, it settles each node from its bound and line where they
 /// suffice and prices the rest. `top_k` (lower is better) depends only on
@@ -463,18 +463,23 @@ fn filter_bounded(
             "wide node {n} of lower bound {lo} passed over at {now}, but it fits"
         );
     }
-    // The least RESFree a node of load at most `h` can have, less room
-    // for rounding (the committed time and RESFree are sums of a node's
-    // parts' floats, each off by a few ulps).
-    let floor =
-        |committed: f64| window - committed * (1.0 + 1e-9) - est - 1e-9 * (1.0 + window + est);
-    // Whether a node whose committed time is at most `committed` surely
-    // ranks beyond the tolerance of the `k`-th smallest RESFree (none
-    // does before `k` within budget are known).
-    let beyond = |kth: Option<f64>, committed: f64| {
-        kth.is_some_and(|kth| floor(committed) > kth + KEY_TIE_EPS)
+    // A node whose committed time is at most `c` has a RESFree of at
+    // least `window - c (1 + 1e-9) - est - 1e-9 (1 + window + est)`
+    // (room for rounding: the committed time and RESFree are sums of a
+    // node's parts' floats, each off by a few ulps). It surely ranks
+    // beyond the tolerance of the `k`-th smallest RESFree when that is
+    // above `kth + KEY_TIE_EPS`, that is when `c` is below `under`, solved
+    // once per `k`-th (a decision asks of some hundred bounds), less
+    // `1e-12` of the operands for the solving's own rounding. Nothing is
+    // beyond before `k` within budget are known.
+    let under_of = |kth: Option<f64>| {
+        kth.map_or(f64::NEG_INFINITY, |kth| {
+            (window - est - 1e-9 * (1.0 + window + est) - kth - KEY_TIE_EPS) / (1.0 + 1e-9)
+                - 1e-12 * (1.0 + window + est + kth.abs())
+        })
     };
     let mut kth = kth_of(&best);
+    let mut under = under_of(kth);
     let cap_window = CapWindow::of(window);
     // Room for rounding in the share test's start, as Libra's walk.
     let mut walk = index
@@ -487,15 +492,12 @@ fn filter_bounded(
     loop {
         // A subtree whose every node commits at most `D` times the
         // largest upper bound of load under it, and at most the largest
-        // remaining time under it: passed over whole when that is beyond
-        // the `k`-th smallest (the `k`-th only falls, so it stays beyond).
+        // caps under it (the remaining time among them): passed over
+        // whole when that is beyond the `k`-th smallest (the `k`-th only
+        // falls, so it stays beyond).
         let skip = |i: usize, agg: &Agg| {
-            let skip = beyond(
-                kth,
-                (window * agg.hi)
-                    .min(agg.rem_at(now))
-                    .min(agg.committed_cap(cap_window)),
-            );
+            // Cheapest first.
+            let skip = window * agg.hi < under || agg.committed_cap(cap_window) < under;
             #[cfg(debug_assertions)]
             if skip {
                 for e in index
@@ -535,12 +537,12 @@ fn filter_bounded(
         // Its load is at most `hi` over the bound's window (within a
         // bucket the entries are in no order, so this settles the one
         // node, where the walk by load stopped).
-        if beyond(kth, window * e.hi) {
+        if window * e.hi < under {
             continue;
         }
         // Its parts' committed time one by one (each at most what it has
         // left and at most its largest share times `D`), from the entry.
-        if beyond(kth, e.committed_cap(cap_window)) {
+        if e.committed_cap(cap_window) < under {
             debug_assert!(
                 kth.is_some_and(|kth| {
                     window - index.exact_committed(n, now, window) - est > kth + KEY_TIE_EPS
@@ -567,7 +569,7 @@ fn filter_bounded(
                 line.rem_bound(now)
             );
             let committed = (window * h.max(0.0)).min(line.rem_bound(now));
-            if l + add > limit || beyond(kth, committed) {
+            if l + add > limit || committed < under {
                 #[cfg(test)]
                 LINE_PRICED.with(|c| c.set(c.get() + 1));
                 continue;
@@ -575,6 +577,7 @@ fn filter_bounded(
         }
         exact(n, &mut best);
         kth = kth_of(&best);
+        under = under_of(kth);
     }
     out.sort_unstable_by_key(|c| c.0);
     priced.sort_unstable_by_key(|c| c.0);
@@ -904,9 +907,9 @@ mod tests {
     }
 
     /// A subtree of Libra+$'s order is passed over whole when `D` times
-    /// its largest upper bound of load, its largest remaining time (only
-    /// from the latest start of their lines on) or its largest caps
-    /// (`Entry::committed_cap`) leave every node under it beyond the
+    /// its largest upper bound of load or its largest caps
+    /// (`Entry::committed_cap`, the remaining time among them) leave
+    /// every node under it beyond the
     /// `k`-th smallest RESFree. Worked by hand: job RE 1, D 100, P 1 on
     /// speed-1 nodes (share 0.01, RESFree = 99 - committed, floors ~1e-7
     /// below). Buckets 1.25 / 4096 wide (`floor(lo x 3276.8)`); `D` = 100
@@ -918,8 +921,8 @@ mod tests {
     ///   before it).
     /// - n1 (load 0.3, 3 s left, due at 10 s, bucket 983) and n2 (load
     ///   0.2, 2 s left, bucket 655), alone under tree node 2 (buckets
-    ///   0-2047): largest upper bound 0.3, largest remaining time 3: min(30,
-    ///   3) = 3, floor 96 > 9: passed over, neither met.
+    ///   0-2047): largest upper bound 0.3, largest cap 3 (n1's time
+    ///   left): min(30, 3) = 3, floor 96 > 9: passed over, neither met.
     /// - n4: load 0.95, 9.5 s left, due at 10 s (bucket 3112, under node
     ///   3), its line starting at `t0`; due at the window's end, so its
     ///   share is unbounded there and its cap is its 9.5 s left.
@@ -927,13 +930,13 @@ mod tests {
     ///   its lower bound fails the share test (1.21 > 1 + 1e-9), so it is
     ///   never priced, though it is as wide as n0.
     ///
-    /// With `t0` = 0 (the decision's instant) the root's bound is min(100
-    /// x 0.95, 9.5) = 9.5, floor 89.5 > 9: the whole order is passed over
-    /// at its root, nothing met. With `t0` = 5 (after the decision: no
-    /// remaining-time bound from the line yet, nor a band) the root is
-    /// passed over all the same, by its largest cap, 9.5 (n4's; taken from
-    /// the parts at the bound's start, whatever the line). Either way the
-    /// choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111, the scan's.
+    /// The root's bound is min(100 x 0.95, 9.5) = 9.5 (n4's cap), floor
+    /// 89.5 > 9: the whole order is passed over at its root, nothing met.
+    /// So it is with `t0` = 0 (the decision's instant) and with `t0` = 5
+    /// (after the decision: no band from the line yet): the caps are
+    /// taken from the parts at the bound's start, whatever the line.
+    /// Either way the choice is n0 at 1 x (1 + 0.1 x 100 / 9) = 2.111,
+    /// the scan's.
     #[test]
     fn a_subtree_is_passed_over_when_every_node_under_it_commits_too_little() {
         use crate::busy_index::{LoadBound, LoadLine};
