@@ -233,6 +233,12 @@ fn bounded_against_scan(seed: u64, policy_name: &str, cfg: &PolicyConfig) -> (u6
                     // node that ties with the idle ones (least loaded).
                     d = 20_000.0;
                     re = rng.random_range(2e-6..1e-5);
+                } else if rng.random_range(0..12) == 0 {
+                    // A window past the last finite one Libra+$'s caps are
+                    // taken at (32,768 s): its walk's caps there are the
+                    // nodes' remaining times.
+                    d = rng.random_range(40_000.0..80_000.0);
+                    re = d * [1e-4, 1e-3, 0.05][rng.random_range(0..3)];
                 }
                 let mut j = job(id, now, re, p, d);
                 if rng.random_range(0..12) == 0 {

@@ -494,6 +494,10 @@ mod tests {
         let big = e.committed_cap(CapWindow::of(65536.0));
         assert_eq!(big, f64::from(caps[8]));
         assert!(f64::from(caps[7]) * 2.0 > big);
+        // Far past the last finite window (2^20 s, 32x it), still the
+        // time left, not the cap at 32,768 s times 32.
+        let far = e.committed_cap(CapWindow::of(1_048_576.0));
+        assert_eq!(far, f64::from(caps[8]));
         // Rounded up, never down.
         assert!(caps.iter().all(|&c| f64::from(c) >= 10.0));
     }
