@@ -265,6 +265,9 @@ fn main() {
     let mut kids = Kill(vec![manager]);
     std::thread::sleep(Duration::from_millis(300));
     for name in &names {
+        // Kept for a post-mortem too (a node process lost in a step).
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("live_latency-node-{name}.log"));
         kids.0.push(
             pinned(bin("libratory-node"), OTHERS_CPU, knobs.pin)
                 .args(["--manager", &addr.to_string(), "--certs"])
@@ -272,7 +275,7 @@ fn main() {
                 .args(["--name", name.as_str(), "--nodes", &per.to_string()])
                 .args(["--capacity", &capacity.to_string()])
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
                 .unwrap(),
         );

@@ -231,6 +231,9 @@ pub(crate) fn answers(
     tokio::spawn(async move {
         let mut hs = vec![Histogram::<u64>::new(3).unwrap(); windows];
         let (mut got, mut accepted) = (0u64, 0u64);
+        // The first rejection, told when nothing was accepted: a step
+        // that accepts nothing says why.
+        let mut first_reject = None;
         while got < total {
             let token = match tokio::time::timeout(
                 Duration::from_secs(20),
@@ -241,7 +244,13 @@ pub(crate) fn answers(
                 Ok(Ok(Some(ClientReply::Decided {
                     token, decision, ..
                 }))) => {
-                    accepted += u64::from(matches!(decision, Decision::Accept(_)));
+                    match decision {
+                        Decision::Accept(_) => accepted += 1,
+                        Decision::Reject(r) => {
+                            first_reject
+                                .get_or_insert_with(|| format!("{:?}: {}", r.reason, r.detail));
+                        }
+                    }
                     Some(token)
                 }
                 Ok(Ok(Some(ClientReply::Queued { token, .. })))
@@ -254,6 +263,11 @@ pub(crate) fn answers(
                 if let Some(t) = since(token) {
                     let _ = hs[window(token)].record(t.elapsed().as_micros() as u64);
                 }
+            }
+        }
+        if accepted == 0 {
+            if let Some(r) = first_reject {
+                println!("  none of {got} answers accepted; the first rejection: {r}");
             }
         }
         (hs, got, accepted)
