@@ -256,8 +256,9 @@ fn main() {
         .arg(dir.path().join("c.toml"))
         .arg("--out")
         .arg(dir.path().join("run"))
-        .stdout(Stdio::null())
-        // Kept for a post-mortem when the bench fails.
+        // Both kept for a post-mortem when the bench fails (the run's
+        // warnings, such as a node process given up, go to stdout).
+        .stdout(std::fs::File::create(manager_log.with_extension("out")).unwrap())
         .stderr(std::fs::File::create(&manager_log).unwrap())
         .spawn()
         .unwrap();
