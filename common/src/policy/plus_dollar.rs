@@ -342,7 +342,7 @@ impl LibraPlusDollar {
 /// most what it has left, so a node's committed time is at most `D` times
 /// the upper bound of its load and at most its remaining time, and its
 /// RESFree at least `D` less the smaller, less `RE / s` (with room for
-/// rounding: `floor` below). The walk goes down Libra+$'s order by lower
+/// rounding: `under` below). The walk goes down Libra+$'s order by lower
 /// bound of load ([`BusyIndex::load_tree_desc`], from the highest that can
 /// pass the share test) and passes over every subtree whose largest upper
 /// bound of load and largest caps on committed time (the remaining time
@@ -469,7 +469,7 @@ fn filter_bounded(
     // node's parts' floats, each off by a few ulps). It surely ranks
     // beyond the tolerance of the `k`-th smallest RESFree when that is
     // above `kth + KEY_TIE_EPS`, that is when `c` is below `under`, solved
-    // once per `k`-th (a decision asks of some hundred bounds), less
+    // once per `k`-th (a decision asks it of some hundred bounds), less
     // `1e-12` of the operands for the solving's own rounding. Nothing is
     // beyond before `k` within budget are known.
     let under_of = |kth: Option<f64>| {
