@@ -134,25 +134,34 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     if parts.is_empty() {
         return;
     }
-    let q_total = total_required(parts);
-    let overdue = parts.iter().filter(|p| !p.on_track()).count();
+    // One pass for `q`, `Q` and the overdue count (the sum in the same
+    // order as [`total_required`]), then the shares from `q` in place:
+    // a node holding thousands of parts recomputes at every event.
+    let mut q_total = 0.0;
+    let mut overdue = 0usize;
+    out.extend(parts.iter().map(|p| {
+        let q = p.required();
+        q_total += q;
+        overdue += usize::from(!p.on_track());
+        q
+    }));
     if overdue == 0 {
         if q_total > 1.0 {
             if rule == SpareRule::Sla {
+                out.clear();
                 sla_shortfall(parts, q_total, 1.0, 0.0, out);
             } else {
-                out.extend(parts.iter().map(|p| p.required() / q_total));
+                out.iter_mut().for_each(|q| *q /= q_total);
             }
             return;
         }
         match rule {
             SpareRule::Proportional => {
                 // q_total > 0 here: every part is on-track with rem > 0.
-                out.extend(parts.iter().map(|p| p.required() / q_total));
+                out.iter_mut().for_each(|q| *q /= q_total);
             }
-            SpareRule::Idle => out.extend(parts.iter().map(ShareInput::required)),
+            SpareRule::Idle => {}
             SpareRule::HighestReturn | SpareRule::Sla => {
-                out.extend(parts.iter().map(ShareInput::required));
                 // Ties go to the earlier part so the rule is deterministic.
                 let mut best = 0;
                 for (k, p) in parts.iter().enumerate() {
@@ -168,6 +177,7 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     let pool = (1.0 - q_total).max(OVERDUE_POOL_MIN);
     let each_overdue = pool / overdue as f64;
     if rule == SpareRule::Sla && q_total > 1.0 - pool {
+        out.clear();
         sla_shortfall(parts, q_total, 1.0 - pool, each_overdue, out);
         return;
     }
@@ -176,13 +186,13 @@ pub fn job_control_shares(parts: &[ShareInput], rule: SpareRule, out: &mut Vec<f
     } else {
         (1.0 - pool) / q_total
     };
-    out.extend(parts.iter().map(|p| {
-        if p.on_track() {
-            p.required() * on_track_scale
+    for (q, p) in out.iter_mut().zip(parts) {
+        *q = if p.on_track() {
+            *q * on_track_scale
         } else {
             each_overdue
-        }
-    }));
+        };
+    }
 }
 
 /// LibraSLA's short node: the on-track parts need `q_total` but only `cap`

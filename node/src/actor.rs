@@ -30,14 +30,16 @@ use net::TraceClock;
 #[rtype(result = "Result<(), PlaceError>")]
 pub struct PlacePart(pub PartSpec);
 
-/// Place a part on the node now, answering through the report sink (a
-/// [`NodeEvent::Placed`] or [`NodeEvent::Refused`] report, in order with
-/// the part's later events) rather than to the sender. Send it with
-/// `do_send`: a link that feeds a node tens of thousands of parts a second
-/// then needs no task and no reply channel per part.
+/// Place parts that arrived together on the node now, answering through
+/// the report sink (a [`NodeEvent::Placed`] or [`NodeEvent::Refused`]
+/// report each, in order with the part's later events) rather than to the
+/// sender. Send it with `do_send`: a link that feeds a node tens of
+/// thousands of parts a second then needs no task and no reply channel
+/// per part, and the node recomputes its shares once a burst
+/// ([`NodeEngine::place_batch`]).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
-pub struct PlaceReported(pub PartSpec);
+pub struct PlaceReported(pub Vec<PartSpec>);
 
 /// Withdraw a part before its end (its job was cancelled). Answers the CPU
 /// ns it had burned, or `None` if it is not on the node (it completed).
@@ -284,15 +286,19 @@ impl Handler<PlaceReported> for NodeActor {
             // when the manager gives the node up.
             return;
         }
-        let part_id = msg.0.part_id;
         let now = self.clock.now();
-        let event = match self.core.place(msg.0, now) {
-            Ok(()) => NodeEvent::Placed { part_id, at: now },
-            Err(error) => NodeEvent::Refused { part_id, error },
-        };
-        // Before drive(): the placement is reported ahead of whatever the
-        // part does next (a completion, for a tiny part).
-        self.report(event);
+        let mut events = Vec::with_capacity(msg.0.len());
+        self.core.place_batch(msg.0, now, |part_id, r| {
+            events.push(match r {
+                Ok(()) => NodeEvent::Placed { part_id, at: now },
+                Err(error) => NodeEvent::Refused { part_id, error },
+            })
+        });
+        // Before drive(): the placements are reported ahead of whatever
+        // the parts do next (a completion, for a tiny part).
+        for event in events {
+            self.report(event);
+        }
         // drive() goes on from the placement's instant: what happened
         // since (the placement, its report) took well under a microsecond.
         self.drive_at(now, ctx);

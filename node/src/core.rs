@@ -40,6 +40,7 @@ use std::collections::VecDeque;
 use common::share::{job_control_shares, ShareInput};
 use common::time::DEADLINE_TOLERANCE;
 use common::{JobId, Time};
+use rustc_hash::FxHashSet;
 use thiserror::Error;
 
 use crate::spec::{EmulatedNodeSpec, NodeId, NodePartId, PartSpec, SliceConfig, SpecError};
@@ -221,6 +222,18 @@ struct Debt {
     share: f64,
 }
 
+/// What the share rule sees of part `p` at `now`; `cpu_per_s` is the
+/// node's capacity times the time scale ([`NodeEngine::node_cpu`]'s
+/// divisor, the same arithmetic).
+fn input_of(p: &PartState, now: Time, cpu_per_s: f64) -> ShareInput {
+    ShareInput {
+        rem: (p.est_ns - p.burned_ns as f64) * 1e-9 / cpu_per_s,
+        rd: p.spec.deadline_abs - now,
+        ret: p.spec.ret,
+        hard: p.spec.hard,
+    }
+}
+
 impl PartState {
     /// CPU asked for by this part's slices not yet reported (ns).
     fn in_flight_ns(&self) -> f64 {
@@ -238,6 +251,28 @@ pub struct NodeEngine {
     /// moved every other part (~200 bytes each; 4.6% of a node process
     /// with dozens of parts queued per node under the live flood).
     parts: VecDeque<PartState>,
+    /// The ids in `parts`, for the duplicate check of a placement.
+    ids: FxHashSet<NodePartId>,
+    /// Whether `parts` is in increasing id order (as the link numbers
+    /// them), so a burn report finds its part by binary search.
+    ids_ascending: bool,
+    /// Capacity (CPU ns) per unit of share earned since the parts' credit
+    /// was last brought up to date ([`NodeEngine::settle`]): each part's
+    /// credit is `credit_ns + share x unsettled_ns`. Shares hold between
+    /// recomputes, so an accrual is one addition here rather than one per
+    /// part, and the parts are settled when their shares change.
+    unsettled_ns: f64,
+    /// The sum of the parts' settled `credit_ns`, brought back to the
+    /// exact sum at each settle.
+    credit_sum: f64,
+    /// The sum of the parts' shares (set at each recompute).
+    share_sum: f64,
+    /// CPU (ns) asked for by the slices of parts on the node that are not
+    /// back yet (orphans' not included).
+    in_flight_ns: u64,
+    /// The earliest deadline of an on-track part (set at each recompute;
+    /// infinite with none): no part can reach its deadline before it.
+    next_deadline: Time,
     inputs: Vec<ShareInput>,
     shares: Vec<f64>,
     last_accrual: Time,
@@ -294,6 +329,13 @@ impl NodeEngine {
             spec,
             cfg,
             parts: VecDeque::new(),
+            ids: FxHashSet::default(),
+            ids_ascending: true,
+            unsettled_ns: 0.0,
+            credit_sum: 0.0,
+            share_sum: 0.0,
+            in_flight_ns: 0,
+            next_deadline: f64::INFINITY,
             inputs: Vec::new(),
             shares: Vec::new(),
             last_accrual: 0.0,
@@ -393,12 +435,7 @@ impl NodeEngine {
     }
 
     fn input(&self, p: &PartState, now: Time) -> ShareInput {
-        ShareInput {
-            rem: self.node_cpu(p.est_ns - p.burned_ns as f64),
-            rd: p.spec.deadline_abs - now,
-            ret: p.spec.ret,
-            hard: p.spec.hard,
-        }
+        input_of(p, now, self.spec.capacity * self.cfg.time_scale)
     }
 
     /// What the share rule sees for every part at `now`, in placement order
@@ -431,9 +468,41 @@ impl NodeEngine {
 
     /// Places a part at `now` and recomputes the shares.
     pub fn place(&mut self, part: PartSpec, now: Time) -> Result<(), PlaceError> {
+        self.admit(part, now)?;
+        self.recompute(now, ShareReason::Placed);
+        Ok(())
+    }
+
+    /// Places parts that arrived together (one dispatch frame's) at `now`,
+    /// telling `each` what became of each part in order, and recomputes
+    /// the shares once. The shares that result are those of placing them
+    /// one by one at `now`: the ones in between would hold for no time.
+    /// A node holding thousands of parts then pays one recompute a burst,
+    /// not one a part.
+    pub fn place_batch(
+        &mut self,
+        parts: impl IntoIterator<Item = PartSpec>,
+        now: Time,
+        mut each: impl FnMut(NodePartId, Result<(), PlaceError>),
+    ) {
+        let mut placed = false;
+        for part in parts {
+            let id = part.part_id;
+            let r = self.admit(part, now);
+            placed |= r.is_ok();
+            each(id, r);
+        }
+        if placed {
+            self.recompute(now, ShareReason::Placed);
+        }
+    }
+
+    /// Checks a part and puts it on the node at share 0 (the caller
+    /// recomputes).
+    fn admit(&mut self, part: PartSpec, now: Time) -> Result<(), PlaceError> {
         part.validate()?;
         let node = self.spec.id;
-        if self.parts.iter().any(|p| p.spec.part_id == part.part_id) {
+        if self.ids.contains(&part.part_id) {
             return Err(PlaceError::Duplicate {
                 node,
                 part: part.part_id,
@@ -495,8 +564,12 @@ impl NodeEngine {
             tel: PartTelemetry::new(part.part_id, part.job_id),
             spec: part,
         };
+        self.ids_ascending &= self
+            .parts
+            .back()
+            .is_none_or(|last| last.spec.part_id < state.spec.part_id);
+        self.ids.insert(state.spec.part_id);
         self.parts.push_back(state);
-        self.recompute(now, ShareReason::Placed);
         Ok(())
     }
 
@@ -512,7 +585,7 @@ impl NodeEngine {
         }
         let mut cap_ns = self.real_ns(dt) * self.cap();
         if self.debt.ns > 0.0 {
-            let parts: f64 = self.parts.iter().map(|p| p.share).sum();
+            let parts = self.share_sum;
             let total = parts + self.debt.share;
             if total > 1.0 || parts <= 0.0 {
                 cap_ns /= total;
@@ -525,24 +598,94 @@ impl NodeEngine {
                 };
             }
         }
-        for p in &mut self.parts {
-            let g = p.share * cap_ns;
-            p.credit_ns += g;
-            p.win_assigned_ns += g;
-            p.tel.assigned_ns += g;
-        }
+        self.unsettled_ns += cap_ns;
         self.last_accrual = now;
     }
 
+    /// Brings every part's credit (and what it was assigned) up to date
+    /// with the accruals since the last settle, and `credit_sum` back to
+    /// the exact sum.
+    fn settle(&mut self) {
+        let u = std::mem::take(&mut self.unsettled_ns);
+        let mut sum = 0.0;
+        for p in &mut self.parts {
+            let g = p.share * u;
+            p.credit_ns += g;
+            p.win_assigned_ns += g;
+            p.tel.assigned_ns += g;
+            sum += p.credit_ns;
+        }
+        self.credit_sum = sum;
+    }
+
+    /// A part's credit now (ns): settled plus earned since.
+    fn credit(&self, p: &PartState) -> f64 {
+        p.credit_ns + p.share * self.unsettled_ns
+    }
+
+    /// Where part `id` is in `parts`.
+    fn position(&self, id: NodePartId) -> Option<usize> {
+        if self.ids_ascending {
+            self.parts
+                .binary_search_by_key(&id, |p| p.spec.part_id)
+                .ok()
+        } else {
+            self.parts.iter().position(|p| p.spec.part_id == id)
+        }
+    }
+
+    /// Takes part `k` off the node, its credit settled. The caller
+    /// recomputes the shares (or finds the node empty).
+    fn take(&mut self, k: usize) -> PartState {
+        let mut p = self.parts.remove(k).expect("k is a part's position");
+        let g = p.share * self.unsettled_ns;
+        p.credit_ns += g;
+        p.win_assigned_ns += g;
+        p.tel.assigned_ns += g;
+        self.credit_sum += g - p.credit_ns;
+        self.in_flight_ns -= p.in_flight.iter().map(|f| f.1).sum::<u64>();
+        self.ids.remove(&p.spec.part_id);
+        if self.parts.is_empty() {
+            self.ids_ascending = true;
+            self.unsettled_ns = 0.0;
+            self.credit_sum = 0.0;
+            self.share_sum = 0.0;
+            self.next_deadline = f64::INFINITY;
+        }
+        p
+    }
+
     fn recompute(&mut self, now: Time, reason: ShareReason) {
+        // One pass over the parts to settle what was earned at the old
+        // shares and read what the rule needs, one to set the new shares:
+        // a node holding thousands of parts recomputes at every event.
         let mut inputs = std::mem::take(&mut self.inputs);
         inputs.clear();
-        inputs.extend(self.parts.iter().map(|p| self.input(p, now)));
+        let u = std::mem::take(&mut self.unsettled_ns);
+        let mut credit_sum = 0.0;
+        let cpu_per_s = self.spec.capacity * self.cfg.time_scale;
+        for p in &mut self.parts {
+            let g = p.share * u;
+            p.credit_ns += g;
+            p.win_assigned_ns += g;
+            p.tel.assigned_ns += g;
+            credit_sum += p.credit_ns;
+            inputs.push(input_of(p, now, cpu_per_s));
+        }
+        self.credit_sum = credit_sum;
         job_control_shares(&inputs, self.cfg.spare_rule, &mut self.shares);
+        let mut next_deadline = f64::INFINITY;
+        let mut share_sum = 0.0;
         for ((p, s), i) in self.parts.iter_mut().zip(&self.shares).zip(&inputs) {
             p.share = *s;
+            share_sum += *s;
             p.on_track = i.on_track();
+            if p.on_track {
+                next_deadline = next_deadline.min(p.spec.deadline_abs);
+            }
         }
+        self.next_deadline = next_deadline;
+        self.share_sum = share_sum;
         self.tel_mut().recomputes += 1;
         if self.cfg.share_events {
             self.events.push_back(NodeEvent::SharesChanged {
@@ -558,9 +701,23 @@ impl NodeEngine {
     /// Recomputes if an on-track part became overdue since the last
     /// recompute (overdue parts never become on-track again: both the
     /// remaining estimate and the time to the deadline only shrink).
-    fn check_transitions(&mut self, now: Time) {
+    ///
+    /// Only a part that burned (`burned`, its position) can have used up
+    /// its estimate, and only a part whose deadline is within reach can
+    /// have reached it, so away from `next_deadline` the one part is
+    /// looked at, not every part.
+    fn check_transitions(&mut self, now: Time, burned: Option<usize>) {
+        // Far wider than the rule's ON_TRACK_EPS and the rounding of
+        // `deadline - now` at any trace time.
+        let reach = 1e-6 * (1.0 + now.abs());
+        let near = now + reach >= self.next_deadline;
+        let looked_at = match (near, burned) {
+            (true, _) => 0..self.parts.len(),
+            (false, Some(k)) => k..k + 1,
+            (false, None) => 0..0,
+        };
         let mut reason = None;
-        for p in &self.parts {
+        for p in self.parts.range(looked_at) {
             if !p.on_track {
                 continue;
             }
@@ -592,10 +749,8 @@ impl NodeEngine {
     /// this is above a small allowance ([`NodeEngine::borrow_ns`]), which
     /// holds it to its capacity in the long run.
     fn node_credit_ns(&self) -> f64 {
-        self.parts
-            .iter()
-            .map(|p| p.credit_ns - p.in_flight_ns())
-            .sum::<f64>()
+        self.credit_sum + self.share_sum * self.unsettled_ns
+            - self.in_flight_ns as f64
             - self.debt.ns
     }
 
@@ -646,8 +801,7 @@ impl NodeEngine {
         if ahead {
             // The queued slice starts when a burning one ends; burning
             // slices keep earning the node credit at its rate meanwhile.
-            let burning: f64 = self.parts.iter().map(|p| p.in_flight_ns()).sum();
-            budget += self.rate() * burning;
+            budget += self.rate() * self.in_flight_ns as f64;
         }
         if budget < -self.borrow_ns() {
             return None;
@@ -674,7 +828,7 @@ impl NodeEngine {
                 continue;
             }
             // Ties go to the earlier part.
-            let key = (p.credit_ns - p.in_flight_ns()) / self.quantum_ns(p);
+            let key = (self.credit(p) - p.in_flight_ns()) / self.quantum_ns(p);
             if best.is_none_or(|(_, b)| key > b) {
                 best = Some((k, key));
             }
@@ -684,7 +838,7 @@ impl NodeEngine {
         let p = &self.parts[k];
         let done = p.burned_ns as f64 + p.in_flight_ns();
         let left = p.work_ns - done;
-        let credit = p.credit_ns - p.in_flight_ns();
+        let credit = self.credit(p) - p.in_flight_ns();
         let mut ns = credit.max(self.quantum_ns(p)).min(max_slice).min(left);
         let est_left = p.est_ns - done;
         if p.on_track && est_left > 0.0 && est_left < ns {
@@ -698,6 +852,7 @@ impl NodeEngine {
         let p = &mut self.parts[k];
         p.in_flight.push((seq, ns));
         self.in_flight += 1;
+        self.in_flight_ns += ns;
         Some(Slice {
             part_id: p.spec.part_id,
             seq,
@@ -707,16 +862,16 @@ impl NodeEngine {
 
     /// Rate at which the node as a whole earns credit (ns per real ns).
     fn rate(&self) -> f64 {
-        self.parts.iter().map(|p| p.share).sum::<f64>() * self.cap()
+        self.share_sum * self.cap()
     }
 
     /// An executor burned `burned_ns` of `slice`. Slices this node did not
     /// issue are ignored; those of parts that already finished (a queued
     /// slice whose part completed on an overshoot) only free their slot.
     pub fn on_burned(&mut self, slice: Slice, burned_ns: u64, now: Time) {
-        let found = self.parts.iter().position(|p| {
-            p.spec.part_id == slice.part_id && p.in_flight.iter().any(|f| f.0 == slice.seq)
-        });
+        let found = self
+            .position(slice.part_id)
+            .filter(|&k| self.parts[k].in_flight.iter().any(|f| f.0 == slice.seq));
         let Some(k) = found else {
             if let Some(i) = self.orphans.iter().position(|&(s, _)| s == slice.seq) {
                 let (_, share) = self.orphans.swap_remove(i);
@@ -728,20 +883,28 @@ impl NodeEngine {
             }
             return;
         };
+        let asked: u64 = self.parts[k]
+            .in_flight
+            .iter()
+            .filter(|f| f.0 == slice.seq)
+            .map(|f| f.1)
+            .sum();
         self.parts[k].in_flight.retain(|f| f.0 != slice.seq);
         self.in_flight -= 1;
+        self.in_flight_ns -= asked;
         self.accrue(now);
         record(
             &mut self.tel_mut().slice_overrun_ns,
             burned_ns.saturating_sub(slice.ns) as f64,
         );
+        self.credit_sum -= burned_ns as f64;
         let p = &mut self.parts[k];
         p.credit_ns -= burned_ns as f64;
         p.burned_ns += burned_ns;
         p.win_burned_ns += burned_ns;
         p.tel.burned_ns += burned_ns;
         if p.burned_ns as f64 + COMPLETION_SLACK_NS >= p.work_ns {
-            let p = self.parts.remove(k).expect("k came from position()");
+            let p = self.take(k);
             self.owe(-p.credit_ns, p.share);
             self.orphans
                 .extend(p.in_flight.iter().map(|f| (f.0, p.share)));
@@ -769,7 +932,7 @@ impl NodeEngine {
             }
             return;
         }
-        self.check_transitions(now);
+        self.check_transitions(now, Some(k));
     }
 
     /// Withdraws a part before its end (its job was cancelled): it leaves
@@ -778,9 +941,9 @@ impl NodeEngine {
     /// by the Job Control rule. Returns the CPU ns it had burned, or `None`
     /// if no such part is on the node (it completed meanwhile).
     pub fn withdraw(&mut self, part: NodePartId, now: Time) -> Option<u64> {
-        let k = self.parts.iter().position(|p| p.spec.part_id == part)?;
+        let k = self.position(part)?;
         self.accrue(now);
-        let p = self.parts.remove(k).expect("k came from position()");
+        let p = self.take(k);
         self.owe(-p.credit_ns, p.share);
         self.orphans
             .extend(p.in_flight.iter().map(|f| (f.0, p.share)));
@@ -812,10 +975,11 @@ impl NodeEngine {
                 self.next_tick = Some(t + missed * step);
             }
         }
-        self.check_transitions(now);
+        self.check_transitions(now, None);
     }
 
     fn tick(&mut self, now: Time) {
+        self.settle();
         let window = self.real_ns(now - self.last_tick) * self.spec.capacity;
         if window > 0.0 {
             let id = self.spec.id;
@@ -838,19 +1002,18 @@ impl NodeEngine {
         // the node its capacity; forgive it in proportion to the shares so
         // the loss falls on the parts as the shares say. Slices still
         // burning are counted as spent.
-        let backlog: f64 = self
-            .parts
-            .iter()
-            .map(|p| p.credit_ns - p.in_flight_ns())
-            .sum();
+        let backlog = self.credit_sum - self.in_flight_ns as f64;
         let allowance =
             self.spec.capacity * self.cfg.period.as_nanos() as f64 * self.cfg.backlog_periods;
-        let total_share: f64 = self.parts.iter().map(|p| p.share).sum();
+        let total_share = self.share_sum;
         if backlog > allowance && total_share > 0.0 {
             let excess = backlog - allowance;
+            let mut sum = 0.0;
             for p in &mut self.parts {
                 p.credit_ns -= excess * p.share / total_share;
+                sum += p.credit_ns;
             }
+            self.credit_sum = sum;
             self.tel_mut().forgiven_ns += excess;
         }
         self.ticks += 1;
@@ -874,17 +1037,10 @@ impl NodeEngine {
         if self.parts.is_empty() {
             return None;
         }
-        let mut t = self.next_tick.unwrap_or(f64::INFINITY);
-        for p in &self.parts {
-            if p.on_track {
-                t = t.min(p.spec.deadline_abs);
-            }
-        }
-        let runnable = self
-            .parts
-            .iter()
-            .filter(|p| p.in_flight.is_empty() && p.share > 0.0)
-            .count();
+        let mut t = self
+            .next_tick
+            .unwrap_or(f64::INFINITY)
+            .min(self.next_deadline);
         // With every running slot busy, the next burn report drives the
         // node; otherwise wake when the node owes nothing: held back by its
         // allowance ([`NodeEngine::borrow_ns`]), it waits until the debt
@@ -893,7 +1049,12 @@ impl NodeEngine {
         // (waking as soon as one slice's credit was earned cost a stream of
         // short parts a timer wake each: the live flood's node processes
         // spent 9.3 us per 3.9 us job).
-        if self.in_flight < self.max_running && runnable > 0 {
+        if self.in_flight < self.max_running
+            && self
+                .parts
+                .iter()
+                .any(|p| p.in_flight.is_empty() && p.share > 0.0)
+        {
             // Debts are paid at their shares beside the parts' (a wait
             // that outlasts a debt ends early, and the next call waits the
             // rest at the rate then).
@@ -932,13 +1093,18 @@ impl NodeEngine {
             Some(t) => NodeTelemetry::clone(t),
             None => NodeTelemetry::new(self.spec.id),
         };
-        t.parts.extend(self.parts.iter().map(|p| p.tel.clone()));
+        t.parts.extend(self.parts.iter().map(|p| {
+            let mut tel = p.tel.clone();
+            tel.assigned_ns += p.share * self.unsettled_ns;
+            tel
+        }));
         t
     }
 
     /// Forgets finished parts' telemetry and clears every histogram (after
     /// the telemetry was shipped).
     pub fn reset_telemetry(&mut self) {
+        self.settle();
         self.tel = None;
         for p in &mut self.parts {
             let (a, b) = (p.tel.assigned_ns, p.tel.burned_ns);

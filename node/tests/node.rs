@@ -539,12 +539,19 @@ fn reported_placements_come_first_and_tiny_parts_burn_inline() {
             let n = host.spawn_node(node(0, 1.0), Some(sink)).unwrap();
             let burned0 = host.pool().burned_ns();
             // 0.005 trace s at time scale 1e-3 and capacity 1: 5 us of CPU.
-            for id in 1..=50 {
-                n.do_send(PlaceReported(part(id, 0.005, 0.005, 1000.0)));
-            }
+            // In bursts, as a link hands them over; the refused one amid
+            // the last burst, whose others are placed all the same.
             let mut big = part(99, 0.005, 0.005, 1000.0);
             big.memory_kb = 2 * 1024 * 1024;
-            n.do_send(PlaceReported(big));
+            for first in (1..=50).step_by(10) {
+                let mut burst: Vec<_> = (first..first + 10)
+                    .map(|id| part(id, 0.005, 0.005, 1000.0))
+                    .collect();
+                if first == 41 {
+                    burst.insert(5, big.clone());
+                }
+                n.do_send(PlaceReported(burst));
+            }
             let mut placed = std::collections::HashSet::new();
             let (mut done, mut refused, mut burned) = (0, 0, 0u64);
             while done < 50 || refused < 1 {

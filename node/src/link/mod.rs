@@ -28,6 +28,7 @@ use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOS
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, NetError, Timeouts};
+use rustc_hash::FxHashMap;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::actor::{
@@ -36,7 +37,7 @@ use crate::actor::{
 use crate::host::NodeHost;
 use crate::linkfault::{read_command, LinkFaults};
 use crate::nodefault::{Changes, Condition, NodeFaults};
-use crate::spec::{EmulatedNodeSpec, SliceConfig};
+use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
 use machine::{Action, Backoff, LinkMachine, MachineConfig};
 use net::TraceClock;
 
@@ -357,6 +358,20 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
             );
         }
     };
+    let mut places: FxHashMap<u32, Vec<PartSpec>> = FxHashMap::default();
+    let hand_over = |places: &mut FxHashMap<u32, Vec<PartSpec>>| {
+        for (node, specs) in places.drain() {
+            match nodes.get(node as usize).filter(|n| n.connected()) {
+                Some(n) => n.do_send(PlaceReported(specs)),
+                None => {
+                    let mut m = machine.borrow_mut();
+                    for spec in specs {
+                        m.place_failed(spec.part_id, format!("node {node} stopped"));
+                    }
+                }
+            }
+        }
+    };
     let mut conn = Some(conn);
     type Opening = Pin<Box<dyn std::future::Future<Output = Result<(Conn, Welcome)>>>>;
     let mut opening: Option<Opening> = None;
@@ -365,22 +380,27 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         // machine is never borrowed across an await).
         loop {
             let Some(action) = machine.borrow_mut().poll_action() else {
-                break;
+                if places.is_empty() {
+                    break;
+                }
+                // (A placement that fails queues actions of its own.)
+                hand_over(&mut places);
+                continue;
             };
+            // A node's placements go to it as one message a burst (one
+            // dispatch frame's), handed over before anything else for it.
+            if let Action::Place { node, spec } = action {
+                places.entry(node).or_default().push(spec);
+                continue;
+            }
+            hand_over(&mut places);
             match action {
                 Action::Send(m) => {
                     if let Some(c) = &conn {
                         let _ = c.out.send(m);
                     }
                 }
-                Action::Place { node, spec } => {
-                    match nodes.get(node as usize).filter(|n| n.connected()) {
-                        Some(n) => n.do_send(PlaceReported(spec)),
-                        None => machine
-                            .borrow_mut()
-                            .place_failed(spec.part_id, format!("node {node} stopped")),
-                    }
-                }
+                Action::Place { .. } => unreachable!("gathered above"),
                 Action::Withdraw { node, local } => {
                     match nodes[node as usize].send(WithdrawPart(local)).await {
                         Ok(burned) => machine.borrow_mut().withdrawn(local, burned, clock.now()),
