@@ -111,6 +111,18 @@ impl NodeState {
         }
     }
 
+    /// Where the part of job `job` is in `parts`. Parts are appended in
+    /// the order they are decided, which for an admission policy is the
+    /// order of the jobs' ids, so a binary search finds it; parts held in
+    /// another order (a queue's backfilled jobs) are found by a scan. A
+    /// node may hold tens of thousands of parts, and a report names many.
+    pub fn find_part(&self, job: JobId) -> Option<usize> {
+        self.parts
+            .binary_search_by_key(&job, |p| p.job)
+            .ok()
+            .or_else(|| self.parts.iter().position(|p| p.job == job))
+    }
+
     /// Sum of the required shares of the on-track parts at `now` (Libra's
     /// load; overdue parts count 0).
     pub fn required_share(&self, now: Time) -> f64 {
@@ -1046,6 +1058,37 @@ mod tests {
         );
         assert!((out[0] - 105.0).abs() < 1e-9, "{out:?}");
         assert!((out[1] - 110.0).abs() < 1e-9, "{out:?}");
+    }
+
+    /// Found by binary search in job order, by the scan in any other, and
+    /// not at all when absent, whatever the order.
+    #[test]
+    fn a_part_is_found_in_job_order_and_in_any_other() {
+        let mut node = NodeState::new(spec());
+        for job in [2, 5, 9, 14, 20] {
+            node.parts.push(part(job, 1.0, 10.0));
+        }
+        let found: Vec<_> = [2, 5, 9, 14, 20, 1, 7, 21]
+            .map(|j| node.find_part(j))
+            .to_vec();
+        let ok = [
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(4),
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(found, ok);
+        // A backfilled job placed after a later one: out of order.
+        node.parts.swap(1, 3);
+        node.parts.push(part(3, 1.0, 10.0));
+        for (k, p) in node.parts.iter().enumerate() {
+            assert_eq!(node.find_part(p.job), Some(k), "job {}", p.job);
+        }
+        assert_eq!(node.find_part(7), None);
     }
 
     #[test]

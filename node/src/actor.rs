@@ -147,7 +147,26 @@ pub struct NodeActor {
     condition: Condition,
     /// Reports made while held, sent when released.
     held: Vec<NodeEvent>,
+    /// Parts handed over with [`PlaceReported`] and not placed yet: they
+    /// are placed together once the mailbox is drained ([`PlaceIncoming`]),
+    /// so the bursts that queued while the node was busy cost one
+    /// recompute of its shares, not one each. A node that falls behind
+    /// then catches up in larger steps, rather than in ever longer runs
+    /// of recomputes that hold its whole process's thread (and with it
+    /// the link's heartbeats) for seconds.
+    incoming: Vec<PartSpec>,
 }
+
+/// The longest run of slices a node burns on its own thread at one go
+/// (`SliceConfig::inline_slice`): beyond it, it lets the process's other
+/// nodes and its link (heartbeats, QUIC) run first.
+const INLINE_RUN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Place the parts in [`NodeActor::incoming`] (sent by the actor to
+/// itself).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+struct PlaceIncoming;
 
 impl NodeActor {
     /// A node actor around `core` (not started).
@@ -168,6 +187,7 @@ impl NodeActor {
             lane,
             condition: Condition::Up,
             held: Vec::new(),
+            incoming: Vec::new(),
         }
     }
 
@@ -196,6 +216,26 @@ impl NodeActor {
         }
     }
 
+    /// Places the parts handed over and not yet placed, reporting each
+    /// (before drive(): the placement is reported ahead of whatever the
+    /// part does next, a completion for a tiny part).
+    fn place_incoming(&mut self, now: Time) {
+        if self.incoming.is_empty() {
+            return;
+        }
+        let parts = std::mem::take(&mut self.incoming);
+        let mut events = Vec::with_capacity(parts.len());
+        self.core.place_batch(parts, now, |part_id, r| {
+            events.push(match r {
+                Ok(()) => NodeEvent::Placed { part_id, at: now },
+                Err(error) => NodeEvent::Refused { part_id, error },
+            })
+        });
+        for event in events {
+            self.report(event);
+        }
+    }
+
     /// After any input: do what is due, dispatch slices, forward events,
     /// re-arm the single timer.
     fn drive(&mut self, ctx: &mut Context<Self>) {
@@ -208,7 +248,18 @@ impl NodeActor {
     fn drive_at(&mut self, mut now: Time, ctx: &mut Context<Self>) {
         self.core.handle_timeout(now);
         let inline = self.core.config().inline_slice.as_nanos() as u64;
-        while let Some(slice) = self.core.poll_slice(now) {
+        // (On the trace clock, read after each burn here anyway.)
+        let stop = now + INLINE_RUN.as_secs_f64() / self.clock.time_scale();
+        // Slices burned here must not hold the process's thread: a node
+        // whose bookkeeping per part takes longer than the part's time
+        // (thousands of tiny parts) earns credit faster than the run
+        // spends it and would never leave this loop. Past INLINE_RUN the
+        // timer the core asks for below (it has credit: due at once)
+        // brings it back after the process's other tasks.
+        while now <= stop {
+            let Some(slice) = self.core.poll_slice(now) else {
+                break;
+            };
             if slice.ns <= inline && self.core.in_flight() == 1 {
                 // Cheaper to burn here than to hand over (see
                 // `SliceConfig::inline_slice`); the node still runs one
@@ -271,6 +322,7 @@ impl Handler<PlacePart> for NodeActor {
 
     fn handle(&mut self, msg: PlacePart, ctx: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
+        self.place_incoming(now);
         let r = self.core.place(msg.0, now);
         self.drive_at(now, ctx);
         r
@@ -286,19 +338,20 @@ impl Handler<PlaceReported> for NodeActor {
             // when the manager gives the node up.
             return;
         }
-        let now = self.clock.now();
-        let mut events = Vec::with_capacity(msg.0.len());
-        self.core.place_batch(msg.0, now, |part_id, r| {
-            events.push(match r {
-                Ok(()) => NodeEvent::Placed { part_id, at: now },
-                Err(error) => NodeEvent::Refused { part_id, error },
-            })
-        });
-        // Before drive(): the placements are reported ahead of whatever
-        // the parts do next (a completion, for a tiny part).
-        for event in events {
-            self.report(event);
+        if self.incoming.is_empty() {
+            // Handled after every message already queued.
+            ctx.notify(PlaceIncoming);
         }
+        self.incoming.extend(msg.0);
+    }
+}
+
+impl Handler<PlaceIncoming> for NodeActor {
+    type Result = ();
+
+    fn handle(&mut self, _: PlaceIncoming, ctx: &mut Self::Context) {
+        let now = self.clock.now();
+        self.place_incoming(now);
         // drive() goes on from the placement's instant: what happened
         // since (the placement, its report) took well under a microsecond.
         self.drive_at(now, ctx);
@@ -310,6 +363,8 @@ impl Handler<WithdrawPart> for NodeActor {
 
     fn handle(&mut self, msg: WithdrawPart, ctx: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
+        // A part handed over before is on the node before it is withdrawn.
+        self.place_incoming(now);
         let r = self.core.withdraw(msg.0, now);
         self.drive_at(now, ctx);
         r
@@ -331,6 +386,8 @@ impl Handler<SetCondition> for NodeActor {
 
     fn handle(&mut self, msg: SetCondition, ctx: &mut Self::Context) {
         let now = self.clock.now();
+        // What was handed over before the fault met the node before it.
+        self.place_incoming(now);
         let was = self.condition;
         let c = msg.0.condition;
         if c == Condition::Crashed && was != Condition::Crashed {
@@ -356,7 +413,12 @@ impl Handler<SetCondition> for NodeActor {
 impl Handler<GetTelemetry> for NodeActor {
     type Result = MessageResult<GetTelemetry>;
 
-    fn handle(&mut self, msg: GetTelemetry, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: GetTelemetry, ctx: &mut Self::Context) -> Self::Result {
+        if !self.incoming.is_empty() {
+            let now = self.clock.now();
+            self.place_incoming(now);
+            self.drive_at(now, ctx);
+        }
         let t = self.core.telemetry();
         if msg.reset {
             self.core.reset_telemetry();
@@ -368,7 +430,12 @@ impl Handler<GetTelemetry> for NodeActor {
 impl Handler<GetStatus> for NodeActor {
     type Result = MessageResult<GetStatus>;
 
-    fn handle(&mut self, _: GetStatus, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _: GetStatus, ctx: &mut Self::Context) -> Self::Result {
+        if !self.incoming.is_empty() {
+            let now = self.clock.now();
+            self.place_incoming(now);
+            self.drive_at(now, ctx);
+        }
         MessageResult(NodeSnapshot {
             spec: *self.core.spec(),
             now: self.clock.now(),

@@ -388,7 +388,7 @@ impl ManagerCore {
                 continue;
             };
             let node = &self.view[v];
-            let Some(i) = node.parts.iter().position(|q| q.job == p.part.job) else {
+            let Some(i) = node.find_part(p.part.job) else {
                 continue;
             };
             let speed = node.spec.speed;

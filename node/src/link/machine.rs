@@ -909,10 +909,37 @@ impl LinkMachine {
             }
         }
         reports.sort_by(|a, b| a.at.total_cmp(&b.at));
+        // In frames of at most REPORT_PARTS_PER_FRAME parts, a node's
+        // report split where it must: each part's report stands alone.
+        let mut frame = Vec::new();
+        let mut room = REPORT_PARTS_PER_FRAME;
+        for mut r in reports {
+            while r.parts.len() > room {
+                if room > 0 {
+                    let rest = r.parts.split_off(room);
+                    frame.push(NodeProgress {
+                        at: r.at,
+                        parts: std::mem::replace(&mut r.parts, rest),
+                    });
+                }
+                self.out.push_back(Action::Send(NodeMsg::Reports {
+                    reports: std::mem::take(&mut frame),
+                }));
+                room = REPORT_PARTS_PER_FRAME;
+            }
+            room -= r.parts.len();
+            frame.push(r);
+        }
         self.out
-            .push_back(Action::Send(NodeMsg::Reports { reports }));
+            .push_back(Action::Send(NodeMsg::Reports { reports: frame }));
     }
 }
+
+/// The most part reports one `Reports` frame carries. A part's report is
+/// at most ~31 bytes on the wire, so a frame stays under 1.6 MB of the
+/// 4 MiB a frame may hold, whatever the parts the process holds (best fit
+/// piles hundreds of thousands on a few nodes under a flood).
+const REPORT_PARTS_PER_FRAME: usize = 50_000;
 
 #[cfg(test)]
 mod tests {
@@ -1169,6 +1196,72 @@ mod tests {
         let a = drain(&mut m);
         assert!(a.contains(&Action::Histograms { last: false }), "{a:?}");
         assert!(sends(&a).contains(&NodeMsg::Heartbeat { seq: 2 }));
+    }
+
+    /// A period's reports of more parts than a frame carries go out in
+    /// several frames, in order, each within the bound and within
+    /// `MAX_FRAME` encoded, every part once.
+    #[test]
+    fn reports_of_many_parts_are_split_into_frames() {
+        let t0 = Instant::now();
+        let mut m = machine(t0);
+        m.connected(t0, &welcome(vec![4, 5], 100.0), 100.0);
+        let n = 2 * REPORT_PARTS_PER_FRAME + 7;
+        let mut ds: Vec<_> = (1..=n as u64).map(|j| dispatch(j, 0, 1e6)).collect();
+        // A few on the other node, reported at another instant.
+        ds.extend((n as u64 + 1..=n as u64 + 3).map(|j| dispatch(j, 1, 1e6)));
+        m.frame(t0, ManagerMsg::Dispatches(ds));
+        drain(&mut m);
+        let standing = |local: u64| PartStanding {
+            part_id: local,
+            job_id: 0,
+            work_done: 0.25,
+            share: 0.5,
+            on_track: true,
+        };
+        m.node_event(
+            0,
+            NodeEvent::Progress {
+                at: 100.1,
+                parts: (1..=n as u64).map(standing).collect(),
+            },
+        );
+        m.node_event(
+            1,
+            NodeEvent::Progress {
+                at: 100.05,
+                parts: (n as u64 + 1..=n as u64 + 3).map(standing).collect(),
+            },
+        );
+        m.handle_timeout(t0 + Duration::from_millis(100));
+        let frames: Vec<_> = sends(&drain(&mut m))
+            .into_iter()
+            .filter_map(|f| match f {
+                NodeMsg::Reports { reports } => Some(reports),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            frames.len(),
+            3,
+            "{n} + 3 parts in frames of {REPORT_PARTS_PER_FRAME}"
+        );
+        let mut jobs = Vec::new();
+        let mut ats = Vec::new();
+        for f in &frames {
+            let parts: usize = f.iter().map(|r| r.parts.len()).sum();
+            assert!(parts <= REPORT_PARTS_PER_FRAME, "{parts}");
+            let msg = NodeMsg::Reports { reports: f.clone() };
+            assert!(common::protocol::payload_len(&msg) <= common::protocol::MAX_FRAME);
+            for r in f {
+                assert!(!r.parts.is_empty(), "no empty report");
+                ats.push(r.at);
+                jobs.extend(r.parts.iter().map(|p| p.part.job));
+            }
+        }
+        jobs.sort_unstable();
+        assert_eq!(jobs, (1..=n as u64 + 3).collect::<Vec<_>>());
+        assert!(ats.is_sorted(), "oldest first: {ats:?}");
     }
 
     #[test]
