@@ -26,6 +26,7 @@ use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOSE_REFUSED};
 use hdrhistogram::serialization::{Serializer, V2Serializer};
+use futures_util::future::join_all;
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, NetError, Timeouts};
 use rustc_hash::FxHashMap;
@@ -568,15 +569,17 @@ async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)>
         }
         None => *acc = Some(h.clone()),
     };
-    for n in nodes {
-        if let Ok(t) = n.send(GetTelemetry { reset: true }).await {
-            merge(&mut overrun, &t.slice_overrun_ns);
-            merge(&mut jitter, &t.tick_jitter_ns);
-            // As before the histogram moved to the node: an interval in
-            // which a node held parts sends one, maybe empty.
-            if !t.parts.is_empty() || !t.error_ppm.is_empty() {
-                merge(&mut error, &t.error_ppm);
-            }
+    // Asked of every node at once. One after another, each answer waited
+    // for its node's turn on the process's thread, and a busy process's
+    // loop (and the heartbeats it sends) waited for all of them in a row.
+    let answers = join_all(nodes.iter().map(|n| n.send(GetTelemetry { reset: true }))).await;
+    for t in answers.into_iter().flatten() {
+        merge(&mut overrun, &t.slice_overrun_ns);
+        merge(&mut jitter, &t.tick_jitter_ns);
+        // As before the histogram moved to the node: an interval in which
+        // a node held parts sends one, maybe empty.
+        if !t.parts.is_empty() || !t.error_ppm.is_empty() {
+            merge(&mut error, &t.error_ppm);
         }
     }
     let mut out = Vec::new();
