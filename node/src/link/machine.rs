@@ -936,9 +936,10 @@ impl LinkMachine {
 }
 
 /// The most part reports one `Reports` frame carries. A part's report is
-/// at most ~31 bytes on the wire, so a frame stays under 1.6 MB of the
-/// 4 MiB a frame may hold, whatever the parts the process holds (best fit
-/// piles hundreds of thousands on a few nodes under a flood).
+/// at most 35 bytes on the wire (bincode's varints: ~23 for job ids below
+/// 2^32), so a frame stays under 1.8 MB of the 4 MiB a frame may hold,
+/// whatever the parts the process holds (best fit piles hundreds of
+/// thousands on a few nodes under a flood).
 const REPORT_PARTS_PER_FRAME: usize = 50_000;
 
 #[cfg(test)]
