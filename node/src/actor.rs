@@ -236,6 +236,16 @@ impl NodeActor {
         }
     }
 
+    /// Places the parts handed over, if any, and drives the node on: for
+    /// a question that must see them.
+    fn settle_incoming(&mut self, ctx: &mut Context<Self>) {
+        if !self.incoming.is_empty() {
+            let now = self.clock.now();
+            self.place_incoming(now);
+            self.drive_at(now, ctx);
+        }
+    }
+
     /// After any input: do what is due, dispatch slices, forward events,
     /// re-arm the single timer.
     fn drive(&mut self, ctx: &mut Context<Self>) {
@@ -414,11 +424,7 @@ impl Handler<GetTelemetry> for NodeActor {
     type Result = MessageResult<GetTelemetry>;
 
     fn handle(&mut self, msg: GetTelemetry, ctx: &mut Self::Context) -> Self::Result {
-        if !self.incoming.is_empty() {
-            let now = self.clock.now();
-            self.place_incoming(now);
-            self.drive_at(now, ctx);
-        }
+        self.settle_incoming(ctx);
         let t = self.core.telemetry();
         if msg.reset {
             self.core.reset_telemetry();
@@ -431,11 +437,7 @@ impl Handler<GetStatus> for NodeActor {
     type Result = MessageResult<GetStatus>;
 
     fn handle(&mut self, _: GetStatus, ctx: &mut Self::Context) -> Self::Result {
-        if !self.incoming.is_empty() {
-            let now = self.clock.now();
-            self.place_incoming(now);
-            self.drive_at(now, ctx);
-        }
+        self.settle_incoming(ctx);
         MessageResult(NodeSnapshot {
             spec: *self.core.spec(),
             now: self.clock.now(),

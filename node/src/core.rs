@@ -235,6 +235,14 @@ fn input_of(p: &PartState, now: Time, cpu_per_s: f64) -> ShareInput {
 }
 
 impl PartState {
+    /// Credits `g` ns of assigned processor time (the part's share of
+    /// what the node earned).
+    fn earn(&mut self, g: f64) {
+        self.credit_ns += g;
+        self.win_assigned_ns += g;
+        self.tel.assigned_ns += g;
+    }
+
     /// CPU asked for by this part's slices not yet reported (ns).
     fn in_flight_ns(&self) -> f64 {
         self.in_flight.iter().map(|f| f.1 as f64).sum()
@@ -609,10 +617,7 @@ impl NodeEngine {
         let u = std::mem::take(&mut self.unsettled_ns);
         let mut sum = 0.0;
         for p in &mut self.parts {
-            let g = p.share * u;
-            p.credit_ns += g;
-            p.win_assigned_ns += g;
-            p.tel.assigned_ns += g;
+            p.earn(p.share * u);
             sum += p.credit_ns;
         }
         self.credit_sum = sum;
@@ -639,9 +644,7 @@ impl NodeEngine {
     fn take(&mut self, k: usize) -> PartState {
         let mut p = self.parts.remove(k).expect("k is a part's position");
         let g = p.share * self.unsettled_ns;
-        p.credit_ns += g;
-        p.win_assigned_ns += g;
-        p.tel.assigned_ns += g;
+        p.earn(g);
         self.credit_sum += g - p.credit_ns;
         self.in_flight_ns -= p.in_flight.iter().map(|f| f.1).sum::<u64>();
         self.ids.remove(&p.spec.part_id);
@@ -665,10 +668,7 @@ impl NodeEngine {
         let mut credit_sum = 0.0;
         let cpu_per_s = self.spec.capacity * self.cfg.time_scale;
         for p in &mut self.parts {
-            let g = p.share * u;
-            p.credit_ns += g;
-            p.win_assigned_ns += g;
-            p.tel.assigned_ns += g;
+            p.earn(p.share * u);
             credit_sum += p.credit_ns;
             inputs.push(input_of(p, now, cpu_per_s));
         }
