@@ -96,13 +96,12 @@ fn bad_scenarios_are_refused_naming_file_line_and_key() {
     );
 }
 
-/// A free UDP port on loopback (bound and released).
+/// A free UDP port on loopback, below the ephemeral ones: the scenarios
+/// restart the manager on it after a `manager-crash`, and a port from
+/// the ephemeral range could meanwhile be given to another test's
+/// endpoint (it was once: "Address already in use").
 fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    util::free_port()
 }
 
 /// Runs `run --config cluster.toml --spawn-local --faults faults.toml` in

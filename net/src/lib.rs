@@ -452,10 +452,34 @@ pub fn client_endpoint(
 
 /// A UDP port on loopback that is free now: bound and released, for a
 /// manager's `listen` address that other processes must be told before it
-/// binds. Another process may take it in between; the manager's bind then
-/// fails with a clear error, so this is for tests, benches and one-host
-/// runs, not for a port that must be reserved.
+/// binds. It is taken below the kernel's range of ephemeral ports
+/// (`/proc/sys/net/ipv4/ip_local_port_range`; 32768 by default), so no
+/// socket bound to port 0 can be given it: not another process's QUIC
+/// client endpoint, not a node process reconnecting. A manager killed and
+/// started again on it (a `manager-crash` fault) then finds it free. Ports
+/// are tried from a place picked by the process id, and never twice in one
+/// process, so concurrent callers in one test binary get different ones.
+/// Another process may still name the same port in between; the manager's
+/// bind then fails with a clear error, so this is for tests, benches and
+/// one-host runs, not for a port that must be reserved.
 pub fn free_udp_port() -> std::io::Result<u16> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(2048, 65535);
+    // Ports 1024..low, above the privileged ones.
+    let span = low - 1024;
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 1024 + (start + k) % span;
+        if let Ok(s) = std::net::UdpSocket::bind(("127.0.0.1", port as u16)) {
+            return Ok(s.local_addr()?.port());
+        }
+    }
     Ok(std::net::UdpSocket::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
