@@ -378,6 +378,17 @@ mod tests {
                     silent_s: 0.75,
                 }],
             }),
+            NodeMsg::Silent { nodes: vec![3, 9] },
+            NodeMsg::RejoinPiece {
+                running: vec![HeldPart {
+                    part,
+                    node: 2,
+                    work_done: 0.25,
+                    share: 0.5,
+                    started_at: 1.5,
+                }],
+                finished: vec![],
+            },
         ]
     }
 
@@ -428,7 +439,114 @@ mod tests {
                 keep: vec![part],
                 reason: "unknown to this manager".into(),
             },
+            ManagerMsg::NodeLost {
+                node: 4,
+                reason: "silent".into(),
+            },
+            ManagerMsg::RejoinKept { keep: vec![part] },
         ]
+    }
+
+    /// A rejoin of 100,007 running and 3 finished parts, with the
+    /// largest ids (the most bytes a part takes), goes out as two pieces
+    /// of 50,000 and a `Rejoin` of the last 10, each within `MAX_FRAME`;
+    /// the pieces' parts and then the `Rejoin`'s are the rejoin's, in
+    /// order. Its answer keeping 100,001 parts goes as two `RejoinKept`
+    /// of 50,000 and the answer with the last one; an empty rejoin and an
+    /// empty answer are one frame each.
+    #[test]
+    fn rejoins_and_their_answers_larger_than_a_frame_go_in_pieces() {
+        let id = |k: usize| PartId {
+            job: u64::MAX - k as u64,
+            index: u32::MAX,
+        };
+        let running: Vec<HeldPart> = (0..100_007)
+            .map(|k| HeldPart {
+                part: id(k),
+                node: u32::MAX,
+                work_done: k as f64,
+                share: 0.5,
+                started_at: 1.0,
+            })
+            .collect();
+        let finished: Vec<FinishedPart> = (0..3)
+            .map(|k| FinishedPart {
+                part: id(200_000 + k),
+                node: u32::MAX,
+                at: 2.0,
+                cpu_seconds: 0.25,
+            })
+            .collect();
+        let r = Rejoin {
+            was: (0..20_000).map(|n| u32::MAX - n).collect(),
+            away_s: 1.0,
+            why: "lost".into(),
+            running,
+            finished,
+            down: vec![],
+        };
+        let frames = r.clone().into_frames();
+        let sizes: Vec<usize> = frames
+            .iter()
+            .map(|f| match f {
+                NodeMsg::RejoinPiece { running, finished } => running.len() + finished.len(),
+                NodeMsg::Rejoin(r) => r.running.len() + r.finished.len(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(sizes, [50_000, 50_000, 10]);
+        let (mut running, mut finished) = (Vec::new(), Vec::new());
+        for f in frames {
+            assert!(encode(&f).len() <= MAX_FRAME + 4);
+            match f {
+                NodeMsg::RejoinPiece {
+                    running: r,
+                    finished: f,
+                } => {
+                    running.extend(r);
+                    finished.extend(f);
+                }
+                NodeMsg::Rejoin(mut last) => {
+                    running.extend(last.running);
+                    finished.extend(last.finished);
+                    (last.running, last.finished) = (running, finished);
+                    assert_eq!(last, r);
+                    break;
+                }
+                _ => unreachable!(),
+            }
+        }
+        let keep: Vec<PartId> = (0..100_001).map(id).collect();
+        let answer = ManagerMsg::rejoin_answer(keep.clone(), "why".into());
+        let mut got: Vec<PartId> = Vec::new();
+        for (k, f) in answer.iter().enumerate() {
+            assert!(encode(f).len() <= MAX_FRAME + 4);
+            match f {
+                ManagerMsg::RejoinKept { keep } if k < 2 => {
+                    assert_eq!(keep.len(), 50_000);
+                    got.extend(keep);
+                }
+                ManagerMsg::RejoinAnswer { keep, reason } if k == 2 => {
+                    assert_eq!((keep.len(), reason.as_str()), (1, "why"));
+                    got.extend(keep);
+                }
+                other => panic!("frame {k}: {other:?}"),
+            }
+        }
+        assert_eq!(got, keep);
+        let empty = Rejoin {
+            running: vec![],
+            finished: vec![],
+            ..r
+        };
+        assert_eq!(empty.clone().into_frames(), [NodeMsg::Rejoin(empty)]);
+        assert_eq!(
+            ManagerMsg::rejoin_answer(vec![], "none".into()),
+            [ManagerMsg::RejoinAnswer {
+                keep: vec![],
+                reason: "none".into()
+            }]
+        );
     }
 
     #[test]

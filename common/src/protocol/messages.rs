@@ -11,7 +11,7 @@ use crate::share::SpareRule;
 use crate::time::Time;
 
 /// The protocol version this build speaks. Bump on any change to a message.
-pub const PROTOCOL_VERSION: u32 = 12;
+pub const PROTOCOL_VERSION: u32 = 13;
 
 /// Magic bytes opening every [`Hello`]: "LBRT".
 pub const MAGIC: [u8; 4] = *b"LBRT";
@@ -270,6 +270,54 @@ pub enum NodeMsg {
         /// The silent nodes.
         nodes: Vec<u32>,
     },
+    /// A leading piece of a [`NodeMsg::Rejoin`] too large for one frame
+    /// (since version 13): more of its running and finished parts, in
+    /// order. The pieces come right before their `Rejoin`, which carries
+    /// the last parts and everything else; the manager holds a link's
+    /// pieces until then ([`Rejoin::into_frames`]).
+    RejoinPiece {
+        /// Running parts, continued by the next piece or the `Rejoin`.
+        running: Vec<HeldPart>,
+        /// Finished parts, likewise.
+        finished: Vec<FinishedPart>,
+    },
+}
+
+/// The most parts one rejoin frame carries ([`NodeMsg::RejoinPiece`],
+/// [`NodeMsg::Rejoin`], [`ManagerMsg::RejoinKept`],
+/// [`ManagerMsg::RejoinAnswer`]). A held part is at most 43 bytes in
+/// bincode's varints (a finished one 37, a kept id 14), so 50,000 keep a
+/// frame under 2.2 MB of the 4 MiB [`super::MAX_FRAME`], with room for
+/// the rest of a `Rejoin` (its node ids and down nodes, a few bytes per
+/// node). A process holding more parts than fit one frame (~97,000) would
+/// otherwise make its writer fail on the frame.
+pub const REJOIN_PARTS_PER_FRAME: usize = 50_000;
+
+impl Rejoin {
+    /// This rejoin as the frames that carry it: [`NodeMsg::RejoinPiece`]s
+    /// of [`REJOIN_PARTS_PER_FRAME`] parts (running first, then finished,
+    /// each in its order), then the `Rejoin` with the last parts. A
+    /// manager appending the pieces' parts and then the `Rejoin`'s gets
+    /// this rejoin back, in the same order.
+    pub fn into_frames(mut self) -> Vec<NodeMsg> {
+        let total = self.running.len() + self.finished.len();
+        let pieces = total.saturating_sub(1) / REJOIN_PARTS_PER_FRAME;
+        let mut running = std::mem::take(&mut self.running).into_iter();
+        let mut finished = std::mem::take(&mut self.finished).into_iter();
+        let mut frames = Vec::with_capacity(pieces + 1);
+        let mut take = |room: usize| {
+            let r: Vec<HeldPart> = running.by_ref().take(room).collect();
+            let f: Vec<FinishedPart> = finished.by_ref().take(room - r.len()).collect();
+            (r, f)
+        };
+        for _ in 0..pieces {
+            let (running, finished) = take(REJOIN_PARTS_PER_FRAME);
+            frames.push(NodeMsg::RejoinPiece { running, finished });
+        }
+        (self.running, self.finished) = take(usize::MAX);
+        frames.push(NodeMsg::Rejoin(self));
+        frames
+    }
 }
 
 /// What a node process that lost its manager reports when it is admitted
@@ -394,6 +442,32 @@ pub enum ManagerMsg {
         /// Why (the node process logs it).
         reason: String,
     },
+    /// A leading piece of a [`ManagerMsg::RejoinAnswer`] too large for
+    /// one frame (since version 13): more parts to keep. The node adds
+    /// them to the answer that follows ([`ManagerMsg::rejoin_answer`]).
+    RejoinKept {
+        /// Parts to keep, continued by the next piece or the answer.
+        keep: Vec<PartId>,
+    },
+}
+
+impl ManagerMsg {
+    /// The answer to a rejoin as the frames that carry it:
+    /// [`ManagerMsg::RejoinKept`]s of [`REJOIN_PARTS_PER_FRAME`] parts,
+    /// then the [`ManagerMsg::RejoinAnswer`] with the last ones and the
+    /// reason.
+    pub fn rejoin_answer(keep: Vec<PartId>, reason: String) -> Vec<ManagerMsg> {
+        let mut frames: Vec<ManagerMsg> = keep
+            .chunks(REJOIN_PARTS_PER_FRAME)
+            .map(|c| ManagerMsg::RejoinKept { keep: c.to_vec() })
+            .collect();
+        let keep = match frames.pop() {
+            Some(ManagerMsg::RejoinKept { keep }) => keep,
+            _ => Vec::new(),
+        };
+        frames.push(ManagerMsg::RejoinAnswer { keep, reason });
+        frames
+    }
 }
 
 /// A job specification on the wire. [`JobSpec`]'s serde form (optional

@@ -33,7 +33,7 @@ use common::protocol::{
 use common::time::Time;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::core::NodeEvent;
 use crate::exception::{retain_reports, ExceptionRule};
@@ -207,6 +207,8 @@ pub struct LinkMachine {
     reported: Vec<FinishedPart>,
     /// Finished while their rejoin awaited its answer.
     finished_pending: Vec<FinishedPart>,
+    /// The answer's leading pieces ([`ManagerMsg::RejoinKept`]) so far.
+    kept: Vec<PartId>,
     /// Completions sent on the current link within the last one or two
     /// grace periods (`sent_before` the older period): a link does not
     /// say which frames its peer read, and a manager that died reads none
@@ -260,6 +262,7 @@ impl LinkMachine {
             finished: Vec::new(),
             reported: Vec::new(),
             finished_pending: Vec::new(),
+            kept: Vec::new(),
             sent: Vec::new(),
             sent_before: Vec::new(),
             rotate_at: now,
@@ -560,14 +563,19 @@ impl LinkMachine {
             finished.len(),
             down.len()
         )));
-        self.out.push_back(Action::Send(NodeMsg::Rejoin(Rejoin {
+        // In pieces when it holds more parts than one frame carries.
+        self.kept.clear();
+        let rejoin = Rejoin {
             was,
             away_s: now.duration_since(since).as_secs_f64(),
             why,
             running,
             finished,
             down,
-        })));
+        };
+        for msg in rejoin.into_frames() {
+            self.out.push_back(Action::Send(msg));
+        }
     }
 
     /// A frame from the manager.
@@ -620,7 +628,12 @@ impl LinkMachine {
                         self.cfg.manager.clone(),
                     ))));
             }
-            ManagerMsg::RejoinAnswer { keep, reason } => self.rejoin_answer(&keep, &reason),
+            ManagerMsg::RejoinKept { keep } => self.kept.extend(keep),
+            ManagerMsg::RejoinAnswer { keep, reason } => {
+                let mut all = std::mem::take(&mut self.kept);
+                all.extend(keep);
+                self.rejoin_answer(all, &reason)
+            }
             ManagerMsg::NodeLost { node, reason } => {
                 let Some(k) = self.ids.iter().position(|&g| g == node) else {
                     self.out.push_back(Action::Log(format!(
@@ -672,7 +685,9 @@ impl LinkMachine {
         on.len()
     }
 
-    fn rejoin_answer(&mut self, keep: &[PartId], reason: &str) {
+    fn rejoin_answer(&mut self, keep: Vec<PartId>, reason: &str) {
+        // A set: an answer may keep hundreds of thousands of parts.
+        let keep: FxHashSet<PartId> = keep.into_iter().collect();
         let kept = |p: &PartId| keep.contains(p);
         let mut dropped = 0;
         let pending: Vec<u64> = self
@@ -1430,6 +1445,87 @@ mod tests {
             panic!("{a:?}")
         };
         (m, r.clone())
+    }
+
+    /// A process holding 100,002 parts (jobs 1 to 100,002 on node 0)
+    /// when its link is lost rejoins in three frames: two pieces of
+    /// 50,000 parts and the `Rejoin` with the last 2, every part once, in
+    /// job order. The answer comes in pieces too: a `RejoinKept` of jobs
+    /// 1 to 50,000, then the answer keeping the odd jobs above. The node
+    /// keeps exactly those and drops the other 25,001 (the even jobs from
+    /// 50,002): a cancel then withdraws job 1 and job 50,001, and finds no
+    /// job 50,002.
+    #[test]
+    fn a_rejoin_and_its_answer_in_pieces_keep_what_the_pieces_name() {
+        let t0 = Instant::now();
+        let n: u64 = 100_002;
+        let mut m = machine(t0);
+        m.connected(t0, &welcome(vec![4, 5], 100.0), 100.0);
+        m.frame(
+            t0,
+            ManagerMsg::Dispatches((1..=n).map(|j| dispatch(j, 0, 1e6)).collect()),
+        );
+        drain(&mut m);
+        m.link_lost(t0 + SEC, "closed".into());
+        drain(&mut m);
+        m.handle_timeout(m.poll_timeout().unwrap());
+        assert_eq!(drain(&mut m), vec![Action::Connect]);
+        m.connected(t0 + 3 * SEC, &welcome(vec![6, 7], 115.0), 105.0);
+        let frames = sends(&drain(&mut m));
+        let mut jobs = Vec::new();
+        let mut shape = Vec::new();
+        for f in &frames {
+            match f {
+                NodeMsg::RejoinPiece { running, finished } => {
+                    shape.push(("piece", running.len(), finished.len()));
+                    jobs.extend(running.iter().map(|h| h.part.job));
+                }
+                NodeMsg::Rejoin(r) => {
+                    shape.push(("rejoin", r.running.len(), r.finished.len()));
+                    jobs.extend(r.running.iter().map(|h| h.part.job));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            shape,
+            [("piece", 50_000, 0), ("piece", 50_000, 0), ("rejoin", 2, 0)]
+        );
+        assert_eq!(jobs, (1..=n).collect::<Vec<_>>());
+        m.frame(
+            t0 + 3 * SEC,
+            ManagerMsg::RejoinKept {
+                keep: (1..=50_000).map(part).collect(),
+            },
+        );
+        assert!(
+            drain(&mut m).is_empty(),
+            "nothing happens before the answer"
+        );
+        m.frame(
+            t0 + 3 * SEC,
+            ManagerMsg::RejoinAnswer {
+                keep: (50_001..=n).step_by(2).map(part).collect(),
+                reason: "unknown".into(),
+            },
+        );
+        let mut dropped: Vec<u64> = Vec::new();
+        let a = drain(&mut m);
+        for x in &a {
+            if let Action::Drop { node, local } = x {
+                assert_eq!(*node, 0);
+                // Locals are given in dispatch order from 1: job = local.
+                dropped.push(*local);
+            }
+        }
+        dropped.sort_unstable();
+        assert_eq!(dropped, (50_002..=n).step_by(2).collect::<Vec<_>>());
+        for (job, held) in [(1, true), (50_001, true), (50_002, false)] {
+            m.frame(t0 + 4 * SEC, ManagerMsg::Cancel { part: part(job) });
+            let a = drain(&mut m);
+            let withdrawn = a.iter().any(|x| matches!(x, Action::Withdraw { .. }));
+            assert_eq!(withdrawn, held, "job {job}: {a:?}");
+        }
     }
 
     /// Nodes faulted while the link is down are reported as what they

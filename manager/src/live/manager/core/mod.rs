@@ -44,6 +44,8 @@ mod resumed;
 mod silent;
 mod views;
 
+use rejoin::RejoinPieces;
+
 pub use faults::FaultKey;
 pub(super) use faults::FaultReport;
 pub use resumed::Takeover;
@@ -253,6 +255,9 @@ pub(super) struct LiveCore {
     node_hists: Vec<NodeHistogram>,
     /// Where each link's last histogram interval ended (wall s).
     hist_marks: HashMap<LinkId, f64>,
+    /// The leading pieces of each link's rejoin so far
+    /// ([`NodeMsg::RejoinPiece`](common::protocol::NodeMsg::RejoinPiece)).
+    rejoin_pieces: FxHashMap<LinkId, RejoinPieces>,
     warnings: Vec<String>,
     /// Warnings already in the journal.
     warnings_journaled: usize,
@@ -333,6 +338,7 @@ impl LiveCore {
             hists,
             node_hists: Vec::new(),
             hist_marks: HashMap::new(),
+            rejoin_pieces: FxHashMap::default(),
             warnings: Vec::new(),
             warnings_journaled: 0,
             journal_buf: Vec::new(),

@@ -82,6 +82,9 @@ impl LiveCore {
     }
 
     pub(super) fn link_closed(&mut self, now: Now, link: LinkId, reason: &str) {
+        // A rejoin cut short by the loss is sent whole again on the next
+        // link.
+        self.rejoin_pieces.remove(&link);
         let Some(l) = self.links.get_mut(&link) else {
             return;
         };
@@ -129,7 +132,18 @@ impl LiveCore {
                 self.measured("report_latency_us", (now.trace - r.at) * scale * 1e6);
                 self.core.progress(link, r.at, &r.parts)
             }),
-            NodeMsg::Rejoin(r) => {
+            NodeMsg::RejoinPiece { running, finished } => {
+                self.rejoin_piece(link, host, running, finished);
+                Ok(())
+            }
+            NodeMsg::Rejoin(mut r) => {
+                // With the parts of its leading pieces first, in order.
+                if let Some(p) = self.rejoin_pieces.remove(&link) {
+                    let (mut running, mut finished) = (p.running, p.finished);
+                    running.append(&mut r.running);
+                    finished.append(&mut r.finished);
+                    (r.running, r.finished) = (running, finished);
+                }
                 // Its silent nodes count as silent since they went so.
                 self.watch_down(now, link, &r.down);
                 self.rejoin(now, link, host, r);

@@ -12,32 +12,73 @@
 //!
 //! [`NodeMsg::Rejoin`]: common::protocol::NodeMsg::Rejoin
 
-use common::protocol::{ManagerMsg, PartId, Rejoin};
+use common::admission::LinkId;
+use common::protocol::{FinishedPart, HeldPart, ManagerMsg, PartId, Rejoin};
 
-/// The answer to `r`: the parts `known` says the manager's books hold
-/// (kept) and the reason the others are dropped.
-pub(super) fn answer(host: &str, r: &Rejoin, known: impl Fn(PartId) -> bool) -> ManagerMsg {
-    let keep: Vec<PartId> = r
-        .running
-        .iter()
-        .map(|p| p.part)
-        .chain(r.finished.iter().map(|p| p.part))
-        .filter(|&p| known(p))
+/// The most parts the manager holds for one link's rejoin in pieces
+/// (160 MB of them): far beyond what a process holds (~190,000 at the
+/// most under `live_latency`'s flood), so only a peer that misbehaves
+/// reaches it. Parts past it are not held: the answer does not name
+/// them, so the node drops them and nothing is counted twice.
+const MAX_REJOIN_PARTS: usize = 4_000_000;
+
+/// A link's rejoin pieces so far, in order.
+#[derive(Default)]
+pub(super) struct RejoinPieces {
+    pub(super) running: Vec<HeldPart>,
+    pub(super) finished: Vec<FinishedPart>,
+    /// Parts not held (past [`MAX_REJOIN_PARTS`]).
+    over: usize,
+}
+
+impl super::LiveCore {
+    /// A leading piece of `link`'s rejoin: held until its `Rejoin`.
+    pub(super) fn rejoin_piece(
+        &mut self,
+        link: LinkId,
+        host: &str,
+        running: Vec<HeldPart>,
+        finished: Vec<FinishedPart>,
+    ) {
+        let p = self.rejoin_pieces.entry(link).or_default();
+        let held = p.running.len() + p.finished.len();
+        if held + running.len() + finished.len() > MAX_REJOIN_PARTS {
+            if p.over == 0 {
+                self.warnings.push(format!(
+                    "{host} (link {link}) rejoins with more than {MAX_REJOIN_PARTS} parts: \
+                     the ones past that are dropped (the node drops what the answer does not keep)"
+                ));
+            }
+            p.over += running.len() + finished.len();
+            return;
+        }
+        p.running.extend(running);
+        p.finished.extend(finished);
+    }
+}
+
+/// The answer to `r`, in the frames that carry it: the parts `known`
+/// says the manager's books hold (kept) and the reason the others are
+/// dropped.
+pub(super) fn answer(host: &str, r: &Rejoin, known: impl Fn(PartId) -> bool) -> Vec<ManagerMsg> {
+    let kept_running = r.running.iter().map(|p| p.part).filter(|&p| known(p));
+    let keep: Vec<PartId> = kept_running
+        .clone()
+        .chain(r.finished.iter().map(|p| p.part).filter(|&p| known(p)))
         .collect();
-    let dropped_running = r.running.iter().filter(|p| !keep.contains(&p.part)).count();
+    let dropped_running = r.running.len() - kept_running.count();
     let dropped_finished = r.finished.len() + r.running.len() - keep.len() - dropped_running;
     let reason = format!(
         "{host}: this manager does not hold {dropped_running} running and {dropped_finished} finished \
          of the parts you reported (your earlier link was recorded lost with its parts, or this \
          manager started after it): drop them; they are not counted; you serve as new nodes"
     );
-    ManagerMsg::RejoinAnswer { keep, reason }
+    ManagerMsg::rejoin_answer(keep, reason)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::protocol::{FinishedPart, HeldPart};
 
     fn rejoin() -> Rejoin {
         let p = |job| PartId { job, index: 0 };
@@ -73,7 +114,8 @@ mod tests {
 
     #[test]
     fn unknown_parts_are_all_dropped_with_counts_in_the_reason() {
-        let ManagerMsg::RejoinAnswer { keep, reason } = answer("a@h", &rejoin(), |_| false) else {
+        let [ManagerMsg::RejoinAnswer { keep, reason }] = &answer("a@h", &rejoin(), |_| false)[..]
+        else {
             panic!("not a rejoin answer")
         };
         assert!(keep.is_empty());
@@ -82,7 +124,8 @@ mod tests {
 
     #[test]
     fn known_parts_are_kept_and_the_rest_counted() {
-        let ManagerMsg::RejoinAnswer { keep, reason } = answer("a@h", &rejoin(), |p| p.job != 2)
+        let [ManagerMsg::RejoinAnswer { keep, reason }] =
+            &answer("a@h", &rejoin(), |p| p.job != 2)[..]
         else {
             panic!("not a rejoin answer")
         };
