@@ -9,15 +9,18 @@
 //! instead of with what changes. The relay sends a part's progress only
 //! when
 //! - the manager has none yet (the part's first report after it started),
-//! - its share differs from the one last sent (a node-local event changed
-//!   the shares, so the manager's extrapolation is off from then on), or
+//! - its share differs from the one last sent by enough to carry it a
+//!   tenth of the tolerance away from the manager's extrapolation within
+//!   one report period ([`SHARE_DRIFT`]: a node-local event changed the
+//!   shares, so the extrapolation is off from then on), or
 //! - its work done departs from the manager's extrapolation by more than
 //!   [`TOLERANCE`] of the node's whole processor (the host did not give
-//!   the node its capacity, the slices ran late, ...).
+//!   the node its capacity, the slices ran late, a share change too small
+//!   to go out at once added up, ...).
 //!
 //! Completions and heartbeats go out as before. A part whose report is
-//! held is exactly where the manager puts it, within the tolerance.
-//! docs/node.md states the tolerance and why it is what it is.
+//! held is where the manager puts it, within the tolerance, at every
+//! report. docs/node.md states the tolerance and why it is what it is.
 
 use std::time::Duration;
 
@@ -33,6 +36,16 @@ use rustc_hash::FxHashMap;
 /// swings by up to that much around the line the manager draws; reporting
 /// below it would send that swing, not departures.
 pub const TOLERANCE: Duration = Duration::from_millis(20);
+
+/// The share change that goes out at once, as a fraction of the
+/// tolerance it would carry a part within one report period: a tenth.
+/// Every event on a node moves every part's share a little (the rule's
+/// `rem / rd` moves with time), so sending every change sends every part
+/// at every event: with 190,000 parts on one node (best fit under a
+/// flood of tiny jobs) each completion made the whole node's reports go
+/// out. A change below this adds up in the extrapolation until the
+/// departure test sends it, within the tolerance.
+pub const SHARE_DRIFT: f64 = 0.1;
 
 /// Overrides [`TOLERANCE`] (milliseconds of real time; `0` sends every
 /// running part every report period, as before reports by exception), for
@@ -86,6 +99,8 @@ pub struct ExceptionRule {
     tolerance: f64,
     /// The process's nodes' speed (they share one spec).
     speed: f64,
+    /// The share change sent at once (see [`SHARE_DRIFT`]).
+    share_step: f64,
     last: FxHashMap<PartId, Sent>,
     /// Part reports sent and held back, for the process's log.
     pub sent: u64,
@@ -96,11 +111,16 @@ pub struct ExceptionRule {
 
 impl ExceptionRule {
     /// For nodes of `speed` whose trace runs at `time_scale` real seconds
-    /// per trace second, with the tolerance `tolerance` of real time.
-    pub fn new(tolerance: Duration, time_scale: f64, speed: f64) -> Self {
+    /// per trace second, with the tolerance `tolerance` of real time,
+    /// reporting every `period` of real time.
+    pub fn new(tolerance: Duration, time_scale: f64, speed: f64, period: Duration) -> Self {
+        // |change| x speed x period (trace s) against a tenth of the
+        // tolerance (reference s): the speed and the time scale cancel.
+        let period = period.as_secs_f64().max(1e-3);
         ExceptionRule {
             tolerance: tolerance.as_secs_f64() / time_scale * speed,
             speed,
+            share_step: SHARE_DRIFT * tolerance.as_secs_f64() / period,
             last: FxHashMap::default(),
             sent: 0,
             held: 0,
@@ -122,7 +142,7 @@ impl ExceptionRule {
                     let predicted = s.work_done + s.share * self.speed * (at - s.at).max(0.0);
                     // A zero tolerance sends every part (the rule off).
                     self.tolerance == 0.0
-                        || s.share != p.share
+                        || (p.share - s.share).abs() > self.share_step
                         || (p.work_done - predicted).abs() > self.tolerance
                 }
             };
@@ -171,7 +191,10 @@ mod tests {
     #[test]
     fn first_reports_share_changes_and_departures_go_out_the_rest_is_held() {
         // time_scale 0.01: 20 ms real is 2 trace s; speed 2: 4 reference s.
-        let mut r = ExceptionRule::new(TOLERANCE, 0.01, 2.0);
+        // Reports every 100 ms real (10 trace s): a share change goes out
+        // at once above 0.1 x 20 / 100 = 0.02 (0.02 x 2 x 10 = 0.4, a
+        // tenth of the tolerance).
+        let mut r = ExceptionRule::new(TOLERANCE, 0.01, 2.0, Duration::from_millis(100));
         assert!((r.tolerance() - 4.0).abs() < 1e-12);
         // First report of two parts: both go.
         let mut v = vec![part(1, 0.0, 0.5), part(2, 1.0, 0.25)];
@@ -189,6 +212,20 @@ mod tests {
         r.retain(30.0, &mut v);
         assert_eq!(v, vec![part(1, 20.0, 1.0)]);
         assert_eq!((r.sent, r.held), (4, 2));
+        // Part 2, predicted from 10.5 at 20 at 0.25: at 40 its share is
+        // 0.26 (0.01 off: held, on its line at 20.5); at 50 it ran at 0.26
+        // to 25.7 (0.2 off the line's 25.5: held); at 60 its share is 0.28
+        // (0.03 off: sent).
+        for (t, done, share, sent) in [
+            (40.0, 20.5, 0.26, false),
+            (50.0, 25.7, 0.26, false),
+            (60.0, 30.5, 0.28, true),
+        ] {
+            let mut v = vec![part(2, done, share)];
+            r.retain(t, &mut v);
+            assert_eq!(v.len(), usize::from(sent), "at {t}");
+        }
+        assert_eq!((r.sent, r.held), (5, 4));
         // A forgotten part is new again.
         r.forget(PartId { job: 1, index: 0 });
         assert_eq!(r.tracked(), 1);
@@ -210,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_report_before_the_last_one_predicts_no_negative_work() {
-        let mut r = ExceptionRule::new(TOLERANCE, 1.0, 1.0);
+        let mut r = ExceptionRule::new(TOLERANCE, 1.0, 1.0, Duration::from_millis(100));
         let mut v = vec![part(1, 5.0, 1.0)];
         r.retain(10.0, &mut v);
         // An earlier instant (reports of one process are not ordered by

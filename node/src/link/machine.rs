@@ -510,6 +510,7 @@ impl LinkMachine {
             self.cfg.report_tolerance,
             w.time_scale,
             self.cfg.speed,
+            Duration::from_millis(u64::from(w.report_ms).max(1)),
         ));
         self.shift = w.trace_now - node_now;
         self.periods = Periods {
