@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOSE_REFUSED};
-use futures_util::future::join_all;
+use futures_util::StreamExt;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use net::{self, FramedStream, NetError, Timeouts};
@@ -559,6 +559,9 @@ fn id_ranges(ids: &[u32]) -> String {
 
 /// The process's histograms since the last hand-over (each node's telemetry
 /// is reset), merged over its nodes and parts, V2-encoded.
+/// How many nodes [`collect_histograms`] asks at once.
+const ASKED: usize = 64;
+
 async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)> {
     let mut overrun: Option<Histogram<u64>> = None;
     let mut jitter: Option<Histogram<u64>> = None;
@@ -569,11 +572,19 @@ async fn collect_histograms(nodes: &[Addr<NodeActor>]) -> Vec<(String, Vec<u8>)>
         }
         None => *acc = Some(h.clone()),
     };
-    // Asked of every node at once. One after another, each answer waited
-    // for its node's turn on the process's thread, and a busy process's
-    // loop (and the heartbeats it sends) waited for all of them in a row.
-    let answers = join_all(nodes.iter().map(|n| n.send(GetTelemetry { reset: true }))).await;
-    for t in answers.into_iter().flatten() {
+    // Asked of up to ASKED nodes at once, each answer merged and dropped
+    // as it comes. One after another, each answer waited for its node's
+    // turn on the process's thread, and a busy process's loop (and the
+    // heartbeats it sends) waited for all of them in a row. All at once,
+    // every node's histograms (~10 KB once it has recorded anything) were
+    // held together: ~200 MB of fresh pages every histogram period for a
+    // process of 20,000 busy nodes, which at Fugaku scale more than
+    // doubled the node processes' CPU per job.
+    let mut answers = futures_util::stream::iter(nodes)
+        .map(|n| n.send(GetTelemetry { reset: true }))
+        .buffer_unordered(ASKED);
+    while let Some(t) = answers.next().await {
+        let Ok(t) = t else { continue };
         merge(&mut overrun, &t.slice_overrun_ns);
         merge(&mut jitter, &t.tick_jitter_ns);
         // As before the histogram moved to the node: an interval in which
