@@ -296,6 +296,39 @@ mod tests {
         t0 + Duration::from_secs_f64(s)
     }
 
+    /// The kept next end is the one worked out from every node, and a
+    /// timeout before it changes nothing that expiring every node would
+    /// change: 3,000 seeded random steps (commands, losses, timeouts at
+    /// times moving forward) on 6 nodes, seed 20261128.
+    #[test]
+    fn the_kept_next_end_is_every_nodes_first_end() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20261128);
+        let t0 = Instant::now();
+        let mut f = NodeFaults::new(6);
+        let mut t = 0.0;
+        for step in 0..3000 {
+            t += rng.random_range(0.0..0.5);
+            let now = at(t0, t);
+            let k = rng.random_range(0..6);
+            let secs = rng.random_range(0.0..3.0);
+            match rng.random_range(0..7) {
+                0 => drop(f.apply(&format!("slow 0.5 {secs}"), now)),
+                1 => drop(f.apply(&format!("node {k} slow 0.25 {secs}"), now)),
+                2 => drop(f.apply(&format!("node {k} hang {secs}"), now)),
+                3 => drop(f.apply(&format!("node {k} crash {secs}"), now)),
+                4 => drop(f.apply(&format!("node {k} crash"), now)),
+                5 => drop(f.given_up(k, now)),
+                _ => {
+                    let mut every = f.clone();
+                    let want = every.diff(|me| me.expire(now));
+                    assert_eq!(f.handle_timeout(now), want, "step {step}");
+                }
+            }
+            assert_eq!(f.poll_timeout(), f.first_end(), "step {step}");
+        }
+    }
+
     #[test]
     fn slow_lowers_the_rate_for_its_time_then_restores_it() {
         let t0 = Instant::now();
