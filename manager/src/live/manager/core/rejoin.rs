@@ -61,12 +61,14 @@ impl super::LiveCore {
 /// says the manager's books hold (kept) and the reason the others are
 /// dropped.
 pub(super) fn answer(host: &str, r: &Rejoin, known: impl Fn(PartId) -> bool) -> Vec<ManagerMsg> {
-    let kept_running = r.running.iter().map(|p| p.part).filter(|&p| known(p));
-    let keep: Vec<PartId> = kept_running
-        .clone()
-        .chain(r.finished.iter().map(|p| p.part).filter(|&p| known(p)))
+    let mut keep: Vec<PartId> = r
+        .running
+        .iter()
+        .map(|p| p.part)
+        .filter(|&p| known(p))
         .collect();
-    let dropped_running = r.running.len() - kept_running.count();
+    let dropped_running = r.running.len() - keep.len();
+    keep.extend(r.finished.iter().map(|p| p.part).filter(|&p| known(p)));
     let dropped_finished = r.finished.len() + r.running.len() - keep.len() - dropped_running;
     let reason = format!(
         "{host}: this manager does not hold {dropped_running} running and {dropped_finished} finished \
