@@ -743,38 +743,6 @@ pub(super) mod tests {
         }
     }
 
-    /// A manager that died at 50 (trace s) with `open` jobs accepted,
-    /// every part of them started, restarted at 55 and taking the run
-    /// over at 60 with node processes `processes` (label, nodes) of
-    /// unknown pids, waiting 30 s for them; nothing else carried.
-    fn died_at_50(open: Vec<JobRecord>, processes: Vec<(String, usize)>) -> Takeover {
-        let started = open
-            .iter()
-            .flat_map(|r| (0..r.nodes.len() as u32).map(|index| PartId { job: r.id, index }))
-            .collect();
-        Takeover {
-            done: Vec::new(),
-            open,
-            undecided: Vec::new(),
-            unrecoverable: Vec::new(),
-            offset: 0.0,
-            node_pids: vec![None; processes.len()],
-            node_processes: processes,
-            started,
-            ended: Vec::new(),
-            wait: Duration::from_secs(30),
-            crash_trace: 50.0,
-            note: "resumed: test".into(),
-            crashed: 50.0,
-            restarted: 55.0,
-            trace_now: 60.0,
-            histograms: Default::default(),
-            faults: Vec::new(),
-            node_times: Vec::new(),
-            losses: Vec::new(),
-        }
-    }
-
     pub(in crate::live::manager::core) fn at(t: f64) -> Now {
         Now {
             trace: t,
@@ -956,7 +924,11 @@ pub(super) mod tests {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
         let n: JobId = 60_001;
         let open = (1..=n).map(|j| record(j, vec![j as usize % 2])).collect();
-        let t = died_at_50(open, vec![("a".into(), 2)]);
+        let t = Takeover {
+            node_pids: vec![None],
+            started: (1..=n).map(|job| PartId { job, index: 0 }).collect(),
+            ..takeover(open, vec![("a", 2, 0)])
+        };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t);
         let drain = |c: &mut LiveCore| std::iter::from_fn(|| c.poll_action()).collect::<Vec<_>>();
         drain(&mut c);
@@ -1034,12 +1006,14 @@ pub(super) mod tests {
         let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
         let mut done4 = record(4, vec![1]);
         done4.finish = Some(20.0);
-        // Every part reached its node (the journal holds its start).
         let t = Takeover {
             done: vec![done4.clone()],
-            ..died_at_50(
+            node_pids: vec![None, None],
+            // Every part reached its node (the journal holds its start).
+            started: [1, 2, 3].map(|job| PartId { job, index: 0 }).to_vec(),
+            ..takeover(
                 vec![record(1, vec![0]), record(2, vec![2]), record(3, vec![1])],
-                vec![("a".into(), 2), ("b".into(), 1)],
+                vec![("a", 2, 0), ("b", 1, 0)],
             )
         };
         let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
