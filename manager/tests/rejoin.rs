@@ -43,6 +43,16 @@ impl Drop for Guard {
 /// A serving manager on `port` expecting `processes` node processes of
 /// one node each, silence of 3 s declaring a process lost.
 fn config(dir: &Path, port: u16, processes: usize) -> PathBuf {
+    config_with_link_timeout(dir, port, processes, 3)
+}
+
+/// [`config`] with silence of `link_timeout_s` declaring a process lost.
+fn config_with_link_timeout(
+    dir: &Path,
+    port: u16,
+    processes: usize,
+    link_timeout_s: u32,
+) -> PathBuf {
     let text = format!(
         r#"
 [manager]
@@ -50,7 +60,7 @@ listen = "127.0.0.1:{port}"
 certs = "certs"
 time_scale = 0.01
 start_timeout_s = 30
-link_timeout_s = 3
+link_timeout_s = {link_timeout_s}
 report_ms = 50
 heartbeat_ms = 100
 
@@ -92,12 +102,27 @@ fn node(port: u16, certs: &Path, name: &str, log: &Path) -> Guard {
 
 /// [`node`] with a grace period of `grace_s`.
 fn node_with_grace(port: u16, certs: &Path, name: &str, log: &Path, grace_s: u32) -> Guard {
+    node_with(port, certs, name, log, grace_s, 3)
+}
+
+/// [`node`] with a grace period of `grace_s` and a link timeout of
+/// `link_timeout_s`.
+fn node_with(
+    port: u16,
+    certs: &Path,
+    name: &str,
+    log: &Path,
+    grace_s: u32,
+    link_timeout_s: u32,
+) -> Guard {
     Guard(
         Command::new(node_bin())
             .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
             .arg(certs)
             .args(["--name", name, "--nodes", "1", "--capacity", "0.5"])
-            .args(["--link-timeout-s", "3", "--manager-grace-s"])
+            .arg("--link-timeout-s")
+            .arg(link_timeout_s.to_string())
+            .arg("--manager-grace-s")
             .arg(grace_s.to_string())
             .args(["--reconnect-seed", "11"])
             .stdout(Stdio::null())
@@ -326,6 +351,46 @@ fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
         |s| runs_a_part(s, "a"),
     );
     assert!(back.contains("after"), "{back}");
+}
+
+/// A manager killed and started again at once on the same address: the
+/// node process learns that its manager is gone from the new one's QUIC
+/// stateless reset (the managers derive its key and their connection IDs'
+/// key from the manager identity), not by waiting out a link timeout of
+/// 120 s, and rejoins. With keys random per process the new manager drops
+/// the node's packets as bearing an unknown connection ID, and the node
+/// would wait the 120 s, failing `wait_log`'s 60 s.
+#[test]
+fn a_node_learns_from_the_next_managers_reset_that_its_manager_died() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config_with_link_timeout(d, port, 1, 120);
+    let m1 = manager(&cfg, &d.join("run1"), &d.join("manager1.log"));
+    let alog = d.join("a.log");
+    let _a = node_with(port, &certs_dir, "a", &alog, 300, 120);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    // A part of ~100 real s, so that the node sends reports on the dead
+    // connection (every 50 ms) for the new manager to answer.
+    submit(port, &certs_dir, 1, 5000);
+    wait_status(port, &certs_dir, "a part running on a", |s| {
+        runs_a_part(s, "a")
+    });
+    m1.kill();
+    let _m2 = manager(&cfg, &d.join("run2"), &d.join("manager2.log"));
+    let lost = wait_log(&alog, &["lost the manager"]);
+    assert!(lost.contains("reset by peer"), "{lost}");
+    wait_log(&alog, &["back with the manager", "reporting"]);
+    wait_status(
+        port,
+        &certs_dir,
+        "a registered with the second manager",
+        |s| nodes_of(s, "a").len() == 1,
+    );
 }
 
 #[test]

@@ -403,10 +403,12 @@ pub fn server_endpoint(
         WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&paths)?), provider())
             .build()
             .map_err(|e| file_err(&paths.ca_cert(), e))?;
+    let key = load_key(&kp)?;
+    let endpoint_config = restartable_endpoint(&key);
     let mut tls = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(load_certs(&cp)?, load_key(&kp)?)?;
+        .with_single_cert(load_certs(&cp)?, key)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let qc = QuicServerConfig::try_from(tls).map_err(|e| NetError::Endpoint {
         addr,
@@ -414,10 +416,43 @@ pub fn server_endpoint(
     })?;
     let mut sc = quinn::ServerConfig::with_crypto(Arc::new(qc));
     sc.transport_config(transport(t));
-    quinn::Endpoint::server(sc, addr).map_err(|e| NetError::Endpoint {
+    let endpoint_err = |e: std::io::Error| NetError::Endpoint {
         addr,
         what: with_causes(&e),
-    })
+    };
+    let socket = std::net::UdpSocket::bind(addr).map_err(endpoint_err)?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| endpoint_err(std::io::Error::other("no async runtime found")))?;
+    quinn::Endpoint::new(endpoint_config, Some(sc), socket, runtime).map_err(endpoint_err)
+}
+
+/// The manager endpoint's QUIC settings that outlive its process: the
+/// key of its stateless resets (RFC 9000, section 10.3) and the key its
+/// connection IDs are made and recognised with, both derived from the
+/// manager's private key, so that every manager process holding that
+/// identity has the same ones. A manager started again on the address of
+/// one that died (`libratory resume` after a crash) then recognises the
+/// connection IDs the dead one gave out, and answers a node process's next
+/// packet on the dead connection with a reset the node accepts (its token
+/// is the one the dead manager gave for that ID): the node knows at once
+/// that its manager is gone and rejoins. With quinn's defaults, random per
+/// process, the new manager drops such a packet as bearing a connection ID
+/// not its own, and the node waits out the whole idle timeout
+/// (`link_timeout_s`: 20 s in the Fugaku-scale config) with a manager ready
+/// to take it back. Only the holder of the manager's key can make the
+/// tokens; the labels keep these uses of the key apart from any other.
+fn restartable_endpoint(key: &PrivateKeyDer<'_>) -> quinn::EndpointConfig {
+    use ring::hmac;
+    let master = hmac::Key::new(hmac::HMAC_SHA256, key.secret_der());
+    let reset = hmac::sign(&master, b"libratory: QUIC stateless reset key, v1");
+    let cid = hmac::sign(&master, b"libratory: QUIC connection ID key, v1");
+    let cid_key = u64::from_le_bytes(cid.as_ref()[..8].try_into().expect("a SHA-256 tag"));
+    let mut config =
+        quinn::EndpointConfig::new(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, reset.as_ref())));
+    config.cid_generator(move || {
+        Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key))
+    });
+    config
 }
 
 /// A client endpoint (node process or client) presenting identity `name`
