@@ -324,6 +324,15 @@ impl ManagerCore {
         Ok(())
     }
 
+    /// Whether part `index` of `job` is booked finished here (a resumed
+    /// manager books at once the parts the journal holds over).
+    pub fn part_booked_finished(&self, job: JobId, index: u32) -> bool {
+        self.index.get(job).is_some_and(|k| {
+            let j = &self.jobs[k];
+            (index as usize) < j.n_parts && self.part_done[j.first_part + index as usize]
+        })
+    }
+
     /// Whether `job` was adopted and part `index` of it is neither back on
     /// a node of this manager nor over.
     pub fn adopted_part_waiting(&self, job: JobId, index: u32) -> bool {

@@ -540,16 +540,41 @@ impl LiveCore {
                 }
             }
         }
+        // Parts it reported finished whose completion the books already
+        // hold: the manager before the crash heard of it (a process reports
+        // again the completions of its last one or two grace periods, which
+        // a dead manager may not have read). They are counted, once: the
+        // answer keeps them so the node does not read them as dropped.
+        let took_back = keep.len();
+        let mut keep: FxHashSet<PartId> = keep.into_iter().collect();
+        let completed: FxHashSet<JobId> = self
+            .resumed
+            .as_ref()
+            .map(|r| {
+                r.done
+                    .iter()
+                    .filter(|d| d.accepted && !d.lost && d.finish.is_some())
+                    .map(|d| d.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut booked = 0usize;
+        for p in &rj.finished {
+            let (job, index) = (p.part.job, p.part.index);
+            if !keep.contains(&p.part)
+                && (completed.contains(&job) || self.core.part_booked_finished(job, index))
+            {
+                keep.insert(p.part);
+                booked += 1;
+            }
+        }
         let dropped = rj.running.len() + rj.finished.len() - keep.len();
         let note = format!(
-            "{host} rejoined after {:.1} s without a manager ({}): took back {} of its parts, dropped {dropped} this manager does not hold, sent again {again} whose dispatch died with the manager",
-            rj.away_s,
-            rj.why,
-            keep.len()
+            "{host} rejoined after {:.1} s without a manager ({}): took back {took_back} of its parts, found {booked} it reported finished already booked, dropped {dropped} this manager does not hold, sent again {again} whose dispatch died with the manager",
+            rj.away_s, rj.why,
         );
         tracing::info!("{note}");
         self.warnings.push(note);
-        let keep: FxHashSet<PartId> = keep.into_iter().collect();
         for msg in answer(host, &rj, |p| keep.contains(&p)) {
             self.actions.push_back(Action::Send { link, msg });
         }
@@ -1140,6 +1165,100 @@ pub(super) mod tests {
             o.parts.iter().map(|p| (p.job, p.node, p.finish)).collect();
         parts.sort_by_key(|p| p.0);
         assert_eq!(parts, [(1, 3, 94.0), (2, 2, f64::INFINITY), (3, 1, 50.0)]);
+    }
+
+    /// A process reports again, as finished, completions the manager
+    /// before the crash had booked (job 4, over; part 2/0, whose `ended`
+    /// line the journal holds while job 2 goes on): the answer keeps them,
+    /// so the node does not read them as dropped, and they are not booked
+    /// twice. Only a part nobody knows (9/0) is dropped. Counts worked out
+    /// by hand: took back 2 (1/0 running, 2/1 finished while the manager
+    /// was down), 2 already booked, 1 dropped.
+    #[test]
+    fn finished_parts_booked_before_the_crash_are_kept_not_dropped() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let mut done4 = record(4, vec![1]);
+        done4.finish = Some(20.0);
+        let t = Takeover {
+            done: vec![done4.clone()],
+            started: vec![part(1, 0), part(2, 0), part(2, 1)],
+            ended: vec![(part(2, 0), 30.0)],
+            ..takeover(
+                vec![record(1, vec![0]), record(2, vec![0, 1])],
+                vec![("a", 2, 9)],
+            )
+        };
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t);
+        drain(&mut c);
+        let finished = |job, index, node, at| FinishedPart {
+            part: part(job, index),
+            node,
+            at,
+            cpu_seconds: 100.0,
+        };
+        let a = come_back(
+            &mut c,
+            60.0,
+            1,
+            "a",
+            9,
+            2,
+            vec![0, 1],
+            vec![held(1, 0, 0)],
+            vec![
+                finished(4, 0, 1, 20.0),
+                finished(2, 0, 0, 30.0),
+                finished(2, 1, 1, 55.0),
+                finished(9, 0, 1, 40.0),
+            ],
+        );
+        let (mut keep, reason) = a
+            .iter()
+            .find_map(|x| match x {
+                Action::Send {
+                    msg: ManagerMsg::RejoinAnswer { keep, reason },
+                    ..
+                } => Some((keep.clone(), reason.clone())),
+                _ => None,
+            })
+            .expect("an answer");
+        keep.sort_unstable();
+        assert_eq!(keep, [part(1, 0), part(2, 0), part(2, 1), part(4, 0)]);
+        assert!(
+            reason.contains("does not hold 0 running and 1 finished"),
+            "{reason}"
+        );
+        let note = c
+            .warnings
+            .iter()
+            .find(|w| w.contains("rejoined after"))
+            .expect("the rejoin's note");
+        assert!(
+            note.contains(
+                "took back 2 of its parts, found 2 it reported finished already booked, dropped 1 "
+            ),
+            "{note}"
+        );
+        // Booked once: 2/0 keeps its finish from the journal, and job 4's
+        // record is the journal's.
+        let finishes: Vec<(JobId, u32, f64)> = journaled(&a)
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Ended {
+                    id, part, finish, ..
+                } => Some((*id, *part, *finish)),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            finishes.iter().all(|f| f.0 == 2 && f.1 == 1),
+            "{finishes:?}"
+        );
+        c.handle(at(70.0), Event::Timer(Timer::StartTimeout));
+        drain(&mut c);
+        let o = c.outcome();
+        let over: Vec<(JobId, Option<f64>)> = o.records.iter().map(|r| (r.id, r.finish)).collect();
+        assert_eq!(over[1..], [(2, Some(55.0)), (4, Some(20.0))]);
     }
 
     pub(in crate::live::manager::core) fn takeover(
