@@ -245,6 +245,45 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks / hz
 }
 
+/// A node process killed and started again at once, before the manager
+/// (link timeout 3 s) gave the dead one up: the new one is refused with
+/// the code that says a later try may be taken, asks again every half
+/// second, and is admitted once the manager lost the old link (as the
+/// simulator models a crash of duration `d` < `L`: back at `t + L`).
+/// Before, it took the refusal for a mistake and exited.
+#[test]
+fn a_node_process_restarted_before_its_loss_is_noticed_registers_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config(d, port, 1);
+    let _m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let a = node(port, &certs_dir, "a", &d.join("a1.log"));
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    a.kill();
+    let killed = Instant::now();
+    let a2log = d.join("a2.log");
+    let _a2 = node(port, &certs_dir, "a", &a2log);
+    let asked = wait_log(&a2log, &["still holds an earlier registration"]);
+    assert!(asked.contains("asking again every 500ms"), "{asked}");
+    wait_log(&a2log, &["admitted by"]);
+    let after = wait_log(&a2log, &["registered after"]);
+    // Not before the manager's link timeout (3 s) less the time the
+    // restart took; a loose bound after it.
+    let waited = killed.elapsed();
+    assert!(
+        waited > Duration::from_secs(2) && waited < Duration::from_secs(30),
+        "{waited:?}: {after}"
+    );
+    wait_status(port, &certs_dir, "the restarted a registered", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+}
+
 #[test]
 fn a_node_process_killed_and_restarted_mid_run_rejoins_and_gets_work() {
     let dir = tempfile::tempdir().unwrap();

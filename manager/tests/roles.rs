@@ -256,10 +256,16 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
         "{}",
         text(&o)
     );
-    // A second live registration under one name.
-    let o = refused_node(m.node(&m.certs(), "a", Some("a-0")));
+    // A second live registration under one name: refused with the code
+    // that says a later try may be taken (a process started again after a
+    // crash, before the manager gave the dead one up), so the process asks
+    // again for its grace period (2 s here), then gives up.
+    let mut second = m.node(&m.certs(), "a", Some("a-0"));
+    second.args(["--manager-grace-s", "2"]);
+    let o = refused_node(second);
     assert!(
-        text(&o).contains("node process 'a-0' is already registered and live"),
+        text(&o).contains("node process 'a-0' is already registered and live")
+            && text(&o).contains("asking again every 500ms for up to 2s"),
         "{}",
         text(&o)
     );

@@ -22,6 +22,14 @@ pub const MAGIC: [u8; 4] = *b"LBRT";
 /// beyond the manager's own hello.
 pub const CLOSE_REFUSED: u32 = 0x4c42_5246; // "LBRF"
 
+/// QUIC application error code with which the manager closes the
+/// connection of a node process registering under a label whose earlier
+/// registration it still holds live: most often a process started again
+/// after a crash, before the manager gave the dead one's link up (within
+/// its `link_timeout_s`). Unlike [`CLOSE_REFUSED`] it is worth trying
+/// again: the node process does, for up to its grace period.
+pub const CLOSE_STILL_REGISTERED: u32 = 0x4c42_5252; // "LBRR"
+
 /// Who is speaking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {

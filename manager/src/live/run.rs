@@ -237,7 +237,7 @@ pub fn run(
                     first_submit,
                     reporting.2,
                     Box::new(crate::live::inject::exec::Children::of(n)),
-                    inject::report::Reporter::start(reporting.0, reporting.1),
+                    inject::report::Reporter::start(reporting.0, reporting.1).quiet(),
                     stop.clone(),
                 )),
                 _ => None,

@@ -156,7 +156,8 @@ pub fn run(plan: &Plan, cx: Context<'_>, log: &mut Log) -> Result<ExitStatus> {
                 inject::report::Reporter::start(
                     cfg.local_dial_address(),
                     cfg.manager.certs.clone(),
-                ),
+                )
+                .quiet(),
                 stop.clone(),
             ));
         }

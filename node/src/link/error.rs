@@ -51,6 +51,18 @@ pub enum LinkError {
         /// Its close reason.
         reason: String,
     },
+    /// The manager still holds an earlier registration under this
+    /// process's label live (a process before this one that died, not yet
+    /// given up): worth trying again.
+    #[error(
+        "the manager at {manager} still holds an earlier registration under this label: {reason}"
+    )]
+    StillRegistered {
+        /// The manager's address.
+        manager: String,
+        /// Its close reason.
+        reason: String,
+    },
     /// A welcome on a link that already had one.
     #[error("the manager at {0} sent a second welcome on one link")]
     SecondWelcome(String),

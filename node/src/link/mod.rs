@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
-use common::protocol::{Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOSE_REFUSED};
+use common::protocol::{
+    Hello, ManagerMsg, NodeInfo, NodeMsg, Role, Welcome, CLOSE_REFUSED, CLOSE_STILL_REGISTERED,
+};
 use futures_util::StreamExt;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
@@ -39,6 +41,7 @@ use crate::host::NodeHost;
 use crate::linkfault::{read_command, LinkFaults};
 use crate::nodefault::{Changes, Condition, NodeFaults};
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
+use error::LinkError;
 use machine::{Action, Backoff, LinkMachine, MachineConfig};
 use net::TraceClock;
 
@@ -48,6 +51,10 @@ pub const BACKOFF_FIRST: Duration = Duration::from_millis(250);
 /// The longest wait between reconnection attempts: a restarted manager is
 /// found within this of listening again.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(5);
+
+/// How long a process started while the manager still holds an earlier
+/// registration of its label waits before asking again.
+pub const STILL_REGISTERED_RETRY: Duration = Duration::from_millis(500);
 
 /// The grace period's default (`--manager-grace-s`, cluster configs'
 /// `manager_grace_s`), in seconds: see docs/node.md.
@@ -134,7 +141,22 @@ async fn open(
         );
     }
     s.send(&register).await?;
-    let welcome = match s.recv::<ManagerMsg>("manager message").await? {
+    let answer = s.recv::<ManagerMsg>("manager message").await;
+    if !matches!(answer, Ok(Some(ManagerMsg::Welcome(_)))) {
+        // A refusal (its `Reject`, then the close, or the close first):
+        // the close's code says whether a later try may be taken.
+        let closed = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
+        if let Ok(quinn::ConnectionError::ApplicationClosed(c)) = &closed {
+            if c.error_code == quinn::VarInt::from_u32(CLOSE_STILL_REGISTERED) {
+                return Err(LinkError::StillRegistered {
+                    manager: cfg.manager.to_string(),
+                    reason: String::from_utf8_lossy(&c.reason).into_owned(),
+                }
+                .into());
+            }
+        }
+    }
+    let welcome = match answer? {
         Some(ManagerMsg::Welcome(w)) => w,
         Some(ManagerMsg::Reject { reason }) => {
             bail!("the manager at {} refused us: {reason}", cfg.manager)
@@ -250,8 +272,44 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // (faults) Partitions and delays of this link, made here.
     let link_faults: Rc<RefCell<LinkFaults>> = Default::default();
     // The first connection is not retried: a manager that is not there
-    // at the start is a mistake to report, not a fault to ride out.
-    let (conn, welcome) = open(cfg.clone(), register.clone(), link_faults.clone()).await?;
+    // at the start is a mistake to report, not a fault to ride out. But
+    // one that still holds an earlier registration under this label live
+    // (this process was started again after a crash, and the manager has
+    // not given the dead one up yet: it does within its link timeout) is
+    // asked again every half second, for up to the grace period, as the
+    // simulator's model has it (a crashed process back at `t + max(d,
+    // L)`).
+    let first_try = Instant::now();
+    let mut tries = 0u32;
+    let (conn, welcome) = loop {
+        match open(cfg.clone(), register.clone(), link_faults.clone()).await {
+            Ok(x) => break x,
+            Err(e) => match e.downcast_ref::<LinkError>() {
+                Some(LinkError::StillRegistered { reason, .. })
+                    if first_try.elapsed() < cfg.grace =>
+                {
+                    if tries == 0 {
+                        eprintln!(
+                            "libratory-node {}: the manager at {} still holds an earlier registration of this \
+                             label as live; asking again every {STILL_REGISTERED_RETRY:?} for up to \
+                             {:?} (the grace period): {reason}",
+                            cfg.label, cfg.manager, cfg.grace
+                        );
+                    }
+                    tries += 1;
+                    tokio::time::sleep(STILL_REGISTERED_RETRY).await;
+                }
+                _ => return Err(e),
+            },
+        }
+    };
+    if tries > 0 {
+        eprintln!(
+            "libratory-node {}: registered after {tries} refusal(s) over {:.1} s",
+            cfg.label,
+            first_try.elapsed().as_secs_f64()
+        );
+    }
     // Admitted only now.
     eprintln!(
         "libratory-node {}: admitted by {} as {} (time scale {}; without a manager the parts \

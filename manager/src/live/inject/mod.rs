@@ -319,7 +319,9 @@ fn say(
     act: FaultAct,
     what: String,
 ) {
-    eprintln!("fault: {f}: {what}");
+    if reporter.echo() {
+        eprintln!("fault: {f}: {what}");
+    }
     let factor = match (f.kind, act) {
         (FaultKind::Slow { factor }, FaultAct::Slow) => Some(factor),
         _ => None,

@@ -44,6 +44,8 @@ pub struct Report {
 pub struct Reporter {
     tx: mpsc::Sender<Report>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Whether the injector prints each act itself (see [`Self::quiet`]).
+    echo: bool,
 }
 
 /// How long the last reports may wait for a manager once the injector is
@@ -65,7 +67,22 @@ impl Reporter {
         Reporter {
             tx,
             thread: Some(thread),
+            echo: true,
         }
+    }
+
+    /// An injector whose manager prints to the same terminal (in the run's
+    /// own process, or beside it under the supervisor) leaves each act's
+    /// line to the manager, which prints it as it notes the report (with
+    /// how late it came): printed by both, every line came twice.
+    pub fn quiet(mut self) -> Reporter {
+        self.echo = false;
+        self
+    }
+
+    /// Whether the injector prints each act itself.
+    pub fn echo(&self) -> bool {
+        self.echo
     }
 
     /// Queues a report.
@@ -121,8 +138,9 @@ fn deliver(conn: ConnArgs, rx: mpsc::Receiver<Report>) {
             }
             let Some(r) = queue.front().cloned() else {
                 // Each burst of reports gets a fresh connection: one kept
-                // open across a manager crash would only time out (the
-                // next manager cannot reset it: its reset key is new).
+                // open across a manager crash would be found dead only
+                // when the next burst is sent on it (the restarted
+                // manager resets it then), costing that burst a retry.
                 if let Some(c) = open.take() {
                     c.conn.close(0u32.into(), b"done");
                 }

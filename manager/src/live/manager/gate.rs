@@ -6,7 +6,7 @@
 //! The hello's role only says which conversation a peer wants; what it may
 //! do in it comes from its certificate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -31,6 +31,8 @@ struct Live {
 struct Inner {
     revoked: Revoked,
     live: HashMap<LinkId, Live>,
+    /// Labels refused as still registered since they last registered.
+    still_registered: HashSet<String>,
 }
 
 /// The manager's gate: revocation list and live connections.
@@ -48,6 +50,7 @@ impl Gate {
             inner: Mutex::new(Inner {
                 revoked,
                 live: HashMap::new(),
+                still_registered: HashSet::new(),
             }),
         })
     }
@@ -100,28 +103,39 @@ impl Gate {
     /// A registration of node process `label` on `link`: only a node
     /// identity, only under its own name, and one live registration per
     /// label.
-    pub(super) fn register(&self, link: LinkId, id: &Identity, label: &str) -> Result<(), String> {
+    pub(super) fn register(&self, link: LinkId, id: &Identity, label: &str) -> Result<(), Refusal> {
         if id.role != CertRole::Node {
             return Err(format!(
                 "{id} may not register node processes (registering '{label}'): only a node identity registers, under its own name"
-            ));
+            )
+            .into());
         }
         if !label_belongs(&id.name, label) {
             return Err(format!(
                 "{id} may not register node process '{label}': a node identity registers only under its own name ({n}, {n}-K or {n}@HOST)",
                 n = id.name
-            ));
+            )
+            .into());
         }
         let mut g = self.lock();
-        if let Some((other, _)) = g
+        if let Some(other) = g
             .live
             .iter()
             .find(|(l, c)| **l != link && c.label.as_deref() == Some(label))
+            .map(|(l, _)| *l)
         {
-            return Err(format!(
-                "{id}: node process '{label}' is already registered and live (link {other}); a second live registration under one name is refused"
-            ));
+            // Said once per label: the process asks again every half
+            // second until the earlier link is given up.
+            let quiet = !g.still_registered.insert(label.to_string());
+            return Err(Refusal {
+                code: protocol::CLOSE_STILL_REGISTERED,
+                quiet,
+                why: format!(
+                    "{id}: node process '{label}' is already registered and live (link {other}); a second live registration under one name is refused (a process started again after a crash is taken once this manager gives the earlier link up, within its link timeout)"
+                ),
+            });
         }
+        g.still_registered.remove(label);
         if let Some(c) = g.live.get_mut(&link) {
             c.label = Some(label.to_string());
         }
@@ -247,6 +261,26 @@ pub(super) fn permits(id: &Identity, peer: SocketAddr, m: &ClientMsg) -> Result<
         _ => "the manager's certificate serves only the manager",
     };
     Err(format!("{id} may not {}: {why}", request_name(m)))
+}
+
+/// Why a connection is refused, and the QUIC close code that tells the
+/// peer ([`protocol::CLOSE_REFUSED`] unless a later try may succeed).
+#[derive(Debug, Clone)]
+pub(super) struct Refusal {
+    pub(super) code: u32,
+    pub(super) why: String,
+    /// Logged below warnings: a refusal said already.
+    pub(super) quiet: bool,
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal {
+            code: protocol::CLOSE_REFUSED,
+            why,
+            quiet: false,
+        }
+    }
 }
 
 #[cfg(test)]

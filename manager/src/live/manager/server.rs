@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use anyhow::{bail, Context as _, Result};
 use common::policy::{self};
-use common::protocol::{self, ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
+use common::protocol::{ClientMsg, ClientReply, Hello, ManagerMsg, NodeMsg, Role};
 use common::workload::WorkloadJob;
 use net::{self, FramedStream, Timeouts, TraceClock};
 use tokio::sync::{mpsc, oneshot};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use super::actor::*;
 use super::config::*;
 use super::core::{CoreConfig, LiveCore};
-use super::gate::{self, Gate};
+use super::gate::{self, Gate, Refusal};
 use super::link::*;
 use super::messages::*;
 
@@ -31,17 +31,17 @@ pub(super) async fn serve_connection(
     links: ArbiterHandle,
     timeout: Duration,
     gate: Arc<Gate>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let peer = incoming.remote_address();
     let conn = incoming
         .await
         .map_err(|e| format!("{peer}: handshake refused: {e}"))?;
     // Who the verified certificate says the peer is; a revoked identity
     // goes no further than this.
-    let r = match net::peer_identity(&conn) {
-        Err(e) => Err(format!("{peer}: certificate refused: {e}")),
+    let r: Result<(), Refusal> = match net::peer_identity(&conn) {
+        Err(e) => Err(format!("{peer}: certificate refused: {e}").into()),
         Ok(id) => match gate.enter(link, &conn, &id) {
-            Err(e) => Err(format!("{peer}: {e}")),
+            Err(e) => Err(format!("{peer}: {e}").into()),
             Ok(()) => {
                 let r = admit(
                     conn.clone(),
@@ -63,9 +63,9 @@ pub(super) async fn serve_connection(
     if let Err(e) = &r {
         // Close with an error the peer can read, rather than letting the
         // dropped handles close it as if all were well.
-        let mut reason = e.clone().into_bytes();
+        let mut reason = e.why.clone().into_bytes();
         reason.truncate(400);
-        conn.close(protocol::CLOSE_REFUSED.into(), &reason);
+        conn.close(e.code.into(), &reason);
     }
     r
 }
@@ -78,7 +78,7 @@ pub(super) async fn admit(
     timeout: Duration,
     id: net::Identity,
     gate: Arc<Gate>,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let peer = conn.remote_address();
     let mut s = FramedStream::accept(&conn)
         .await
@@ -98,7 +98,7 @@ pub(super) async fn admit(
     if theirs.role == Role::Client {
         let r = serve_client(conn, s, manager, &id, link).await;
         gate.leave(link);
-        return r.map_err(|e| format!("{peer}: {e}"));
+        return r.map_err(|e| format!("{peer}: {e}").into());
     }
     if theirs.role != Role::Node {
         let _ = s
@@ -106,7 +106,7 @@ pub(super) async fn admit(
                 reason: format!("expected a node, got {:?}", theirs.role),
             })
             .await;
-        return Err(format!("{peer}: not a node ({:?})", theirs.role));
+        return Err(format!("{peer}: not a node ({:?})", theirs.role).into());
     }
     let reg: Option<NodeMsg> = tokio::time::timeout(timeout, s.recv("node message"))
         .await
@@ -118,16 +118,19 @@ pub(super) async fn admit(
                 reason: "expected Register after hello".into(),
             })
             .await;
-        return Err(format!("{peer}: did not register"));
+        return Err(format!("{peer}: did not register").into());
     };
     // Only a node identity registers, under its own name, once.
-    if let Err(reason) = gate.register(link, &id, &host) {
+    if let Err(refusal) = gate.register(link, &id, &host) {
         let _ = s
             .send(&ManagerMsg::Reject {
-                reason: reason.clone(),
+                reason: refusal.why.clone(),
             })
             .await;
-        return Err(format!("{peer}: {reason}"));
+        return Err(Refusal {
+            why: format!("{peer}: {}", refusal.why),
+            ..refusal
+        });
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (sender, receiver) = s.split();
@@ -164,7 +167,7 @@ pub(super) async fn admit(
                 reason: reason.clone(),
             }));
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string().into()),
     }
     // The writer (frame encoding) runs on this thread, the endpoint's,
     // where the connection's driver runs: a dispatch goes from the
@@ -293,7 +296,17 @@ pub(super) async fn serve_client(
                 }
             }
             Err(e) => {
-                tracing::warn!("client {}: {e}", rx.peer());
+                // A client that closed with code 0 (`libratory submit`,
+                // the fault injector: "done") ended as it should, maybe
+                // before its stream's end reached us: not worth a warning.
+                match conn.close_reason() {
+                    Some(quinn::ConnectionError::ApplicationClosed(c))
+                        if c.error_code == quinn::VarInt::from_u32(0) =>
+                    {
+                        tracing::debug!("client {}: {e}", rx.peer())
+                    }
+                    _ => tracing::warn!("client {}: {e}", rx.peer()),
+                }
                 break;
             }
         }
@@ -485,7 +498,11 @@ pub async fn run(
             let g = accept_gate.clone();
             actix::spawn(async move {
                 if let Err(e) = serve_connection(incoming, link, m, l, timeout, g).await {
-                    tracing::warn!("connection refused: {e}");
+                    if e.quiet {
+                        tracing::debug!("connection refused: {}", e.why);
+                    } else {
+                        tracing::warn!("connection refused: {}", e.why);
+                    }
                 }
             });
         }
