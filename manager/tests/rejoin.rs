@@ -84,7 +84,7 @@ capacity = 0.5
 fn manager(cfg: &Path, out: &Path, log: &Path) -> Guard {
     Guard(
         Command::new(libratory())
-            .args(["run", "--serve", "--config"])
+            .args(["run", "--serve", "--progress-every", "60", "--config"])
             .arg(cfg)
             .arg("--out")
             .arg(out)
@@ -282,6 +282,12 @@ fn a_node_process_restarted_before_its_loss_is_noticed_registers_after_it() {
     wait_status(port, &certs_dir, "the restarted a registered", |s| {
         nodes_of(s, "a").len() == 1
     });
+    // The manager counts the nodes live, not every registration of the
+    // run (which would be 2 of the 1 expected).
+    wait_log(
+        &d.join("manager.log"),
+        &["registered a", "during the run: 1 emulated nodes live"],
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::live::journal;
 
 use super::config::*;
-use super::core::{Action, ClientId, Event, LiveCore, Now, Timer, When};
+use super::core::{Action, ClientId, Event, LiveCore, Now, Phase, Timer, When};
 use super::messages::*;
 
 /// Frames for node links and journal entries from a burst that answered a
@@ -330,7 +330,18 @@ impl Handler<Connected> for ManagerActor {
         }
         if self.cfg.progress_lines.is_some() {
             let (registered, expected) = self.core.nodes();
-            eprintln!("registered {host} ({n} nodes): {registered} of {expected} emulated nodes");
+            if self.core.phase() == Phase::Waiting {
+                eprintln!(
+                    "registered {host} ({n} nodes): {registered} of {expected} emulated nodes"
+                );
+            } else {
+                // A process back after its loss, or one more: the nodes
+                // registered over the run would count the lost ones too.
+                eprintln!(
+                    "registered {host} ({n} nodes) during the run: {} emulated nodes live",
+                    self.core.core.live_nodes()
+                );
+            }
         }
         Ok(())
     }
