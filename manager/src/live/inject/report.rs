@@ -142,7 +142,7 @@ fn deliver(conn: ConnArgs, rx: mpsc::Receiver<Report>) {
                 // when the next burst is sent on it (the restarted
                 // manager resets it then), costing that burst a retry.
                 if let Some(c) = open.take() {
-                    c.conn.close(0u32.into(), b"done");
+                    close(c).await;
                 }
                 if closed {
                     break;
@@ -226,7 +226,16 @@ fn deliver(conn: ConnArgs, rx: mpsc::Receiver<Report>) {
             }
         }
         if let Some(c) = open {
-            c.conn.close(0u32.into(), b"done");
+            close(c).await;
         }
     });
+}
+
+/// Closes a report connection and waits (a second at most) for the close
+/// to leave: the thread's runtime ends right after the last one, and a
+/// close never sent leaves the manager holding the connection until its
+/// idle timeout, which it then logs as a connection lost.
+async fn close(c: client::Connection) {
+    c.conn.close(0u32.into(), b"done");
+    let _ = tokio::time::timeout(Duration::from_secs(1), c.endpoint.wait_idle()).await;
 }
