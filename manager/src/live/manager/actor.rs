@@ -319,6 +319,8 @@ impl Handler<Connected> for ManagerActor {
         self.links.insert(m.link, m.tx);
         let host = m.host.clone();
         let n = m.nodes.len();
+        // Before the event: the last registration awaited starts the run.
+        let awaited = self.core.phase() == Phase::Waiting;
         let event = Event::Connected {
             link: m.link,
             host: m.host,
@@ -330,7 +332,7 @@ impl Handler<Connected> for ManagerActor {
         }
         if self.cfg.progress_lines.is_some() {
             let (registered, expected) = self.core.nodes();
-            if self.core.phase() == Phase::Waiting {
+            if awaited {
                 eprintln!(
                     "registered {host} ({n} nodes): {registered} of {expected} emulated nodes"
                 );
