@@ -333,25 +333,55 @@ fn a_node_process_killed_and_restarted_mid_run_rejoins_and_gets_work() {
     });
 }
 
-#[test]
-fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// One serving manager (`link_timeout_s` both ways) and node process `a`
+/// in `d`, with a part of ~100 real s running on `a` (it outlives every
+/// test below): what the tests of a killed manager start from.
+struct OnePart {
+    certs: PathBuf,
+    port: u16,
+    cfg: PathBuf,
+    manager: Guard,
+    log: PathBuf,
+    node: Guard,
+}
+
+fn one_part_running(d: &Path, link_timeout_s: u32) -> OnePart {
     let certs_dir = d.join("certs");
     certs(&certs_dir, "a");
     let port = free_port();
-    let cfg = config(d, port, 1);
-    let m1 = manager(&cfg, &d.join("run1"), &d.join("manager1.log"));
-    let alog = d.join("a.log");
-    let a = node(port, &certs_dir, "a", &alog);
+    let cfg = config_with_link_timeout(d, port, 1, link_timeout_s);
+    let manager = manager(&cfg, &d.join("run1"), &d.join("manager1.log"));
+    let log = d.join("a.log");
+    let node = node_with(port, &certs_dir, "a", &log, 60, link_timeout_s);
     wait_status(port, &certs_dir, "node process a", |s| {
         nodes_of(s, "a").len() == 1
     });
-    // A part of ~100 real s: it outlives everything below.
     submit(port, &certs_dir, 1, 5000);
     wait_status(port, &certs_dir, "a part running on a", |s| {
         runs_a_part(s, "a")
     });
+    OnePart {
+        certs: certs_dir,
+        port,
+        cfg,
+        manager,
+        log,
+        node,
+    }
+}
+
+#[test]
+fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let OnePart {
+        certs: certs_dir,
+        port,
+        cfg,
+        manager: m1,
+        log: alog,
+        node: a,
+    } = one_part_running(d, 3);
     m1.kill();
     let lost = wait_log(&alog, &["lost the manager", "1 part(s) keep running"]);
     // Still burning its part without a manager: a node of capacity 0.5
@@ -415,22 +445,16 @@ fn a_node_rides_out_a_killed_manager_and_reports_to_the_next_one() {
 fn a_node_learns_from_the_next_managers_reset_that_its_manager_died() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let certs_dir = d.join("certs");
-    certs(&certs_dir, "a");
-    let port = free_port();
-    let cfg = config_with_link_timeout(d, port, 1, 120);
-    let m1 = manager(&cfg, &d.join("run1"), &d.join("manager1.log"));
-    let alog = d.join("a.log");
-    let _a = node_with(port, &certs_dir, "a", &alog, 300, 120);
-    wait_status(port, &certs_dir, "node process a", |s| {
-        nodes_of(s, "a").len() == 1
-    });
-    // A part of ~100 real s, so that the node sends reports on the dead
-    // connection (every 50 ms) for the new manager to answer.
-    submit(port, &certs_dir, 1, 5000);
-    wait_status(port, &certs_dir, "a part running on a", |s| {
-        runs_a_part(s, "a")
-    });
+    // The part makes the node send reports on the dead connection (every
+    // 50 ms) for the new manager to answer.
+    let OnePart {
+        certs: certs_dir,
+        port,
+        cfg,
+        manager: m1,
+        log: alog,
+        node: _a,
+    } = one_part_running(d, 120);
     m1.kill();
     let _m2 = manager(&cfg, &d.join("run2"), &d.join("manager2.log"));
     let lost = wait_log(&alog, &["lost the manager"]);
