@@ -6,10 +6,11 @@
 //! The hello's role only says which conversation a peer wants; what it may
 //! do in it comes from its certificate.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use common::admission::LinkId;
@@ -31,8 +32,40 @@ struct Live {
 struct Inner {
     revoked: Revoked,
     live: HashMap<LinkId, Live>,
-    /// Labels refused as still registered since they last registered.
-    still_registered: HashSet<String>,
+    /// Labels refused as still registered, with when that was last said.
+    still_registered: Warned,
+}
+
+/// How often a refusal that repeats is said again: a process asking every
+/// half second for its whole grace period is said once a minute, not 120
+/// times; a label whose link left, or that registered, is said at once the
+/// next time.
+const REFUSAL_SAID_EVERY: Duration = Duration::from_secs(60);
+
+/// When each label's refusal was last said.
+#[derive(Default)]
+struct Warned(HashMap<String, Instant>);
+
+impl Warned {
+    /// Whether `label`'s refusal at `now` is to be said (and it is then
+    /// noted as said).
+    fn say(&mut self, label: &str, now: Instant) -> bool {
+        match self.0.get_mut(label) {
+            Some(at) if now.saturating_duration_since(*at) < REFUSAL_SAID_EVERY => false,
+            Some(at) => {
+                *at = now;
+                true
+            }
+            None => {
+                self.0.insert(label.to_string(), now);
+                true
+            }
+        }
+    }
+
+    fn forget(&mut self, label: &str) {
+        self.0.remove(label);
+    }
 }
 
 /// The manager's gate: revocation list and live connections.
@@ -50,7 +83,7 @@ impl Gate {
             inner: Mutex::new(Inner {
                 revoked,
                 live: HashMap::new(),
-                still_registered: HashSet::new(),
+                still_registered: Warned::default(),
             }),
         })
     }
@@ -124,9 +157,9 @@ impl Gate {
             .find(|(l, c)| **l != link && c.label.as_deref() == Some(label))
             .map(|(l, _)| *l)
         {
-            // Said once per label: the process asks again every half
-            // second until the earlier link is given up.
-            let quiet = !g.still_registered.insert(label.to_string());
+            // The process asks again every half second until the earlier
+            // link is given up: said once a minute.
+            let quiet = !g.still_registered.say(label, Instant::now());
             return Err(Refusal {
                 code: protocol::CLOSE_STILL_REGISTERED,
                 quiet,
@@ -135,7 +168,7 @@ impl Gate {
                 ),
             });
         }
-        g.still_registered.remove(label);
+        g.still_registered.forget(label);
         if let Some(c) = g.live.get_mut(&link) {
             c.label = Some(label.to_string());
         }
@@ -151,7 +184,12 @@ impl Gate {
 
     /// `link`'s connection is over.
     pub(super) fn leave(&self, link: LinkId) {
-        self.lock().live.remove(&link);
+        let mut g = self.lock();
+        if let Some(label) = g.live.remove(&link).and_then(|c| c.label) {
+            // A process refused while this link held the label and that
+            // gave up is said again if it comes back.
+            g.still_registered.forget(&label);
+        }
     }
 
     /// Re-reads the revocation list and closes every live connection of an
@@ -304,5 +342,20 @@ mod tests {
         ] {
             assert_eq!(label_belongs(name, label), ok, "{name} / {label}");
         }
+    }
+
+    #[test]
+    fn a_repeated_refusal_is_said_once_a_minute_and_again_once_forgotten() {
+        let mut w = Warned::default();
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_millis(s);
+        assert!(w.say("s1-0", at(0)));
+        assert!(!w.say("s1-0", at(500)));
+        assert!(w.say("s1-1", at(500)), "another label is its own");
+        assert!(!w.say("s1-0", at(59_999)));
+        assert!(w.say("s1-0", at(60_000)));
+        assert!(!w.say("s1-0", at(60_500)));
+        w.forget("s1-0");
+        assert!(w.say("s1-0", at(61_000)));
     }
 }
