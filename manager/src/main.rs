@@ -257,6 +257,9 @@ enum Command {
         conn: client::ConnArgs,
         #[command(flatten)]
         job: client::JobArgs,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// What the running policy would answer a job now (accept on which
     /// nodes at what cost, reject and why, or queue), with per-node prices
@@ -266,6 +269,9 @@ enum Command {
         conn: client::ConnArgs,
         #[command(flatten)]
         job: client::JobArgs,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// The running cluster: nodes, their jobs and shares, recent decisions.
     Status {
@@ -273,6 +279,9 @@ enum Command {
         conn: client::ConnArgs,
         #[command(flatten)]
         view: client::StatusArgs,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// List the registered policies.
     Policies,
@@ -380,9 +389,9 @@ fn run(cli: Cli, env: &Environment) -> Result<ExitCode> {
         Command::Compare(a) => return compare::run(&a),
         Command::Loadtest(a) => return loadtest::run(a),
         Command::Calibrate(a) => return calibrate::run(a, env),
-        Command::Submit { conn, job } => return client::submit(&conn, &job),
-        Command::Quote { conn, job } => return client::quote(&conn, &job),
-        Command::Status { conn, view } => return client::status(&conn, &view),
+        Command::Submit { conn, job, json } => return client::submit(&conn, &job, json),
+        Command::Quote { conn, job, json } => return client::quote(&conn, &job, json),
+        Command::Status { conn, view, json } => return client::status(&conn, &view, json),
         Command::Certs {
             out,
             nodes,

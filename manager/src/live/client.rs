@@ -35,9 +35,6 @@ pub struct ConnArgs {
     /// Identity to present (`client` unless given).
     #[arg(long, default_value = net::CLIENT_NAME)]
     pub identity: String,
-    /// Print the answer as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// A job, from flags or a specification file.
@@ -313,7 +310,7 @@ fn print_decision(decision: &Decision, what: &str) -> ExitCode {
 }
 
 /// `libratory submit`: exit 0 when accepted (or queued), 3 when rejected.
-pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
+pub fn submit(conn: &ConnArgs, job: &JobArgs, json: bool) -> Result<ExitCode> {
     let (spec, actual) = job.job()?;
     let reply = rt()?.block_on(request(
         conn,
@@ -323,12 +320,12 @@ pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
             actual,
         },
     ))?;
-    if conn.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
     }
     match reply {
         ClientReply::Decided { job, decision, .. } => {
-            if conn.json {
+            if json {
                 return Ok(if matches!(decision, Decision::Accept(_)) {
                     ExitCode::SUCCESS
                 } else {
@@ -338,7 +335,7 @@ pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
             Ok(print_decision(&decision, &format!("accepted: job {job}")))
         }
         ClientReply::Queued { job, .. } => {
-            if !conn.json {
+            if !json {
                 println!("queued: job {job} waits for processors (space-shared policy)");
             }
             Ok(ExitCode::SUCCESS)
@@ -350,7 +347,7 @@ pub fn submit(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
 
 /// `libratory quote`: what the running policy would answer the job now
 /// (and the per-node prices of a policy that prices, Libra+$).
-pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
+pub fn quote(conn: &ConnArgs, job: &JobArgs, json: bool) -> Result<ExitCode> {
     let (spec, _) = job.job()?;
     let reply = rt()?.block_on(request(
         conn,
@@ -359,7 +356,7 @@ pub fn quote(conn: &ConnArgs, job: &JobArgs) -> Result<ExitCode> {
             job: (&spec).into(),
         },
     ))?;
-    if conn.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -462,13 +459,13 @@ pub fn check_page(asked: Option<usize>, w: &PageWindow) -> Result<()> {
 
 /// `libratory status`: a summary of the nodes and jobs, a page of nodes
 /// with their parts and shares, recent decisions.
-pub fn status(conn: &ConnArgs, view: &StatusArgs) -> Result<ExitCode> {
+pub fn status(conn: &ConnArgs, view: &StatusArgs, json: bool) -> Result<ExitCode> {
     let query = view.query()?;
     let reply = rt()?.block_on(request(conn, ClientMsg::Status { token: 1, query }))?;
     if let ClientReply::Status { page: Some(w), .. } = &reply {
         check_page(view.page, w)?;
     }
-    if conn.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(&reply)?);
         return Ok(ExitCode::SUCCESS);
     }

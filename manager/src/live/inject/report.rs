@@ -61,7 +61,6 @@ impl Reporter {
             manager,
             certs,
             identity: net::OPERATOR_NAME.into(),
-            json: false,
         };
         let thread = std::thread::spawn(move || deliver(conn, rx));
         Reporter {
