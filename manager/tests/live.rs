@@ -371,6 +371,28 @@ fn strangers_are_refused() {
         other => panic!("the silent stranger was closed, but not as a refusal: {other}"),
     }
     assert!(held < Duration::from_secs(20), "held {held:?}");
+    // A node process the core refuses (a capacity out of range) hears it
+    // at once, with the reason: the refusal is closed with its code, so
+    // the process does not wait out the 2 s it gives a close to come.
+    let t0 = Instant::now();
+    let o = Command::new(node_bin())
+        .args(["--manager", &addr.to_string(), "--certs"])
+        .arg(&certs_dir)
+        .args(["--name", "local", "--label", "local-9", "--nodes", "1"])
+        .args(["--capacity", "5000"])
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("capacity must be"),
+        "{}: {err}",
+        o.status
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "refused after {took:?}: {err}"
+    );
     // The manager survived all of it and still serves a real node.
     let node = Guard::spawn(
         Command::new(node_bin())

@@ -115,8 +115,22 @@ fn node_with(
     grace_s: u32,
     link_timeout_s: u32,
 ) -> Guard {
+    node_with_args(port, certs, name, log, grace_s, link_timeout_s, &[])
+}
+
+/// [`node_with`] with more arguments.
+fn node_with_args(
+    port: u16,
+    certs: &Path,
+    name: &str,
+    log: &Path,
+    grace_s: u32,
+    link_timeout_s: u32,
+    more: &[&str],
+) -> Guard {
     Guard(
         Command::new(node_bin())
+            .args(more)
             .args(["--manager", &format!("127.0.0.1:{port}"), "--certs"])
             .arg(certs)
             .args(["--name", name, "--nodes", "1", "--capacity", "0.5"])
@@ -267,10 +281,28 @@ fn a_node_process_restarted_before_its_loss_is_noticed_registers_after_it() {
     a.kill();
     let killed = Instant::now();
     let a2log = d.join("a2.log");
-    let _a2 = node(port, &certs_dir, "a", &a2log);
+    // Started again as `run --faults` starts it, with a fault control
+    // file: a fault signalled while it waits to register is held, not
+    // the end of it (SIGUSR1's default action), and applied once its
+    // nodes are up.
+    let control = d.join("a2.fault");
+    std::fs::write(&control, "slow 0.5 30\n").unwrap();
+    let control_arg = control.to_str().unwrap();
+    let a2 = node_with_args(
+        port,
+        &certs_dir,
+        "a",
+        &a2log,
+        60,
+        3,
+        &["--fault-control", control_arg],
+    );
     let asked = wait_log(&a2log, &["still holds an earlier registration"]);
     assert!(asked.contains("asking again every 500ms"), "{asked}");
+    // SAFETY: a signal to the child this test started and still holds.
+    assert_eq!(unsafe { libc::kill(a2.pid() as i32, libc::SIGUSR1) }, 0);
     wait_log(&a2log, &["admitted by"]);
+    wait_log(&a2log, &["node 0 now", "0.5 of its capacity"]);
     let after = wait_log(&a2log, &["registered after"]);
     // Not before the manager's link timeout (3 s) less the time the
     // restart took; a loose bound after it.

@@ -271,6 +271,18 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     let register = machine.borrow().register();
     // (faults) Partitions and delays of this link, made here.
     let link_faults: Rc<RefCell<LinkFaults>> = Default::default();
+    // (faults) SIGUSR1 is taken from here on, before the first connection:
+    // its default action ends the process, and a fault may be signalled
+    // while this process waits to register (started again after a crash,
+    // it may wait a link timeout). A signal then is held and applied once
+    // the nodes are up.
+    let usr1 = match &cfg.fault_control {
+        Some(_) => Some(
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+                .context("listening for SIGUSR1 (--fault-control)")?,
+        ),
+        None => None,
+    };
     // The first connection is not retried: a manager that is not there
     // at the start is a mistake to report, not a fault to ride out. But
     // one that still holds an earlier registration under this label live
@@ -336,11 +348,8 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
     // nodes and the machine.
     let mut node_faults = NodeFaults::new(cfg.nodes);
     let (node_cmd_tx, mut node_cmds) = unbounded_channel::<String>();
-    let fault_listener = match &cfg.fault_control {
-        Some(path) => {
-            let mut usr1 =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-                    .context("listening for SIGUSR1 (--fault-control)")?;
+    let fault_listener = match (&cfg.fault_control, usr1) {
+        (Some(path), Some(mut usr1)) => {
             let (path, faults, label) = (path.clone(), link_faults.clone(), cfg.label.clone());
             Some(actix::spawn(async move {
                 while usr1.recv().await.is_some() {
@@ -362,7 +371,7 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 }
             }))
         }
-        None => None,
+        _ => None,
     };
     // Every node reports to the machine on this thread (the nodes call
     // the sink, `NodeHost::spawn_node_local`, rather than message it: two

@@ -133,22 +133,6 @@ pub(super) async fn admit(
         });
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let (sender, receiver) = s.split();
-    let manager2 = manager.clone();
-    let tx2 = tx.clone();
-    // The link actor (frame decoding, silence watch) runs on the links
-    // thread, away from the admission path.
-    let addr = LinkActor::start_in_arbiter(&links, move |ctx| {
-        ctx.add_stream(frame_stream(receiver));
-        LinkActor {
-            link,
-            manager: manager2,
-            tx: tx2,
-            last_heard: Instant::now(),
-            timeout,
-            closed: false,
-        }
-    });
     let host_label = format!("{host} ({peer})");
     match manager
         .send(Connected {
@@ -162,13 +146,37 @@ pub(super) async fn admit(
     {
         // The manager actor queued the welcome itself.
         Ok(Ok(_)) => {}
+        // Refused by the core (the run is over, nodes out of range): said
+        // as every refusal is, the `Reject` and then the close with its
+        // code, so that the process hears it at once rather than waiting
+        // for a close on a connection nobody serves.
         Ok(Err(reason)) => {
-            addr.do_send(ToNode(ManagerMsg::Reject {
-                reason: reason.clone(),
-            }));
+            let _ = s
+                .send(&ManagerMsg::Reject {
+                    reason: reason.clone(),
+                })
+                .await;
+            return Err(format!("{peer}: {reason}").into());
         }
         Err(e) => return Err(e.to_string().into()),
     }
+    let (sender, receiver) = s.split();
+    let manager2 = manager.clone();
+    let tx2 = tx.clone();
+    // The link actor (frame decoding, silence watch) runs on the links
+    // thread, away from the admission path; the frames the process sent
+    // meanwhile wait in the stream.
+    let addr = LinkActor::start_in_arbiter(&links, move |ctx| {
+        ctx.add_stream(frame_stream(receiver));
+        LinkActor {
+            link,
+            manager: manager2,
+            tx: tx2,
+            last_heard: Instant::now(),
+            timeout,
+            closed: false,
+        }
+    });
     // The writer (frame encoding) runs on this thread, the endpoint's,
     // where the connection's driver runs: a dispatch goes from the
     // admission actor (on this thread too, by default) to the wire with no
