@@ -98,6 +98,17 @@ impl Experiment {
     /// Sets a workload parameter or a policy knob by name (`pbase` sets
     /// both, as it is the same price).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
+        if key == "preset" {
+            // A field of the parameters (the preset they started from),
+            // which setting would only mislabel.
+            return Err(WorkloadError::BadValue {
+                key: key.to_string(),
+                value: value.to_string(),
+                why:
+                    "the preset is chosen with --preset (or the configuration's `preset`), not set"
+                        .into(),
+            });
+        }
         match set_by_name(&mut self.params, key, value) {
             Ok(()) => {
                 if key == "pbase" {
@@ -110,10 +121,20 @@ impl Experiment {
                     WorkloadError::UnknownParam {
                         known: policy_known,
                         ..
-                    } => WorkloadError::UnknownParam {
-                        key: key.to_string(),
-                        known: format!("{known}, {policy_known}"),
-                    },
+                    } => {
+                        // `pbase` is in both (one price): listed once.
+                        let ours: Vec<&str> = known.split(", ").collect();
+                        let theirs = policy_known.split(", ").filter(|k| !ours.contains(k));
+                        WorkloadError::UnknownParam {
+                            key: key.to_string(),
+                            known: ours
+                                .iter()
+                                .copied()
+                                .chain(theirs)
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        }
+                    }
                     e => e,
                 })
             }
@@ -126,7 +147,12 @@ impl Experiment {
         &mut self,
         pairs: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), WorkloadError> {
-        crate::workload::for_each_key_value(pairs, |k, v| self.set(k, v))
+        crate::workload::for_each_key_value(pairs, |k, v| self.set(k, v))?;
+        // Checked once all are set: one range may depend on another
+        // (`synthetic_budget_max` on `synthetic_budget_base`), set in
+        // either order.
+        self.params.validate()?;
+        self.policy.validate()
     }
 
     /// Checks that every policy name is registered.
@@ -263,12 +289,42 @@ mod tests {
     }
 
     #[test]
+    fn settings_out_of_range_are_refused_naming_the_key() {
+        for (set, key) in [
+            ("beta=-3", "beta"),
+            ("alpha=-5", "alpha"),
+            ("gamma=-1", "gamma"),
+            ("risk_tolerance=-1", "risk_tolerance"),
+            ("oc_factor=-1", "oc_factor"),
+            ("oc_candidates=0,-1", "oc_candidates"),
+            ("qops_slack_factor=0.5", "qops_slack_factor"),
+            ("rollback_window_hours=0", "rollback_window_hours"),
+            ("node_memory_kb=0", "node_memory_kb"),
+            ("synthetic_budget_base=-1000", "synthetic_budget_base"),
+            ("synthetic_rich_fraction=1.5", "synthetic_rich_fraction"),
+            ("preset=foo", "preset"),
+        ] {
+            let mut e = Experiment::preset("libra").unwrap();
+            let err = e.set_all([set]).unwrap_err().to_string();
+            assert!(err.contains(&format!("'{key}'")), "{set}: {err}");
+        }
+        // Ranges that depend on each other are checked once all are set,
+        // in either order.
+        let mut e = Experiment::preset("libra").unwrap();
+        e.set_all(["synthetic_budget_base=20000", "synthetic_budget_max=30000"])
+            .unwrap();
+        // `pbase` is a workload parameter and a policy knob: listed once.
+        let err = e.set("bogus", "1").unwrap_err().to_string();
+        assert_eq!(err.matches("pbase").count(), 1, "{err}");
+    }
+
+    #[test]
     fn every_preset_names_registered_policies() {
         for p in crate::workload::PRESETS {
-            Experiment::preset(p.name)
-                .unwrap()
-                .check_policies()
-                .unwrap();
+            let e = Experiment::preset(p.name).unwrap();
+            e.check_policies().unwrap();
+            e.params.validate().unwrap();
+            e.policy.validate().unwrap();
         }
     }
 }

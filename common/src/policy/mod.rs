@@ -434,6 +434,59 @@ impl Default for PolicyConfig {
     }
 }
 
+impl PolicyConfig {
+    /// Checks every knob's range, naming the first one out of it: a price
+    /// factor below 0 would pay a user for their job, a tolerance below 0
+    /// would find no node zero-risk, a slack factor below 1 would let a
+    /// deadline slip past itself.
+    pub fn validate(&self) -> Result<(), crate::workload::WorkloadError> {
+        let bad = |key: &'static str, why: &str| {
+            Err(crate::workload::WorkloadError::Invalid {
+                key,
+                why: why.to_string(),
+            })
+        };
+        let at_least = |v: f64, min: f64| v.is_finite() && v >= min;
+        for (key, v) in [
+            ("alpha", self.alpha),
+            ("beta", self.beta),
+            ("gamma", self.gamma),
+            ("delta", self.delta),
+            ("risk_tolerance", self.risk_tolerance),
+            ("oc_factor", self.oc_factor),
+        ] {
+            if !at_least(v, 0.0) {
+                return bad(key, "must be >= 0 and finite");
+            }
+        }
+        if !(self.pbase.is_finite() && self.pbase > 0.0) {
+            return bad("pbase", "must be > 0");
+        }
+        if !at_least(self.qops_slack_factor, 1.0) {
+            return bad("qops_slack_factor", "must be >= 1 (1: no artificial slack)");
+        }
+        if self.oc_candidates.is_empty() || !self.oc_candidates.iter().all(|&v| at_least(v, 0.0)) {
+            return bad("oc_candidates", "must be one or more numbers >= 0");
+        }
+        let hours = |v: f64| v.is_finite() && v > 0.0;
+        if !hours(self.rollback_window_hours) {
+            return bad("rollback_window_hours", "must be > 0");
+        }
+        if !hours(self.max_rollback_window_hours) {
+            return bad("max_rollback_window_hours", "must be > 0");
+        }
+        if self.rollback_candidates_hours.is_empty()
+            || !self.rollback_candidates_hours.iter().all(|&v| hours(v))
+        {
+            return bad(
+                "rollback_candidates_hours",
+                "must be one or more numbers > 0",
+            );
+        }
+        Ok(())
+    }
+}
+
 /// A registered policy.
 pub struct PolicyEntry {
     /// Stable name used by configs and the CLI.

@@ -56,6 +56,12 @@ pub enum FieldProblem {
     NotFinite,
     /// A negative job number (field 1 is the only field where `-1` is not allowed).
     Negative,
+    /// Below -1, the value the format keeps for "unknown".
+    BelowUnknown,
+    /// A submit time of -1: a job line cannot leave it unknown.
+    NoSubmitTime,
+    /// Beyond what the field can mean (the limit, as words).
+    TooLarge(&'static str),
 }
 
 impl fmt::Display for FieldProblem {
@@ -65,9 +71,21 @@ impl fmt::Display for FieldProblem {
             FieldProblem::NotIntegral => "not an integer",
             FieldProblem::NotFinite => "not a finite number",
             FieldProblem::Negative => "negative job number",
+            FieldProblem::BelowUnknown => "negative (only -1, unknown, may be)",
+            FieldProblem::NoSubmitTime => "unknown submit time (a job line needs one)",
+            FieldProblem::TooLarge(limit) => limit,
         })
     }
 }
+
+/// The fields in seconds (2, 3, 4, 9, 18, 0-based here) and their bound:
+/// 10^10 s is 317 years, beyond any log, and keeps every time exact in
+/// an f64 with room to add deadlines to it.
+const SECONDS_FIELDS: [usize; 5] = [1, 2, 3, 8, 17];
+const MAX_SECONDS: i64 = 10_000_000_000;
+/// The processor fields (5 and 8): 10^9 is beyond any machine.
+const PROCESSOR_FIELDS: [usize; 2] = [4, 7];
+const MAX_PROCESSORS: i64 = 1_000_000_000;
 
 /// Errors of the SWF reader. Every variant names the file (as given to
 /// [`SwfReader::open`] or [`SwfReader::from_reader`]), and every variant about
@@ -102,6 +120,34 @@ pub enum SwfError {
         line: u64,
         /// How many whitespace-separated fields the line has.
         found: usize,
+    },
+    /// Job lines out of submit-time order (the format keeps them sorted).
+    #[error("{file}:{line}: submit time {submit} is before line {previous_line}'s {previous_submit} (SWF job lines are sorted by submit time)")]
+    OutOfOrder {
+        /// The file.
+        file: String,
+        /// The line.
+        line: u64,
+        /// Its submit time.
+        submit: i64,
+        /// The job line before it.
+        previous_line: u64,
+        /// That line's submit time.
+        previous_submit: i64,
+    },
+    /// A job number already used by an earlier line.
+    #[error(
+        "{file}:{line}: job number {job} is already line {first_line}'s (job numbers are unique)"
+    )]
+    DuplicateJob {
+        /// The file.
+        file: String,
+        /// The line.
+        line: u64,
+        /// The job number.
+        job: u64,
+        /// The line that has it first.
+        first_line: u64,
     },
     /// One field of a job line could not be read.
     #[error("{file}:{line}: field {field} ({name}): {problem} \"{value}\"")]
@@ -290,7 +336,7 @@ fn parse_record(file: &str, line: u64, text: &str) -> Result<SwfRecord, SwfError
     let float = |i: usize| parse_float(raw[i]).map_err(|p| err(i, p));
     let job_number = int(0)?;
     let job_number = u64::try_from(job_number).map_err(|_| err(0, FieldProblem::Negative))?;
-    Ok(SwfRecord {
+    let r = SwfRecord {
         line,
         job_number,
         submit_time: int(1)?,
@@ -310,7 +356,47 @@ fn parse_record(file: &str, line: u64, text: &str) -> Result<SwfRecord, SwfError
         partition: int(15)?,
         preceding_job: int(16)?,
         think_time: int(17)?,
-    })
+    };
+    // The ranges: -1 is the only negative value (unknown), and a job line
+    // has a submit time; times and processor counts stay within what a
+    // log can hold.
+    for (i, v) in [(5, r.avg_cpu_time), (6, r.used_memory)] {
+        if v < 0.0 && v != -1.0 {
+            return Err(err(i, FieldProblem::BelowUnknown));
+        }
+    }
+    let ints = [
+        (1, r.submit_time),
+        (2, r.wait_time),
+        (3, r.run_time),
+        (4, r.allocated_procs),
+        (7, r.requested_procs),
+        (8, r.requested_time),
+        (9, r.requested_memory),
+        (10, r.status),
+        (11, r.user_id),
+        (12, r.group_id),
+        (13, r.executable),
+        (14, r.queue),
+        (15, r.partition),
+        (16, r.preceding_job),
+        (17, r.think_time),
+    ];
+    for (i, v) in ints {
+        if v < -1 {
+            return Err(err(i, FieldProblem::BelowUnknown));
+        }
+        if SECONDS_FIELDS.contains(&i) && v > MAX_SECONDS {
+            return Err(err(i, FieldProblem::TooLarge("beyond 10^10 s (317 years)")));
+        }
+        if PROCESSOR_FIELDS.contains(&i) && v > MAX_PROCESSORS {
+            return Err(err(i, FieldProblem::TooLarge("beyond 10^9 processors")));
+        }
+    }
+    if r.submit_time < 0 {
+        return Err(err(1, FieldProblem::NoSubmitTime));
+    }
+    Ok(r)
 }
 
 /// Streaming SWF reader: an iterator of job lines.
@@ -332,6 +418,10 @@ pub struct SwfReader {
     /// The first job line, read while collecting the header.
     pending: Option<Result<SwfRecord, SwfError>>,
     done: bool,
+    /// The last job line read whole: its line and submit time.
+    last: Option<(u64, i64)>,
+    /// The line of each job number read.
+    seen: std::collections::HashMap<u64, u64>,
 }
 
 impl fmt::Debug for SwfReader {
@@ -402,6 +492,8 @@ impl SwfReader {
             buf: Vec::new(),
             pending: None,
             done: false,
+            last: None,
+            seen: std::collections::HashMap::new(),
         };
         match reader.advance() {
             // The header could not even be read: nothing useful to return.
@@ -462,6 +554,12 @@ impl SwfReader {
                         Ok(t) => std::borrow::Cow::Borrowed(t),
                         Err(_) => String::from_utf8_lossy(&self.buf),
                     };
+                    // A byte-order mark some editors put first.
+                    let text = if self.line_no == 1 {
+                        text.trim_start_matches('\u{feff}')
+                    } else {
+                        &text
+                    };
                     let text = text.trim();
                     if text.is_empty() {
                         continue;
@@ -470,7 +568,9 @@ impl SwfReader {
                         self.header.push_comment(text);
                         continue;
                     }
-                    return Some(parse_record(&self.name, self.line_no, text));
+                    return Some(
+                        parse_record(&self.name, self.line_no, text).and_then(|r| self.order(r)),
+                    );
                 }
                 Err(source) => {
                     self.done = true;
@@ -483,6 +583,35 @@ impl SwfReader {
             }
         }
         None
+    }
+}
+
+impl SwfReader {
+    /// Record `r`, read whole, if it keeps the file's order (submit times
+    /// not decreasing) and its job number is new.
+    fn order(&mut self, r: SwfRecord) -> Result<SwfRecord, SwfError> {
+        if let Some((previous_line, previous_submit)) = self.last {
+            if r.submit_time < previous_submit {
+                return Err(SwfError::OutOfOrder {
+                    file: self.name.clone(),
+                    line: r.line,
+                    submit: r.submit_time,
+                    previous_line,
+                    previous_submit,
+                });
+            }
+        }
+        if let Some(&first_line) = self.seen.get(&r.job_number) {
+            return Err(SwfError::DuplicateJob {
+                file: self.name.clone(),
+                line: r.line,
+                job: r.job_number,
+                first_line,
+            });
+        }
+        self.seen.insert(r.job_number, r.line);
+        self.last = Some((r.line, r.submit_time));
+        Ok(r)
     }
 }
 
@@ -701,6 +830,67 @@ mod tests {
             error_of(&line_with(18, "x")),
             "trace.swf:1: field 18 (think time): invalid number \"x\""
         );
+    }
+
+    #[test]
+    fn values_out_of_the_formats_ranges_are_errors_naming_line_and_field() {
+        assert_eq!(
+            error_of(&line_with(4, "-50")),
+            "trace.swf:1: field 4 (run time): negative (only -1, unknown, may be) \"-50\""
+        );
+        assert_eq!(
+            error_of(&line_with(7, "-0.5")),
+            "trace.swf:1: field 7 (used memory): negative (only -1, unknown, may be) \"-0.5\""
+        );
+        assert_eq!(
+            error_of(&line_with(2, "-1")),
+            "trace.swf:1: field 2 (submit time): unknown submit time (a job line needs one) \"-1\""
+        );
+        assert_eq!(
+            error_of(&line_with(4, "9223372036854775807")),
+            "trace.swf:1: field 4 (run time): beyond 10^10 s (317 years) \"9223372036854775807\""
+        );
+        assert_eq!(
+            error_of(&line_with(8, "2000000000")),
+            "trace.swf:1: field 8 (requested processors): beyond 10^9 processors \"2000000000\""
+        );
+        // The bounds themselves are taken, and -1 anywhere but field 2.
+        for (i, v) in [(4, "10000000000"), (5, "1000000000"), (6, "-1"), (18, "-1")] {
+            assert!(all(&line_with(i, v))[0].is_ok(), "field {i} = {v}");
+        }
+    }
+
+    #[test]
+    fn lines_out_of_submit_order_and_repeated_job_numbers_are_errors() {
+        let job = |n: &str, submit: &str| {
+            let mut f = vec!["1"; SWF_FIELD_COUNT];
+            f[0] = n;
+            f[1] = submit;
+            f.join(" ")
+        };
+        let text = [job("1", "10"), job("2", "10"), job("3", "5")].join("\n");
+        assert_eq!(
+            all(&text).pop().unwrap().unwrap_err().to_string(),
+            "trace.swf:3: submit time 5 is before line 2's 10 (SWF job lines are sorted by submit time)"
+        );
+        let text = format!("; c\n{}\n{}\n", job("7", "10"), job("7", "12"));
+        assert_eq!(
+            all(&text).pop().unwrap().unwrap_err().to_string(),
+            "trace.swf:3: job number 7 is already line 2's (job numbers are unique)"
+        );
+        // A line in error does not become the reference: the next in order
+        // is taken.
+        let text = [job("1", "10"), job("2", "5"), job("3", "11")].join("\n");
+        let r = all(&text);
+        assert!(r[0].is_ok() && r[1].is_err() && r[2].is_ok(), "{r:?}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped() {
+        let text = format!("\u{feff}; Version: 2.2\n{}\n", line_with(1, "1"));
+        let r = reader(&text);
+        assert_eq!(r.header().fields, vec![("Version".into(), "2.2".into())]);
+        assert_eq!(r.count(), 1);
     }
 
     #[test]

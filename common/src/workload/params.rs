@@ -243,6 +243,24 @@ impl Params {
                 "ranges must be positive with min <= max (and arrival max >= 1)",
             );
         }
+        if self.node_memory_kb == 0 {
+            return bad("node_memory_kb", "must be at least 1");
+        }
+        if self.node_disk_mb == 0 {
+            return bad("node_disk_mb", "must be at least 1");
+        }
+        if !(at_least(self.synthetic_budget_base, 0.0)
+            && self.synthetic_budget_max.is_finite()
+            && self.synthetic_budget_max >= self.synthetic_budget_base)
+        {
+            return bad(
+                "synthetic_budget_base",
+                "budgets must be >= 0 and finite, with synthetic_budget_max >= synthetic_budget_base",
+            );
+        }
+        if !(0.0..=1.0).contains(&self.synthetic_rich_fraction) {
+            return bad("synthetic_rich_fraction", "must be within [0, 1]");
+        }
         Ok(())
     }
 
