@@ -25,6 +25,10 @@
 //!   traces (e.g. `40.25`) and are read as `f64`; they must be finite.
 //! - Lines starting with `;` are comments, wherever they appear; blank lines
 //!   are skipped. Both still count for line numbers.
+//! - -1 is the only negative value (unknown), never in field 2 (a job line
+//!   needs its submit time); times above 10^10 s and processor counts
+//!   above 10^9 are errors; job lines are in submit-time order with unique
+//!   job numbers (the format's own rules), each checked as the line is read.
 //! - Bytes that are not UTF-8 are replaced (lossy decoding): the archive's
 //!   traces are ASCII, and a stray byte in a comment should not make a trace
 //!   unreadable. In a job line it makes that field an invalid number.
