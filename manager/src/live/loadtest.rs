@@ -243,9 +243,8 @@ async fn manager_histograms(
             } if t == token => {
                 let mut out = HashMap::new();
                 for (name, bytes) in histograms {
-                    let h = hdrhistogram::serialization::Deserializer::new()
-                        .deserialize(&mut std::io::Cursor::new(&bytes))
-                        .map_err(|e| anyhow::anyhow!("the manager's {name} histogram: {e:?}"))?;
+                    let h = crate::results::histograms::from_peer(&bytes)
+                        .map_err(|e| anyhow::anyhow!("the manager's {name} histogram: {e}"))?;
                     out.insert(name, h);
                 }
                 return Ok(out);

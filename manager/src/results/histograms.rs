@@ -39,6 +39,46 @@ pub fn decode(text: &str) -> std::result::Result<Histogram<u64>, String> {
         .map_err(|e| format!("not an encoded histogram: {e:?}"))
 }
 
+/// The most significant figures a histogram from a peer may keep: its
+/// counts array, which the header sizes, then stays under ~0.5 MB.
+const PEER_MAX_SIGFIG: u32 = 3;
+
+/// A histogram a peer sent (a node's telemetry, the manager's latency):
+/// plain V2 only (what both send), its header's payload length exactly the
+/// bytes that follow and at most [`PEER_MAX_SIGFIG`] significant figures,
+/// checked before the deserializer sizes its buffers from the header (a
+/// few bytes claiming 4 GB would otherwise be allocated).
+pub fn from_peer(bytes: &[u8]) -> std::result::Result<Histogram<u64>, String> {
+    // The V2 cookie with the word-size bits the crate writes (0x10).
+    const V2_COOKIE: u32 = 0x1c84_9313;
+    const V2_HEADER: usize = 40;
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")))
+    };
+    let (Some(cookie), Some(len), Some(sigfig)) = (word(0), word(4), word(12)) else {
+        return Err(format!("{} bytes: shorter than a V2 header", bytes.len()));
+    };
+    if cookie != V2_COOKIE {
+        return Err(format!("cookie {cookie:#x}: not a plain V2 histogram"));
+    }
+    if bytes.len() < V2_HEADER || len as usize != bytes.len() - V2_HEADER {
+        return Err(format!(
+            "its header says {len} bytes of counts, {} follow",
+            bytes.len().saturating_sub(V2_HEADER)
+        ));
+    }
+    if sigfig > PEER_MAX_SIGFIG {
+        return Err(format!(
+            "{sigfig} significant figures (at most {PEER_MAX_SIGFIG})"
+        ));
+    }
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("{e:?}"))
+}
+
 /// Percentiles of one histogram, for `summary.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Percentiles {
@@ -177,6 +217,35 @@ pub fn merge_by_name<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_histogram_is_checked_before_it_is_read() {
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        let mut h = Histogram::<u64>::new(2).unwrap();
+        h.record(1234).unwrap();
+        let mut ok = Vec::new();
+        V2Serializer::new().serialize(&h, &mut ok).unwrap();
+        assert_eq!(from_peer(&ok).unwrap().len(), 1);
+        // A header claiming 4 GB of counts behind it: refused, nothing
+        // allocated.
+        let mut huge = ok[..40].to_vec();
+        huge[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let err = from_peer(&huge).unwrap_err();
+        assert!(
+            err.contains("4294967295 bytes of counts, 0 follow"),
+            "{err}"
+        );
+        // Five significant figures, the deflated form, a stub.
+        let mut five = ok.clone();
+        five[12..16].copy_from_slice(&5u32.to_be_bytes());
+        assert!(from_peer(&five).unwrap_err().contains("5 significant"));
+        let mut deflated = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(&h, &mut deflated)
+            .unwrap();
+        assert!(from_peer(&deflated).unwrap_err().contains("not a plain V2"));
+        assert!(from_peer(&ok[..10]).is_err());
+    }
 
     #[test]
     fn percentiles_of_one_to_a_hundred() {

@@ -9,6 +9,10 @@ use crate::live::journal::Entry;
 
 use super::{Action, LinkInfo, LiveCore, NodeHistogram, Now, Phase};
 
+/// The most histograms one report of a node process is read for (it
+/// sends three: slice overrun, tick jitter, share error).
+const MAX_HISTOGRAMS: usize = 8;
+
 impl LiveCore {
     pub(super) fn connected(
         &mut self,
@@ -209,10 +213,15 @@ impl LiveCore {
             }
             NodeMsg::Histograms { last, histograms } => {
                 let start = self.hist_marks.get(&link).copied().unwrap_or(0.0);
-                for (name, bytes) in histograms {
-                    match hdrhistogram::serialization::Deserializer::new()
-                        .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
-                    {
+                // A node process sends three; more is not a node's doing.
+                let many = histograms.len();
+                if many > MAX_HISTOGRAMS {
+                    self.warnings.push(format!(
+                        "{host}: {many} histograms in one report, the first {MAX_HISTOGRAMS} kept"
+                    ));
+                }
+                for (name, bytes) in histograms.into_iter().take(MAX_HISTOGRAMS) {
+                    match crate::results::histograms::from_peer(&bytes) {
                         Ok(h) => self.node_hists.push(NodeHistogram {
                             host: host.to_string(),
                             name,
@@ -222,7 +231,7 @@ impl LiveCore {
                         }),
                         Err(e) => self
                             .warnings
-                            .push(format!("{host}: histogram {name} unreadable: {e:?}")),
+                            .push(format!("{host}: histogram {name} unreadable: {e}")),
                     }
                 }
                 self.hist_marks.insert(link, now.wall);
