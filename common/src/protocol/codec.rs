@@ -606,9 +606,35 @@ mod tests {
             job: WireJob::from(&job),
             actual: Some(80.0),
         };
+        assert_eq!(m.oversized(), None);
         let f = encode(&m);
         let back: ClientMsg = decode_payload("client message", &f[LEN_PREFIX..]).unwrap();
         assert_eq!(back, m);
+        // A name or segments longer than the manager keeps are named.
+        let mut long = WireJob::from(&job);
+        long.name = Some("n".repeat(MAX_PEER_STRING + 1));
+        let big = ClientMsg::Quote {
+            token: 1,
+            job: long.clone(),
+        };
+        assert_eq!(
+            big.oversized().as_deref(),
+            Some("the job's name of 1025 bytes (at most 1024)")
+        );
+        long.name = Some("n".repeat(MAX_PEER_STRING));
+        long.extra_segments = vec![(
+            "D".into(),
+            vec![("k".into(), "v".repeat(MAX_EXTRA_SEGMENTS))],
+        )];
+        let big = ClientMsg::Submit {
+            token: 1,
+            job: long,
+            actual: None,
+        };
+        assert!(big
+            .oversized()
+            .unwrap()
+            .starts_with("extra segments of 16386 bytes"));
         let ClientMsg::Submit { job: w, .. } = back else {
             unreachable!()
         };

@@ -650,6 +650,55 @@ pub enum ClientMsg {
     },
 }
 
+/// The most bytes of one string a peer's message may carry that the
+/// manager keeps or says back (a name, a label, a fault's text): every
+/// answer that repeats it then stays far within a frame.
+pub const MAX_PEER_STRING: usize = 1024;
+
+/// The most bytes of a job's extra segments, all added up.
+pub const MAX_EXTRA_SEGMENTS: usize = 16 * 1024;
+
+impl ClientMsg {
+    /// Which string of this message is longer than the manager takes
+    /// (named, with its length), if one is: the manager refuses such a
+    /// request rather than keep a string every status page, journal entry
+    /// or refusal would then repeat.
+    pub fn oversized(&self) -> Option<String> {
+        let long = |what: &str, s: &str| {
+            (s.len() > MAX_PEER_STRING)
+                .then(|| format!("{what} of {} bytes (at most {MAX_PEER_STRING})", s.len()))
+        };
+        match self {
+            ClientMsg::Submit { job, .. } | ClientMsg::Quote { job, .. } => {
+                if let Some(r) = job.name.as_deref().and_then(|n| long("the job's name", n)) {
+                    return Some(r);
+                }
+                let extra: usize = job
+                    .extra_segments
+                    .iter()
+                    .map(|(k, kv)| {
+                        k.len() + kv.iter().map(|(a, b)| a.len() + b.len()).sum::<usize>()
+                    })
+                    .sum();
+                (extra > MAX_EXTRA_SEGMENTS).then(|| {
+                    format!("extra segments of {extra} bytes (at most {MAX_EXTRA_SEGMENTS})")
+                })
+            }
+            ClientMsg::FaultApplied {
+                fault,
+                kind,
+                process,
+                what,
+                ..
+            } => long("the fault", fault)
+                .or_else(|| long("the fault's kind", kind))
+                .or_else(|| long("the process", process))
+                .or_else(|| long("the act", what)),
+            ClientMsg::Status { .. } | ClientMsg::Latency { .. } | ClientMsg::Echo { .. } => None,
+        }
+    }
+}
+
 /// What a fault injector did to a node process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

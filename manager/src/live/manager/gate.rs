@@ -266,6 +266,12 @@ pub(super) fn token_of(m: &ClientMsg) -> u64 {
 /// client anything but fault reports, a viewer only look (status, quote,
 /// latency, echo), the operator report faults and look, a node nothing.
 pub(super) fn permits(id: &Identity, peer: SocketAddr, m: &ClientMsg) -> Result<(), String> {
+    if let Some(what) = m.oversized() {
+        return Err(format!(
+            "{id} at {peer}: {} refused: {what}",
+            request_name(m)
+        ));
+    }
     let fault = matches!(m, ClientMsg::FaultApplied { .. });
     let look = !fault && !matches!(m, ClientMsg::Submit { .. });
     let ok = match id.role {

@@ -120,6 +120,20 @@ pub(super) async fn admit(
             .await;
         return Err(format!("{peer}: did not register").into());
     };
+    // A label is said back in refusals and kept in every record.
+    if host.len() > common::protocol::MAX_PEER_STRING {
+        let why = format!(
+            "{peer}: a node process label of {} bytes (at most {})",
+            host.len(),
+            common::protocol::MAX_PEER_STRING
+        );
+        let _ = s
+            .send(&ManagerMsg::Reject {
+                reason: why.clone(),
+            })
+            .await;
+        return Err(why.into());
+    }
     // Only a node identity registers, under its own name, once.
     if let Err(refusal) = gate.register(link, &id, &host) {
         let _ = s
