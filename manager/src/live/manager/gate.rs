@@ -145,7 +145,8 @@ impl Gate {
         }
         if !label_belongs(&id.name, label) {
             return Err(format!(
-                "{id} may not register node process '{label}': a node identity registers only under its own name ({n}, {n}-K or {n}@HOST)",
+                "{id} may not register node process '{label}': a node identity registers only under its own name ({}{n}-K or {n}@HOST)",
+                if ends_in_index(&id.name) { String::new() } else { format!("{}, ", id.name) },
                 n = id.name
             )
             .into());
@@ -224,10 +225,12 @@ impl Gate {
 
 /// Whether node process `label` belongs to node name `name`: the name
 /// itself, `NAME-K` (the launch scripts' labels) or `NAME@HOST` (the node
-/// binary's default).
+/// binary's default). The name itself only when it does not end in `-K`:
+/// node `lab-1`'s bare label would read as node `lab`'s process 1, which
+/// `lab`'s certificate could then hold against it.
 pub(super) fn label_belongs(name: &str, label: &str) -> bool {
     match label.strip_prefix(name) {
-        Some("") => true,
+        Some("") => !ends_in_index(name),
         Some(rest) => {
             rest.starts_with('@') && rest.len() > 1
                 || rest
@@ -236,6 +239,12 @@ pub(super) fn label_belongs(name: &str, label: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// Whether `name` ends in `-K` (K decimal digits).
+fn ends_in_index(name: &str) -> bool {
+    name.rsplit_once('-')
+        .is_some_and(|(_, k)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The name of a client request, for messages.
@@ -345,6 +354,14 @@ mod tests {
             ("s1", "s2-0", false),
             ("s1", "evil", false),
             ("a", "ab-0", false),
+            // `a-1` as a label is node `a`'s process 1, never node `a-1`'s
+            // bare name (else `a` could hold it against `a-1`).
+            ("a", "a-1", true),
+            ("a-1", "a-1", false),
+            ("a-1", "a-1-0", true),
+            ("a-1", "a-1@h", true),
+            ("a", "a-1-0", false),
+            ("a", "a-1@h", false),
         ] {
             assert_eq!(label_belongs(name, label), ok, "{name} / {label}");
         }
