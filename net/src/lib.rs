@@ -200,15 +200,25 @@ fn leaf(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
+/// Writes a private key readable by its owner only, from the first byte:
+/// created with mode 0600 (an existing file is narrowed before it is
+/// written), so no other user can open it while it is written.
 fn write_private(path: &Path, text: &str) -> Result<(), NetError> {
-    fs::write(path, text).map_err(|e| file_err(path, e))?;
+    use std::io::Write;
+    let mut open = fs::OpenOptions::new();
+    open.write(true).create(true).truncate(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
-            .map_err(|e| file_err(path, e))?;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        open.mode(0o600);
+        if path.exists() {
+            fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+                .map_err(|e| file_err(path, e))?;
+        }
     }
-    Ok(())
+    open.open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| file_err(path, e))
 }
 
 /// Makes a new cluster CA, the manager's certificate (for [`MANAGER_NAME`]
@@ -285,6 +295,20 @@ pub fn add_node_certs(dir: &Path, nodes: &[String]) -> Result<(), NetError> {
         )?;
         fs::write(&cp, c).map_err(|e| file_err(&cp, e))?;
         write_private(&kp, &k)?;
+    }
+    // A node's certificate replaced while it is still valid could not be
+    // revoked any more (the list takes the serial of the file on disk).
+    let revoked = roles::load_revoked(dir)?;
+    for n in nodes {
+        let (cp, _) = paths.identity(&CertPaths::node_identity(n));
+        if cp.exists() && !revoked.contains(&roles::identity_of_file(&cp)?) {
+            return Err(file_err(
+                &cp,
+                format!(
+                    "node {n} has a certificate that is not revoked; `libratory certs --revoke {n}` first, then add it again (replaced, the old one could not be revoked any more)"
+                ),
+            ));
+        }
     }
     add_nodes_with(&paths, &issuer, nodes)
 }

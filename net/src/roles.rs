@@ -272,6 +272,15 @@ pub fn load_revoked(certs: &Path) -> Result<Revoked, NetError> {
 pub fn revoke(dir: &Path, name: &str) -> Result<Identity, NetError> {
     let paths = CertPaths::new(dir);
     let (mut cert, _) = paths.identity(name);
+    if name == "manager" || name == crate::MANAGER_NAME {
+        // Only the manager reads the list: nodes and clients would go on
+        // taking a revoked manager certificate.
+        return Err(file_err(
+            &cert,
+            "the manager's certificate cannot be revoked (only the manager reads the revocation list); \
+             make a new CA (`libratory certs` into a new directory) and hand its files out",
+        ));
+    }
     if !cert.exists() {
         let (node, _) = paths.identity(&CertPaths::node_identity(name));
         if node.exists() {
@@ -376,6 +385,28 @@ pub fn foreign_keys(dir: &Path, node: &str) -> Result<Vec<String>, NetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_valid_node_certificate_is_not_replaced_and_the_managers_not_revoked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        crate::make_cluster_certs(d, &[], &["b".into()]).unwrap();
+        for key in ["ca.key", "manager.key", "node-b.key"] {
+            let mode = std::fs::metadata(d.join(key)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{key}");
+        }
+        let old = std::fs::read(d.join("node-b.pem")).unwrap();
+        let err = crate::add_node_certs(d, &["b".into()]).unwrap_err().to_string();
+        assert!(err.contains("`libratory certs --revoke b` first"), "{err}");
+        assert_eq!(std::fs::read(d.join("node-b.pem")).unwrap(), old);
+        revoke(d, "b").unwrap();
+        crate::add_node_certs(d, &["b".into()]).unwrap();
+        assert_ne!(std::fs::read(d.join("node-b.pem")).unwrap(), old);
+        let err = revoke(d, "manager").unwrap_err().to_string();
+        assert!(err.contains("cannot be revoked"), "{err}");
+        assert!(load_revoked(d).unwrap().len() == 1);
+    }
 
     #[test]
     fn roles_round_trip_and_malformed_ones_are_refused() {
