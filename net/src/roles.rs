@@ -397,7 +397,9 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600, "{key}");
         }
         let old = std::fs::read(d.join("node-b.pem")).unwrap();
-        let err = crate::add_node_certs(d, &["b".into()]).unwrap_err().to_string();
+        let err = crate::add_node_certs(d, &["b".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`libratory certs --revoke b` first"), "{err}");
         assert_eq!(std::fs::read(d.join("node-b.pem")).unwrap(), old);
         revoke(d, "b").unwrap();

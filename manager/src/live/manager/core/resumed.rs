@@ -380,12 +380,38 @@ impl LiveCore {
         };
         r.rejoined.insert(link);
         let pid = self.links.get(&link).map(|l| l.pid);
+        // The old nodes registered under this process's label, the only
+        // ones whose parts it may take back or report: its certificate
+        // holds the label (the gate), not the node ids it names, so a
+        // claim on another process's node is ignored, said once.
+        let me = label(host);
+        let owned: FxHashSet<usize> = r
+            .node_hosts
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| label(h) == me)
+            .map(|(n, _)| n)
+            .collect();
+        let foreign = rj
+            .was
+            .iter()
+            .filter(|&&n| !owned.contains(&(n as usize)))
+            .count();
+        if foreign > 0 {
+            self.warnings.push(format!(
+                "{host} named {foreign} old node(s) registered under another label: ignored"
+            ));
+        }
         // This process's old nodes: those its last manager gave it, and
         // those of every journaled registration of the same process (its
         // label and pid) under the managers before.
-        let mut was: HashSet<usize> = rj.was.iter().map(|&n| n as usize).collect();
+        let mut was: HashSet<usize> = rj
+            .was
+            .iter()
+            .map(|&n| n as usize)
+            .filter(|n| owned.contains(n))
+            .collect();
         if !rj.was.is_empty() {
-            let me = label(host);
             for (n, (h, p)) in r.node_hosts.iter().zip(&r.node_pids).enumerate() {
                 if p.is_some() && *p == pid && label(h) == me {
                     was.insert(n);
@@ -408,9 +434,20 @@ impl LiveCore {
         let mut keep = Vec::new();
         let mut finished: Vec<(PartId, Time)> = Vec::new();
         let mut moved: Vec<JobId> = Vec::new();
+        // Whether carried part `p` ran on a node of this process's label.
+        let ours = |core: &common::admission::ManagerCore, p: PartId| {
+            core.record(p.job)
+                .and_then(|r| r.nodes.get(p.index as usize).copied())
+                .is_some_and(|n| owned.contains(&n))
+        };
+        let mut claimed = 0usize;
         for p in &rj.running {
             let (job, index) = (p.part.job, p.part.index);
             if !self.core.adopted_part_waiting(job, index) {
+                continue;
+            }
+            if !ours(&self.core, p.part) {
+                claimed += 1;
                 continue;
             }
             let before = self
@@ -434,9 +471,18 @@ impl LiveCore {
         }
         for p in &rj.finished {
             if self.core.adopted_part_waiting(p.part.job, p.part.index) {
+                if !ours(&self.core, p.part) {
+                    claimed += 1;
+                    continue;
+                }
                 keep.push(p.part);
                 finished.push((p.part, p.at));
             }
+        }
+        if claimed > 0 {
+            self.warnings.push(format!(
+                "{host} reported {claimed} carried part(s) of another node process's nodes: ignored (dropped on its side)"
+            ));
         }
         // Sets, not scans: a process may report hundreds of thousands of
         // parts.
@@ -1259,6 +1305,78 @@ pub(super) mod tests {
         let o = c.outcome();
         let over: Vec<(JobId, Option<f64>)> = o.records.iter().map(|r| (r.id, r.finish)).collect();
         assert_eq!(over[1..], [(2, Some(55.0)), (4, Some(20.0))]);
+    }
+
+    /// A process may take back only the carried parts of its own label's
+    /// nodes: `a` (old nodes 0 and 1) naming `b`'s node 2 and reporting
+    /// `b`'s running part 2/0 and finished part 3/0 takes neither; `b`
+    /// then takes its running part back.
+    #[test]
+    fn a_process_cannot_take_back_or_book_another_process_parts() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let t = Takeover {
+            started: vec![part(1, 0), part(2, 0), part(3, 0)],
+            ..takeover(
+                vec![record(1, vec![0]), record(2, vec![2]), record(3, vec![2])],
+                vec![("a", 2, 9), ("b", 1, 8)],
+            )
+        };
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(3), Vec::new(), t);
+        drain(&mut c);
+        let keep_of = |a: &[Action]| {
+            a.iter()
+                .find_map(|x| match x {
+                    Action::Send {
+                        msg: ManagerMsg::RejoinAnswer { keep, .. },
+                        ..
+                    } => Some(keep.clone()),
+                    _ => None,
+                })
+                .expect("an answer")
+        };
+        let a = come_back(
+            &mut c,
+            60.0,
+            1,
+            "a",
+            9,
+            2,
+            vec![0, 1, 2],
+            vec![held(1, 0, 0), held(2, 0, 1)],
+            vec![FinishedPart {
+                part: part(3, 0),
+                node: 1,
+                at: 58.0,
+                cpu_seconds: 10.0,
+            }],
+        );
+        assert_eq!(keep_of(&a), [part(1, 0)]);
+        for said in [
+            "a named 1 old node(s) registered under another label: ignored",
+            "a reported 2 carried part(s) of another node process's nodes: ignored",
+        ] {
+            assert!(
+                c.warnings.iter().any(|w| w.contains(said)),
+                "{said}: {:?}",
+                c.warnings
+            );
+        }
+        // Nothing of b's was booked finished for a's report.
+        assert!(!journaled(&a)
+            .iter()
+            .any(|e| matches!(e, Entry::Ended { id: 3, .. })));
+        let b = come_back(
+            &mut c,
+            61.0,
+            2,
+            "b",
+            8,
+            1,
+            vec![2],
+            vec![held(2, 0, 0)],
+            Vec::new(),
+        );
+        assert_eq!(keep_of(&b), [part(2, 0)]);
     }
 
     pub(in crate::live::manager::core) fn takeover(
