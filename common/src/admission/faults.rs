@@ -167,7 +167,7 @@ impl ManagerCore {
             }
         }
         if let Policy::Queue(q) = &mut self.policy {
-            q.finished(now, id);
+            q.failed(now, id);
         }
         out.push(Output::Finished { job: id });
     }

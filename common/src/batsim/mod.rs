@@ -99,8 +99,8 @@ struct Live {
 enum State {
     /// Submitted, not decided.
     Waiting,
-    /// Started on these nodes.
-    Running(Vec<usize>),
+    /// Started on these nodes, at this time.
+    Running(Vec<usize>, Time),
     /// Over (completed, rejected or dropped).
     Over,
 }
@@ -157,6 +157,13 @@ pub struct BatsimQueue {
     last_sent: Time,
     /// Jobs a KILL_JOB is ending.
     killing: std::collections::HashSet<JobId>,
+    /// The KILL_JOBs not answered yet.
+    kills: Vec<KillRequest>,
+    /// Resources announced in SIMULATION_BEGINS.
+    announced: usize,
+    /// Availability changes of announced resources since the last pass,
+    /// told at the next (NOTIFY `event_machine_(un)available`).
+    availability: Vec<(usize, bool)>,
     /// The instant of the latest scheduling pass (simulator time).
     now: Time,
 }
@@ -196,6 +203,9 @@ impl BatsimQueue {
             last_request: 0.0,
             last_sent: 0.0,
             killing: Default::default(),
+            kills: Vec::new(),
+            announced: 0,
+            availability: Vec::new(),
             now: 0.0,
         }
     }
@@ -272,7 +282,8 @@ impl BatsimQueue {
     /// (Batsim time), received at simulator time `now`.
     fn replied(&mut self, now: Time, bs_now: Time, reply: &str) -> Result<(), String> {
         self.round_trips += 1;
-        let reply = protocol::decode_reply(reply, bs_now).map_err(|e| e.to_string())?;
+        let reply =
+            protocol::decode_reply(reply, bs_now, self.nodes.len()).map_err(|e| e.to_string())?;
         self.last_now = reply.now;
         for (t, d) in reply.decisions {
             // A decision dated the request's now is taken at `now` exactly
@@ -341,7 +352,7 @@ impl BatsimQueue {
                 }
                 self.waiting.retain(|&(_, j)| j != job);
                 let estimate = self.jobs[&job].2;
-                self.jobs.get_mut(&job).expect("known").0 = State::Running(alloc.clone());
+                self.jobs.get_mut(&job).expect("known").0 = State::Running(alloc.clone(), now);
                 out.push(QueueAction::Start {
                     job,
                     nodes: alloc,
@@ -360,30 +371,50 @@ impl BatsimQueue {
                     reject: Self::reject("rejected by the scheduler (REJECT_JOB)".into()),
                 });
             }
+            // Batsim refuses a call in the past ("You asked to be awaken
+            // in the past!"); live, a call the scheduler meant for soon may
+            // arrive after its time, and is made at once.
+            // (Both in simulator time here; said in Batsim's.)
+            Decision::CallMeLater { at } if self.live.is_none() && at < now - 1e-9 => {
+                return Err(format!(
+                    "CALL_ME_LATER at {}, before the decision's time {}",
+                    at + EPOCH,
+                    now + EPOCH
+                ))
+            }
             Decision::CallMeLater { at } => self.calls.push(at.max(now)),
             Decision::Kill { jobs } => {
-                let mut over = Vec::new();
-                for name in jobs {
-                    let job = self.job_of(&name)?;
+                // One JOB_KILLED answers the whole KILL_JOB, once every job
+                // of it still running has ended (`finished`); jobs already
+                // over are named in it with no progress.
+                let mut waiting = std::collections::HashSet::new();
+                for name in &jobs {
+                    let job = self.job_of(name)?;
                     match self.jobs[&job].0 {
-                        // Answered when the engine has ended it
-                        // (`finished`).
-                        State::Running(_) => {
-                            self.killing.insert(job);
-                            out.push(QueueAction::Kill { job });
+                        State::Running(..) => {
+                            if self.killing.insert(job) {
+                                out.push(QueueAction::Kill { job });
+                            }
+                            waiting.insert(job);
                         }
                         State::Waiting => {
                             return Err(format!(
                                 "KILL_JOB of job '{name}', which has not started (REJECT_JOB it)"
                             ))
                         }
-                        State::Over => over.push(name),
+                        State::Over => {}
                     }
                 }
-                // Jobs already over: Batsim answers with an empty progress.
-                if !over.is_empty() {
+                let request = KillRequest {
+                    names: jobs,
+                    waiting,
+                    killed: Vec::new(),
+                };
+                if request.waiting.is_empty() {
                     self.outbox
-                        .push(protocol::job_killed(now + EPOCH, &over, &[]));
+                        .push(protocol::job_killed(now + EPOCH, &request.names, &[]));
+                } else {
+                    self.kills.push(request);
                 }
             }
             Decision::Notify { .. } => {}
@@ -416,6 +447,7 @@ impl BatsimQueue {
         }
         if !self.begun {
             self.begun = true;
+            self.announced = self.nodes.len();
             let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
             return self.round(now, &[begins]);
         }
@@ -439,6 +471,7 @@ impl BatsimQueue {
         }
         if !self.begun {
             self.begun = true;
+            self.announced = self.nodes.len();
             let begins = protocol::simulation_begins(now + EPOCH, self.nodes.len(), &self.workload);
             self.round(now, &[begins])?;
         }
@@ -459,6 +492,67 @@ impl BatsimQueue {
             "more than {MAX_ROUNDS_PER_INSTANT} requests at time {now}: the scheduler keeps asking to be called at once"
         ))
     }
+}
+
+impl BatsimQueue {
+    /// Running job `job` ended at `now` (`failed`: lost with its node):
+    /// its JOB_COMPLETED, and the JOB_KILLED of a KILL_JOB it completes.
+    fn ended_job(&mut self, now: Time, job: JobId, failed: bool) {
+        let Some((state, _, estimate)) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        let estimate = *estimate;
+        let State::Running(alloc, started) = std::mem::replace(state, State::Over) else {
+            return;
+        };
+        for &n in &alloc {
+            self.nodes[n] = None;
+        }
+        if self.fault.is_some() {
+            return;
+        }
+        let killed = self.killing.remove(&job);
+        let outcome = if killed {
+            protocol::Outcome::Killed
+        } else if failed {
+            protocol::Outcome::Failed
+        } else {
+            protocol::Outcome::Success
+        };
+        self.outbox
+            .push(protocol::job_completed(now + EPOCH, job, &alloc, outcome));
+        if !killed {
+            return;
+        }
+        // Its progress: the share of its estimate it ran, within ]0, 1[
+        // as Batsim gives it (the scheduler knows no other length).
+        let progress = ((now - started) / estimate).clamp(1e-9, 1.0 - 1e-9);
+        let mut done = Vec::new();
+        for (i, k) in self.kills.iter_mut().enumerate() {
+            if k.waiting.remove(&job) {
+                k.killed.push((job, progress));
+                if k.waiting.is_empty() {
+                    done.push(i);
+                }
+            }
+        }
+        for i in done.into_iter().rev() {
+            let k = self.kills.remove(i);
+            self.outbox
+                .push(protocol::job_killed(now + EPOCH, &k.names, &k.killed));
+        }
+    }
+}
+
+/// A KILL_JOB waiting for its running jobs to end.
+#[derive(Debug)]
+struct KillRequest {
+    /// The jobs it named, as it named them.
+    names: Vec<String>,
+    /// Those still running.
+    waiting: std::collections::HashSet<JobId>,
+    /// Those it killed, with their progress.
+    killed: Vec<(JobId, f64)>,
 }
 
 impl QueuePolicy for BatsimQueue {
@@ -495,25 +589,11 @@ impl QueuePolicy for BatsimQueue {
     }
 
     fn finished(&mut self, now: Time, job: JobId) {
-        let Some((state, _, _)) = self.jobs.get_mut(&job) else {
-            return;
-        };
-        let State::Running(alloc) = std::mem::replace(state, State::Over) else {
-            return;
-        };
-        for &n in &alloc {
-            self.nodes[n] = None;
-        }
-        if self.fault.is_none() {
-            let killed = self.killing.remove(&job);
-            self.outbox
-                .push(protocol::job_completed(now + EPOCH, job, &alloc, killed));
-            if killed {
-                let name = protocol::job_name(job);
-                self.outbox
-                    .push(protocol::job_killed(now + EPOCH, &[name], &[job]));
-            }
-        }
+        self.ended_job(now, job, false);
+    }
+
+    fn failed(&mut self, now: Time, job: JobId) {
+        self.ended_job(now, job, true);
     }
 
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
@@ -521,6 +601,17 @@ impl QueuePolicy for BatsimQueue {
             return;
         }
         self.now = now;
+        for (node, up) in std::mem::take(&mut self.availability) {
+            self.outbox.push(protocol::notify_resources(
+                now + EPOCH,
+                if up {
+                    "event_machine_available"
+                } else {
+                    "event_machine_unavailable"
+                },
+                &[node],
+            ));
+        }
         if let Err(e) = self.schedule_inner(now, out) {
             self.give_up(e, out);
         }
@@ -535,6 +626,12 @@ impl QueuePolicy for BatsimQueue {
             self.usable.push(available);
             self.nodes.push(None);
         } else if let Some(u) = self.usable.get_mut(node) {
+            // Said to the scheduler if it knows the resource and the state
+            // changes (a node appended later is beyond what SIMULATION_BEGINS
+            // announced, which Batsim's protocol cannot grow).
+            if *u != available && self.begun && node < self.announced {
+                self.availability.push((node, available));
+            }
             *u = available;
         }
     }
@@ -801,6 +898,158 @@ mod tests {
         assert_eq!(after_kill[1].1["job_state"], "COMPLETED_KILLED");
         assert_eq!(after_kill[2].0, "JOB_KILLED");
         assert!(after_kill[2].1["job_progress"].get("w0!1").is_some());
+    }
+
+    /// Starts submitted job `w0!k` at once on node k - 1; at a requested
+    /// call, kills jobs 1 and 2 with one KILL_JOB; logs every request and
+    /// keeps what it is told when given up. At SIMULATION_BEGINS it asks
+    /// to be called at `call`.
+    struct Scripted {
+        call: f64,
+        log: Arc<Mutex<Vec<Value>>>,
+        given_up: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Exchange for Scripted {
+        fn exchange(&mut self, request: &str) -> Result<String, String> {
+            let msg: Value = serde_json::from_str(request).unwrap();
+            self.log.lock().unwrap().push(msg.clone());
+            let now = msg["now"].as_f64().unwrap();
+            let mut out = Vec::new();
+            for e in msg["events"].as_array().unwrap() {
+                match e["type"].as_str().unwrap() {
+                    "SIMULATION_BEGINS" => out.push(json!({"timestamp": now, "type": "CALL_ME_LATER", "data": {"timestamp": self.call}})),
+                    "JOB_SUBMITTED" => {
+                        let id = e["data"]["job_id"].as_str().unwrap();
+                        let k: usize = id.trim_start_matches("w0!").parse().unwrap();
+                        out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                            "data": {"job_id": id, "alloc": (k - 1).to_string()}}));
+                    }
+                    "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
+                        "data": {"job_ids": ["w0!1", "w0!2"]}})),
+                    _ => {}
+                }
+            }
+            Ok(json!({"now": now, "events": out}).to_string())
+        }
+
+        fn failed(&mut self, why: &str) {
+            self.given_up.lock().unwrap().push(why.to_string());
+        }
+    }
+
+    type Log = Arc<Mutex<Vec<Value>>>;
+
+    fn scripted(
+        call: f64,
+        nodes: usize,
+        jobs: usize,
+    ) -> (BatsimQueue, Log, Arc<Mutex<Vec<String>>>) {
+        let (log, given_up) = (Log::default(), Arc::new(Mutex::new(Vec::new())));
+        let ex = Scripted {
+            call,
+            log: log.clone(),
+            given_up: given_up.clone(),
+        };
+        let q = BatsimQueue::new(Box::new(ex), nodes, jobs, "test", 1.0);
+        (q, log, given_up)
+    }
+
+    fn events_of(log: &Log, kind: &str) -> Vec<(f64, Value)> {
+        log.lock()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["events"].as_array().unwrap().clone())
+            .filter(|e| e["type"] == kind)
+            .map(|e| (e["timestamp"].as_f64().unwrap(), e["data"].clone()))
+            .collect()
+    }
+
+    /// One KILL_JOB of two running jobs is answered by one JOB_KILLED
+    /// naming both, each with its progress: 5 s run of a 200 s estimate,
+    /// 0.025 (Batsim's `job_progress`, a share in ]0, 1[).
+    #[test]
+    fn one_kill_job_is_answered_by_one_job_killed_with_progress() {
+        let (q, log, given_up) = scripted(6.0, 2, 2);
+        let jobs: Vec<WorkloadJob> = (1..=2)
+            .map(|id| WorkloadJob {
+                spec: JobSpec::new(id, 0.0, 200.0, 1, 1000.0, 1e9),
+                actual_runtime: 100.0,
+            })
+            .collect();
+        let o = simulate(&jobs, &specs(2), Policy::Queue(Box::new(q)));
+        assert!(given_up.lock().unwrap().is_empty(), "{given_up:?}");
+        assert_eq!(o.records[1].finish, Some(5.0));
+        let killed = events_of(&log, "JOB_KILLED");
+        assert_eq!(killed.len(), 1, "{killed:?}");
+        let (t, d) = &killed[0];
+        assert_eq!(*t, 6.0);
+        assert_eq!(d["job_ids"], json!(["w0!1", "w0!2"]));
+        for j in ["w0!1", "w0!2"] {
+            assert_eq!(d["job_progress"][j]["progress"], json!(0.025), "{d}");
+        }
+    }
+
+    /// A CALL_ME_LATER before the decision's own time is refused, as
+    /// Batsim refuses it ("You asked to be awaken in the past!").
+    #[test]
+    fn a_call_me_later_in_the_past_gives_the_scheduler_up() {
+        let (q, _, given_up) = scripted(0.25, 1, 1);
+        let jobs = vec![WorkloadJob {
+            spec: JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9),
+            actual_runtime: 100.0,
+        }];
+        simulate(&jobs, &specs(1), Policy::Queue(Box::new(q)));
+        let why = given_up.lock().unwrap().join("; ");
+        assert!(
+            why.contains("CALL_ME_LATER at 0.25, before the decision's time 1"),
+            "{why}"
+        );
+    }
+
+    /// A job lost with its node ends COMPLETED_FAILED for the scheduler,
+    /// and a node down or back is said with NOTIFY
+    /// `event_machine_unavailable` / `event_machine_available`.
+    #[test]
+    fn lost_jobs_fail_and_nodes_going_down_are_told() {
+        let (mut q, log, given_up) = scripted(1e6, 2, 2);
+        let mut out = Vec::new();
+        assert!(q
+            .submit(0.0, &JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9))
+            .is_none());
+        q.schedule(0.0, &mut out);
+        assert!(
+            matches!(out[..], [QueueAction::Start { job: 1, .. }]),
+            "{out:?}"
+        );
+        q.set_node_available(0, false);
+        q.failed(3.0, 1);
+        q.schedule(3.0, &mut out);
+        q.set_node_available(0, true);
+        q.schedule(4.0, &mut out);
+        assert!(given_up.lock().unwrap().is_empty(), "{given_up:?}");
+        let done = events_of(&log, "JOB_COMPLETED");
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].1["job_state"], "COMPLETED_FAILED");
+        assert_eq!(done[0].1["return_code"], 1);
+        let told: Vec<(f64, String, String)> = events_of(&log, "NOTIFY")
+            .into_iter()
+            .filter(|(_, d)| d["resources"].is_string())
+            .map(|(t, d)| {
+                (
+                    t,
+                    d["type"].as_str().unwrap().into(),
+                    d["resources"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            told,
+            [
+                (4.0, "event_machine_unavailable".into(), "0".into()),
+                (5.0, "event_machine_available".into(), "0".into()),
+            ]
+        );
     }
 
     /// Starts each submitted job at once on node 0 and keeps what it is

@@ -163,25 +163,43 @@ pub fn job_submitted(now: Time, id: JobId, res: usize, walltime: Time, subtime: 
     }
 }
 
-/// A started job ended (`killed`: by KILL_JOB).
-pub fn job_completed(now: Time, id: JobId, alloc: &[usize], killed: bool) -> OutEvent {
+/// How a job ended, as JOB_COMPLETED says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran to its end.
+    Success,
+    /// A KILL_JOB ended it.
+    Killed,
+    /// It was lost with a node (a fault).
+    Failed,
+}
+
+/// A started job ended, as `outcome` says (a lost job fails with return
+/// code 1).
+pub fn job_completed(now: Time, id: JobId, alloc: &[usize], outcome: Outcome) -> OutEvent {
+    let (state, code) = match outcome {
+        Outcome::Success => ("COMPLETED_SUCCESSFULLY", 0),
+        Outcome::Killed => ("COMPLETED_KILLED", 0),
+        Outcome::Failed => ("COMPLETED_FAILED", 1),
+    };
     OutEvent {
         timestamp: now,
         kind: "JOB_COMPLETED",
         data: json!({
             "job_id": job_name(id),
-            "job_state": if killed { "COMPLETED_KILLED" } else { "COMPLETED_SUCCESSFULLY" },
-            "return_code": 0,
+            "job_state": state,
+            "return_code": code,
             "alloc": procset(alloc),
         }),
     }
 }
 
-/// The answer to a KILL_JOB: `progress` names the jobs actually killed.
-pub fn job_killed(now: Time, ids: &[String], killed: &[JobId]) -> OutEvent {
+/// The answer to a KILL_JOB naming `ids`: `killed` are the jobs it
+/// actually ended, with their progress in ]0, 1[.
+pub fn job_killed(now: Time, ids: &[String], killed: &[(JobId, f64)]) -> OutEvent {
     let progress: serde_json::Map<String, Value> = killed
         .iter()
-        .map(|&j| (job_name(j), json!({ "profile": PROFILE })))
+        .map(|&(j, p)| (job_name(j), json!({ "profile": PROFILE, "progress": p })))
         .collect();
     OutEvent {
         timestamp: now,
@@ -205,6 +223,16 @@ pub fn notify(now: Time, kind: &str) -> OutEvent {
         timestamp: now,
         kind: "NOTIFY",
         data: json!({ "type": kind }),
+    }
+}
+
+/// A NOTIFY of `kind` about `resources` (`event_machine_unavailable`,
+/// `event_machine_available`).
+pub fn notify_resources(now: Time, kind: &str, resources: &[usize]) -> OutEvent {
+    OutEvent {
+        timestamp: now,
+        kind: "NOTIFY",
+        data: json!({ "type": kind, "resources": procset(resources) }),
     }
 }
 
@@ -243,9 +271,12 @@ pub fn procset(nodes: &[usize]) -> String {
     out
 }
 
-/// Parses a ProcSet string ("0-3 7", "0-3,7" also accepted) into ids.
-pub fn parse_procset(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
+/// Parses a ProcSet string ("0-3 7", "0-3,7" also accepted) into its set
+/// of ids, ascending: intervals may overlap ("1-2 1-3" is {1, 2, 3}, as
+/// Batsim's interval sets read). An id at or beyond `resources` is an
+/// error, found before any interval is expanded.
+pub fn parse_procset(s: &str, resources: usize) -> Result<Vec<usize>, String> {
+    let mut out = std::collections::BTreeSet::new();
     for part in s.split([' ', ',']).filter(|p| !p.is_empty()) {
         let (lo, hi) = match part.split_once('-') {
             Some((a, b)) => (a, b),
@@ -260,12 +291,20 @@ pub fn parse_procset(s: &str) -> Result<Vec<usize>, String> {
         if hi < lo {
             return Err(format!("'{part}' is an empty interval"));
         }
+        if hi >= resources {
+            // The first id of it beyond the platform.
+            return Err(format!(
+                "'{part}' names resource {}; there are {resources} (ids 0-{})",
+                lo.max(resources),
+                resources.saturating_sub(1)
+            ));
+        }
         out.extend(lo..=hi);
     }
     if out.is_empty() {
         return Err(format!("'{s}' names no resource"));
     }
-    Ok(out)
+    Ok(out.into_iter().collect())
 }
 
 /// One decision of the scheduler.
@@ -312,7 +351,11 @@ pub struct Reply {
 }
 
 /// Decodes a reply to a request made at `request_now`.
-pub fn decode_reply(text: &str, request_now: Time) -> Result<Reply, ProtocolError> {
+pub fn decode_reply(
+    text: &str,
+    request_now: Time,
+    resources: usize,
+) -> Result<Reply, ProtocolError> {
     #[derive(serde::Deserialize)]
     struct RawEvent {
         timestamp: f64,
@@ -338,6 +381,7 @@ pub fn decode_reply(text: &str, request_now: Time) -> Result<Reply, ProtocolErro
         });
     }
     let mut decisions = Vec::with_capacity(raw.events.len());
+    let mut last_timestamp = request_now;
     for (index, e) in raw.events.into_iter().enumerate() {
         let bad = |field: &'static str, problem: String| ProtocolError::BadField {
             index,
@@ -352,6 +396,24 @@ pub fn decode_reply(text: &str, request_now: Time) -> Result<Reply, ProtocolErro
                 now: request_now,
             });
         }
+        // Batsim's rules: no event after the message's `now`, and events
+        // in (non-strictly) ascending time.
+        if e.timestamp > raw.now {
+            return Err(bad(
+                "timestamp",
+                format!("{} is after the message's now ({})", e.timestamp, raw.now),
+            ));
+        }
+        if e.timestamp < last_timestamp {
+            return Err(bad(
+                "timestamp",
+                format!(
+                    "{} is before the event before it ({last_timestamp}): events go in time order",
+                    e.timestamp
+                ),
+            ));
+        }
+        last_timestamp = e.timestamp;
         let string = |field: &'static str| -> Result<String, ProtocolError> {
             e.data
                 .get(field)
@@ -362,7 +424,8 @@ pub fn decode_reply(text: &str, request_now: Time) -> Result<Reply, ProtocolErro
         let d = match e.kind.as_str() {
             "EXECUTE_JOB" => {
                 let job = string("job_id")?;
-                let alloc = parse_procset(&string("alloc")?).map_err(|p| bad("alloc", p))?;
+                let alloc =
+                    parse_procset(&string("alloc")?, resources).map_err(|p| bad("alloc", p))?;
                 if e.data.get("mapping").is_some() {
                     return Err(bad(
                         "mapping",
@@ -434,13 +497,26 @@ mod tests {
     fn procsets_round_trip() {
         assert_eq!(procset(&[7, 0, 1, 2, 3, 9, 10]), "0-3 7 9-10");
         assert_eq!(
-            parse_procset("0-3 7 9-10").unwrap(),
+            parse_procset("0-3 7 9-10", 11).unwrap(),
             vec![0, 1, 2, 3, 7, 9, 10]
         );
-        assert_eq!(parse_procset("2").unwrap(), vec![2]);
-        assert!(parse_procset("3-1").is_err());
-        assert!(parse_procset("").is_err());
-        assert!(parse_procset("a-b").is_err());
+        assert_eq!(parse_procset("2", 3).unwrap(), vec![2]);
+        assert!(parse_procset("3-1", 4).is_err());
+        assert!(parse_procset("", 4).is_err());
+        assert!(parse_procset("a-b", 4).is_err());
+        // A set: overlapping intervals and repeats name each id once, as
+        // Batsim's interval sets read ("1-2 1-3 5 7").
+        assert_eq!(
+            parse_procset("1-2 1-3 5 7", 8).unwrap(),
+            vec![1, 2, 3, 5, 7]
+        );
+        assert_eq!(parse_procset("0 0", 2).unwrap(), vec![0]);
+        // Ids beyond the platform are refused before any interval is
+        // expanded (this one would be 2^64 ids).
+        assert_eq!(
+            parse_procset("0-18446744073709551615", 4).unwrap_err(),
+            "'0-18446744073709551615' names resource 4; there are 4 (ids 0-3)"
+        );
     }
 
     #[test]
@@ -455,7 +531,7 @@ mod tests {
     fn a_pybatsim_reply_decodes() {
         // As pybatsim 3.2.1's fillerSched answers one submission.
         let text = r#"{"now": 10.005, "events": [{"timestamp": 10.005, "type": "EXECUTE_JOB", "data": {"job_id": "w0!3", "alloc": "0-1"}}, {"timestamp": 10.005, "type": "REJECT_JOB", "data": {"job_id": "w0!4"}}, {"timestamp": 10.005, "type": "CALL_ME_LATER", "data": {"timestamp": 20}}, {"timestamp": 10.005, "type": "KILL_JOB", "data": {"job_ids": ["w0!1"]}}]}"#;
-        let r = decode_reply(text, 10.0).unwrap();
+        let r = decode_reply(text, 10.0, 4).unwrap();
         assert_eq!(r.now, 10.005);
         assert_eq!(
             r.decisions,
@@ -481,22 +557,47 @@ mod tests {
 
     #[test]
     fn refused_and_malformed_messages_say_what() {
-        let e = decode_reply("{\"now\": 1, \"events\": [", 0.0).unwrap_err();
+        let e = decode_reply("{\"now\": 1, \"events\": [", 0.0, 4).unwrap_err();
         assert!(e.to_string().contains("malformed"), "{e}");
         let e = decode_reply(
             r#"{"now": 1, "events": [{"timestamp": 1, "type": "REGISTER_JOB", "data": {}}]}"#,
             0.0,
+            4,
         )
         .unwrap_err();
         assert!(e.to_string().contains("REGISTER_JOB"), "{e}");
-        let e = decode_reply(r#"{"now": 1, "events": []}"#, 2.0).unwrap_err();
+        let e = decode_reply(r#"{"now": 1, "events": []}"#, 2.0, 4).unwrap_err();
         assert!(e.to_string().contains("before"), "{e}");
         let e = decode_reply(
             r#"{"now": 1, "events": [{"timestamp": 1, "type": "EXECUTE_JOB", "data": {"job_id": "w0!1"}}]}"#,
             0.0,
+            4,
         )
         .unwrap_err();
         assert!(e.to_string().contains("'alloc'"), "{e}");
+        // Batsim's order rules: no event after the message's now, events
+        // in ascending time.
+        let e = decode_reply(
+            r#"{"now": 1, "events": [{"timestamp": 5, "type": "REJECT_JOB", "data": {"job_id": "w0!1"}}]}"#,
+            0.0,
+            4,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("5 is after the message's now (1)"),
+            "{e}"
+        );
+        let e = decode_reply(
+            r#"{"now": 5, "events": [{"timestamp": 4, "type": "REJECT_JOB", "data": {"job_id": "w0!1"}}, {"timestamp": 2, "type": "REJECT_JOB", "data": {"job_id": "w0!2"}}]}"#,
+            0.0,
+            4,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("2 is before the event before it (4)"),
+            "{e}"
+        );
     }
 
     #[test]

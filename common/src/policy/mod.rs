@@ -245,6 +245,14 @@ pub trait QueuePolicy: Send {
     /// A started job finished at `now` and freed its nodes.
     fn finished(&mut self, now: Time, job: JobId);
 
+    /// A started job was lost at `now` (a node of it died) and freed its
+    /// nodes: to the queue what [`Self::finished`] is, unless it tells
+    /// someone how the job ended (the Batsim scheduler hears
+    /// `COMPLETED_FAILED`).
+    fn failed(&mut self, now: Time, job: JobId) {
+        self.finished(now, job);
+    }
+
     /// Decides what to start and what to drop at `now` (called after the
     /// arrivals and completions of an instant). Appends to `out`.
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>);
