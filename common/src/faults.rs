@@ -210,6 +210,54 @@ impl Fault {
     pub fn end(&self) -> Option<f64> {
         self.duration.map(|d| self.at + d)
     }
+
+    /// Until when (relative) its target is in its hands: its end, or for
+    /// a crash the target's return (`at + max(d, L)`, when it registers
+    /// again), never for a crash that stays down.
+    fn holds_until(&self, link_timeout: f64) -> f64 {
+        match (self.kind, self.duration) {
+            (FaultKind::Crash, None) => f64::INFINITY,
+            (FaultKind::Crash, Some(d)) => self.at + d.max(link_timeout),
+            (_, Some(d)) => self.at + d,
+            (_, None) => self.at,
+        }
+    }
+
+    /// Whether it and `other` act on a node in common at a common time:
+    /// two faults of one target at once have no single meaning (does a
+    /// hang's end resume a crashed process? which of two slowdowns holds?)
+    /// that the simulator and the node processes would agree on, so a
+    /// scenario may not hold them.
+    fn overlaps(&self, other: &Fault, shape: &ClusterShape, link_timeout: f64) -> bool {
+        if self.target == Target::Manager || other.target == Target::Manager {
+            return false;
+        }
+        let (a, b) = (shape.nodes_of(self.target), shape.nodes_of(other.target));
+        a.start < b.end
+            && b.start < a.end
+            && self.at < other.holds_until(link_timeout)
+            && other.at < self.holds_until(link_timeout)
+    }
+
+    /// `crash of node process 1 at +30 s (line 12)`, before ids are given.
+    fn about(&self, link_timeout: f64) -> String {
+        let until = self.holds_until(link_timeout);
+        let held = if until.is_finite() {
+            format!("to +{} s", short(until))
+        } else {
+            "for good".into()
+        };
+        let from = match self.origin {
+            Origin::Line(l) => format!("line {l}"),
+            Origin::Random(l) => format!("drawn by the [[random]] at line {l}"),
+        };
+        format!(
+            "{} of {} at +{} s, {held} ({from})",
+            self.kind.name(),
+            self.target,
+            short(self.at)
+        )
+    }
 }
 
 impl fmt::Display for Fault {
@@ -290,6 +338,9 @@ pub struct Plan {
     /// expanded for (empty when checked without a cluster): where a live
     /// run finds a single node's process and its local index.
     pub processes: Vec<Range<usize>>,
+    /// Random draws left out because they would overlap a fault already
+    /// on their target (see [`Fault`]'s overlap rule).
+    pub left_out: usize,
 }
 
 /// A scenario problem, naming the file and, when known, the line and key.
@@ -615,6 +666,33 @@ impl Scenario {
                 origin: Origin::Line(line_of(text, e.kind.span().start)),
             });
         }
+        // The fixed faults may not overlap on a target (the later is
+        // named, with the one it meets).
+        if let Some(shape) = shape {
+            let mut fixed: Vec<(usize, &Fault)> = faults.iter().enumerate().collect();
+            fixed.sort_by(|a, b| a.1.at.total_cmp(&b.1.at));
+            for (k, &(i, f)) in fixed.iter().enumerate() {
+                if let Some((_, g)) = fixed[..k]
+                    .iter()
+                    .find(|(_, g)| g.overlaps(f, shape, link_timeout))
+                {
+                    let Origin::Line(line) = f.origin else {
+                        unreachable!("fixed")
+                    };
+                    return Err(ScenarioError::Invalid {
+                        file: file.to_string(),
+                        line,
+                        key: format!("fault[{i}]"),
+                        why: format!(
+                            "{} overlaps {}: faults on one node process or node may not overlap in time (a crash without a duration ends its target's faults)",
+                            f.about(link_timeout),
+                            g.about(link_timeout)
+                        ),
+                    });
+                }
+            }
+        }
+        let mut left_out = 0;
         let seed = self.seed.unwrap_or(default_seed);
         for (i, e) in self.random.iter().enumerate() {
             let key = format!("random[{i}]");
@@ -707,14 +785,21 @@ impl Scenario {
                     let hit = rng.random::<f64>() < p;
                     let at = hour + rng.random::<f64>() * (end - hour);
                     if hit {
-                        faults.push(Fault {
+                        let f = Fault {
                             id: 0,
                             at,
                             kind,
                             target,
                             duration,
                             origin: Origin::Random(line),
-                        });
+                        };
+                        // A draw meeting a fault already on its target is
+                        // left out (counted, printed with the plan).
+                        if faults.iter().any(|g| g.overlaps(&f, shape, link_timeout)) {
+                            left_out += 1;
+                        } else {
+                            faults.push(f);
+                        }
                     }
                 }
                 hour = end;
@@ -730,6 +815,7 @@ impl Scenario {
             link_timeout,
             faults,
             processes: shape.map_or_else(Vec::new, |s| s.processes.clone()),
+            left_out,
         })
     }
 }

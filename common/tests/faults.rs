@@ -292,6 +292,121 @@ fn random_faults_follow_the_seed() {
     assert_eq!(d.seed, 42);
 }
 
+/// The expansion of `text` on 12 nodes in processes of 4, or its error.
+fn expand12(text: &str) -> Result<Plan, String> {
+    let s = Scenario::parse("o.toml", text).map_err(|e| e.to_string())?;
+    s.expand("o.toml", text, &ClusterShape::uniform(12, 4), 3600.0, 1)
+        .map_err(|e| e.to_string())
+}
+
+/// Two faults on one target at once have no single meaning the simulator
+/// and the node processes would share: refused, naming both lines. The
+/// cases are the ones that disagreed before (a hang's end resuming a
+/// crashed process, a crash for good ended by a later hang, a partition
+/// inside a partition, a slow inside a slow), a process's fault meeting a
+/// fault of one of its nodes; faults end to end, or on other targets, are
+/// taken.
+#[test]
+fn overlapping_faults_on_one_target_are_refused_naming_both() {
+    let f = |at: f64, kind: &str, target: &str, duration: Option<f64>| {
+        let d = duration.map_or(String::new(), |d| format!("duration = {d}\n"));
+        let extra = if kind == "slow" { "factor = 0.5\n" } else { "" };
+        format!("[[fault]]\nat = {at}\nkind = \"{kind}\"\n{target}\n{d}{extra}")
+    };
+    let refused = [
+        (
+            f(20.0, "hang", "process = 1", Some(50.0)),
+            f(30.0, "crash", "process = 1", None),
+        ),
+        (
+            f(30.0, "crash", "node = 4", None),
+            f(200.0, "hang", "node = 4", Some(150.0)),
+        ),
+        (
+            f(25.0, "partition", "process = 1", Some(150.0)),
+            f(50.0, "partition", "process = 1", Some(10.0)),
+        ),
+        (
+            f(0.0, "slow", "node = 4", Some(20.0)),
+            f(10.0, "slow", "node = 4", Some(100.0)),
+        ),
+        (
+            f(10.0, "slow", "process = 1", Some(100.0)),
+            f(50.0, "hang", "node = 5", Some(10.0)),
+        ),
+        // A crash that comes back holds its target until it is back, at
+        // t + max(d, L) (L = 5 s by default).
+        (
+            f(0.0, "crash", "node = 4", Some(1.0)),
+            f(3.0, "slow", "node = 4", Some(10.0)),
+        ),
+    ];
+    for (a, b) in &refused {
+        let e = expand12(&format!("{a}{b}")).unwrap_err();
+        assert!(
+            e.contains("o.toml:")
+                && e.contains("may not overlap in time")
+                && e.contains("(line 3)"),
+            "{a}{b}: {e}"
+        );
+    }
+    let e = expand12(&format!("{}{}", refused[0].0, refused[0].1)).unwrap_err();
+    assert!(
+        e.starts_with("o.toml:8: fault[1]: crash of node process 1 at +30 s, for good (line 8) overlaps hang of node process 1 at +20 s, to +70 s (line 3)"),
+        "{e}"
+    );
+    let taken = [
+        (
+            f(20.0, "hang", "process = 1", Some(50.0)),
+            f(70.0, "crash", "process = 1", None),
+        ),
+        (
+            f(0.0, "slow", "node = 4", Some(20.0)),
+            f(10.0, "slow", "node = 5", Some(100.0)),
+        ),
+        (
+            f(10.0, "slow", "process = 1", Some(100.0)),
+            f(50.0, "hang", "node = 9", Some(10.0)),
+        ),
+    ];
+    for (a, b) in &taken {
+        assert_eq!(
+            expand12(&format!("{a}{b}")).unwrap().faults.len(),
+            2,
+            "{a}{b}"
+        );
+    }
+}
+
+/// Random draws that would meet a fault already on their target are left
+/// out, counted: what stays never overlaps, and the same seed leaves out
+/// the same draws.
+#[test]
+fn random_draws_meeting_a_fault_on_their_target_are_left_out() {
+    let text = "seed = 3\n[[fault]]\nat = 100.0\nkind = \"hang\"\nprocess = 0\nduration = 3000.0\n[[random]]\nkind = \"slow\"\nfactor = 0.5\nper_hour = 1.0\nduration = 1800.0\n";
+    let s = Scenario::parse("r.toml", text).unwrap();
+    let shape = ClusterShape::uniform(12, 4);
+    let a = s.expand("r.toml", text, &shape, 4.0 * 3600.0, 0).unwrap();
+    assert_eq!(
+        a,
+        s.expand("r.toml", text, &shape, 4.0 * 3600.0, 0).unwrap()
+    );
+    // Every process draws once an hour for 4 hours: 12 draws, of which
+    // process 0's first (inside the hang) and any landing on an earlier
+    // draw's half hour are left out.
+    assert!(a.left_out >= 1, "{}", a.left_out);
+    assert_eq!(a.faults.len() - 1 + a.left_out, 12);
+    for (i, x) in a.faults.iter().enumerate() {
+        for y in &a.faults[..i] {
+            let (ex, ey) = (x.end().unwrap(), y.end().unwrap());
+            assert!(
+                x.target != y.target || ex <= y.at || ey <= x.at,
+                "{x} meets {y}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_example_scenario_parses() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster-configs/faults");

@@ -80,6 +80,7 @@ impl ScenarioFile {
             "sha256": format!("{sha:x}"),
             "seed": plan.seed,
             "link_timeout": plan.link_timeout,
+            "random_left_out": plan.left_out,
             "processes": shape.processes.iter().map(|r| [r.start, r.end]).collect::<Vec<_>>(),
             "faults": faults,
         })
@@ -88,5 +89,12 @@ impl ScenarioFile {
 
 /// One line per fault, for the log.
 pub fn describe(plan: &Plan) -> Vec<String> {
-    plan.faults.iter().map(|f| f.to_string()).collect()
+    let mut lines: Vec<String> = plan.faults.iter().map(|f| f.to_string()).collect();
+    if plan.left_out > 0 {
+        lines.push(format!(
+            "{} random draw(s) left out: each would overlap a fault already on its target",
+            plan.left_out
+        ));
+    }
+    lines
 }

@@ -400,6 +400,7 @@ mod tests {
             ],
             link_timeout: 5.0,
             processes: vec![0..4, 4..8],
+            left_out: 0,
         };
         let s = steps(&plan);
         let got: Vec<(f64, FaultAct, usize)> = s.clone();
@@ -453,6 +454,7 @@ mod tests {
             ],
             link_timeout: 5.0,
             processes: vec![0..4, 4..8],
+            left_out: 0,
         };
         assert_eq!(
             steps(&plan),
