@@ -118,6 +118,11 @@ case $cmd in
           exit 1
         fi
         mapfile -d '' -t line <"run/$label.cmd"
+        # The control file is the old process's: the new one reads it from
+        # its first line.
+        for ((k = 0; k + 1 < ${#line[@]}; k++)); do
+          [[ ${line[$k]} == --fault-control ]] && : >"${line[$((k + 1))]}"
+        done
         start_one "$label" 1 "${line[@]}"
         echo "node process $label started again (pid $(cat "run/$label.pid"))"
         ;;
@@ -130,7 +135,9 @@ case $cmd in
         done
         [[ -n $file ]] || { echo "libratory-host: node process $label has no --fault-control file" >&2; exit 1; }
         alive "$pid" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
-        printf '%s\n' "$text" >"$file"
+        # Appended: two faults of one process at an instant may meet one
+        # signal (the node reads every line it has not read).
+        printf '%s\n' "$text" >>"$file"
         kill -USR1 "$pid"
         echo "\`$text\` (real seconds) to node process $label's link (pid $pid)"
         ;;

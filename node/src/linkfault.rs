@@ -100,16 +100,53 @@ impl LinkFaults {
     }
 }
 
-/// Reads the command in `path` (one line).
-pub fn read_command(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|e| format!("{}: {e}", path.display()))
+/// The commands appended to the control file at `path` since the
+/// `applied` lines read before (then counted in): the injector appends one
+/// line per fault and signals once each, but signals that come together
+/// are one, so every new line is read at each. The injector empties the
+/// file when it starts the process again.
+pub fn read_new_commands(path: &Path, applied: &mut usize) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let lines: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    // A file shorter than what was read is a new one: all of it is new.
+    let from = if lines.len() < *applied { 0 } else { *applied };
+    *applied = lines.len();
+    Ok(lines[from..].to_vec())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_appended_since_the_last_read_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("ctl");
+        let mut applied = 0;
+        std::fs::write(&f, "partition 2\n").unwrap();
+        assert_eq!(
+            read_new_commands(&f, &mut applied).unwrap(),
+            ["partition 2"]
+        );
+        // Two appended before one signal is read: both, in order.
+        std::fs::write(&f, "partition 2\nnode 1 slow 0.5 3\nnode 2 hang 1\n").unwrap();
+        assert_eq!(
+            read_new_commands(&f, &mut applied).unwrap(),
+            ["node 1 slow 0.5 3", "node 2 hang 1"]
+        );
+        assert!(read_new_commands(&f, &mut applied).unwrap().is_empty());
+        // Emptied for a new process and written again.
+        std::fs::write(&f, "delay 50 0 10 1\n").unwrap();
+        assert_eq!(
+            read_new_commands(&f, &mut applied).unwrap(),
+            ["delay 50 0 10 1"]
+        );
+    }
 
     #[test]
     fn a_partition_holds_frames_until_it_heals_and_a_delay_adds_its_time() {

@@ -38,7 +38,7 @@ use crate::actor::{
     GetTelemetry, NodeActor, NodeReport, PlaceReported, SetCondition, WithdrawPart,
 };
 use crate::host::NodeHost;
-use crate::linkfault::{read_command, LinkFaults};
+use crate::linkfault::{read_new_commands, LinkFaults};
 use crate::nodefault::{Changes, Condition, NodeFaults};
 use crate::spec::{EmulatedNodeSpec, PartSpec, SliceConfig};
 use error::LinkError;
@@ -352,21 +352,26 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         (Some(path), Some(mut usr1)) => {
             let (path, faults, label) = (path.clone(), link_faults.clone(), cfg.label.clone());
             Some(actix::spawn(async move {
+                let mut applied = 0;
                 while usr1.recv().await.is_some() {
-                    let r = read_command(&path).and_then(|c| {
+                    let commands = match read_new_commands(&path, &mut applied) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("libratory-node {label}: fault command refused: {e}");
+                            continue;
+                        }
+                    };
+                    for c in commands {
                         if NodeFaults::is_node_command(&c) {
                             let _ = node_cmd_tx.send(c);
-                            return Ok(None);
+                            continue;
                         }
-                        faults
-                            .borrow_mut()
-                            .apply(&c, tokio::time::Instant::now())
-                            .map(Some)
-                    });
-                    match r {
-                        Ok(Some(what)) => eprintln!("libratory-node {label}: fault: {what}"),
-                        Ok(None) => {}
-                        Err(e) => eprintln!("libratory-node {label}: fault command refused: {e}"),
+                        match faults.borrow_mut().apply(&c, tokio::time::Instant::now()) {
+                            Ok(what) => eprintln!("libratory-node {label}: fault: {what}"),
+                            Err(e) => {
+                                eprintln!("libratory-node {label}: fault command refused: {e}")
+                            }
+                        }
                     }
                 }
             }))

@@ -79,6 +79,11 @@ impl Executor for Children {
                 if let Ok(None) = child.try_wait() {
                     bail!("node process {label} still runs (pid {pid}): not started twice");
                 }
+                // The control file is the old process's: the new one
+                // reads it from its first line.
+                if let Some(file) = control_file(&self.commands[p].1) {
+                    let _ = std::fs::write(&file, "");
+                }
                 let c = start_node(
                     &self.commands[p].0,
                     &self.commands[p].1,
@@ -92,9 +97,18 @@ impl Executor for Children {
             Action::Control(line) => {
                 let file = control_file(&self.commands[p].1)
                     .with_context(|| format!("node process {label} has no --fault-control file"))?;
-                std::fs::write(&file, format!("{line}\n")).with_context(|| {
-                    format!("writing the link fault of {label} to {}", file.display())
-                })?;
+                // Appended: two faults of one process at an instant (on
+                // two of its nodes) may meet one signal.
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&file)
+                    .and_then(|mut f| {
+                        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes())
+                    })
+                    .with_context(|| {
+                        format!("writing the link fault of {label} to {}", file.display())
+                    })?;
                 signal(pid, libc::SIGUSR1);
                 format!("`{line}` (real seconds) to node process {label}'s link (pid {pid})")
             }
