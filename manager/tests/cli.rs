@@ -212,6 +212,53 @@ fn bad_input_gets_a_clear_error() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("bad.swf:3") && e.contains("field 4"), "{e}");
 
+    // A trace of no job line, two workloads at once, and a job number
+    // used twice (which panicked the simulator) are refused by name.
+    let empty = dir.path().join("empty.swf");
+    std::fs::write(
+        &empty,
+        "; MaxNodes: 4
+",
+    )
+    .unwrap();
+    let twice = dir.path().join("twice.swf");
+    std::fs::write(
+        &twice,
+        "1 0 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 1 -1 -1
+1 5 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 1 -1 -1
+",
+    )
+    .unwrap();
+    let json = dir.path().join("w.json");
+    std::fs::write(&json, r#"{"nb_res": 4, "jobs": [], "profiles": {}}"#).unwrap();
+    for (args, said) in [
+        (
+            vec!["--trace", "empty.swf"],
+            "empty.swf: no job lines: nothing to run",
+        ),
+        (
+            vec!["--trace", "twice.swf"],
+            "twice.swf:2: job number 1 is already line 1's",
+        ),
+        (
+            vec!["--workload", "w.json", "--trace", "empty.swf"],
+            "give --workload (w.json) or --trace (empty.swf), not both",
+        ),
+        (
+            vec!["--set", "synthetic_budget_base=-1000"],
+            "parameter 'synthetic_budget_base'",
+        ),
+    ] {
+        let mut all = vec!["simulate", "--preset", "libra-risk", "--set", "nodes=4"];
+        all.extend(args);
+        let o = libratory(&all, dir.path());
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.code() == Some(1) && e.contains(said),
+            "{said}: {e}"
+        );
+    }
+
     // A duration Duration::from_secs_f64 would panic on is an error naming
     // the option, found before any connection is tried.
     for v in ["-1", "NaN", "inf"] {

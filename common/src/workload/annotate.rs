@@ -98,6 +98,9 @@ pub fn from_records(
     records: &[SwfRecord],
 ) -> Result<Workload, WorkloadError> {
     p.validate()?;
+    if records.is_empty() {
+        return Err(WorkloadError::NoJobs(path.display().to_string()));
+    }
     let mut odd = OddRecords::default();
     let mut jobs = Vec::with_capacity(records.len());
     let mut duplicates = 0;

@@ -46,6 +46,9 @@ pub struct BatsimWorkload {
     pub records: Vec<SwfRecord>,
 }
 
+/// The longest time a workload may state (as the SWF reader's bound).
+const MAX_SECONDS: f64 = 1e10;
+
 /// Parses the text of Batsim workload `file` (named in errors).
 pub fn parse(file: &str, text: &str, flops: f64) -> Result<BatsimWorkload, BatsimWorkloadError> {
     let bad = |what: String, problem: String| BatsimWorkloadError::Bad {
@@ -71,6 +74,9 @@ pub fn parse(file: &str, text: &str, flops: f64) -> Result<BatsimWorkload, Batsi
         .get("jobs")
         .and_then(Value::as_array)
         .ok_or_else(|| bad("jobs".into(), "missing or not a list".into()))?;
+    if jobs.is_empty() {
+        return Err(bad("jobs".into(), "is empty: nothing to run".into()));
+    }
     let mut records = Vec::with_capacity(jobs.len());
     for (k, j) in jobs.iter().enumerate() {
         let id = match j.get("id") {
@@ -93,9 +99,17 @@ pub fn parse(file: &str, text: &str, flops: f64) -> Result<BatsimWorkload, Batsi
                 format!("'res' {res} is not a whole number >= 1"),
             ));
         }
+        // Batsim's "no walltime" is -1 (or the key left out).
         let walltime = match j.get("walltime") {
             None => -1,
-            Some(_) => num("walltime")?.ceil() as i64,
+            Some(w) if w.as_f64() == Some(-1.0) => -1,
+            Some(_) => {
+                let w = num("walltime")?;
+                if w > MAX_SECONDS {
+                    return Err(bad(what(), format!("'walltime' {w} is beyond 10^10 s")));
+                }
+                w.ceil() as i64
+            }
         };
         let pname = j
             .get("profile")
@@ -127,6 +141,15 @@ pub fn parse(file: &str, text: &str, flops: f64) -> Result<BatsimWorkload, Batsi
             }
             None => return Err(bad(pwhat(), "no 'type'".into())),
         };
+        if seconds > MAX_SECONDS || subtime > MAX_SECONDS {
+            return Err(bad(
+                what(),
+                format!(
+                    "{:e} s is beyond 10^10 s (317 years), as a trace's times may not be",
+                    seconds.max(subtime)
+                ),
+            ));
+        }
         let number = id
             .rsplit('!')
             .next()
@@ -231,5 +254,42 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("profile 'q' is not in"), "{e}");
+        let one = |job: &str, delay: &str| {
+            format!(
+                r#"{{"nb_res": 4, "jobs": [{job}], "profiles": {{"p": {{"type": "delay", "delay": {delay}}}}}}}"#
+            )
+        };
+        // Nothing to run.
+        let e = parse(
+            "w.json",
+            r#"{"nb_res": 4, "jobs": [], "profiles": {}}"#,
+            1e9,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "w.json: jobs: is empty: nothing to run");
+        // Times past any trace's.
+        let e = parse(
+            "w.json",
+            &one(
+                r#"{"id": 1, "subtime": 0, "res": 1, "profile": "p"}"#,
+                "1e300",
+            ),
+            1e9,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("job '1': 1e300 s is beyond 10^10 s"), "{e}");
+        // Batsim's "no walltime", -1, is no walltime.
+        let w = parse(
+            "w.json",
+            &one(
+                r#"{"id": 1, "subtime": 0, "res": 1, "walltime": -1, "profile": "p"}"#,
+                "10",
+            ),
+            1e9,
+        )
+        .unwrap();
+        assert_eq!(w.records[0].requested_time, -1);
     }
 }

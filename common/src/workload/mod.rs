@@ -85,6 +85,9 @@ pub enum WorkloadError {
     /// The trace could not be read.
     #[error(transparent)]
     Swf(#[from] SwfError),
+    /// A trace with no job line.
+    #[error("{0}: no job lines: nothing to run")]
+    NoJobs(String),
     /// A source needing a trace was given none.
     #[error("preset '{0}' reads a trace: give one with --trace FILE.swf[.gz]")]
     NoTrace(String),

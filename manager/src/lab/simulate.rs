@@ -160,6 +160,13 @@ pub fn experiment(
 pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let inv = Invocation::capture();
     let mut exp = experiment(&a.preset, a.seed, &a.sets, a.policies)?;
+    if let (Some(w), Some(t)) = (&a.workload, &a.trace) {
+        bail!(
+            "give --workload ({}) or --trace ({}), not both",
+            w.display(),
+            t.display()
+        );
+    }
     let trace = match &a.workload {
         Some(w) => Some(w.clone()),
         None => resolve_trace(&exp, a.trace)?,
@@ -195,9 +202,20 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let load_time = t0.elapsed();
     match &trace {
         Some(t) => log.say(format_args!(
-            "workload: last {} jobs of {} ({:.3} s to read; trace cache: {cache_use}), {} nodes, arrival delay factor {}, inaccuracy {} ({:?})",
+            "workload: last {} jobs of {}{} ({:.3} s to read; trace cache: {cache_use}), {} nodes, arrival delay factor {}, inaccuracy {} ({:?})",
             wl.jobs.len(),
             t.display(),
+            // Fewer than asked (neither dropped nor duplicated): the
+            // trace has no more.
+            if a.workload.is_none()
+                && wl.jobs.len() < exp.params.jobs
+                && !exp.params.drop_never_ran
+                && exp.params.duplicate_fraction == 0.0
+            {
+                format!(" (of {} asked: the trace has no more)", exp.params.jobs)
+            } else {
+                String::new()
+            },
             load_time.as_secs_f64(),
             exp.params.nodes,
             exp.params.arrival_delay_factor,
