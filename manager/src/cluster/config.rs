@@ -369,9 +369,25 @@ impl ClusterConfig {
             c.manager.certs = base.join(&c.manager.certs);
         }
         if let Some(t) = &c.workload.trace {
-            if t.is_relative() {
-                c.workload.trace = Some(base.join(t));
+            let resolved = if t.is_relative() {
+                base.join(t)
+            } else {
+                t.clone()
+            };
+            // Checked here rather than when the run reaches it.
+            if !resolved.is_file() {
+                let line =
+                    line_of(&text, "workload", "trace").map_or(String::new(), |n| format!(":{n}"));
+                return Err(ConfigError::Invalid {
+                    path: PathBuf::from(format!("{}{line}", path.display())),
+                    key: "workload.trace".into(),
+                    why: format!(
+                        "no trace {} (relative paths are relative to the configuration file)",
+                        resolved.display()
+                    ),
+                });
             }
+            c.workload.trace = Some(resolved);
         }
         if let Some(f) = c.workload.faults.clone() {
             let resolved = if f.is_relative() { base.join(&f) } else { f };
@@ -467,6 +483,28 @@ impl ClusterConfig {
                     self.workload.policy,
                     known.join(", ")
                 ),
+            ));
+        }
+        // The workload as `run` will build it: the preset, every override,
+        // the trace (checked here, not when the run reaches it).
+        let pairs = self.set_pairs();
+        if let Err(e) = common::experiment::Experiment::configured(
+            &self.workload.preset,
+            self.workload.seed,
+            pairs.iter().map(String::as_str),
+            "[workload] set",
+        ) {
+            use common::experiment::ConfigureError;
+            let (key, why) = match &e {
+                ConfigureError::Preset(w) => ("workload.preset", w.to_string()),
+                ConfigureError::Set { source, .. } => ("workload.set", source.to_string()),
+            };
+            return Err(bad(key.into(), &why));
+        }
+        if self.hosts.is_empty() {
+            return Err(bad(
+                "hosts".into(),
+                "no [[hosts]]: a cluster needs at least one (name = \"local\" runs on this machine)",
             ));
         }
         let mut names = std::collections::BTreeSet::new();
@@ -701,6 +739,60 @@ capacity = 0.25
         assert_eq!(
             pairs,
             vec!["arrival_delay_factor=0.5", "jobs=20", "placement=best-fit"]
+        );
+    }
+
+    /// What `run` would refuse only on reaching it is refused by the
+    /// check: an unknown preset, a setting's typo or range, no hosts, a
+    /// trace that is not there.
+    #[test]
+    fn the_workload_and_the_hosts_are_checked_as_run_builds_them() {
+        for (from, to, said) in [
+            (
+                "preset = \"libra\"",
+                "preset = \"libr\"",
+                "workload.preset: unknown preset 'libr'",
+            ),
+            (
+                "jobs = 20",
+                "jbos = 20",
+                "workload.set: unknown parameter 'jbos'",
+            ),
+            (
+                "jobs = 20",
+                "jobs = 0",
+                "workload.set: parameter 'jobs': must be at least 1",
+            ),
+            (
+                "arrival_delay_factor = 0.5",
+                "gamma = -1",
+                "workload.set: parameter 'gamma'",
+            ),
+        ] {
+            let e = ClusterConfig::parse(Path::new("lab.toml"), &GOOD.replace(from, to))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("lab.toml: ") && e.contains(said),
+                "{said}: {e}"
+            );
+        }
+        let no_hosts = &GOOD[..GOOD.find("[[hosts]]").unwrap()];
+        let e = ClusterConfig::parse(Path::new("lab.toml"), no_hosts)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hosts: no [[hosts]]"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lab.toml");
+        let text = GOOD.replace(
+            "policy = \"libra\"",
+            "policy = \"libra\"\ntrace = \"gone.swf\"",
+        );
+        std::fs::write(&path, text).unwrap();
+        let e = ClusterConfig::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("lab.toml:10: workload.trace: no trace") && e.contains("gone.swf"),
+            "{e}"
         );
     }
 
