@@ -342,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_003_example_two_hours_in_four() {
+    fn libra_paper_example_two_hours_in_four() {
         // The Libra paper: 2 CPU-hours left, 4 hours to the deadline -> 50%.
         let parts = [p(7200.0, 14400.0)];
         close(&shares(&parts, SpareRule::Idle), &[0.5]);

@@ -37,7 +37,7 @@ fn get<'a>(s: &'a [Summary], name: &str) -> &'a Summary {
 /// The Libra+$ paper: Libra+$ earns a higher Cluster Profitability than Libra and
 /// the backfilling policies, with similar or lower QoS satisfaction.
 #[test]
-fn seed_000_libra_plus_dollar_is_more_profitable() {
+fn libra_plus_dollar_paper_it_earns_more_than_libra_and_backfilling() {
     let s = run("libra-plus-dollar", &[]);
     let lpd = get(&s, "libra-plus-dollar");
     let libra = get(&s, "libra");
@@ -57,7 +57,7 @@ fn seed_000_libra_plus_dollar_is_more_profitable() {
 
 /// The Libra+$ paper, Figure 3: a higher beta lowers QoS satisfaction.
 #[test]
-fn seed_000_higher_beta_lowers_qos_satisfaction() {
+fn libra_plus_dollar_paper_higher_beta_lowers_qos_satisfaction() {
     let lo = run("libra-plus-dollar", &["beta=0.1"]);
     let hi = run("libra-plus-dollar", &["beta=0.5"]);
     assert!(
@@ -69,7 +69,7 @@ fn seed_000_higher_beta_lowers_qos_satisfaction() {
 /// The LibraRisk paper: with the trace's own estimates LibraRisk fulfils clearly more
 /// deadlines than Libra; EDF has the lowest average slowdown.
 #[test]
-fn seed_002_libra_risk_meets_more_deadlines_with_trace_estimates() {
+fn libra_risk_paper_it_meets_more_deadlines_with_trace_estimates() {
     let s = run("libra-risk", &[]);
     let risk = get(&s, "libra-risk");
     let libra = get(&s, "libra");
@@ -91,7 +91,7 @@ fn seed_002_libra_risk_meets_more_deadlines_with_trace_estimates() {
 /// The LibraRisk paper: with accurate estimates LibraRisk fulfils about as many
 /// deadlines as Libra.
 #[test]
-fn seed_002_accurate_estimates_libra_risk_close_to_libra() {
+fn libra_risk_paper_with_accurate_estimates_it_is_close_to_libra() {
     let s = run("libra-risk", &["inaccuracy=0"]);
     let (risk, libra) = (get(&s, "libra-risk"), get(&s, "libra"));
     assert!(
@@ -107,7 +107,7 @@ fn seed_002_accurate_estimates_libra_risk_close_to_libra() {
 /// delay). At f = 0.005 and 0.01 with the default seed: 599 / 633 against
 /// 400 / 406.
 #[test]
-fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
+fn libra_sla_paper_it_completes_more_jobs_under_heavy_load() {
     for f in ["0.005", "0.01"] {
         let s = run("libra-sla", &[&format!("arrival_delay_factor={f}")]);
         let (sla, libra) = (get(&s, "libra-sla"), get(&s, "libra"));
@@ -131,7 +131,7 @@ fn seed_001_libra_sla_completes_more_jobs_under_heavy_load() {
 /// return it does not (docs/reproducing.md, LibraSLA, says why), so that is
 /// not asserted.
 #[test]
-fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
+fn libra_sla_paper_per_part_return_earns_more_utility_under_heavy_load() {
     let s = run(
         "libra-sla",
         &["arrival_delay_factor=0.01", "sla_return_per_part=true"],
@@ -149,7 +149,7 @@ fn seed_001_per_part_return_earns_more_utility_under_heavy_load() {
 /// no single OC-Factor is best for every job mix; DVQoPS stays within a
 /// few % of the best static OC-Factor (original load, exact estimates).
 #[test]
-fn seed_004_vqops_beats_qops_and_dvqops_tracks_the_best_static_oc_factor() {
+fn vqops_paper_vqops_beats_qops_and_dvqops_tracks_the_best_static_oc_factor() {
     for urgent in ["0.2", "0.8"] {
         let u = format!("high_urgency_fraction={urgent}");
         let s = run("vqops", &[&u]);

@@ -275,7 +275,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_004_prices_and_deadlines() {
+    fn vqops_paper_prices_and_deadlines() {
         // The VQoPS paper: D = 5 x RE; B = 0.1 per processor-second of the
         // estimate, 10x for urgent jobs. Exact estimates: RE = R = 100,
         // 4 processors: D 500, B 0.1 x 4 x 100 = 40 (normal) or 400.
