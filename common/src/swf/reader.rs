@@ -92,24 +92,25 @@ const MAX_PROCESSORS: i64 = 1_000_000_000;
 /// a line names its 1-based line number.
 #[derive(Debug, Error)]
 pub enum SwfError {
-    /// The file could not be opened.
-    #[error("{file}: cannot open: {source}")]
+    /// The file could not be opened. (The reason is in the message and is
+    /// not the error's `source`, so that a printed chain says it once.)
+    #[error("{file}: cannot open: {cause}")]
     Open {
         /// The file.
         file: String,
         /// The operating system's reason.
-        source: io::Error,
+        cause: io::Error,
     },
     /// Reading (or decompressing) failed; the rest of the file is unreadable
     /// and iteration stops after this error.
-    #[error("{file}:{line}: read error: {source}")]
+    #[error("{file}:{line}: read error: {cause}")]
     Read {
         /// The file.
         file: String,
         /// The line being read when the error happened.
         line: u64,
         /// The underlying error (a corrupt gzip stream shows up here).
-        source: io::Error,
+        cause: io::Error,
     },
     /// A job line does not have 18 fields.
     #[error("{file}:{line}: expected {SWF_FIELD_COUNT} fields, found {found}")]
@@ -443,7 +444,7 @@ impl SwfReader {
         let name = path.display().to_string();
         match File::open(path) {
             Ok(file) => Self::from_reader(name, file),
-            Err(source) => Err(SwfError::Open { file: name, source }),
+            Err(cause) => Err(SwfError::Open { file: name, cause }),
         }
     }
 
@@ -454,10 +455,10 @@ impl SwfReader {
         mut source: impl Read + Send + 'static,
     ) -> Result<Self, SwfError> {
         let name = name.into();
-        let read_err = |source| SwfError::Read {
+        let read_err = |cause| SwfError::Read {
             file: name.clone(),
             line: 1,
-            source,
+            cause,
         };
         // Peek at the first two bytes and put them back in front, so that
         // detection works on any `Read`, not only on seekable files.
@@ -572,12 +573,12 @@ impl SwfReader {
                         parse_record(&self.name, self.line_no, text).and_then(|r| self.order(r)),
                     );
                 }
-                Err(source) => {
+                Err(cause) => {
                     self.done = true;
                     return Some(Err(SwfError::Read {
                         file: self.name.clone(),
                         line: self.line_no + 1,
-                        source,
+                        cause,
                     }));
                 }
             }
