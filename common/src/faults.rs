@@ -499,7 +499,7 @@ impl Checker<'_> {
                     return self.bad(
                         d.span(),
                         format!("{key}.duration"),
-                        format!("must be > 0 (trace seconds), got {v}"),
+                        format!("must be a finite number > 0 (trace seconds), got {v}"),
                     );
                 }
                 Some(v)
@@ -593,7 +593,7 @@ impl Scenario {
                     return c.bad(
                         t.span(),
                         "link_timeout".into(),
-                        format!("must be > 0 (trace seconds), got {v}"),
+                        format!("must be a finite number > 0 (trace seconds), got {v}"),
                     );
                 }
                 v

@@ -465,13 +465,13 @@ impl ClusterConfig {
             ("manager.manager_grace_s", self.manager.manager_grace_s),
         ] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(bad(key.into(), "must be > 0 (seconds)"));
+                return Err(bad(key.into(), "must be a finite number > 0 (seconds)"));
             }
         }
         if !(self.manager.time_scale > 0.0 && self.manager.time_scale.is_finite()) {
             return Err(bad(
                 "manager.time_scale".into(),
-                "must be > 0 (real seconds per trace second)",
+                "must be a finite number > 0 (real seconds per trace second)",
             ));
         }
         if common::policy::entry(&self.workload.policy).is_err() {
@@ -534,7 +534,7 @@ impl ClusterConfig {
                 ));
             }
             if !(h.speed > 0.0 && h.speed.is_finite()) {
-                return Err(bad(key("speed"), "must be > 0"));
+                return Err(bad(key("speed"), "must be a finite number > 0"));
             }
             if h.ssh_port == Some(0) {
                 return Err(bad(key("ssh_port"), "must be within 1..=65535"));
@@ -572,7 +572,7 @@ impl ClusterConfig {
         if !(l.probe_timeout_s > 0.0 && l.probe_timeout_s.is_finite()) {
             return Err(bad(
                 "launch.probe_timeout_s".into(),
-                "must be > 0 (seconds)",
+                "must be a finite number > 0 (seconds)",
             ));
         }
         if !(l.stop_grace_s >= 0.0 && l.stop_grace_s.is_finite()) {
