@@ -2,9 +2,14 @@
 //! page and JSON endpoints showing the cluster while the run goes.
 //!
 //! The manager actor publishes a [`Snapshot`] a few times a second (a
-//! cheap copy of its counters and node view, see `live.rs`); a small HTTP
-//! server (tiny_http) on its own thread answers GET requests from the
-//! latest one, so requests never wait on or slow the admission path. The
+//! cheap copy of its counters and node view, see `live.rs`); an HTTP/1
+//! server (hyper, on a runtime of its own thread) answers GET requests from
+//! the latest one, so requests never wait on or slow the admission path.
+//! Each connection is a task with a bounded life ([`CONNECTION_LIFE`]),
+//! headers must come within [`HEADER_TIMEOUT`] and fit [`MAX_HEADER_BYTES`],
+//! at most [`MAX_CONNECTIONS`] are served at once, and no request body is
+//! ever read: no client, with or without the token, can hold the view or
+//! make the manager allocate what it declares. The
 //! page is plain HTML and JavaScript embedded in the binary (no build step,
 //! no network). Nothing served is secret (no paths, no keys) and nothing
 //! can be changed: every method but GET and HEAD gets 405.
@@ -23,6 +28,11 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
 
 use serde::Serialize;
 use thiserror::Error;
@@ -32,6 +42,19 @@ pub use super::nodepage::{NodeView, PartRow};
 
 /// The page, served at `/`.
 const PAGE: &str = include_str!("liveview.html");
+
+/// The longest a connection is served (the page polls with new requests;
+/// a client that stops reading its answers is let go after this).
+pub const CONNECTION_LIFE: Duration = Duration::from_secs(30);
+
+/// How long a request's headers may take to arrive.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest request head read.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Connections served at once; more are closed as they come.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// Why the live view could not start.
 #[derive(Debug, Error)]
@@ -248,7 +271,7 @@ impl Publisher {
 
 /// The running HTTP server; stops when dropped.
 pub struct Server {
-    http: Arc<tiny_http::Server>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
     /// Where the manager publishes.
@@ -274,27 +297,26 @@ impl Server {
                 reason: "--http-token is empty".into(),
             });
         }
-        let http = tiny_http::Server::http(addr).map_err(|e| ViewError::Bind {
+        let bind_err = |e: std::io::Error| ViewError::Bind {
             addr,
             reason: e.to_string(),
-        })?;
-        let bound = http.server_addr().to_ip().expect("bound to an IP address");
-        let http = Arc::new(http);
+        };
+        let listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+        listener.set_nonblocking(true).map_err(bind_err)?;
+        let bound = listener.local_addr().map_err(bind_err)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(bind_err)?;
         let publisher = Publisher::default();
-        let (h, p, t) = (http.clone(), publisher.clone(), token.clone());
+        let (p, t) = (publisher.clone(), token.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("live-view".into())
-            .spawn(move || {
-                for req in h.incoming_requests() {
-                    respond(req, &p, t.as_deref());
-                }
-            })
-            .map_err(|e| ViewError::Bind {
-                addr,
-                reason: e.to_string(),
-            })?;
+            .spawn(move || rt.block_on(serve(listener, p, t, stopped)))
+            .map_err(bind_err)?;
         Ok(Server {
-            http,
+            stop: Some(stop),
             thread: Some(thread),
             addr: bound,
             publisher,
@@ -323,15 +345,59 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.http.unblock();
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+/// Accepts connections until `stopped`, each served as its own task
+/// within the module's bounds.
+async fn serve(
+    listener: std::net::TcpListener,
+    p: Publisher,
+    token: Option<String>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let token: Option<Arc<str>> = token.map(Into::into);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stopped => return,
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, say: wait and go on, rather than
+                // stop serving for the rest of the run.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (p, token) = (p.clone(), token.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let service = hyper::service::service_fn(move |req| {
+                let r = respond(&req, &p, token.as_deref());
+                async move { Ok::<_, std::convert::Infallible>(r) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEADER_BYTES)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_LIFE, conn).await;
+        });
+    }
 }
 
 /// The body and content type of a GET of `path`, or None (404).
@@ -432,9 +498,10 @@ impl PageInfo {
     }
 }
 
-/// Whether `req` carries `token` (as a bearer token or `?token=`),
-/// compared in constant time.
-fn authorized(req: &tiny_http::Request, token: &str) -> bool {
+/// Whether `req` carries `token` (as a bearer token or `?token=`, the
+/// query's value decoded as a browser encodes it), compared in constant
+/// time.
+fn authorized<B>(req: &Request<B>, token: &str) -> bool {
     let same = |given: &str| {
         given.len() == token.len()
             && given
@@ -443,66 +510,84 @@ fn authorized(req: &tiny_http::Request, token: &str) -> bool {
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0
     };
-    let bearer = req.headers().iter().any(|h| {
-        h.field.equiv("Authorization")
-            && h.value
-                .as_str()
-                .strip_prefix("Bearer ")
+    let bearer = req
+        .headers()
+        .get_all(hyper::header::AUTHORIZATION)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
                 .is_some_and(|t| same(t.trim()))
+        });
+    let query = req.uri().query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "token" && same(&v))
     });
-    let query = req
-        .url()
-        .split_once('?')
-        .map(|(_, q)| {
-            q.split('&')
-                .any(|kv| kv.strip_prefix("token=").is_some_and(same))
-        })
-        .unwrap_or(false);
     bearer || query
 }
 
-fn respond(req: tiny_http::Request, p: &Publisher, token: Option<&str>) {
-    use tiny_http::{Method, Response};
-    let no_store = header("Cache-Control", "no-store");
-    let nosniff = header("X-Content-Type-Options", "nosniff");
+/// A response of `status` with `body` (of `ctype`).
+fn answer(status: u16, body: String, ctype: &str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(status).expect("a status code");
+    let h = r.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_str(ctype).expect("a content type"),
+    );
+    h.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+fn respond<B>(req: &Request<B>, p: &Publisher, token: Option<&str>) -> Response<Full<Bytes>> {
+    use hyper::header::{HeaderValue, ALLOW, CONTENT_SECURITY_POLICY, WWW_AUTHENTICATE};
+    let text = "text/plain; charset=utf-8";
     if let Some(t) = token {
-        if !authorized(&req, t) {
-            let r = Response::from_string(
-                "401: this live view requires its token (Authorization: Bearer TOKEN, or ?token=TOKEN; printed by the manager at start)\n",
-            )
-            .with_status_code(401)
-            .with_header(header("WWW-Authenticate", "Bearer realm=\"libratory live view\""))
-            .with_header(no_store);
-            let _ = req.respond(r);
-            return;
+        if !authorized(req, t) {
+            let mut r = answer(
+                401,
+                "401: this live view requires its token (Authorization: Bearer TOKEN, or ?token=TOKEN; printed by the manager at start)\n".into(),
+                text,
+            );
+            r.headers_mut().insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"libratory live view\""),
+            );
+            return r;
         }
     }
-    let head = *req.method() == Method::Head;
-    if !matches!(req.method(), Method::Get | Method::Head) {
-        let r = Response::from_string("read-only: GET only\n")
-            .with_status_code(405)
-            .with_header(header("Allow", "GET, HEAD"));
-        let _ = req.respond(r);
-        return;
+    let head = req.method() == Method::HEAD;
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        let mut r = answer(405, "read-only: GET only\n".into(), text);
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
     let snap = p.latest();
-    let (status, body, ctype) = match route(req.url(), &snap) {
+    let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+    let (status, body, ctype) = match route(path, &snap) {
         Some((b, t)) => (200, b, t),
-        None => (404, "not found\n".to_string(), "text/plain; charset=utf-8"),
+        None => (404, "not found\n".to_string(), text),
     };
-    let mut r = Response::from_string(if head { String::new() } else { body })
-        .with_status_code(status)
-        .with_header(header("Content-Type", ctype))
-        .with_header(no_store)
-        .with_header(nosniff);
+    let mut r = answer(status, if head { String::new() } else { body }, ctype);
+    let h = r.headers_mut();
+    h.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     if status == 200 && ctype.starts_with("text/html") {
         // The page loads nothing from anywhere but here.
-        r = r.with_header(header(
-            "Content-Security-Policy",
-            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-        ));
+        h.insert(
+            CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            ),
+        );
     }
-    let _ = req.respond(r);
+    r
 }
 
 #[cfg(test)]
@@ -552,6 +637,73 @@ mod tests {
         assert!(post.starts_with("HTTP/1.0 405"), "{post}");
         let missing = get("GET /certs/ca.key HTTP/1.0\r\n\r\n");
         assert!(missing.starts_with("HTTP/1.0 404"), "{missing}");
+    }
+
+    /// What a client could do to the view before it ran on hyper (tiny_http), none of which
+    /// needs the token: declare a 10^14-byte body (the manager aborted
+    /// allocating it), send half a request and wait, pipeline requests and
+    /// never read, send a head with no end. Each is tried while a client
+    /// with the token asks for the state: it is answered every time.
+    #[test]
+    fn no_client_holds_the_view_or_makes_it_allocate_what_it_declares() {
+        use std::io::{Read, Write};
+        use std::time::Instant;
+        let s = Server::start(ViewAddr {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            token: Some("abc/de=f".into()),
+        })
+        .unwrap();
+        s.publisher.publish(Snapshot::default());
+        let at = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), s.addr().port());
+        // The page's own form of the token: percent-encoded.
+        let ok = |why: &str| {
+            let t0 = Instant::now();
+            let r = get(at, "GET /api/state?token=abc%2Fde%3Df HTTP/1.0\r\n\r\n");
+            assert!(r.starts_with("HTTP/1.0 200"), "{why}: {r}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "{why}: {:?}",
+                t0.elapsed()
+            );
+        };
+        ok("alone");
+        let huge = get(
+            at,
+            "GET / HTTP/1.1\r\nContent-Length: 100000000000000\r\nConnection: close\r\n\r\n",
+        );
+        assert!(huge.starts_with("HTTP/1.1 401"), "{huge}");
+        ok("after a 10^14-byte body was declared");
+        let mut half = std::net::TcpStream::connect(at).unwrap();
+        half.write_all(b"GET / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n")
+            .unwrap();
+        let mut slow = std::net::TcpStream::connect(at).unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nHost: x").unwrap();
+        let mut deaf = std::net::TcpStream::connect(at).unwrap();
+        let pipelined = "GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20_000);
+        let _ = deaf.set_write_timeout(Some(Duration::from_secs(2)));
+        let _ = deaf.write_all(pipelined.as_bytes());
+        let mut endless = std::net::TcpStream::connect(at).unwrap();
+        let _ = endless.set_write_timeout(Some(Duration::from_secs(2)));
+        let mut sent = 0;
+        while sent < 8 << 20 {
+            if endless.write_all(&[b'a'; 64 * 1024]).is_err() {
+                break;
+            }
+            sent += 64 * 1024;
+        }
+        ok("while four clients hold connections");
+        // The endless head was refused (the connection closed) long before
+        // 8 MB were taken in.
+        let mut buf = [0u8; 256];
+        let _ = endless.set_read_timeout(Some(Duration::from_secs(5)));
+        let n = endless.read(&mut buf).unwrap_or(0);
+        let said = String::from_utf8_lossy(&buf[..n]);
+        assert!(
+            sent < 8 << 20 || n == 0 || said.starts_with("HTTP/1.1 431"),
+            "{said}"
+        );
+        drop((half, slow, deaf));
+        ok("after");
     }
 
     fn get(addr: SocketAddr, req: &str) -> String {

@@ -267,7 +267,7 @@ impl Invocation {
     pub fn capture() -> Invocation {
         let (started_unix, started_utc) = now_utc();
         Invocation {
-            command_line: std::env::args().collect(),
+            command_line: redacted(std::env::args()),
             working_dir: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
@@ -276,6 +276,36 @@ impl Invocation {
             clock: Instant::now(),
         }
     }
+}
+
+/// The options whose value is a secret, kept out of the recorded command
+/// line (the manifest and the journal's header are results, shared).
+const SECRET_OPTIONS: [&str; 1] = ["--http-token"];
+
+/// `args` with the value of each secret option replaced by `<redacted>`
+/// (`--http-token T` and `--http-token=T` alike).
+fn redacted(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut hide_next = false;
+    for a in args {
+        if hide_next {
+            out.push("<redacted>".into());
+            hide_next = false;
+            continue;
+        }
+        match SECRET_OPTIONS
+            .iter()
+            .find(|o| a == **o || a.starts_with(&format!("{o}=")))
+        {
+            Some(o) if a == *o => {
+                hide_next = true;
+                out.push(a);
+            }
+            Some(o) => out.push(format!("{o}=<redacted>")),
+            None => out.push(a),
+        }
+    }
+    out
 }
 
 /// `manifest.json`: what ran, on what, with which binary, where and when.
@@ -728,6 +758,32 @@ pub fn out_dir(given: Option<PathBuf>, default: impl FnOnce() -> String) -> Path
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_given_on_the_command_line_is_not_recorded() {
+        let args = [
+            "libratory",
+            "run",
+            "--http-token",
+            "s3cret",
+            "--http-token=s3cret",
+            "--out",
+            "x",
+        ];
+        let r = redacted(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            r,
+            [
+                "libratory",
+                "run",
+                "--http-token",
+                "<redacted>",
+                "--http-token=<redacted>",
+                "--out",
+                "x"
+            ]
+        );
+    }
 
     #[test]
     fn iso_dates() {
