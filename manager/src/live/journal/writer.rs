@@ -117,7 +117,8 @@ impl JournalWriter {
     /// Opens the journal of an unfinished run at `path` to go on writing
     /// it (`libratory resume`): entries' `t` continue from `t0` seconds on
     /// its clock. A torn last line (the previous manager killed mid-write)
-    /// is cut off first, so the next entry starts a line of its own.
+    /// is cut off first, so the next entry starts a line of its own; a
+    /// whole entry missing only its newline gets it.
     pub fn append(path: &Path, t0: f64) -> Result<JournalWriter, JournalError> {
         let io = |source| JournalError::Io {
             path: path.to_path_buf(),
@@ -126,7 +127,26 @@ impl JournalWriter {
         let bytes = fs::read(path).map_err(io)?;
         let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let mut file = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
-        file.set_len(whole as u64).map_err(io)?;
+        let died = file.metadata().and_then(|m| m.modified()).ok();
+        if whole < bytes.len() {
+            // A last line without its newline: an entry the reader takes
+            // (the crash came between the line and its newline) is ended;
+            // anything else is the torn line the reader left out, cut.
+            if serde_json::from_slice::<Entry>(&bytes[whole..]).is_ok() {
+                std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
+                file.write_all(b"\n").map_err(io)?;
+            } else {
+                file.set_len(whole as u64).map_err(io)?;
+            }
+            // The file's time stays the dead manager's last write, which
+            // `resume` reads as when it died: a resume that fails after
+            // this (its address taken) leaves the next one the same clock.
+            if let Some(t) = died {
+                let _ = file.set_modified(t);
+            }
+        }
+        // Nothing is changed on a whole file: its time is the last entry's,
+        // which `resume` reads as when the manager died.
         std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(io)?;
         let now = Instant::now();
         let born = now
@@ -351,6 +371,43 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         drop(w);
+    }
+
+    /// Going on with a journal: a last entry whole but for its newline is
+    /// kept (the reader counted it), a torn one is cut, and either way the
+    /// file keeps the dead manager's time (what `resume` measures the
+    /// downtime from), also when nothing needs mending.
+    #[test]
+    fn append_keeps_a_whole_last_entry_cuts_a_torn_one_and_keeps_the_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL);
+        let w = JournalWriter::create(&path, header()).unwrap();
+        w.journal().send(Entry::Submitted {
+            t: 0.1,
+            record: record(9),
+            spec: None,
+        });
+        drop(w);
+        let whole = std::fs::read(&path).unwrap();
+        let long_ago = std::time::SystemTime::now() - Duration::from_secs(300);
+        let set = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(long_ago).unwrap();
+        };
+        let time = || std::fs::metadata(&path).unwrap().modified().unwrap();
+        for (bytes, entries) in [
+            (&whole[..whole.len() - 1], 1),
+            (&whole[..whole.len() - 5], 0),
+            (&whole[..], 1),
+        ] {
+            set(bytes);
+            drop(JournalWriter::append(&path, 1.0).unwrap());
+            assert_eq!(time(), long_ago, "{entries}");
+            let c = read(&path).unwrap();
+            assert_eq!((c.entries.len(), c.torn_line), (entries, None));
+            assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
+        }
     }
 
     /// `written` tells once what was sent before it is in the file (the
