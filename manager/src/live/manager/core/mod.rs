@@ -618,6 +618,12 @@ impl LiveCore {
         if self.registered_nodes == 0 {
             self.warnings
                 .push(format!("no node registered within {timeout:?}"));
+            // A resumed run's carried jobs end lost, with the reason, not
+            // open in the results as if they ran on.
+            self.abort_carried(
+                now,
+                &format!("no node process registered within {timeout:?} of the manager's restart"),
+            );
             self.begin_end(now);
         } else {
             self.warnings.push(format!(

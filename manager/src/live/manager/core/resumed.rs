@@ -1379,6 +1379,44 @@ pub(super) mod tests {
         assert_eq!(keep_of(&b), [part(2, 0)]);
     }
 
+    /// No node process comes back within the start timeout: the carried
+    /// jobs end lost with the reason, journaled, not open in the results
+    /// (as if they ran on) with nothing said.
+    #[test]
+    fn carried_jobs_are_lost_when_no_process_comes_back() {
+        let p = policy::build("libra", &PolicyConfig::default(), &[]).unwrap();
+        let t = Takeover {
+            started: vec![part(1, 0), part(2, 0)],
+            ..takeover(
+                vec![record(1, vec![0]), record(2, vec![1])],
+                vec![("a", 2, 9)],
+            )
+        };
+        let mut c = LiveCore::resumed(ManagerCore::new(p), config(2), Vec::new(), t);
+        drain(&mut c);
+        c.handle(at(80.0), Event::Timer(Timer::StartTimeout));
+        let a = drain(&mut c);
+        let lost: Vec<JobId> = journaled(&a)
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Finished {
+                    record: Some(r), ..
+                } if r.lost => Some(r.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lost, [1, 2], "{a:?}");
+        let o = c.outcome();
+        for r in &o.records {
+            assert!(r.lost, "{r:?}");
+            assert!(
+                r.detail.contains("no node process registered within"),
+                "{}",
+                r.detail
+            );
+        }
+    }
+
     pub(in crate::live::manager::core) fn takeover(
         open: Vec<JobRecord>,
         processes: Vec<(&str, usize, u32)>,
