@@ -340,6 +340,33 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
     let again = dir.path().join("again");
     std::fs::create_dir_all(&again).unwrap();
     std::fs::copy(&journal, again.join("journal.jsonl")).unwrap();
+    // A run that wrote its own results while its journal stopped short
+    // (it could not be written, the disk full): neither recover nor resume
+    // touches it (recover would have rebuilt less over the run's results).
+    let short = dir.path().join("short");
+    std::fs::create_dir_all(&short).unwrap();
+    std::fs::copy(&journal, short.join("journal.jsonl")).unwrap();
+    std::fs::write(short.join("manifest.json"), r#"{"kind": "run"}"#).unwrap();
+    for (cmd, said) in [
+        ("recover", "stops short of its end"),
+        ("resume", "nothing to resume"),
+    ] {
+        let o = Command::new(libratory())
+            .arg(cmd)
+            .arg(&short)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("wrote its results") && err.contains(said),
+            "{}",
+            dump(cmd, &o)
+        );
+    }
+    assert_eq!(
+        std::fs::read(short.join("manifest.json")).unwrap(),
+        br#"{"kind": "run"}"#
+    );
 
     let o = Command::new(libratory())
         .arg("recover")

@@ -74,7 +74,7 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
 }
 
 /// Whether `out`'s manifest is one `recover` wrote.
-fn was_recovered(out: &Path) -> bool {
+pub(crate) fn was_recovered(out: &Path) -> bool {
     fs::read(out.join(rundir::MANIFEST))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
@@ -111,10 +111,19 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
     let path = dir.join(JOURNAL);
     let c = journal::read(&path)?;
     let r = journal::rebuild(&c);
-    if r.ended && !force && dir.join(rundir::MANIFEST).is_file() {
+    if !force && dir.join(rundir::MANIFEST).is_file() && (r.ended || !was_recovered(dir)) {
+        if r.ended {
+            bail!(
+                "{}: the run ended and wrote its results; nothing to recover (--force rebuilds them from the journal, without the latency histograms)",
+                path.display()
+            );
+        }
+        // Results written by a run whose journal stopped short (it could
+        // not be written): they hold more than the journal does.
         bail!(
-            "{}: the run ended and wrote its results; nothing to recover (--force rebuilds them from the journal, without the latency histograms)",
-            path.display()
+            "{}: the run wrote its results, but its journal stops short of its end (it could not be written to the end: see {}); they hold more than it does (--force rebuilds them from the journal anyway)",
+            path.display(),
+            dir.join("log.txt").display()
         );
     }
     let h = &c.header;

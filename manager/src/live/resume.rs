@@ -45,6 +45,16 @@ pub fn resume(
     if let Err(why) = check_resumable(&c, &s) {
         bail!("{}: {why}", path.display());
     }
+    // Results written by a run whose journal stopped short (it could not
+    // be written to the end): the run is over, whatever the journal says.
+    if dir.join(rundir::MANIFEST).is_file() && !crate::live::recover::was_recovered(dir) {
+        bail!(
+            "{}: the run wrote its results ({}), though its journal stops short of its end (it could not be written: see {}): nothing to resume",
+            path.display(),
+            dir.join(rundir::MANIFEST).display(),
+            dir.join("log.txt").display()
+        );
+    }
     let cfg = c.header.cluster.clone();
     let (exp, wl) = setup::experiment_of(&cfg)?;
     if exp.params.seed != c.header.seed || wl.jobs.len() != c.header.workload.facts.jobs {

@@ -185,7 +185,15 @@ impl JournalWriter {
         let thread = std::thread::Builder::new()
             .name("journal".into())
             .spawn(move || {
-                writer_loop(out, rx, &back).map_err(|source| JournalError::Io { path: p, source })
+                writer_loop(out, rx, &back).map_err(|source| {
+                    // Said now, not only at the run's end: from here a
+                    // crash of the manager cannot be resumed.
+                    eprintln!(
+                        "warning: the run journal {} cannot be written ({source}): the run goes on, but a crash of this manager from now on cannot be resumed, and `libratory recover` would find less than the run did",
+                        p.display()
+                    );
+                    JournalError::Io { path: p, source }
+                })
             })
             .map_err(io)?;
         Ok(JournalWriter {
