@@ -765,6 +765,17 @@ impl LinkMachine {
             }));
             return;
         }
+        // A part already held is not started twice: two copies would burn
+        // twice, a cancel would reach one and the manager would hear two
+        // completions. The first goes on; the second is said and dropped
+        // (refusing it would end a job whose part runs).
+        if self.by_wire.contains_key(&d.part) {
+            self.out.push_back(Action::Log(format!(
+                "part {}/{} dispatched again while held: the copy is ignored",
+                d.part.job, d.part.index
+            )));
+            return;
+        }
         self.next_local += 1;
         let local = self.next_local;
         self.parts.insert(
@@ -1073,6 +1084,32 @@ mod tests {
         );
         drain(&mut m);
         m
+    }
+
+    /// A part dispatched again while held is placed once: a cancel then
+    /// reaches the one copy, which completes once.
+    #[test]
+    fn a_part_dispatched_twice_is_placed_once() {
+        let t0 = Instant::now();
+        let mut m = machine(t0);
+        m.connected(t0, &welcome(vec![4, 5], 100.0), 100.0);
+        drain(&mut m);
+        m.frame(
+            t0,
+            ManagerMsg::Dispatches(vec![dispatch(1, 0, 50.0), dispatch(1, 1, 50.0)]),
+        );
+        let a = drain(&mut m);
+        let placed = a
+            .iter()
+            .filter(|x| matches!(x, Action::Place { .. }))
+            .count();
+        assert_eq!(placed, 1, "{a:?}");
+        assert!(
+            a.iter()
+                .any(|x| matches!(x, Action::Log(l) if l.contains("dispatched again while held"))),
+            "{a:?}"
+        );
+        assert!(sends(&a).is_empty(), "{a:?}");
     }
 
     #[test]
