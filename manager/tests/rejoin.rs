@@ -328,6 +328,44 @@ fn a_node_process_restarted_before_its_loss_is_noticed_registers_after_it() {
     );
 }
 
+/// SIGTERM to a node process: it tells the manager (a Goodbye) and ends
+/// with an error naming the signal, and the manager records it gone at
+/// once, not at its link timeout (here 60 s, past the test's waits).
+#[test]
+fn a_node_process_stopped_by_sigterm_says_goodbye() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let certs_dir = d.join("certs");
+    certs(&certs_dir, "a");
+    let port = free_port();
+    let cfg = config_with_link_timeout(d, port, 1, 60);
+    let _m = manager(&cfg, &d.join("run"), &d.join("manager.log"));
+    let log = d.join("a.log");
+    let mut a = node_with(port, &certs_dir, "a", &log, 60, 60);
+    wait_status(port, &certs_dir, "node process a", |s| {
+        nodes_of(s, "a").len() == 1
+    });
+    // SAFETY: a signal to the child this test started and still holds.
+    assert_eq!(unsafe { libc::kill(a.pid() as i32, libc::SIGTERM) }, 0);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = a.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "still running 30 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{status}");
+    wait_log(&log, &["stopped by SIGTERM", "the manager was told"]);
+    wait_status(port, &certs_dir, "a recorded gone", |s| {
+        nodes_of(s, "a").is_empty()
+    });
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+}
+
 #[test]
 fn a_node_process_killed_and_restarted_mid_run_rejoins_and_gets_work() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,6 +8,16 @@ use thiserror::Error;
 /// Why the link ended other than by the manager's shutdown.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum LinkError {
+    /// Stopped by a signal (SIGTERM, SIGINT): the manager was told.
+    #[error(
+        "stopped by {signal}: {running} running part(s) stopped; the manager was told (Goodbye) and records them lost at once"
+    )]
+    Stopped {
+        /// The signal's name.
+        signal: &'static str,
+        /// Parts that were running.
+        running: usize,
+    },
     /// No manager took the process back within the grace period.
     #[error(
         "no manager at {manager} for {grace:?} (the grace period, --manager-grace-s) since the link \

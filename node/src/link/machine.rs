@@ -807,6 +807,22 @@ impl LinkMachine {
         });
     }
 
+    /// The process was told to stop (`signal`): the manager hears why
+    /// (a Goodbye, then the connection closes) rather than waiting out
+    /// its link timeout, and the process ends with an error.
+    pub fn stop(&mut self, signal: &'static str) {
+        if matches!(self.state, State::Over) {
+            return;
+        }
+        let running = self.parts.len();
+        self.out.push_back(Action::Send(NodeMsg::Goodbye {
+            reason: format!("stopped by {signal} with {running} running part(s)"),
+        }));
+        self.state = State::Over;
+        self.out
+            .push_back(Action::Exit(Err(LinkError::Stopped { signal, running })));
+    }
+
     /// A node could not take a part the I/O side was asked to place (its
     /// actor stopped).
     pub fn place_failed(&mut self, local: u64, reason: String) {

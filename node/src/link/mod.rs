@@ -236,7 +236,9 @@ impl Conn {
         drop(self.out);
         let _ = tokio::time::timeout(Duration::from_secs(2), self.writer).await;
         self.conn.close(0u32.into(), b"bye");
-        self.ep.wait_idle().await;
+        // The close is sent at once; a peer that is gone does not hold
+        // the exit for a whole idle timeout.
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.ep.wait_idle()).await;
     }
 }
 
@@ -446,6 +448,10 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         }
     };
     let mut conn = Some(conn);
+    // SIGTERM and SIGINT end the process through the machine (a Goodbye
+    // first), not by their default action, which left the manager to find
+    // out at its link timeout.
+    let mut stop = stop_signals()?;
     type Opening = Pin<Box<dyn std::future::Future<Output = Result<(Conn, Welcome)>>>>;
     let mut opening: Option<Opening> = None;
     let result: Result<()> = 'serve: loop {
@@ -592,6 +598,9 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
                 }
             }
             () = wake.notified() => {}
+            signal = stop.recv() => {
+                machine.borrow_mut().stop(signal.unwrap_or("a stop signal"));
+            }
         }
     };
     if let Some(f) = fault_listener {
@@ -603,6 +612,27 @@ pub async fn serve(cfg: LinkConfig) -> Result<()> {
         c.finish().await;
     }
     result
+}
+
+/// The stop signals, as their names, on one channel.
+fn stop_signals() -> Result<tokio::sync::mpsc::UnboundedReceiver<&'static str>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for (kind, name) in [
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::interrupt(), "SIGINT"),
+    ] {
+        let mut s = signal(kind).with_context(|| format!("listening for {name}"))?;
+        let tx = tx.clone();
+        actix::spawn(async move {
+            while s.recv().await.is_some() {
+                if tx.send(name).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(rx)
 }
 
 /// Node ids for a log line: runs of consecutive ids as ranges ("nodes
