@@ -55,24 +55,46 @@ impl TraceClock {
     /// maps to the origin (an `Instant` before the clock started is of no
     /// use to a timer).
     pub fn instant_of(&self, t: Time) -> Instant {
+        let real = far(((t - self.origin_trace) * self.time_scale).max(0.0));
         self.origin_wall
-            + Duration::from_secs_f64(((t - self.origin_trace) * self.time_scale).max(0.0))
+            .checked_add(real)
+            .unwrap_or_else(|| self.origin_wall + FAR)
     }
 
     /// How long from now (real) until trace time `t`; zero if it has passed.
     pub fn until(&self, t: Time) -> Duration {
         let real = (t - self.now()) * self.time_scale;
-        if real > 0.0 && real.is_finite() {
-            Duration::from_secs_f64(real)
+        if real > 0.0 {
+            far(real)
         } else {
             Duration::ZERO
         }
     }
 }
 
+/// Further than any run goes (about 31 years): what an instant beyond a
+/// `Duration` or an `Instant` (a time or scale out of every range) maps
+/// to, rather than a panic.
+const FAR: Duration = Duration::from_secs(1 << 30);
+
+/// `secs` (>= 0, maybe infinite) as a duration, at most [`FAR`].
+fn far(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).map_or(FAR, |d| d.min(FAR))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_and_scales_beyond_any_run_are_far_not_a_panic() {
+        let c = TraceClock::new(0.0, 1e300);
+        assert_eq!(c.until(1e10), FAR);
+        assert!(c.instant_of(1e10) >= c.origin_wall + FAR);
+        let c = TraceClock::new(0.0, 1e-3);
+        assert_eq!(c.until(f64::INFINITY), FAR);
+        assert_eq!(c.until(f64::NAN), Duration::ZERO);
+    }
 
     #[test]
     fn trace_clock_scales() {

@@ -172,8 +172,9 @@ fn version() -> &'static str {
 /// naming the option (`Duration::from_secs_f64` would panic on a negative
 /// or NaN value).
 pub(crate) fn seconds(option: &str, s: f64) -> anyhow::Result<Duration> {
-    if !(s.is_finite() && s > 0.0) {
-        bail!("{option} must be a number of seconds > 0, got {s}");
+    // At most 10^9 s (31 years): instants that far on still exist.
+    if !(s.is_finite() && s > 0.0 && s <= 1e9) {
+        bail!("{option} must be a number of seconds > 0 and at most 1e9, got {s}");
     }
     Ok(Duration::from_secs_f64(s))
 }
@@ -196,10 +197,10 @@ impl NodeArgs {
 
     fn slice(&self) -> anyhow::Result<SliceConfig> {
         let ms = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
+            if v.is_finite() && v > 0.0 && v <= 1e6 {
                 Ok(Duration::from_secs_f64(v / 1000.0))
             } else {
-                bail!("--{name} must be > 0, got {v}")
+                bail!("--{name} must be > 0 and at most 1e6 (ms), got {v}")
             }
         };
         let period = ms("period-ms", self.period_ms)?;

@@ -174,7 +174,9 @@ impl SliceConfig {
     /// Checks every knob is positive and consistent.
     pub fn validate(&self) -> Result<(), SpecError> {
         let bad = |field: &'static str, value: f64| Err(SpecError::Config { field, value });
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+        // At most 10^4 real seconds per trace second: beyond, a second of
+        // work is hours of real time and the clock's instants run out.
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0 && self.time_scale <= 1e4) {
             return bad("time_scale", self.time_scale);
         }
         for (field, d) in [

@@ -306,11 +306,17 @@ async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError>
     let wall0 = Instant::now();
     let cpu0 = process_cpu_ns();
     let burned0 = host.pool().burned_ns();
-    // Parts arrive in time order; place each on every node.
+    // Parts arrive in time order; place each on every node. A part due
+    // after the limit is never placed: the wait ends with the limit.
     let mut order: Vec<usize> = (0..specs.len()).collect();
     order.sort_by(|&a, &b| cfg.parts[a].at.total_cmp(&cfg.parts[b].at));
     for &k in &order {
+        let left = (wall0 + cfg.limit).saturating_duration_since(Instant::now());
         let wait = clock.until(cfg.parts[k].at);
+        if wait > left {
+            actix_rt::time::sleep(left).await;
+            break;
+        }
         if !wait.is_zero() {
             actix_rt::time::sleep(wait).await;
         }
