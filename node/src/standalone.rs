@@ -79,13 +79,14 @@ pub enum StandaloneError {
     /// The host or a node could not be set up.
     #[error(transparent)]
     Host(#[from] HostError),
-    /// A node refused a part.
-    #[error("part {index}: {source}")]
+    /// A node refused a part. (The refusal names the part already; it is
+    /// not made the error's source, so a printed chain says it once.)
+    #[error("{cause}")]
     Place {
         /// The part's position (from 1).
         index: usize,
         /// The node's refusal.
-        source: crate::core::PlaceError,
+        cause: crate::core::PlaceError,
     },
     /// The run took longer than the limit.
     #[error("run did not finish within {0:?} ({1} of {2} parts done)")]
@@ -323,9 +324,9 @@ async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError>
         for n in &nodes {
             let r = n.send(PlacePart(specs[k].clone())).await;
             r.expect("node actor alive")
-                .map_err(|source| StandaloneError::Place {
+                .map_err(|cause| StandaloneError::Place {
                     index: k + 1,
-                    source,
+                    cause,
                 })?;
         }
     }
