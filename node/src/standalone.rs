@@ -278,7 +278,12 @@ pub fn run_standalone(cfg: StandaloneConfig) -> Result<StandaloneReport, Standal
 async fn run(cfg: StandaloneConfig) -> Result<StandaloneReport, StandaloneError> {
     crate::host::batch_dispatch_or_warn();
     let clock = TraceClock::new(0.0, cfg.slice.time_scale);
-    let mut host = NodeHost::new(cfg.executors, cfg.slice, clock)?;
+    // Only completions are read here (the shares come from them): share
+    // events, a copy of every part's share at each recompute, would pile
+    // up unread while the parts are placed (16,000 parts: 7 GB).
+    let mut slice = cfg.slice;
+    slice.share_events = false;
+    let mut host = NodeHost::new(cfg.executors, slice, clock)?;
     let (sink, mut rx) = report_channel();
     let mut nodes: Vec<Addr<NodeActor>> = Vec::new();
     for id in 0..cfg.nodes {
