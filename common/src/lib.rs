@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod batsim;
 pub mod busy_index;
+pub mod errors;
 pub mod experiment;
 pub mod faults;
 pub mod job;

@@ -348,7 +348,10 @@ fn main() -> ExitCode {
     match run(cli, &env) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("libratory: error: {e:#}");
+            eprintln!(
+                "libratory: error: {}",
+                common::errors::said_once(e.as_ref())
+            );
             ExitCode::FAILURE
         }
     }

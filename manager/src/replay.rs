@@ -455,6 +455,26 @@ struct ReplayOf<'a> {
 pub fn run(dir: &Path, out: Option<PathBuf>) -> Result<()> {
     let inv = Invocation::capture();
     let path = dir.join(JOURNAL);
+    if !path.is_file() {
+        // A simulated run has no journal: say so rather than "no such
+        // file".
+        let manifest = dir.join(crate::results::rundir::MANIFEST);
+        let mode = std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|m| m.get("mode").and_then(|v| v.as_str()).map(str::to_string));
+        match mode.as_deref() {
+            Some("simulated") => anyhow::bail!(
+                "{} is a simulated run ({} says mode simulated): replay reads the journal of a live run (`libratory run`, `demo`)",
+                dir.display(),
+                manifest.display()
+            ),
+            _ => anyhow::bail!(
+                "{}: no journal; replay reads the journal of a live run (`libratory run`, `demo`)",
+                path.display()
+            ),
+        }
+    }
     let c = journal::read(&path)?;
     let r = journal::rebuild(&c);
     let h = &c.header;

@@ -278,6 +278,20 @@ fn bad_input_gets_a_clear_error() {
         assert!(e.contains("--answer-timeout must be"), "{v}: {e}");
     }
 
+    // A sweep's seeds are its own axis: a `seed` set would run one seed
+    // under the labels of several.
+    let o = libratory(
+        &[
+            "sweep", "--param", "beta", "--values", "0.1", "--set", "seed=5", "--seeds", "2",
+        ],
+        dir.path(),
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("seed is the sweep's own axis"),
+        "{e}"
+    );
+
     // `replay` of a directory with no journal (a simulated run's) names
     // the file it needs; a journal with a bad header names its line.
     let o = libratory(&["replay", "nothing-here"], dir.path());

@@ -250,7 +250,10 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("libratory-node: error: {e:#}");
+            eprintln!(
+                "libratory-node: error: {}",
+                common::errors::said_once(e.as_ref())
+            );
             ExitCode::FAILURE
         }
     }

@@ -489,6 +489,8 @@ pub fn compare(a: &RunJobs, b: &RunJobs) -> Comparison {
                 )
             } else if a.summary.policy != b.summary.policy {
                 "first divergence: every earlier job was decided and ran the same; the two policies decide differently on the same cluster".to_string()
+            } else if a.mode == "simulated" && b.mode == "simulated" {
+                "first divergence: every earlier job was decided and ran the same, so the policies' settings differ (their manifests' `config` says how), or the runs' files were changed".to_string()
             } else {
                 "first divergence: every earlier job was decided and ran the same, so the cluster view at the decision differed (live: dead-reckoned from progress reports, decided ~1 ms after arrival, work reported in whole slices; on near-tied placements that small error picks another node; see docs/cli.md, fidelity)".to_string()
             };

@@ -186,6 +186,21 @@ impl SweepSpec {
         if self.points.is_empty() || self.series.is_empty() || self.seeds.is_empty() {
             bail!("a sweep needs at least one value, one policy and one seed");
         }
+        // The seeds are the sweep's own axis: a `seed` set anywhere would
+        // run one seed under the labels of several.
+        let sets_seed = |sets: &[String]| {
+            sets.iter()
+                .any(|kv| kv.split('=').next().map(str::trim) == Some("seed"))
+        };
+        if self.param == "seed"
+            || sets_seed(&self.fixed)
+            || self.points.iter().any(|p| sets_seed(&p.sets))
+            || self.series.iter().any(|s| sets_seed(&s.sets))
+        {
+            bail!(
+                "seed is the sweep's own axis: give the first with --seed and how many with --seeds (not --set seed=, --param seed or a series' seed=)"
+            );
+        }
         let mut missing: Vec<&str> = Vec::new();
         for s in &self.series {
             if common::policy::entry(&s.policy).is_err() && !missing.contains(&s.policy.as_str()) {
@@ -348,7 +363,15 @@ pub fn run_sweep(spec: SweepSpec, opts: &RunOptions) -> Result<SweepResult> {
                     break;
                 }
                 let (p, s, seed) = tasks[i];
-                let r = run_cell(&spec, records.as_ref(), p, s, seed, opts);
+                // A cell that fails names itself (a value valid alone
+                // may still make a job no policy takes, an infinite
+                // deadline, say).
+                let r = run_cell(&spec, records.as_ref(), p, s, seed, opts).with_context(|| {
+                    format!(
+                        "sweep point {}={} with series '{}', seed {seed}",
+                        spec.param, spec.points[p].label, spec.series[s].label
+                    )
+                });
                 if r.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
