@@ -42,7 +42,14 @@ lbr_load() {
   plan=$("$lbr_bin_dir/libratory" config show --config "$config" --format shell) ||
     lbr_die "$config: not a usable cluster configuration (see above)"
   eval "$plan"
-  lbr_state=${LIBRATORY_STATE_DIR:-${TMPDIR:-/tmp}/libratory-launch-$(id -u)}/$LBR_NAME-$LBR_CONFIG_ID
+  local root=${LIBRATORY_STATE_DIR:-${TMPDIR:-/tmp}/libratory-launch-$(id -u)}
+  # The state holds the ssh wrappers launch.sh runs: in a shared /tmp,
+  # only a directory of this user's own, not a link, and closed to others.
+  mkdir -p "$root"
+  [[ -O $root && ! -L $root ]] ||
+    lbr_die "$root is not a directory of this user's own (another user's, or a symlink): set LIBRATORY_STATE_DIR"
+  [[ -n ${LIBRATORY_STATE_DIR:-} ]] || chmod 700 "$root"
+  lbr_state=$root/$LBR_NAME-$LBR_CONFIG_ID
   mkdir -p "$lbr_state"
   # Wrappers for scp -S and rsync -e: ssh with this host's arguments and,
   # unless LIBRATORY_SSH_MUX=0, one shared connection per host (a launch

@@ -36,14 +36,19 @@ shift 2
 mkdir -p "$work/logs" "$work/run"
 cd "$work"
 
-# Is pid $1 alive and a libratory-node?
+# Is pid $1 alive and node process $2's (its command line starts with
+# the binary recorded in run/LABEL.cmd, whatever it is named; without a
+# record, a libratory-node)?
 alive() {
-  local pid=$1 cmdline
+  local pid=$1 label=${2:-} cmdline binary=libratory-node
   [[ $pid =~ ^[0-9]+$ ]] || return 1
   [[ -r /proc/$pid/cmdline ]] || return 1
   # A zombie has an empty command line: it is not running.
   cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-  [[ $cmdline == *libratory-node* ]]
+  if [[ -n $label && -s run/$label.cmd ]]; then
+    IFS= read -r -d '' binary <"run/$label.cmd" || true
+  fi
+  [[ -n $cmdline && $cmdline == *"$binary"* ]]
 }
 
 labels() {
@@ -59,7 +64,7 @@ live_pids() {
   local l pid
   for l in $(labels); do
     pid=$(cat "run/$l.pid" 2>/dev/null || true)
-    if alive "$pid"; then echo "$pid"; fi
+    if alive "$pid" "$l"; then echo "$pid"; fi
   done
 }
 
@@ -100,7 +105,7 @@ case $cmd in
       signal)
         sig=${3:?fault LABEL signal KILL|STOP|CONT}
         [[ $sig =~ ^(KILL|STOP|CONT)$ ]] || { echo "libratory-host: signal $sig is not one the injector sends" >&2; exit 2; }
-        alive "$pid" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
+        alive "$pid" "$label" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
         kill "-$sig" "$pid"
         if [[ $sig == KILL ]]; then
           # Gone, and its exit code written, before the act is reported.
@@ -113,7 +118,7 @@ case $cmd in
         ;;
       restart)
         [[ -s run/$label.cmd ]] || { echo "libratory-host: no command line of $label to start again" >&2; exit 1; }
-        if alive "$pid"; then
+        if alive "$pid" "$label"; then
           echo "libratory-host: node process $label still runs (pid $pid): not started twice" >&2
           exit 1
         fi
@@ -134,7 +139,7 @@ case $cmd in
           [[ ${line[$k]} == --fault-control ]] && file=${line[$((k + 1))]}
         done
         [[ -n $file ]] || { echo "libratory-host: node process $label has no --fault-control file" >&2; exit 1; }
-        alive "$pid" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
+        alive "$pid" "$label" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
         # Appended: two faults of one process at an instant may meet one
         # signal (the node reads every line it has not read).
         printf '%s\n' "$text" >>"$file"
@@ -142,7 +147,7 @@ case $cmd in
         echo "\`$text\` (real seconds) to node process $label's link (pid $pid)"
         ;;
       exited)
-        if ! alive "$pid" && [[ -s run/$label.exit ]]; then cat "run/$label.exit"; fi
+        if ! alive "$pid" "$label" && [[ -s run/$label.exit ]]; then cat "run/$label.exit"; fi
         ;;
       *)
         echo "libratory-host: unknown fault act $act" >&2
@@ -154,7 +159,7 @@ case $cmd in
     for l in $(labels); do
       pid=$(cat "run/$l.pid" 2>/dev/null || true)
       last=$(tail -n 1 "logs/node-$l.log" 2>/dev/null || true)
-      if alive "$pid"; then
+      if alive "$pid" "$l"; then
         state=running
       elif [[ -s run/$l.exit ]]; then
         state="exited $(cat "run/$l.exit")"
