@@ -805,18 +805,8 @@ impl FrameReceiver {
 /// An error with its causes: quinn's "connection lost" alone hides why
 /// (e.g. the peer closed it refusing our protocol version), which is in
 /// the source.
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let more = c.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = c.source();
-    }
-    text
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    common::errors::said_once(e)
 }
 
 async fn send_on<T: Serialize>(

@@ -368,44 +368,33 @@ impl ClusterConfig {
         if c.manager.certs.is_relative() {
             c.manager.certs = base.join(&c.manager.certs);
         }
-        if let Some(t) = &c.workload.trace {
-            let resolved = if t.is_relative() {
-                base.join(t)
+        // Files it names, relative to it, that are not there are the
+        // configuration's mistake: said where it names them, now rather
+        // than when the run reaches them.
+        let resolve = |f: &Path, key: &str, what: &str| -> Result<PathBuf, ConfigError> {
+            let resolved = if f.is_relative() {
+                base.join(f)
             } else {
-                t.clone()
+                f.to_path_buf()
             };
-            // Checked here rather than when the run reaches it.
-            if !resolved.is_file() {
-                let line =
-                    line_of(&text, "workload", "trace").map_or(String::new(), |n| format!(":{n}"));
-                return Err(ConfigError::Invalid {
-                    path: PathBuf::from(format!("{}{line}", path.display())),
-                    key: "workload.trace".into(),
-                    why: format!(
-                        "no trace {} (relative paths are relative to the configuration file)",
-                        resolved.display()
-                    ),
-                });
+            if resolved.is_file() {
+                return Ok(resolved);
             }
-            c.workload.trace = Some(resolved);
+            let line = line_of(&text, "workload", key).map_or(String::new(), |n| format!(":{n}"));
+            Err(ConfigError::Invalid {
+                path: PathBuf::from(format!("{}{line}", path.display())),
+                key: format!("workload.{key}"),
+                why: format!(
+                    "no {what} {} (relative paths are relative to the configuration file)",
+                    resolved.display()
+                ),
+            })
+        };
+        if let Some(t) = c.workload.trace.clone() {
+            c.workload.trace = Some(resolve(&t, "trace", "trace")?);
         }
         if let Some(f) = c.workload.faults.clone() {
-            let resolved = if f.is_relative() { base.join(&f) } else { f };
-            // A scenario that is not there is the configuration's mistake:
-            // say where it names it.
-            if !resolved.is_file() {
-                let line =
-                    line_of(&text, "workload", "faults").map_or(String::new(), |n| format!(":{n}"));
-                return Err(ConfigError::Invalid {
-                    path: PathBuf::from(format!("{}{line}", path.display())),
-                    key: "workload.faults".into(),
-                    why: format!(
-                        "no fault scenario {} (relative paths are relative to the configuration file)",
-                        resolved.display()
-                    ),
-                });
-            }
-            c.workload.faults = Some(resolved);
+            c.workload.faults = Some(resolve(&f, "faults", "fault scenario")?);
         }
         Ok(c)
     }
