@@ -179,6 +179,31 @@ impl SweepSpec {
         Ok(exp)
     }
 
+    /// With a run directory per cell: no two cells' directories are one
+    /// (labels are cut to 60 characters and made file-safe, so two
+    /// series with long labels alike, or a series given twice, would
+    /// write over each other).
+    pub fn check_run_dirs(&self) -> Result<()> {
+        let mut seen: std::collections::HashMap<String, String> = Default::default();
+        for p in &self.points {
+            for s in &self.series {
+                let dir = format!(
+                    "{}-{}/{}",
+                    names::file_safe(&self.param),
+                    names::file_safe(&p.label),
+                    names::file_safe(&s.label)
+                );
+                let cell = format!("point {}={} with series '{}'", self.param, p.label, s.label);
+                if let Some(other) = seen.insert(dir.clone(), cell.clone()) {
+                    bail!(
+                        "--run-dirs: {cell} and {other} would both write {dir}/: give distinct values and series (series labels that differ in their first 60 characters)"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks everything before anything runs: every policy registered
     /// (all missing ones named at once), every key and value valid for
     /// every point and series, the workload parameters consistent.
@@ -309,6 +334,9 @@ pub struct RunOptions<'a> {
 /// gives the same result byte for byte.
 pub fn run_sweep(spec: SweepSpec, opts: &RunOptions) -> Result<SweepResult> {
     spec.check()?;
+    if opts.run_dirs.is_some() {
+        spec.check_run_dirs()?;
+    }
     let t0 = Instant::now();
     // Read the trace once, as many records as the largest window needs.
     let mut max_jobs = 0;
@@ -889,6 +917,45 @@ mod tests {
             e.contains("nope-a, nope-b") && e.contains("libra-risk"),
             "{e}"
         );
+    }
+
+    /// Cells that would share a run directory are refused before any
+    /// runs (a series given twice; labels alike in their first 60
+    /// characters), and a `seed` set anywhere too.
+    #[test]
+    fn cells_sharing_a_run_directory_and_seed_sets_are_refused() {
+        let long = "libra:high_urgency_fraction=0.2:deadline_high_low_ratio=4:placement";
+        let spec = |series: Vec<Series>, fixed: Vec<String>| SweepSpec {
+            preset: "libra".into(),
+            trace: None,
+            fixed,
+            param: "beta".into(),
+            points: vec![SweepPoint::value("beta", "0.1")],
+            series,
+            seeds: vec![1, 2],
+        };
+        let twice = spec(
+            vec![Series::policy("libra"), Series::policy("libra")],
+            vec![],
+        );
+        let e = twice.check_run_dirs().unwrap_err().to_string();
+        assert!(e.contains("would both write beta-0.1/libra/"), "{e}");
+        let alike = spec(
+            vec![
+                Series::parse(&format!("{long}=least-loaded")).unwrap(),
+                Series::parse(&format!("{long}=best-fit")).unwrap(),
+            ],
+            vec![],
+        );
+        assert!(alike.check_run_dirs().is_err());
+        assert!(
+            spec(vec![Series::policy("libra"), Series::policy("edf")], vec![])
+                .check_run_dirs()
+                .is_ok()
+        );
+        let seeded = spec(vec![Series::policy("libra")], vec!["seed=5".into()]);
+        let e = seeded.check().unwrap_err().to_string();
+        assert!(e.contains("seed is the sweep's own axis"), "{e}");
     }
 
     #[test]
