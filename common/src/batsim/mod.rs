@@ -842,45 +842,15 @@ mod tests {
         assert_eq!(nows, vec![1.0, 1.5, 2.0, 3.0, 12.0, 17.5, 18.0]);
     }
 
-    /// Starts each job at once on node 0; asks to be called at Batsim 6
-    /// and then kills job 1.
-    struct Killer {
-        log: Arc<Mutex<Vec<Value>>>,
-    }
-
-    impl Exchange for Killer {
-        fn exchange(&mut self, request: &str) -> Result<String, String> {
-            let msg: Value = serde_json::from_str(request).unwrap();
-            self.log.lock().unwrap().push(msg.clone());
-            let now = msg["now"].as_f64().unwrap();
-            let mut out = Vec::new();
-            for e in msg["events"].as_array().unwrap() {
-                match e["type"].as_str().unwrap() {
-                    "SIMULATION_BEGINS" => out.push(json!({"timestamp": now, "type": "CALL_ME_LATER", "data": {"timestamp": 6.0}})),
-                    "JOB_SUBMITTED" => out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
-                        "data": {"job_id": e["data"]["job_id"], "alloc": "0"}})),
-                    "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
-                        "data": {"job_ids": ["w0!1"]}})),
-                    _ => {}
-                }
-            }
-            Ok(json!({"now": now, "events": out}).to_string())
-        }
-
-        fn failed(&mut self, why: &str) {
-            panic!("the scheduler was given up: {why}");
-        }
-    }
-
     #[test]
     fn kill_job_ends_a_running_job_at_its_time() {
-        let log = Arc::new(Mutex::new(Vec::new()));
         let jobs = vec![WorkloadJob {
             spec: JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9),
             actual_runtime: 100.0,
         }];
-        let q = BatsimQueue::new(Box::new(Killer { log: log.clone() }), 1, 1, "test", 1.0);
+        let (q, log, given_up) = scripted(6.0, &["w0!1"], 1, 1);
         let o = simulate(&jobs, &specs(1), Policy::Queue(Box::new(q)));
+        assert!(given_up.lock().unwrap().is_empty(), "{given_up:?}");
         // Started at 0, killed at Batsim 6 = 5 instead of running 100 s.
         assert_eq!(
             (o.records[0].start, o.records[0].finish),
@@ -901,11 +871,12 @@ mod tests {
     }
 
     /// Starts submitted job `w0!k` at once on node k - 1; at a requested
-    /// call, kills jobs 1 and 2 with one KILL_JOB; logs every request and
+    /// call, kills the jobs `kills` names with one KILL_JOB; logs every request and
     /// keeps what it is told when given up. At SIMULATION_BEGINS it asks
     /// to be called at `call`.
     struct Scripted {
         call: f64,
+        kills: &'static [&'static str],
         log: Arc<Mutex<Vec<Value>>>,
         given_up: Arc<Mutex<Vec<String>>>,
     }
@@ -926,7 +897,7 @@ mod tests {
                             "data": {"job_id": id, "alloc": (k - 1).to_string()}}));
                     }
                     "REQUESTED_CALL" => out.push(json!({"timestamp": now, "type": "KILL_JOB",
-                        "data": {"job_ids": ["w0!1", "w0!2"]}})),
+                        "data": {"job_ids": self.kills}})),
                     _ => {}
                 }
             }
@@ -942,12 +913,14 @@ mod tests {
 
     fn scripted(
         call: f64,
+        kills: &'static [&'static str],
         nodes: usize,
         jobs: usize,
     ) -> (BatsimQueue, Log, Arc<Mutex<Vec<String>>>) {
         let (log, given_up) = (Log::default(), Arc::new(Mutex::new(Vec::new())));
         let ex = Scripted {
             call,
+            kills,
             log: log.clone(),
             given_up: given_up.clone(),
         };
@@ -970,7 +943,7 @@ mod tests {
     /// 0.025 (Batsim's `job_progress`, a share in ]0, 1[).
     #[test]
     fn one_kill_job_is_answered_by_one_job_killed_with_progress() {
-        let (q, log, given_up) = scripted(6.0, 2, 2);
+        let (q, log, given_up) = scripted(6.0, &["w0!1", "w0!2"], 2, 2);
         let jobs: Vec<WorkloadJob> = (1..=2)
             .map(|id| WorkloadJob {
                 spec: JobSpec::new(id, 0.0, 200.0, 1, 1000.0, 1e9),
@@ -994,7 +967,7 @@ mod tests {
     /// Batsim refuses it ("You asked to be awaken in the past!").
     #[test]
     fn a_call_me_later_in_the_past_gives_the_scheduler_up() {
-        let (q, _, given_up) = scripted(0.25, 1, 1);
+        let (q, _, given_up) = scripted(0.25, &[], 1, 1);
         let jobs = vec![WorkloadJob {
             spec: JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9),
             actual_runtime: 100.0,
@@ -1012,7 +985,7 @@ mod tests {
     /// `event_machine_unavailable` / `event_machine_available`.
     #[test]
     fn lost_jobs_fail_and_nodes_going_down_are_told() {
-        let (mut q, log, given_up) = scripted(1e6, 2, 2);
+        let (mut q, log, given_up) = scripted(1e6, &[], 2, 2);
         let mut out = Vec::new();
         assert!(q
             .submit(0.0, &JobSpec::new(1, 0.0, 200.0, 1, 1000.0, 1e9))
