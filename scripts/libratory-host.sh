@@ -34,7 +34,19 @@ work=${1:?usage: libratory-host WORK COMMAND [ARGS...]}
 cmd=${2:?usage: libratory-host WORK COMMAND [ARGS...]}
 shift 2
 mkdir -p "$work/logs" "$work/run"
+# Paths the launcher passes (WORK, the binary, the node's --certs and
+# --fault-control) may be relative: to the ssh user's home, or to the
+# launcher's directory on its own machine, where this agent is started.
+# The agent keeps its books in WORK; node processes run where it was
+# started, so their relative paths mean what the launcher meant.
+origin=$PWD
 cd "$work"
+work=$PWD
+
+# from_origin PATH: PATH as the launcher meant it.
+from_origin() {
+  if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$origin" "$1"; fi
+}
 
 # Is pid $1 alive and node process $2's (its command line starts with
 # the binary recorded in run/LABEL.cmd, whatever it is named; without a
@@ -73,15 +85,21 @@ live_pids() {
 start_one() {
   local label=$1 append=$2 binary=$3
   shift 3
-  [[ -x $binary ]] || { echo "libratory-host: $binary is not an executable on $(hostname)" >&2; exit 1; }
+  [[ -x $(from_origin "$binary") ]] || { echo "libratory-host: $binary is not an executable on $(hostname)" >&2; exit 1; }
   rm -f "run/$label.pid" "run/$label.exit"
   # The command line, NUL-separated, for a restart after a crash fault.
   printf '%s\0' "$binary" "$@" >"run/$label.cmd"
   ((append)) || : >"logs/node-$label.log"
   # The wrapper records the node's pid and, when it ends, its exit code.
   # shellcheck disable=SC2016  # expanded by the wrapper's bash
-  setsid nohup bash -c '"$@" & echo $! >"run/$0.pid"; wait $!; echo $? >"run/$0.exit"' \
-    "$label" "$binary" "$@" >>"logs/node-$label.log" 2>&1 </dev/null &
+  # Started from where the agent was (the subshell keeps the agent in
+  # WORK); only the wrapper goes to the background, with every descriptor
+  # redirected, so that ssh does not wait for the node process to end.
+  (
+    cd "$origin"
+    setsid nohup bash -c '"$@" & echo $! >"$0.pid"; wait $!; echo $? >"$0.exit"' \
+      "$work/run/$label" "$binary" "$@" >>"$work/logs/node-$label.log" 2>&1 </dev/null &
+  )
   for _ in $(seq 50); do
     [[ -s run/$label.pid ]] && break
     sleep 0.1
@@ -126,7 +144,7 @@ case $cmd in
         # The control file is the old process's: the new one reads it from
         # its first line.
         for ((k = 0; k + 1 < ${#line[@]}; k++)); do
-          [[ ${line[$k]} == --fault-control ]] && : >"${line[$((k + 1))]}"
+          [[ ${line[$k]} == --fault-control ]] && : >"$(from_origin "${line[$((k + 1))]}")"
         done
         start_one "$label" 1 "${line[@]}"
         echo "node process $label started again (pid $(cat "run/$label.pid"))"
@@ -136,7 +154,7 @@ case $cmd in
         mapfile -d '' -t line <"run/$label.cmd" 2>/dev/null || line=()
         file=''
         for ((k = 0; k + 1 < ${#line[@]}; k++)); do
-          [[ ${line[$k]} == --fault-control ]] && file=${line[$((k + 1))]}
+          [[ ${line[$k]} == --fault-control ]] && file=$(from_origin "${line[$((k + 1))]}")
         done
         [[ -n $file ]] || { echo "libratory-host: node process $label has no --fault-control file" >&2; exit 1; }
         alive "$pid" "$label" || { echo "libratory-host: node process $label (pid ${pid:-none}) is not running on $(hostname)" >&2; exit 1; }
@@ -199,8 +217,8 @@ case $cmd in
     name=${1:?check NAME BINARY}
     binary=${2:?check NAME BINARY}
     echo "host=$(hostname)"
-    if [[ -x $binary ]]; then
-      echo "version=$("$binary" --version 2>&1 | head -n 1)"
+    if [[ -x $(from_origin "$binary") ]]; then
+      echo "version=$("$(from_origin "$binary")" --version 2>&1 | head -n 1)"
     else
       echo "version="
     fi

@@ -28,7 +28,19 @@ config=${1:?usage: scripts/preflight.sh CONFIG [--reach-only]}
 reach_only=0
 [[ ${2:-} == --reach-only ]] && reach_only=1
 lbr_load "$config"
-trap lbr_close EXIT
+# The probe server and the hosts' probes run in the background, where a
+# non-interactive shell leaves SIGINT ignored: a Ctrl-C would leave them
+# behind (the server holding the manager's port for its whole --for-s).
+server=''
+probers=()
+preflight_close() {
+  [[ -n $server ]] && kill "$server" 2>/dev/null
+  ((${#probers[@]})) && kill "${probers[@]}" 2>/dev/null
+  lbr_close
+}
+trap preflight_close EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 problems=0
 ok() { printf '  ok    %s\n' "$*"; }
@@ -260,6 +272,8 @@ if [[ ${#probe_hosts[@]} -gt 0 ]]; then
     done
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
+    server=''
+    probers=()
   fi
 fi
 

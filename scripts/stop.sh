@@ -37,13 +37,20 @@ rm -f "$lbr_state/manager.pid"
 for ((i = 0; i < LBR_NHOSTS; i++)); do
   declare -n work="LBR_WORK_$i"
   where=$(lbr_where "$i")
-  if ! lbr_on "$i" true 2>/dev/null; then
+  # `test -f` says 1 for "no agent"; ssh says 255 when the link failed.
+  rc=0
+  lbr_on "$i" "test -f $(lbr_q "$work/bin/libratory-host")" 2>/dev/null || rc=$?
+  if ((rc == 1)); then
+    echo "$where: nothing launched there"
+  elif ((rc != 0)); then
     echo "$where: unreachable over ssh: its node processes (if any) still run"
     status=1
-  elif ! lbr_on "$i" "test -f $(lbr_q "$work/bin/libratory-host")"; then
-    echo "$where: nothing launched there"
+  elif out=$(lbr_agent "$i" stop "$grace" 2>&1); then
+    echo "$where: $(tail -n 1 <<<"$out")"
   else
-    echo "$where: $(lbr_agent "$i" stop "$grace" | tail -n 1)"
+    # The link dropped, or the agent failed: the processes may still run.
+    echo "$where: stopping failed: ${out:-ssh exited without a word}: its node processes (if any) may still run"
+    status=1
   fi
   unset -n work
 done
