@@ -289,6 +289,13 @@ pub struct SlurmSection {
     /// Further sbatch options, passed as they are (e.g. `"--qos=short"`).
     #[serde(default)]
     pub sbatch_options: Vec<String>,
+    /// What node processes dial under Slurm (ip:port). `[manager]
+    /// advertise` names the machine that runs `scripts/launch.sh`, which
+    /// is not where a batch job's manager runs, so it is not used there.
+    /// Default: `[manager] listen` when it is one address, else the batch
+    /// host's first IPv4 address at the listening port.
+    #[serde(default)]
+    pub advertise: Option<String>,
 }
 
 impl Default for SlurmSection {
@@ -299,6 +306,7 @@ impl Default for SlurmSection {
             time_limit: default_time_limit(),
             cpus_per_host: None,
             sbatch_options: Vec::new(),
+            advertise: None,
         }
     }
 }
@@ -584,6 +592,17 @@ impl ClusterConfig {
         if sl.cpus_per_host == Some(0) {
             return Err(bad("slurm.cpus_per_host".into(), "must be >= 1"));
         }
+        if let Some(a) = &sl.advertise {
+            let a: std::net::SocketAddr = a
+                .parse()
+                .map_err(|_| bad("slurm.advertise".into(), "expected ip:port"))?;
+            if a.ip().is_unspecified() || a.port() == 0 {
+                return Err(bad(
+                    "slurm.advertise".into(),
+                    "give the address and port node processes dial, not 0.0.0.0 or port 0",
+                ));
+            }
+        }
         for (field, v) in [
             ("slurm.partition", &sl.partition),
             ("slurm.account", &sl.account),
@@ -607,6 +626,18 @@ impl ClusterConfig {
     /// `listen` unless that is every interface (0.0.0.0 or ::).
     pub fn dial_address(&self) -> Option<std::net::SocketAddr> {
         if let Some(a) = &self.manager.advertise {
+            return a.parse().ok();
+        }
+        let l: std::net::SocketAddr = self.manager.listen.parse().ok()?;
+        (!l.ip().is_unspecified()).then_some(l)
+    }
+
+    /// The address node processes dial under Slurm: `[slurm] advertise`,
+    /// else `listen` unless that is every interface (then the batch
+    /// script takes the batch host's address). `[manager] advertise` is
+    /// the launching machine's, not the batch host's.
+    pub fn slurm_dial_address(&self) -> Option<std::net::SocketAddr> {
+        if let Some(a) = &self.slurm.advertise {
             return a.parse().ok();
         }
         let l: std::net::SocketAddr = self.manager.listen.parse().ok()?;
@@ -894,6 +925,42 @@ capacity = 0.25
         .unwrap();
         assert_eq!(c.dial_address(), None);
         assert_eq!(c.local_dial_address().to_string(), "127.0.0.1:7999");
+    }
+
+    /// Under Slurm the manager runs on the batch host, not on the machine
+    /// `[manager] advertise` names (the launcher's): node processes dial
+    /// `[slurm] advertise`, else a one-address `listen`, else (empty) the
+    /// batch host's address, found by the batch script.
+    #[test]
+    fn under_slurm_nodes_dial_the_batch_host_not_the_launchers_address() {
+        let lab = GOOD
+            .replace("name = \"local\"", "name = \"h1\"\nssh = \"me@h1\"")
+            .replace(
+                "listen = \"127.0.0.1:7878\"",
+                "listen = \"0.0.0.0:7878\"\nadvertise = \"192.0.2.10:7878\"",
+            );
+        let c = ClusterConfig::parse(Path::new("lab.toml"), &lab).unwrap();
+        assert_eq!(c.dial_address().unwrap().to_string(), "192.0.2.10:7878");
+        assert_eq!(c.slurm_dial_address(), None);
+        let with = format!("{lab}\n[slurm]\nadvertise = \"10.1.0.7:7878\"\n");
+        let c = ClusterConfig::parse(Path::new("lab.toml"), &with).unwrap();
+        assert_eq!(c.slurm_dial_address().unwrap().to_string(), "10.1.0.7:7878");
+        let one = ClusterConfig::parse(Path::new("x.toml"), GOOD).unwrap();
+        assert_eq!(
+            one.slurm_dial_address().unwrap().to_string(),
+            "127.0.0.1:7878"
+        );
+        for (bad, why) in [
+            ("h1:7878", "expected ip:port"),
+            ("0.0.0.0:7878", "not 0.0.0.0 or port 0"),
+            ("10.1.0.7:0", "not 0.0.0.0 or port 0"),
+        ] {
+            let e = err(&format!("{lab}\n[slurm]\nadvertise = \"{bad}\"\n"));
+            assert!(
+                e.contains("slurm.advertise") && e.contains(why),
+                "{bad}: {e}"
+            );
+        }
     }
 
     /// Every example in cluster-configs/ parses, checks, and names files

@@ -61,6 +61,10 @@ pub struct ManagerPlan {
     /// What hosts elsewhere dial; empty when the manager listens on every
     /// interface and no `advertise` is given (Slurm resolves it at run time).
     pub dial: String,
+    /// What node processes dial under Slurm (`[slurm] advertise`, else
+    /// `listen` when it is one address); empty when the batch script
+    /// takes the batch host's address.
+    pub slurm_dial: String,
     /// What node processes on the manager's machine dial.
     pub local_dial: String,
     /// The certificates directory (absolute).
@@ -112,6 +116,9 @@ impl LaunchPlan {
             port: listen.port(),
             dial: cfg
                 .dial_address()
+                .map_or_else(String::new, |a| a.to_string()),
+            slurm_dial: cfg
+                .slurm_dial_address()
                 .map_or_else(String::new, |a| a.to_string()),
             local_dial: cfg.local_dial_address().to_string(),
             certs,
@@ -207,6 +214,7 @@ impl LaunchPlan {
         var(&mut s, "LBR_PORT", &self.manager.port.to_string());
         var(&mut s, "LBR_DIAL", &self.manager.dial);
         var(&mut s, "LBR_LOCAL_DIAL", &self.manager.local_dial);
+        var(&mut s, "LBR_SLURM_DIAL", &self.manager.slurm_dial);
         var(&mut s, "LBR_CERTS", &self.manager.certs.to_string_lossy());
         var(&mut s, "LBR_OUTPUT_DIR", &self.output_dir.to_string_lossy());
         var(
