@@ -87,9 +87,26 @@ impl ScenarioFile {
     }
 }
 
-/// One line per fault, for the log.
-pub fn describe(plan: &Plan) -> Vec<String> {
+/// One line per fault, for the log; `horizon` is the last arrival
+/// (trace seconds after the first).
+pub fn describe(plan: &Plan, horizon: f64) -> Vec<String> {
     let mut lines: Vec<String> = plan.faults.iter().map(|f| f.to_string()).collect();
+    // A run ends with its last job: a fault due after the last arrival may
+    // never come, and a scenario written for another workload would test
+    // nothing without a word.
+    let late: Vec<String> = plan
+        .faults
+        .iter()
+        .filter(|f| f.at > horizon)
+        .map(|f| format!("fault {} (+{} s)", f.id, f.at))
+        .collect();
+    if !late.is_empty() {
+        lines.push(format!(
+            "warning: {} come(s) after the last arrival (+{horizon} s): each happens only if \
+             jobs still run then (a run ends with its last job)",
+            late.join(", ")
+        ));
+    }
     if plan.left_out > 0 {
         lines.push(format!(
             "{} random draw(s) left out: each would overlap a fault already on its target",
@@ -97,4 +114,32 @@ pub fn describe(plan: &Plan) -> Vec<String> {
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::faults::ClusterShape;
+
+    /// A fault due after the last arrival is said: the run may end first.
+    #[test]
+    fn faults_after_the_last_arrival_are_warned() {
+        let text = "link_timeout = 100.0\n\n[[fault]]\nat = 30.0\nkind = \"crash\"\nprocess = 1\nduration = 150.0\n\n[[fault]]\nat = 500.0\nkind = \"hang\"\nprocess = 0\nduration = 10.0\n";
+        let sc = Scenario::parse("f.toml", text).unwrap();
+        let shape = ClusterShape::uniform(8, 4);
+        let plan = sc.expand("f.toml", text, &shape, 400.0, 1).unwrap();
+        let lines = describe(&plan, 400.0);
+        let warn: Vec<_> = lines.iter().filter(|l| l.starts_with("warning")).collect();
+        assert_eq!(warn.len(), 1, "{lines:?}");
+        assert!(
+            warn[0].contains("fault 2 (+500 s)")
+                && !warn[0].contains("fault 1")
+                && warn[0].contains("+400 s"),
+            "{}",
+            warn[0]
+        );
+        // Every fault before it: nothing said.
+        let lines = describe(&plan, 500.0);
+        assert!(!lines.iter().any(|l| l.starts_with("warning")), "{lines:?}");
+    }
 }

@@ -271,7 +271,7 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
                 plan.link_timeout,
                 plan.faults.len()
             ));
-            for line in crate::faults::describe(&plan) {
+            for line in crate::faults::describe(&plan, horizon) {
                 log.say(format_args!("  {line}"));
             }
             let facts = sf.facts(&plan, &shape);

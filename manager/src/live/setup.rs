@@ -141,7 +141,7 @@ pub fn fault_plan(
         },
         plan.faults.len()
     ));
-    for line in crate::faults::describe(&plan) {
+    for line in crate::faults::describe(&plan, horizon) {
         log.say(format_args!("  {line}"));
     }
     let facts = sf.facts(&plan, &shape);
