@@ -117,6 +117,11 @@ pub const METRICS: &[Metric] = &[
         get: |s| reason(s, "expired"),
     },
     Metric {
+        name: "rejected_scheduler",
+        label: "Jobs rejected by an external (Batsim) scheduler",
+        get: |s| reason(s, "scheduler"),
+    },
+    Metric {
         name: "high_submitted",
         label: "High-urgency jobs submitted",
         get: |s| class(s, "high", |c| c.submitted as f64),
@@ -242,5 +247,14 @@ mod tests {
         assert!(metric("profitability").is_ok());
         let e = metric("profit").err().unwrap().to_string();
         assert!(e.contains("'profit'") && e.contains("profitability"), "{e}");
+    }
+
+    /// Every rejection reason of summary.json has its column.
+    #[test]
+    fn every_rejection_reason_has_a_metric() {
+        for r in common::policy::RejectReason::ALL {
+            let name = format!("rejected_{}", r.name());
+            assert!(metric(&name).is_ok(), "no metric {name}");
+        }
     }
 }
