@@ -531,3 +531,94 @@ fn a_killed_manager_run_is_recovered_from_its_journal() {
         dump("recover (corrupt)", &o)
     );
 }
+
+/// A run that cannot listen (no certificates) fails before it writes or
+/// starts anything; one killed before its first job (waiting for node
+/// processes) leaves a journal that `resume` has nothing to continue
+/// from, and the next run into its directory moves that journal aside and
+/// goes on (the directory was not blocked for good).
+#[test]
+fn a_run_that_stopped_before_its_first_job_does_not_block_its_directory() {
+    let _ = node_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 1, 2, 1.0, 0.01);
+    let out = dir.path().join("run");
+    // No certificates yet.
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("libratory certs --out"),
+        "{}",
+        dump("run without certificates", &o)
+    );
+    assert!(!out.join("journal.jsonl").exists(), "a journal was written");
+    certs(&dir.path().join("certs"), "local");
+    // Without --spawn-local no node process comes: killed while it waits.
+    let mut child = Guard::spawn(
+        Command::new(libratory())
+            .args(["run", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let journal = out.join("journal.jsonl");
+    let start = std::time::Instant::now();
+    while !journal_has_header(&journal) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no journal within 60 s"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(child);
+    let o = Command::new(libratory())
+        .arg("resume")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("nothing ran yet"),
+        "{}",
+        dump("resume", &o)
+    );
+    let o = Command::new(libratory())
+        .args(["run", "--spawn-local", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", dump("run again", &o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("stopped before its first job"),
+        "{}",
+        dump("run again", &o)
+    );
+    let aside: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("unstarted-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "one unstarted-* directory");
+    assert!(aside[0].path().join("journal.jsonl").is_file());
+    assert_eq!(
+        json(&out.join("summary.json"))["policies"][0]["submitted"],
+        2
+    );
+}
+
+/// Whether `path` holds at least its header line, whole.
+fn journal_has_header(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains('\n'))
+}

@@ -421,19 +421,7 @@ pub fn server_endpoint(
     certs: &Path,
     t: Timeouts,
 ) -> Result<quinn::Endpoint, NetError> {
-    let paths = CertPaths::new(certs);
-    let (cp, kp) = paths.identity("manager");
-    let verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&paths)?), provider())
-            .build()
-            .map_err(|e| file_err(&paths.ca_cert(), e))?;
-    let key = load_key(&kp)?;
-    let endpoint_config = restartable_endpoint(&key);
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(load_certs(&cp)?, key)?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let (tls, endpoint_config) = server_tls(certs)?;
     let qc = QuicServerConfig::try_from(tls).map_err(|e| NetError::Endpoint {
         addr,
         what: with_causes(&e),
@@ -448,6 +436,32 @@ pub fn server_endpoint(
     let runtime = quinn::default_runtime()
         .ok_or_else(|| endpoint_err(std::io::Error::other("no async runtime found")))?;
     quinn::Endpoint::new(endpoint_config, Some(sc), socket, runtime).map_err(endpoint_err)
+}
+
+/// Reads and checks the manager's identity in `certs` (its certificate
+/// and key, the cluster CA) as [`server_endpoint`] does, without binding
+/// anything: a run checks it before it writes or starts anything.
+pub fn check_server_identity(certs: &Path) -> Result<(), NetError> {
+    server_tls(certs).map(|_| ())
+}
+
+/// The manager's TLS settings and its endpoint's restartable QUIC
+/// settings, from the files in `certs`.
+fn server_tls(certs: &Path) -> Result<(rustls::ServerConfig, quinn::EndpointConfig), NetError> {
+    let paths = CertPaths::new(certs);
+    let (cp, kp) = paths.identity("manager");
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&paths)?), provider())
+            .build()
+            .map_err(|e| file_err(&paths.ca_cert(), e))?;
+    let key = load_key(&kp)?;
+    let endpoint_config = restartable_endpoint(&key);
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(load_certs(&cp)?, key)?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    Ok((tls, endpoint_config))
 }
 
 /// The manager endpoint's QUIC settings that outlive its process: the

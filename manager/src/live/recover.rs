@@ -41,6 +41,23 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
     if r.ended {
         return Ok(());
     }
+    if !r.replay_started && !was_recovered(out) {
+        // It stopped before its first job (its certificates, a node
+        // process that never came, an interrupt): nothing to resume or
+        // recover. Its journal and logs are kept aside, and the new run
+        // goes on here.
+        let stamp = c.header.started_utc.replace(':', "-");
+        let dir = out.join(format!("unstarted-{stamp}"));
+        move_aside(out, &dir)?;
+        log.say(format_args!(
+            "{} holds the journal of a run that stopped before its first job (started {}): \
+             nothing ran; its journal and logs moved to {}",
+            out.display(),
+            c.header.started_utc,
+            dir.display()
+        ));
+        return Ok(());
+    }
     if !was_recovered(out) {
         bail!(
             "{} holds the journal of an unfinished run (started {}, policy {}, {} jobs recorded, {} still open): \
@@ -56,14 +73,7 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
     }
     let stamp = c.header.started_utc.replace(':', "-");
     let dir = out.join(format!("interrupted-{stamp}"));
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    for name in [JOURNAL, "logs"] {
-        let from = out.join(name);
-        if from.exists() {
-            fs::rename(&from, dir.join(name))
-                .with_context(|| format!("moving {} to {}", from.display(), dir.display()))?;
-        }
-    }
+    move_aside(out, &dir)?;
     log.say(format_args!(
         "{} holds the journal of an interrupted run (started {}): rebuilding its results in {}",
         out.display(),
@@ -71,6 +81,19 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
         dir.display()
     ));
     recover(&dir, false)
+}
+
+/// Moves `out`'s journal and node logs into `dir`.
+fn move_aside(out: &Path, dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for name in [JOURNAL, "logs"] {
+        let from = out.join(name);
+        if from.exists() {
+            fs::rename(&from, dir.join(name))
+                .with_context(|| format!("moving {} to {}", from.display(), dir.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether `out`'s manifest is one `recover` wrote.

@@ -277,7 +277,7 @@ pub fn check_resumable(c: &Contents, s: &ResumeState) -> Result<(), String> {
     }
     if s.replay_offset.is_none() {
         return Err(format!(
-            "the run (started {}) stopped before its replay started: nothing ran yet, start it again with `libratory run` into another directory",
+            "the run (started {}) stopped before its replay started: nothing ran yet; start it again with `libratory run` (a run into this directory moves its journal and logs aside)",
             c.header.started_utc
         ));
     }

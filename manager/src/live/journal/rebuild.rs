@@ -23,8 +23,8 @@ enum Stage {
 /// The records of a run rebuilt from its journal.
 #[derive(Debug, Clone)]
 pub struct Rebuilt {
-    /// One record per submitted job, in job-id order, on the workload's
-    /// axis (as a finished run's).
+    /// One record per submitted job, in arrival order (ties by id), on
+    /// the workload's axis (as a finished run's).
     pub records: Vec<JobRecord>,
     /// Jobs submitted but not decided when the journal ends: recorded as
     /// not accepted and lost, with the reason in `detail`.
@@ -41,6 +41,9 @@ pub struct Rebuilt {
     pub wall_seconds: f64,
     /// Whether the run ended by itself (an `end` entry).
     pub ended: bool,
+    /// Whether its replay started (a `replay` entry): before it, no job
+    /// was submitted and nothing ran.
+    pub replay_started: bool,
     /// The run's warnings, in order.
     pub warnings: Vec<String>,
 }
@@ -168,6 +171,8 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
         r.finish = r.finish.map(|t| t - offset);
         records.push(r);
     }
+    // In arrival order, as a run's (ties by id).
+    records.sort_by(|a, b| a.submit.total_cmp(&b.submit).then(a.id.cmp(&b.id)));
     let wall_seconds = end.unwrap_or_else(|| replay_t.map_or(0.0, |r| (last_t - r).max(0.0)));
     Rebuilt {
         records,
@@ -175,6 +180,7 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
         unfinished,
         node_processes: nodes,
         replay_offset: offset,
+        replay_started: replay_t.is_some(),
         wall_seconds,
         ended: end.is_some(),
         warnings,

@@ -235,6 +235,8 @@ impl LiveCore {
             r.start = r.start.map(|t| t - off);
             r.finish = r.finish.map(|t| t - off);
         }
+        // In arrival order, as a simulated run's (ties by id).
+        records.sort_by(|a, b| a.submit.total_cmp(&b.submit).then(a.id.cmp(&b.id)));
         let parts = self
             .core
             .part_records()
