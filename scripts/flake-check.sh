@@ -61,6 +61,8 @@ mkdir -p "$out"
 # Build first, unloaded: what is checked is the tests, not the compiler.
 cargo build --workspace --bins "$@"
 cargo test --workspace --no-run "$@"
+# Fresh property-test cases every run (scripts/test.sh fixes a seed).
+unset PROPTEST_RNG_SEED
 
 stress-ng --cpu 2 --quiet &
 stress=$!
@@ -72,14 +74,16 @@ for k in $(seq 1 "$runs"); do
   log="$out/run-$k.log"
   echo "== run $k of $runs ($(date -u +%H:%M:%S) UTC)"
   t0=$(date +%s)
-  cargo test --workspace --no-fail-fast "$@" >"$log" 2>&1 || true
-  # libtest prints "test NAME ... FAILED"; a test binary that did not
-  # run at all (a crash, a build error) shows as "error: test failed" or
-  # "error: could not compile" without such a line.
+  rc=0
+  cargo test --workspace --no-fail-fast "$@" >"$log" 2>&1 || rc=$?
+  # libtest prints "test NAME ... FAILED"; a test binary that crashed (a
+  # signal, an abort) or did not build has no such line for what it lost:
+  # each binary whose run ended without its "test result: ok" is named.
   grep -E '^test .* \.\.\. FAILED$' "$log" | sed -E "s/^test (.*) \.\.\. FAILED$/run $k: \1/" >>"$out/failures.txt" || true
-  if grep -qE '^error: (could not compile|test failed, to rerun)' "$log" &&
-    ! grep -qE '^test .* \.\.\. FAILED$' "$log"; then
-    echo "run $k: a test binary failed without a failing test (see $log)" >>"$out/failures.txt"
+  grep -E '^error: (test failed, to rerun pass|could not compile)' "$log" |
+    sed -E "s/^error: (.*)$/run $k: cargo: \1/" >>"$out/failures.txt" || true
+  if ((rc != 0)) && ! grep -qE '^(test .* \.\.\. FAILED|error: (test failed|could not compile))' "$log"; then
+    echo "run $k: cargo test exited $rc without naming a failure (see $log)" >>"$out/failures.txt"
   fi
   if [ $shell_tests -eq 1 ]; then
     for t in tests/web/live_view.sh tests/launch/netns.sh tests/launch/slurm.sh tests/launch/slurm-nodes.sh; do

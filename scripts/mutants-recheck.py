@@ -21,14 +21,28 @@ Why not `scripts/mutants.sh -- -F ...`: that rebuilds the crate in its own
 copy, minutes before the first mutant on this 2-core machine; this reuses
 the developer's incremental build (~10-20 s a mutant). The tree must be
 clean: the script refuses to start otherwise, and it restores every file
-it touched even when interrupted.
+it touched when interrupted (Ctrl-C, SIGTERM, SIGHUP; not SIGKILL: then
+`git checkout common/src` puts it back). Do not build in the tree while
+it runs: the build would compile the mutant.
+
+A mutant is CAUGHT only when a test fails (a `... FAILED` line); a run
+that fails otherwise (a link error, a missing trace) is ERROR, and one
+past MUTANT_TIMEOUT seconds (default 600) TIMEOUT. The property tests run
+at the suite's full case counts (PROPTEST_CASES is unset for them).
 """
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+
+
+def interrupted(signum, _frame):
+    # Turned into KeyboardInterrupt so that the `finally` restoring the
+    # mutated file runs.
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main():
@@ -45,6 +59,10 @@ def main():
         del args[i : i + 2]
     if len(args) != 1:
         sys.exit(__doc__)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    limit = float(os.environ.get("MUTANT_TIMEOUT", "600"))
+    env = {k: v for k, v in os.environ.items() if k != "PROPTEST_CASES"}
     root = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -93,18 +111,34 @@ def main():
         diff = cands[0]["diff"]
         subprocess.run(["patch", "-s", path], input=diff, text=True, check=True)
         try:
-            t = subprocess.run(
-                ["cargo", "test", "-p", "libratory-common", "--tests", *only],
-                capture_output=True,
-                text=True,
-            )
-            out = t.stdout + t.stderr
-            if "could not compile" in out:
-                verdict = "UNVIABLE"
-            elif t.returncode != 0:
-                verdict = "CAUGHT"
-            else:
-                verdict = "MISSED"
+            try:
+                # Its own session: a timeout stops the test binaries too,
+                # not only cargo.
+                proc = subprocess.Popen(
+                    ["cargo", "test", "-p", "libratory-common", "--tests", *only],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                    start_new_session=True,
+                )
+                try:
+                    out, _ = proc.communicate(timeout=limit)
+                except BaseException:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
+                    raise
+                t = subprocess.CompletedProcess(proc.args, proc.returncode)
+                if "could not compile" in out:
+                    verdict = "UNVIABLE"
+                elif t.returncode == 0:
+                    verdict = "MISSED"
+                elif re.search(r"^test .* \.\.\. FAILED$", out, re.M):
+                    verdict = "CAUGHT"
+                else:
+                    verdict = f"ERROR (exit {t.returncode}, no test failed: {out.strip().splitlines()[-1:]})"
+            except subprocess.TimeoutExpired:
+                verdict = f"TIMEOUT ({limit:.0f} s)"
         finally:
             subprocess.run(["patch", "-R", "-s", path], input=diff, text=True, check=True)
         print(f"{line} {verdict}", flush=True)

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # Mutation testing of the pure core with cargo-mutants: every mutant of
-# common::sim, common::share, common::admission and common::policy is built
-# and the libratory-common tests (unit, property, paper findings) are run
-# against it; a mutant no test catches is "missed". Too long for every CI
-# run (see docs/testing.md for how long it takes and the latest counts).
+# common::sim, common::share, common::admission, common::policy,
+# common::busy_index and common::node_model (the code every decision runs
+# through) is built and the libratory-common tests (unit, property, paper
+# findings) are run against it; a mutant no test catches is "missed". Too
+# long for every CI run (see docs/testing.md for how long it takes and the
+# latest counts).
 #
 #   scripts/mutants.sh [module ...] [-- cargo-mutants options]
-#     modules: sim share admission policy (default: all four, smallest first)
+#     modules: sim share admission policy busy_index node_model (default:
+#     all six)
 #     e.g. scripts/mutants.sh policy -- --shard 0/8
 #          scripts/mutants.sh admission -- -F 'ManagerCore::reserve'
+#
+# First the unmutated tests run once in the copy: if they fail, every
+# mutant would count as caught, so the script stops there. At the end each
+# missed mutant is looked up in scripts/mutants-survivors.txt, the
+# survivors reviewed as equivalent (file and description, no line
+# number); the exit status is 1 when any missed mutant is not there, and
+# those are listed. Add one to the file only with the reason it cannot
+# change behaviour in docs/testing.md.
 #
 # Output: $MUTANTS_OUT/<module>/mutants.out/{caught,missed,timeout,unviable}.txt
 # and outcomes.json (each mutant's build and test seconds); default
@@ -71,6 +82,16 @@ if [ -e "$marker" ]; then
 fi
 touch "$marker"
 
+# The baseline, once: the tests must pass unmutated (a broken test, a
+# missing trace or a debug-only check that fires would make every mutant
+# "caught").
+echo "== the unmutated tests in $src (baseline)"
+if ! (cd "$src" && cargo test -p libratory-common --tests >"$out/baseline.log" 2>&1); then
+  tail -n 30 "$out/baseline.log" >&2
+  echo "error: the libratory-common tests fail without any mutant ($out/baseline.log): fix them first" >&2
+  exit 1
+fi
+
 modules=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   modules+=("$1")
@@ -78,16 +99,17 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" != "--" ] || shift
 extra=("$@")
-[ ${#modules[@]} -gt 0 ] || modules=(sim share admission policy)
+[ ${#modules[@]} -gt 0 ] || modules=(sim share admission policy busy_index node_model)
 
 for m in "${modules[@]}"; do
   # common::sim_faults is a module of its own (the fault schedule), not
   # part of common::sim. admission/tests.rs is #[cfg(test)]: no mutants.
   case $m in
-    sim | share) globs=("common/src/$m.rs") ;;
+    sim | share | node_model) globs=("common/src/$m.rs") ;;
     admission | policy) globs=("common/src/$m/*.rs") ;;
+    busy_index) globs=("common/src/busy_index.rs" "common/src/busy_index/*.rs") ;;
     *)
-      echo "error: unknown module '$m' (sim, share, admission, policy)" >&2
+      echo "error: unknown module '$m' (sim, share, admission, policy, busy_index, node_model)" >&2
       exit 2
       ;;
   esac
@@ -131,3 +153,23 @@ for m in "${modules[@]}"; do
     "$(wc -l <"$d/timeout.txt")" "$(wc -l <"$d/unviable.txt")" "$took" "$rc"
 done
 rm -f "$marker"
+
+# Missed mutants not reviewed as equivalent fail the run. A line of
+# missed.txt is FILE:LINE:COL: DESCRIPTION; the survivors file holds
+# FILE: DESCRIPTION (lines move as code is added above them).
+survivors=$root/scripts/mutants-survivors.txt
+new=()
+for m in "${modules[@]}"; do
+  while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    key=$(sed -E 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' <<<"$line")
+    grep -qxF "$key" "$survivors" || new+=("$line")
+  done <"$out/$m/mutants.out/missed.txt"
+done
+if ((${#new[@]})); then
+  echo "== ${#new[@]} missed mutant(s) not among the reviewed survivors ($survivors):"
+  printf '  %s\n' "${new[@]}"
+  echo "kill each with a test, or, when it cannot change behaviour, add it to $survivors with the reason in docs/testing.md"
+  exit 1
+fi
+echo "== every missed mutant is a reviewed survivor"

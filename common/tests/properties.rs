@@ -118,7 +118,11 @@ proptest! {
             for j in &jobs {
                 let now = j.spec.details.submit_time;
                 cluster.advance_to(now, &mut fin);
-                if let Decision::Accept(a) = p.decide(now, &cluster.states, &j.spec) {
+                let d = p.decide(now, &cluster.states, &j.spec);
+                // Job 1 fits the idle cluster: a policy rejecting all
+                // would pass the share check vacuously.
+                prop_assert!(j.spec.id != 1 || matches!(d, Decision::Accept(_)), "{name}: job 1 rejected");
+                if let Decision::Accept(a) = d {
                     prop_assert_eq!(a.nodes.len(), j.spec.processors());
                     for &k in &a.nodes {
                         let part = cluster.states[k].new_part(&j.spec, 0.0);
@@ -139,6 +143,9 @@ proptest! {
         for e in REGISTRY {
             let out = simulate(&jobs, &specs(n), (e.build)(&PolicyConfig::default(), &specs(n)));
             prop_assert_eq!(out.records.len(), jobs.len());
+            // Built here `batsim` has no scheduler and drops every job
+            // (reason `scheduler`); every other policy takes job 1.
+            prop_assert!(e.name == "batsim" || out.records.iter().any(|r| r.id == 1 && r.accepted), "{}: job 1 rejected", e.name);
             for (r, j) in out.records.iter().zip(&jobs) {
                 prop_assert_eq!(r.id, j.spec.id);
                 if r.accepted {
@@ -163,6 +170,7 @@ proptest! {
     fn space_shared_nodes_run_one_job_at_a_time((jobs, n) in workloads()) {
         for name in ["fcfs-bf", "sjf-bf", "edf-bf", "edf", "fifo"] {
             let out = simulate(&jobs, &specs(n), policy::build(name, &PolicyConfig::default(), &specs(n)).unwrap());
+            prop_assert!(out.records.iter().any(|r| r.id == 1 && r.accepted), "{name}: job 1 rejected");
             let mut by_node: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n];
             for r in out.records.iter().filter(|r| r.accepted) {
                 for &k in &r.nodes {

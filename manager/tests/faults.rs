@@ -303,7 +303,18 @@ fn bounded_run(d: &Path) -> Output {
             unsafe {
                 libc::kill(pid, libc::SIGTERM);
             }
-            let out = rx.recv().unwrap().expect("wait for libratory");
+            // A run that does not stop on SIGTERM either is killed.
+            let out = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(o) => o,
+                Err(_) => {
+                    // SAFETY: as above.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                    rx.recv().unwrap()
+                }
+            }
+            .expect("wait for libratory");
             panic!(
                 "the run did not end within 120 s (stopped with SIGTERM)\nstderr:\n{}",
                 String::from_utf8_lossy(&out.stderr)

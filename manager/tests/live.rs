@@ -373,7 +373,9 @@ fn strangers_are_refused() {
     assert!(held < Duration::from_secs(20), "held {held:?}");
     // A node process the core refuses (a capacity out of range) hears it
     // at once, with the reason: the refusal is closed with its code, so
-    // the process does not wait out the 2 s it gives a close to come.
+    // the process does not wait out the 10 s it gives a close to come
+    // (`REFUSAL_CLOSE_WAIT`; the bound leaves a loaded host 5 s to start
+    // the process and shake hands).
     let t0 = Instant::now();
     let o = Command::new(node_bin())
         .args(["--manager", &addr.to_string(), "--certs"])
@@ -390,7 +392,7 @@ fn strangers_are_refused() {
         o.status
     );
     assert!(
-        took < Duration::from_secs(2),
+        took < Duration::from_secs(5),
         "refused after {took:?}: {err}"
     );
     // The manager survived all of it and still serves a real node.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::protocol::{self, ClientReply};
 
@@ -67,13 +67,14 @@ fn a_thousand_active_nodes_in_four_processes_complete_a_workload() {
     let cfg = config(dir.path(), free_port());
     let out = dir.path().join("run");
     let t0 = Instant::now();
-    let o = Command::new(libratory())
-        .args(["run", "--spawn-local", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = util::output_within(
+        Command::new(libratory())
+            .args(["run", "--spawn-local", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(300),
+    );
     let took = t0.elapsed();
     assert!(
         o.status.success(),
@@ -134,22 +135,23 @@ fn calibrate_runs_a_tiny_workload_at_two_scales_and_run_warns_below() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cal");
     let host_file = dir.path().join("host-calibration.json");
-    let o = Command::new(libratory())
-        .args([
-            "calibrate",
-            "--jobs",
-            "8",
-            "--nodes",
-            "2",
-            "--scales",
-            "0.03,0.06",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .arg("--host-file")
-        .arg(&host_file)
-        .output()
-        .unwrap();
+    let o = util::output_within(
+        Command::new(libratory())
+            .args([
+                "calibrate",
+                "--jobs",
+                "8",
+                "--nodes",
+                "2",
+                "--scales",
+                "0.03,0.06",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .arg("--host-file")
+            .arg(&host_file),
+        Duration::from_secs(300),
+    );
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
         o.status.success(),

@@ -116,12 +116,14 @@ fn three_parts_get_their_shares_of_processor_time() {
             .collect();
         let total: f64 = d.iter().sum();
         assert!(total > 0.2e9, "node barely ran: {total} ns");
-        // Within 0.05 of q: 0.02 on a quiet host; under stress-ng --cpu 2
+        // Within 0.08 of q: 0.02 on a quiet host; under stress-ng --cpu 2
         // the flake check saw 0.533, 0.291, 0.177 (the executor thread is
         // preempted mid-slice and the slicer corrects on its next tick).
+        // 0.08 keeps the three apart (0.1 between the nearest two) with
+        // more than twice the worst seen.
         for (got, want) in d.iter().map(|x| x / total).zip([0.5, 0.3, 0.2]) {
             assert!(
-                (got - want).abs() < 0.05,
+                (got - want).abs() < 0.08,
                 "shares {:?}",
                 d.iter().map(|x| x / total).collect::<Vec<_>>()
             );
@@ -285,8 +287,8 @@ fn shares_are_recomputed_as_deadlines_approach() {
         .find(|c| c.1 == ShareReason::DeadlineReached)
         .unwrap_or_else(|| panic!("no deadline event: {reasons:?}"));
     // The node's timer fires at the deadline (ms-grained: 1 trace s here),
-    // never before it; late by up to 0.2 real s on a loaded machine.
-    assert!((200.0..400.0).contains(at), "deadline event at {at}");
+    // never before it; late by up to 2 real s on a loaded machine.
+    assert!((200.0..2200.0).contains(at), "deadline event at {at}");
     let inputs = events
         .iter()
         .find_map(|e| match e {
@@ -318,8 +320,10 @@ fn shares_are_recomputed_as_deadlines_approach() {
 fn sixty_four_nodes_run_parts_concurrently_and_all_finish() {
     let _g = serial();
     let parts = vec![
-        PartEntry::parse("estimate=100,actual=100,deadline=2000").unwrap(),
-        PartEntry::parse("estimate=80,actual=50,deadline=2000").unwrap(),
+        // Long enough (the first ends after ~0.4 real s) that placing
+        // all 128 before it ends does not race a loaded host.
+        PartEntry::parse("estimate=500,actual=500,deadline=10000").unwrap(),
+        PartEntry::parse("estimate=400,actual=250,deadline=10000").unwrap(),
     ];
     let report = run_standalone(StandaloneConfig {
         node: node(0, 2.0 / 64.0),

@@ -907,7 +907,12 @@ fn quote_libra_plus_dollar_prices_and_decides_without_changing_anything() {
         panic!("{answer:?}")
     };
     assert_eq!(a.nodes, vec![busy]);
-    assert!((a.cost - 26.666_666_666_666_668).abs() < 1e-9, "{}", a.cost);
+    // The busy node's quote above: 20 (1 + 0.1 x 100 / 30).
+    assert!(
+        (a.cost - 20.0 * (1.0 + 0.1 * 100.0 / 30.0)).abs() < 1e-9,
+        "{}",
+        a.cost
+    );
     // Budget 25: only the free node (22.5) is within it.
     j2.qos.budget = 25.0;
     let (_, answer) = c.quote(0.0, &j2);

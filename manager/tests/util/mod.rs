@@ -85,6 +85,47 @@ impl Guard {
     }
 }
 
+/// Runs `cmd` (in a process group of its own) and collects its output,
+/// as [`Command::output`] does, but for at most `limit`: a process still
+/// running then gets SIGTERM (a run writes what it has), its group SIGKILL
+/// 15 s later, and the test fails with what it printed. A wedged run fails
+/// the suite instead of hanging it.
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let child = Guard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))
+        .0
+        .take()
+        .expect("a guarded child");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(o) => {
+            kill_group(pid);
+            o.expect("wait for the child")
+        }
+        Err(_) => {
+            // SAFETY: kill(2) on our child, which the waiter has not
+            // reaped (it is still running).
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            let o = rx.recv_timeout(std::time::Duration::from_secs(15));
+            kill_group(pid);
+            let o = o
+                .or_else(|_| rx.recv())
+                .expect("the waiter reports")
+                .expect("wait for the child");
+            panic!(
+                "{:?} did not end within {limit:?} (stopped with SIGTERM)\nstdout:\n{}\nstderr:\n{}",
+                cmd.get_program(),
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}
+
 /// SIGKILL to the process group `pid` leads (ESRCH, nobody left, is fine).
 fn kill_group(pid: u32) {
     // SAFETY: kill(2) on a group this test's child leads; no memory is

@@ -60,6 +60,11 @@ pub const STILL_REGISTERED_RETRY: Duration = Duration::from_millis(500);
 /// `manager_grace_s`), in seconds: see docs/node.md.
 pub const DEFAULT_GRACE_S: f64 = 60.0;
 
+/// How long a refused registration waits for the manager's close, whose
+/// code tells a refusal for good from "still registered" (try again).
+/// Ours closes at once after its `Reject`.
+pub const REFUSAL_CLOSE_WAIT: Duration = Duration::from_secs(10);
+
 /// How to reach the manager and what to offer it.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
@@ -144,8 +149,10 @@ async fn open(
     let answer = s.recv::<ManagerMsg>("manager message").await;
     if !matches!(answer, Ok(Some(ManagerMsg::Welcome(_)))) {
         // A refusal (its `Reject`, then the close, or the close first):
-        // the close's code says whether a later try may be taken.
-        let closed = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
+        // the close's code says whether a later try may be taken. The
+        // manager closes right after its `Reject`; the wait is long only
+        // for one that does not.
+        let closed = tokio::time::timeout(REFUSAL_CLOSE_WAIT, conn.closed()).await;
         if let Ok(quinn::ConnectionError::ApplicationClosed(c)) = &closed {
             if c.error_code == quinn::VarInt::from_u32(CLOSE_STILL_REGISTERED) {
                 return Err(LinkError::StillRegistered {
