@@ -414,11 +414,14 @@ pub(crate) mod tests {
         loop {
             let t_arrival = jobs.get(next).map(|j| j.spec.details.submit_time);
             let t_done = heap.peek().map(|c| f64::from_bits(c.0 .0));
-            let now = match (t_arrival, t_done) {
-                (None, None) => break,
-                (Some(a), None) => a,
-                (None, Some(d)) => d,
-                (Some(a), Some(d)) => a.min(d),
+            // A policy's wake-up (a QoPS reservation between events).
+            let t_wake = core.queue_wakeup();
+            let Some(now) = [t_arrival, t_done, t_wake]
+                .into_iter()
+                .flatten()
+                .min_by(f64::total_cmp)
+            else {
+                break;
             };
             while heap.peek().is_some_and(|c| f64::from_bits(c.0 .0) <= now) {
                 let Reverse((at, _, k, parts)) = heap.pop().unwrap();

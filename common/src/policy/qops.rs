@@ -196,6 +196,9 @@ struct Planner {
     /// In plan order.
     queue: Vec<Planned>,
     prof: Profile,
+    /// The instant of the last scheduling pass: a reservation after it is
+    /// a time to be called again ([`Planner::next_reservation`]).
+    last_pass: Time,
 }
 
 /// A candidate plan: the queue in its new order with reservations.
@@ -212,6 +215,7 @@ impl Planner {
             running: Vec::new(),
             queue: Vec::new(),
             prof: Profile::default(),
+            last_pass: f64::NEG_INFINITY,
         }
     }
 
@@ -408,6 +412,7 @@ impl Planner {
     /// on the lowest-index free nodes. The cost is fixed here: the price
     /// at the finish the job's estimate promises.
     fn schedule(&mut self, now: Time, out: &mut Vec<QueueAction>) {
+        self.last_pass = now;
         if self.queue.is_empty() {
             return;
         }
@@ -434,6 +439,18 @@ impl Planner {
                 cost: j.value(now + j.est),
             });
         }
+    }
+
+    /// The earliest reservation after the last pass: the plan starts a
+    /// job then, and nothing else may happen at that instant (a job
+    /// running past its estimate ends no earlier than its reservation's
+    /// nodes were planned free, so no completion comes to start it).
+    fn next_reservation(&self) -> Option<Time> {
+        self.queue
+            .iter()
+            .map(|j| j.start)
+            .filter(|&t| t.is_finite() && t > self.last_pass + TIME_EPS)
+            .min_by(f64::total_cmp)
     }
 
     /// When the next started job ends by its estimate (not before `now`).
@@ -809,6 +826,14 @@ impl QueuePolicy for Qops {
         self.planner.queue.len()
     }
 
+    /// A reservation between events (the nodes it waits for held by a job
+    /// running past its estimate, whose planned end was the reservation)
+    /// is a time to start it: without a call then, it started at the next
+    /// arrival or completion only.
+    fn wakeup(&self) -> Option<Time> {
+        self.planner.next_reservation()
+    }
+
     fn set_node_available(&mut self, node: usize, available: bool) {
         self.planner.set_available(node, available);
     }
@@ -865,6 +890,55 @@ mod tests {
 
     fn reason(r: Option<Reject>) -> Option<RejectReason> {
         r.map(|r| r.reason)
+    }
+
+    /// A reservation between events is a time to be called. Four nodes:
+    /// job 1 (RE 50) starts on node 0 at 0 and runs past its estimate;
+    /// job 4 (RE 150) on node 1 at 10, job 6 (RE 100) on node 2 at 20. At
+    /// 40 job 9 (P 2, RE 20, D 75) is planned at 40 on the two nodes free
+    /// by the estimates (job 1's was due at 50, taken as over now), but
+    /// job 1 still holds node 0: it waits. At 60 it is planned at 60,
+    /// and job 11 (P 1, RE 35, D 105) behind it at 80, when job 9's two
+    /// nodes are free again by the plan. Nothing arrives or completes at 80 (job
+    /// 1 runs to 100, job 6 ends at 120): the policy asks to be called
+    /// then. At 80 job 9 keeps its reservation at 60 (compression never
+    /// moves one later; it still waits for node 0), so by the plan two
+    /// nodes are free from 80, and job 11 starts at 80 on node 3, the
+    /// one free. Without the call it waited for job 1's completion at
+    /// 100 and missed its deadline (the workload `w2` of the independent
+    /// reference, docs/testing.md).
+    #[test]
+    fn a_reservation_between_events_is_a_time_to_be_called() {
+        let cfg = PolicyConfig::default();
+        let mut q = Qops::plain(&cfg, &specs(4));
+        let mut out = Vec::new();
+        for (at, job) in [
+            (0.0, j(1, 0.0, 50.0, 1, 150.0, 1.0)),
+            (10.0, j(4, 10.0, 150.0, 1, 300.0, 1.0)),
+            (20.0, j(6, 20.0, 100.0, 1, 150.0, 1.0)),
+            (40.0, j(9, 40.0, 20.0, 2, 75.0, 1.0)),
+        ] {
+            assert!(q.submit(at, &job).is_none(), "job {} refused", job.id);
+            q.schedule(at, &mut out);
+        }
+        assert_eq!(
+            starts(&out).iter().map(|s| s.0).collect::<Vec<_>>(),
+            vec![1, 4, 6]
+        );
+        assert!(q.submit(60.0, &j(11, 60.0, 35.0, 1, 105.0, 1.0)).is_none());
+        out.clear();
+        q.schedule(60.0, &mut out);
+        assert!(starts(&out).is_empty(), "{out:?}");
+        assert_eq!(q.wakeup(), Some(80.0));
+        q.schedule(80.0, &mut out);
+        let started: Vec<_> = out
+            .iter()
+            .filter_map(|a| match a {
+                QueueAction::Start { job, nodes, .. } => Some((*job, nodes.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(started, vec![(11, vec![3])]);
     }
 
     #[test]

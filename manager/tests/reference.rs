@@ -1,0 +1,259 @@
+//! The simulator against an independent reference implementation:
+//! `tests/reference/ref.py`, written from the policies' specification
+//! without reading the Rust code, replays the workload of each run and
+//! must take every decision the simulator took (accept or reject, the
+//! reason, the nodes, the start and the finish) for Libra (best fit and
+//! least loaded), EDF, PBS FIFO and QoPS. The workloads are small
+//! hand-made SWF files (ties in best fit, exact fills, estimates wrong
+//! both ways, multi-node jobs, EDF's edges) and windows of the real SDSC
+//! SP2 trace (`../shared/traces`), one with under-estimates, where QoPS
+//! must start a job at a reservation that falls between events.
+//!
+//! Needs python3 (standard library only); fails, never skips, without it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn libratory() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_libratory"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn sdsc() -> String {
+    let p = root().join("../shared/traces/SDSC-SP2-1998-4.2-cln.swf.gz");
+    assert!(
+        p.is_file(),
+        "{} is missing (the shared traces)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+/// One simulated run checked against the reference.
+struct Case {
+    name: &'static str,
+    preset: &'static str,
+    /// A hand-made workload in tests/reference/workloads, or None for the
+    /// SDSC SP2 trace.
+    workload: Option<&'static str>,
+    nodes: usize,
+    jobs: usize,
+    sets: &'static [&'static str],
+}
+
+/// Spread 0, one class, one deadline factor: deadlines exact multiples of
+/// the runtime, so that ties and exact fills happen.
+const FIX: &[&str] = &[
+    "spread=0",
+    "high_urgency_fraction=0",
+    "deadline_high_low_ratio=1",
+];
+
+fn sets(extra: &[&'static str], fixed: bool) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = if fixed { FIX.to_vec() } else { Vec::new() };
+    v.extend_from_slice(extra);
+    v
+}
+
+fn run_case(c: &Case, sets: &[&str], dir: &Path) {
+    let trace = match c.workload {
+        Some(w) => root()
+            .join("tests/reference/workloads")
+            .join(w)
+            .to_string_lossy()
+            .into_owned(),
+        None => sdsc(),
+    };
+    let policies = ["libra", "edf", "fifo", "qops"];
+    for placement in ["best-fit", "least-loaded"] {
+        let out = dir.join(format!("{}-{placement}", c.name));
+        let mut cmd = Command::new(libratory());
+        cmd.args(["simulate", "--preset", c.preset, "--trace", &trace])
+            .args(["--set", &format!("jobs={}", c.jobs)])
+            .args(["--set", &format!("nodes={}", c.nodes)]);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let pols = if placement == "best-fit" {
+            policies.join(",")
+        } else {
+            cmd.args(["--set", "placement=least-loaded"]);
+            "libra".to_string()
+        };
+        let o = cmd
+            .args(["--policies", &pols, "--outputs", "jobs-csv", "--out"])
+            .arg(&out)
+            .output()
+            .expect("run libratory");
+        assert!(
+            o.status.success(),
+            "{}: simulate failed: {}",
+            c.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for p in pols.split(',') {
+            let jobs = out.join(format!("jobs-{p}.csv"));
+            let mut py = Command::new("python3");
+            py.arg(root().join("tests/reference/ref.py"))
+                .arg(p)
+                .arg(&jobs)
+                .arg(c.nodes.to_string())
+                .args(["--placement", placement])
+                .arg("--compare")
+                .arg(&jobs);
+            if c.workload.is_none() {
+                // Memory per processor (SWF field 10) for Libra's filter.
+                py.args(["--swf", &trace]);
+            }
+            let o = py.output().unwrap_or_else(|e| {
+                panic!("python3 is needed for the reference implementation: {e}")
+            });
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                o.status.success(),
+                "{} {p} {placement}: ref.py failed: {}{text}",
+                c.name,
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let want = format!("all {0}/{0}", c.jobs);
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with("jobs ") && l.ends_with(&want)),
+                "{} {p} {placement}: the reference and the simulator differ:\n{text}",
+                c.name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_simulator_takes_the_independent_references_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        // Ties and exact fills (D = 2R), accurate estimates.
+        (
+            Case {
+                name: "w1",
+                preset: "libra-risk",
+                workload: Some("w1.swf"),
+                nodes: 4,
+                jobs: 15,
+                sets: &["deadline_low_mean=2", "inaccuracy=0"],
+            },
+            true,
+        ),
+        // The same with budgets just above the cost.
+        (
+            Case {
+                name: "w1b",
+                preset: "libra-risk",
+                workload: Some("w1.swf"),
+                nodes: 4,
+                jobs: 15,
+                sets: &[
+                    "deadline_low_mean=1.05",
+                    "inaccuracy=0",
+                    "budgets=true",
+                    "budget_low_mean=1.01",
+                ],
+            },
+            true,
+        ),
+        // Estimates wrong both ways, tight deadlines, multi-node jobs:
+        // QoPS starts job 11 at its reservation, 80, between events.
+        (
+            Case {
+                name: "w2",
+                preset: "libra-risk",
+                workload: Some("w2.swf"),
+                nodes: 4,
+                jobs: 20,
+                sets: &["deadline_low_mean=1.5"],
+            },
+            true,
+        ),
+        (
+            Case {
+                name: "w3",
+                preset: "libra-risk",
+                workload: Some("w3.swf"),
+                nodes: 8,
+                jobs: 30,
+                sets: &["deadline_low_mean=2", "budgets=true"],
+            },
+            false,
+        ),
+        (
+            Case {
+                name: "w4",
+                preset: "libra-risk",
+                workload: Some("w4.swf"),
+                nodes: 16,
+                jobs: 30,
+                sets: &["deadline_low_mean=1.5"],
+            },
+            false,
+        ),
+        // Every estimate 20% under the runtime.
+        (
+            Case {
+                name: "w5",
+                preset: "libra-risk",
+                workload: Some("w5.swf"),
+                nodes: 4,
+                jobs: 25,
+                sets: &[
+                    "deadline_low_mean=2",
+                    "inaccuracy_form=under",
+                    "inaccuracy=0.2",
+                ],
+            },
+            true,
+        ),
+        // EDF's edges on 2 nodes: a deadline at the very instant a node
+        // frees, now + RE equal to the deadline, a job wider than the
+        // cluster, a head that waits past its deadline.
+        (
+            Case {
+                name: "w6",
+                preset: "libra-risk",
+                workload: Some("w6.swf"),
+                nodes: 2,
+                jobs: 9,
+                sets: &["deadline_low_mean=2", "inaccuracy=0"],
+            },
+            true,
+        ),
+        // The SDSC SP2 trace: the last 300 jobs with their own estimates
+        // at a tenth of the arrival gaps.
+        (
+            Case {
+                name: "sdsc300",
+                preset: "libra-risk",
+                workload: None,
+                nodes: 128,
+                jobs: 300,
+                sets: &["arrival_delay_factor=0.1"],
+            },
+            false,
+        ),
+        // The Libra+$ set-up's last 400 jobs, 30% of them under-estimated.
+        (
+            Case {
+                name: "lpd400",
+                preset: "libra-plus-dollar",
+                workload: None,
+                nodes: 128,
+                jobs: 400,
+                sets: &["inaccuracy=0.3"],
+            },
+            false,
+        ),
+    ];
+    for (c, fixed) in &cases {
+        run_case(c, &sets(c.sets, *fixed), dir.path());
+    }
+}
