@@ -221,7 +221,7 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
     let o = m.client(&["status"], "node-b");
     assert!(
         !o.status.success()
-            && text(&o).contains("identity node-b (role node, name b) may not status"),
+            && text(&o).contains("identity node-b (role node, name b) may not ask for the status"),
         "{}",
         text(&o)
     );
@@ -281,6 +281,7 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
     let o = submit(&m, "viewer");
     assert!(
         !o.status.success()
+            && text(&o).contains("refused the request: ")
             && text(&o)
                 .contains("identity viewer (role viewer) may not submit: a viewer may only look"),
         "{}",

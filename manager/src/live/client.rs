@@ -263,13 +263,26 @@ pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
         stream: mut s,
     } = connect(conn).await?;
     s.send(&msg).await?;
-    let reply = tokio::time::timeout(
+    let got = tokio::time::timeout(
         Duration::from_secs(30),
         s.recv::<ClientReply>("client reply"),
     )
-    .await
-    .with_context(|| format!("no answer from {} within 30 s", conn.manager))??
-    .with_context(|| format!("{} closed the connection without answering", conn.manager))?;
+    .await;
+    // A request the manager refuses (this identity's role may not make
+    // it) is closed with the refusal code and why: said as such, not as
+    // a lost connection.
+    if let Some(quinn::ConnectionError::ApplicationClosed(a)) = c.close_reason() {
+        if a.error_code == quinn::VarInt::from_u32(common::protocol::CLOSE_REFUSED) {
+            bail!(
+                "the manager at {} refused the request: {}",
+                conn.manager,
+                String::from_utf8_lossy(&a.reason)
+            );
+        }
+    }
+    let reply = got
+        .with_context(|| format!("no answer from {} within 30 s", conn.manager))??
+        .with_context(|| format!("{} closed the connection without answering", conn.manager))?;
     c.close(0u32.into(), b"done");
     ep.wait_idle().await;
     Ok(reply)

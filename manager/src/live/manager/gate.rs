@@ -252,8 +252,8 @@ fn request_name(m: &ClientMsg) -> &'static str {
     match m {
         ClientMsg::Submit { .. } => "submit",
         ClientMsg::Quote { .. } => "quote",
-        ClientMsg::Status { .. } => "status",
-        ClientMsg::Latency { .. } => "latency",
+        ClientMsg::Status { .. } => "ask for the status",
+        ClientMsg::Latency { .. } => "ask for latencies",
         ClientMsg::Echo { .. } => "echo",
         ClientMsg::FaultApplied { .. } => "report a fault",
     }
