@@ -176,6 +176,10 @@ pub struct Welcome {
     pub histogram_ms: u32,
 }
 
+/// A node process's [`NodeMsg::Goodbye`] reason when it leaves because
+/// the manager sent `Shutdown` (the run's end): not a warning.
+pub const GOODBYE_SHUTDOWN: &str = "shutdown requested";
+
 /// Node process to manager.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum NodeMsg {

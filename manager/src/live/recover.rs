@@ -215,6 +215,32 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
         node_latency_us: BTreeMap::new(),
     })?;
     live["recovered"] = facts.clone();
+    // Files of the run's own results that the journal cannot rebuild (the
+    // latency histograms, the part records): left beside the rebuilt ones
+    // they would be read as this recovery's. Kept aside, not deleted.
+    let stale: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n == "histograms" || (n.starts_with("parts-") && n.ends_with(".csv"))
+        })
+        .map(|e| e.path())
+        .collect();
+    if !stale.is_empty() {
+        let aside = dir.join(format!("superseded-{}", me.started_utc.replace(':', "-")));
+        fs::create_dir_all(&aside).with_context(|| format!("creating {}", aside.display()))?;
+        for p in &stale {
+            let to = aside.join(p.file_name().expect("a directory entry"));
+            fs::rename(p, &to)
+                .with_context(|| format!("moving {} to {}", p.display(), aside.display()))?;
+        }
+        log.say(format_args!(
+            "{} file(s) of the run's own results that the journal cannot rebuild (histograms, part records) moved to {}",
+            stale.len(),
+            aside.display()
+        ));
+    }
     let wl = workload::Workload {
         params: h.experiment.params.clone(),
         trace: trace.clone(),
@@ -287,4 +313,42 @@ pub fn recover(dir: &Path, force: bool) -> Result<()> {
     )?;
     std::io::stdout().flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::journal::testkit::sample;
+
+    /// Results the journal cannot rebuild (histograms, part records) are
+    /// moved aside, not left beside the rebuilt ones as if they were
+    /// theirs, and not deleted.
+    #[test]
+    fn a_forced_recovery_moves_the_files_it_cannot_rebuild_aside() {
+        let (d, _) = sample();
+        let dir = d.path();
+        fs::create_dir(dir.join("histograms")).unwrap();
+        fs::write(dir.join("histograms/manager.hlog"), "h").unwrap();
+        fs::write(dir.join("parts-libra.csv"), "p").unwrap();
+        recover(dir, true).unwrap();
+        assert!(!dir.join("histograms").exists() && !dir.join("parts-libra.csv").exists());
+        let aside: Vec<PathBuf> = fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("superseded-")
+            })
+            .collect();
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert_eq!(fs::read(aside[0].join("parts-libra.csv")).unwrap(), b"p");
+        assert_eq!(
+            fs::read(aside[0].join("histograms/manager.hlog")).unwrap(),
+            b"h"
+        );
+        assert!(dir.join("summary.json").is_file());
+    }
 }

@@ -601,7 +601,7 @@ impl LinkMachine {
                 self.out
                     .push_back(Action::Log(format!("shutting down: {reason}")));
                 self.out.push_back(Action::Send(NodeMsg::Goodbye {
-                    reason: "shutdown requested".into(),
+                    reason: common::protocol::GOODBYE_SHUTDOWN.into(),
                 }));
                 self.state = State::Over;
                 self.out.push_back(Action::Exit(Ok(())));

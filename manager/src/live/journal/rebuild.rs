@@ -130,7 +130,12 @@ pub fn rebuild(c: &Contents) -> Rebuilt {
             | Entry::Restart { t, .. }
             | Entry::Histograms { t, .. } => (*t, None, None),
             Entry::Warning { t, text } => {
-                warnings.push(text.clone());
+                // Journals written before the run's own shutdown stopped
+                // being a warning hold its goodbyes: not the run's.
+                let goodbye = format!("left: {}", common::protocol::GOODBYE_SHUTDOWN);
+                if !text.ends_with(&goodbye) {
+                    warnings.push(text.clone());
+                }
                 (*t, None, None)
             }
             Entry::End { t, wall_seconds } => {

@@ -247,7 +247,14 @@ impl LiveCore {
                 Ok(())
             }
             NodeMsg::Goodbye { reason } => {
-                self.warnings.push(format!("{host} left: {reason}"));
+                // The answer to our own `Shutdown` at the run's end is not
+                // a warning (the run's summary is taken before it comes;
+                // journaled, it made a recovered run's summary differ).
+                if reason == common::protocol::GOODBYE_SHUTDOWN {
+                    tracing::debug!("{host} left: {reason}");
+                } else {
+                    self.warnings.push(format!("{host} left: {reason}"));
+                }
                 Ok(())
             }
         };
