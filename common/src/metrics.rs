@@ -297,7 +297,9 @@ impl Summary {
         let completed = records.iter().filter(|r| r.completed()).count();
         let met: Vec<&JobRecord> = records.iter().filter(|r| r.met()).collect();
         let qos: Vec<&JobRecord> = records.iter().filter(|r| r.qos_satisfied()).collect();
-        let revenue: f64 = qos.iter().map(|r| r.cost).sum();
+        // `+ 0.0`: f64's sum of nothing is -0.0 (printed "-0"); a run
+        // with no job earns 0.
+        let revenue: f64 = qos.iter().map(|r| r.cost).sum::<f64>() + 0.0;
         let total_budget: f64 = records.iter().map(|r| r.budget).sum();
         let profitability =
             (total_budget.is_finite() && total_budget > 0.0).then(|| revenue / total_budget);
@@ -348,7 +350,7 @@ impl Summary {
             revenue,
             pct_deadlines_met: pct(met.len(), submitted),
             avg_slowdown,
-            utility: records.iter().map(JobRecord::utility).sum(),
+            utility: records.iter().map(JobRecord::utility).sum::<f64>() + 0.0,
             rejected_by_reason,
             per_class,
             accepted_estimate_over_deadline: over.len(),
@@ -360,6 +362,23 @@ impl Summary {
 
 #[cfg(test)]
 mod tests {
+    /// A run with no job earns 0, not -0 (f64's empty sum), in the table
+    /// and summary.json.
+    #[test]
+    fn nothing_earned_is_a_positive_zero() {
+        let s = Summary::compute("x", &[]);
+        assert!(
+            s.utility == 0.0 && s.utility.is_sign_positive(),
+            "{}",
+            s.utility
+        );
+        assert!(
+            s.revenue == 0.0 && s.revenue.is_sign_positive(),
+            "{}",
+            s.revenue
+        );
+    }
+
     use super::*;
 
     fn rec(id: JobId, accepted: bool, finish: Option<Time>, cost: f64, budget: f64) -> JobRecord {

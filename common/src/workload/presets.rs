@@ -21,7 +21,7 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "libra",
-        about: "Libra paper: synthetic batch of 100 jobs on 10 nodes; --set jobs=200 nodes=20 for the others",
+        about: "Libra paper: synthetic batch of 100 jobs on 10 nodes; the others: --set nodes=20, --set jobs=200 --set synthetic_arrival_max=208",
         differs: |base| Params {
             source: Source::SyntheticLibra,
             jobs: 100,

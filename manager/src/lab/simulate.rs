@@ -432,7 +432,7 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let listed = if a.outputs.is_some() {
         files.join(", ")
     } else {
-        "summary.json, jobs-<policy>.csv/.jsonl, out_jobs-<policy>.csv, schedule-<policy>.swf, manifest.json, log.txt".to_string()
+        "summary.json, jobs-<policy>.csv/.jsonl, out_jobs-<policy>.csv, schedule-<policy>.swf, parts-<policy>.csv, manifest.json, log.txt".to_string()
     };
     rundir::finish(
         &out,
