@@ -201,6 +201,14 @@ pub fn run(a: SimulateArgs, env: &Environment) -> Result<ExitCode> {
     let exp = exp;
     let load_time = t0.elapsed();
     match &trace {
+        // A Batsim workload is read whole and not cached.
+        Some(t) if a.workload.is_some() => log.say(format_args!(
+            "workload: {} jobs of the Batsim workload {} ({:.3} s to read), {} nodes",
+            wl.jobs.len(),
+            t.display(),
+            load_time.as_secs_f64(),
+            exp.params.nodes,
+        )),
         Some(t) => log.say(format_args!(
             "workload: last {} jobs of {}{} ({:.3} s to read; trace cache: {cache_use}), {} nodes, arrival delay factor {}, inaccuracy {} ({:?})",
             wl.jobs.len(),
