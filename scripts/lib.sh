@@ -61,23 +61,38 @@ lbr_load() {
     if [[ ${LIBRATORY_SSH_MUX:-1} != 0 ]]; then
       mux=(-o ControlMaster=auto -o "ControlPath=$lbr_state/mux-$i" -o ControlPersist=300)
     fi
-    printf '#!/usr/bin/env bash\nexec ssh %s "$@"\n' "$(lbr_q "${mux[@]}" "${args[@]}")" >"$lbr_state/ssh-$i"
-    chmod +x "$lbr_state/ssh-$i"
+    # Written aside and renamed: a launch running from another terminal
+    # may be executing this wrapper.
+    printf '#!/usr/bin/env bash\nexec ssh %s "$@"\n' "$(lbr_q "${mux[@]}" "${args[@]}")" >"$lbr_state/ssh-$i.$$"
+    chmod +x "$lbr_state/ssh-$i.$$"
+    mv -f "$lbr_state/ssh-$i.$$" "$lbr_state/ssh-$i"
   done
   # The script that loaded the plan first owns the shared connections and
-  # closes them (lbr_close); scripts it runs use them.
+  # closes them (lbr_close); scripts it runs use them. A connection
+  # already up (a launch running from another terminal, which
+  # status.sh or stop.sh may be run beside) is that script's: left open.
   if [[ -z ${LBR_MUX_OWNER:-} ]]; then
     export LBR_MUX_OWNER=$$
+    lbr_mux_theirs=()
+    for ((i = 0; i < LBR_NHOSTS; i++)); do
+      local -n target="LBR_TARGET_$i"
+      if [[ -n $target && -S $lbr_state/mux-$i ]] &&
+        ssh -o "ControlPath=$lbr_state/mux-$i" -O check "$target" >/dev/null 2>&1; then
+        lbr_mux_theirs[i]=1
+      fi
+      unset -n target
+    done
   fi
 }
 
-# lbr_close: closes the shared ssh connections, if this script owns them.
+# lbr_close: closes the shared ssh connections, if this script owns them
+# (not one another script had up before it).
 lbr_close() {
   [[ ${LBR_MUX_OWNER:-} == "$$" ]] || return 0
   local i
   for ((i = 0; i < LBR_NHOSTS; i++)); do
     local -n target="LBR_TARGET_$i"
-    if [[ -n $target && -S $lbr_state/mux-$i ]]; then
+    if [[ -n $target && -S $lbr_state/mux-$i && -z ${lbr_mux_theirs[i]:-} ]]; then
       ssh -o "ControlPath=$lbr_state/mux-$i" -O exit "$target" >/dev/null 2>&1 || true
     fi
   done
