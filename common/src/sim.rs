@@ -249,9 +249,13 @@ fn simulate_space_shared(
     loop {
         let t_arrival = jobs.get(next_arrival).map(|j| arrival(&hook, j));
         let t_done = heap.peek().map(|c| c.0.at);
-        // A policy holding a decision for later (an external scheduler's)
-        // is called at that time too.
-        let t_wake = core.queue_wakeup();
+        // A policy holding a decision for later (an external scheduler's,
+        // a QoPS reservation) is called at that time too; not while the
+        // manager is down (no pass then: the wake-up would come again and
+        // again), where the manager's return makes the pass.
+        let t_wake = core
+            .queue_wakeup()
+            .filter(|&t| !hook.as_ref().is_some_and(|h| h.is_down(t)));
         let t_ev = hook.as_ref().and_then(|h| h.next_at());
         let next = [t_arrival, t_done, t_wake, t_ev]
             .into_iter()

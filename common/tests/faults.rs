@@ -590,3 +590,41 @@ fn a_queued_job_wider_than_the_nodes_left_is_dropped_when_the_run_ends() {
         assert!(close(rec(&r, 1).finish, 50.0), "{policy}");
     }
 }
+
+#[test]
+fn a_qops_reservation_in_a_manager_downtime_waits_for_the_manager() {
+    // QoPS, four nodes, the jobs of `qops::tests::a_reservation_between_
+    // events_is_a_time_to_be_called`: job 1 (RE 50) runs past its estimate
+    // to 100 on node 0, job 4 on node 1 (to 210), job 6 on node 2 (to
+    // 120); job 9 (P 2, RE 20) waits for node 0; job 11 (RE 35) is
+    // reserved at 80. The manager is down from 70 to 100: nothing starts
+    // at 80, and the engine does not call the policy at 80 again and
+    // again (it did, for ever). At 100 the plan is compressed in plan
+    // order with the others in place: job 9 cannot have two nodes while
+    // job 11's reservation [80, 115) holds one, so it goes to 115; job 11
+    // then finds no node free through [100, 135) (job 9 takes both at
+    // 115, job 6 holds node 2 to 120) and goes to 120. A wake-up at 115
+    // starts job 9 on nodes 0 and 3; job 6's completion at 120 starts
+    // job 11 on node 2.
+    let text = "[[fault]]\nat = 70.0\nkind = \"manager-crash\"\nduration = 30.0\n";
+    let specs = specs(4);
+    let p = policy::build("qops", &PolicyConfig::default(), &specs).unwrap();
+    let (plan, shape) = plan(text, 4);
+    let w = |id, at, re, actual, procs, d| WorkloadJob {
+        spec: JobSpec::new(id, at, re, procs, d, 1e9),
+        actual_runtime: actual,
+    };
+    let jobs = [
+        w(1, 0.0, 50.0, 100.0, 1, 150.0),
+        w(4, 10.0, 150.0, 200.0, 1, 300.0),
+        w(6, 20.0, 100.0, 100.0, 1, 150.0),
+        w(9, 40.0, 20.0, 50.0, 2, 75.0),
+        w(11, 60.0, 35.0, 70.0, 1, 105.0),
+    ];
+    let out = simulate_with_faults(&jobs, &specs, p, &plan, &shape).outcome;
+    let r = &out.records;
+    assert_eq!(rec(r, 9).start, Some(115.0), "{:?}", rec(r, 9));
+    assert_eq!(rec(r, 9).nodes, vec![0, 3]);
+    assert_eq!(rec(r, 11).start, Some(120.0), "{:?}", rec(r, 11));
+    assert_eq!(rec(r, 11).nodes, vec![2]);
+}

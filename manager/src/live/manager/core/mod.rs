@@ -380,14 +380,15 @@ impl LiveCore {
     }
 
     /// After each event: the external scheduler's request to send, if the
-    /// policy made one, and a timer for when the policy wants a pass.
+    /// policy made one, and a timer for when the queue policy wants a pass.
     fn scheduler_io(&mut self) {
-        let Some(m) = &self.scheduler else {
-            return;
-        };
-        if let Some(request) = m.take_request() {
-            self.actions.push_back(Action::SchedulerRequest(request));
+        if let Some(m) = &self.scheduler {
+            if let Some(request) = m.take_request() {
+                self.actions.push_back(Action::SchedulerRequest(request));
+            }
         }
+        // Any queue policy's wake-up (an external scheduler's call, a
+        // QoPS reservation between events), not only Batsim's.
         if self.phase != Phase::Replaying {
             return;
         }

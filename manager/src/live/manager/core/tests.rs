@@ -910,3 +910,47 @@ fn a_queued_job_too_wide_waits_for_a_lost_process_to_come_back() {
         assert_eq!(c.phase(), Phase::Collecting { pending: 1 });
     }
 }
+
+/// A queue policy's wake-up arms the queue timer live too, not only an
+/// external scheduler's: QoPS on four single-node processes with the jobs
+/// of `qops::tests::a_reservation_between_events_is_a_time_to_be_called`
+/// (replay offset 2: trace times are submit + 2). Job 1 (RE 50) holds
+/// node 0 past its estimate (no completion comes); at 62 job 11 is
+/// reserved at 82, when nothing arrives or completes. The timer armed for
+/// 82 makes the pass that dispatches it to link 4's node, the free one.
+#[test]
+fn a_qops_reservation_between_events_is_dispatched_at_its_time() {
+    let p = policy::build("qops", &PolicyConfig::default(), &[]).unwrap();
+    let mut c = LiveCore::new(
+        ManagerCore::new(p),
+        cfg(4),
+        vec![
+            job(1, 0.0, 50.0, 1, 150.0),
+            job(4, 10.0, 150.0, 1, 300.0),
+            job(6, 20.0, 100.0, 1, 150.0),
+            job(9, 40.0, 20.0, 2, 75.0),
+            job(11, 60.0, 35.0, 1, 105.0),
+        ],
+    );
+    actions(&mut c);
+    for (link, host) in [(1, "a"), (2, "b"), (3, "c")] {
+        connect(&mut c, at(0.0), link, host);
+    }
+    connect(&mut c, at(2.0), 4, "d");
+    let mut all = Vec::new();
+    for t in [2.0, 12.0, 22.0, 42.0] {
+        c.handle(at(t), Event::Timer(Timer::Replay));
+        all.extend(actions(&mut c));
+    }
+    assert_eq!(dispatched(&all), [(1, 1, 0), (2, 4, 0), (3, 6, 0)]);
+    // Job 9 waits for node 0 (its reservation at 52 passes with job 1
+    // still there).
+    c.handle(at(52.0), Event::Timer(Timer::Queue));
+    assert!(dispatched(&actions(&mut c)).is_empty());
+    c.handle(at(62.0), Event::Timer(Timer::Replay));
+    let a = actions(&mut c);
+    assert!(dispatched(&a).is_empty());
+    assert_eq!(arms(&a, Timer::Queue), [When::Trace(82.0)]);
+    c.handle(at(82.0), Event::Timer(Timer::Queue));
+    assert_eq!(dispatched(&actions(&mut c)), [(4, 11, 0)]);
+}
