@@ -2,12 +2,14 @@
 //! `tests/reference/ref.py`, written from the policies' specification
 //! without reading the Rust code, replays the workload of each run and
 //! must take every decision the simulator took (accept or reject, the
-//! reason, the nodes, the start and the finish) for Libra (best fit and
-//! least loaded), EDF, PBS FIFO and QoPS. The workloads are small
-//! hand-made SWF files (ties in best fit, exact fills, estimates wrong
-//! both ways, multi-node jobs, EDF's edges) and windows of the real SDSC
-//! SP2 trace (`../shared/traces`), one with under-estimates, where QoPS
-//! must start a job at a reservation that falls between events.
+//! reason, the nodes, the start and the finish; the cost and every part's
+//! start and finish for the Libra family) for Libra (best fit and least
+//! loaded), Libra+$, LibraRisk, LibraSLA, EDF, PBS FIFO and QoPS. The
+//! workloads are small hand-made SWF files (ties in best fit, exact
+//! fills, estimates wrong both ways, multi-node jobs, EDF's edges, a node
+//! priced out at RESFree 0, identical delays) and windows of the real
+//! SDSC SP2 trace (`../shared/traces`), one with under-estimates, where
+//! QoPS must start a job at a reservation that falls between events.
 //!
 //! Needs python3 (standard library only); fails, never skips, without it.
 
@@ -126,6 +128,233 @@ fn run_case(c: &Case, sets: &[&str], dir: &Path) {
                 c.name
             );
         }
+    }
+}
+
+/// A run of the Libra family checked against the reference: every job
+/// (with its cost) and every part.
+struct Family {
+    name: &'static str,
+    preset: &'static str,
+    workload: Option<&'static str>,
+    nodes: usize,
+    jobs: usize,
+    sets: &'static [&'static str],
+    policies: &'static [&'static str],
+    /// The knobs given to the simulator, as the reference takes them.
+    ref_args: &'static [&'static str],
+}
+
+fn run_family(c: &Family, dir: &Path) {
+    let trace = match c.workload {
+        Some(w) => root()
+            .join("tests/reference/workloads")
+            .join(w)
+            .to_string_lossy()
+            .into_owned(),
+        None => sdsc(),
+    };
+    let out = dir.join(c.name);
+    let mut cmd = Command::new(libratory());
+    cmd.args(["simulate", "--preset", c.preset, "--trace", &trace])
+        .args(["--set", &format!("jobs={}", c.jobs)])
+        .args(["--set", &format!("nodes={}", c.nodes)]);
+    for s in c.sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd
+        .args(["--policies", &c.policies.join(",")])
+        .args(["--outputs", "jobs-csv,parts", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run libratory");
+    assert!(
+        o.status.success(),
+        "{}: simulate failed: {}",
+        c.name,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for p in c.policies {
+        let jobs = out.join(format!("jobs-{p}.csv"));
+        let mut py = Command::new("python3");
+        py.arg(root().join("tests/reference/ref.py"))
+            .arg(p)
+            .arg(&jobs)
+            .arg(c.nodes.to_string())
+            .arg("--compare")
+            .arg(&jobs)
+            .arg("--parts")
+            .arg(out.join(format!("parts-{p}.csv")))
+            .args(c.ref_args);
+        if c.workload.is_none() {
+            py.args(["--swf", &trace]);
+        }
+        let o = py
+            .output()
+            .unwrap_or_else(|e| panic!("python3 is needed for the reference implementation: {e}"));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{} {p}: ref.py failed: {}{text}",
+            c.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let want = format!("all {0}/{0}", c.jobs);
+        let parts_match = text.lines().any(|l| {
+            l.strip_prefix("parts ").is_some_and(|rest| {
+                // "N (ref N): start+finish match N/N"
+                let n = rest.split(' ').next().unwrap_or("?");
+                rest.ends_with(&format!("match {n}/{n}")) && rest.contains(&format!("(ref {n})"))
+            })
+        });
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("jobs ") && l.ends_with(&want))
+                && parts_match,
+            "{} {p}: the reference and the simulator differ:\n{text}",
+            c.name
+        );
+    }
+}
+
+/// Libra+$ (its prices and costs), LibraRisk (node order, with and
+/// without the shortcut) and LibraSLA against the reference.
+#[test]
+fn the_libra_family_takes_the_independent_references_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let both = &["libra-plus-dollar", "libra-risk"][..];
+    let mut cases = Vec::new();
+    for (w, nodes, jobs, sets) in [
+        (
+            "w1.swf",
+            4,
+            15,
+            &["deadline_low_mean=2", "inaccuracy=0"][..],
+        ),
+        ("w2.swf", 4, 20, &["deadline_low_mean=1.5"][..]),
+        ("w3.swf", 8, 30, &["deadline_low_mean=2"][..]),
+        ("w4.swf", 16, 30, &["deadline_low_mean=1.5"][..]),
+        (
+            "w5.swf",
+            4,
+            25,
+            &[
+                "deadline_low_mean=2",
+                "inaccuracy_form=under",
+                "inaccuracy=0.2",
+            ][..],
+        ),
+    ] {
+        cases.push(Family {
+            name: w,
+            preset: "libra-plus-dollar",
+            workload: Some(w),
+            nodes,
+            jobs,
+            sets,
+            policies: both,
+            ref_args: &[],
+        });
+    }
+    // w7: exact fills, a node priced out at RESFree 0, three identical
+    // parts delayed alike (LibraRisk takes them: zero deviation).
+    cases.push(Family {
+        name: "w7",
+        preset: "libra-plus-dollar",
+        workload: Some("w7.swf"),
+        nodes: 2,
+        jobs: 9,
+        sets: &[
+            "spread=0",
+            "high_urgency_fraction=0",
+            "deadline_high_low_ratio=1",
+            "deadline_low_mean=2",
+            "arrival_delay_factor=1",
+            "inaccuracy=0",
+            "budget_low_mean=3",
+        ],
+        policies: both,
+        ref_args: &[],
+    });
+    cases.push(Family {
+        name: "w3-sla",
+        preset: "libra-sla",
+        workload: Some("w3.swf"),
+        nodes: 8,
+        jobs: 30,
+        sets: &[
+            "deadline_low_mean=2",
+            "high_deadline_type=hard",
+            "low_deadline_type=soft",
+        ],
+        policies: &["libra-sla"],
+        ref_args: &[],
+    });
+    // The SDSC SP2 trace's last 400 jobs, 30% under-estimated.
+    cases.push(Family {
+        name: "sdsc-lpd400-under",
+        preset: "libra-plus-dollar",
+        workload: None,
+        nodes: 128,
+        jobs: 400,
+        sets: &["inaccuracy=0.3"],
+        policies: both,
+        ref_args: &[],
+    });
+    // Nodes of speed 2, Libra's cost factors and a lower beta.
+    cases.push(Family {
+        name: "sdsc-lpd400-speed2",
+        preset: "libra-plus-dollar",
+        workload: None,
+        nodes: 128,
+        jobs: 400,
+        sets: &[
+            "node_speed=2",
+            "gamma=0.5",
+            "delta=3",
+            "beta=0.3",
+            "arrival_delay_factor=0.2",
+        ],
+        policies: both,
+        ref_args: &[
+            "--speed", "2", "--gamma", "0.5", "--delta", "3", "--beta", "0.3",
+        ],
+    });
+    // LibraRisk on the trace's own estimates (jobs whose estimate exceeds
+    // their deadline among them), at a tolerance and without the shortcut.
+    cases.push(Family {
+        name: "sdsc-risk400-tol",
+        preset: "libra-risk",
+        workload: None,
+        nodes: 128,
+        jobs: 400,
+        sets: &["risk_tolerance=0.05", "arrival_delay_factor=0.3"],
+        policies: &["libra-risk"],
+        ref_args: &["--tol", "0.05"],
+    });
+    cases.push(Family {
+        name: "sdsc-risk400-noshort",
+        preset: "libra-risk",
+        workload: None,
+        nodes: 128,
+        jobs: 400,
+        sets: &["risk_shortcut=false", "arrival_delay_factor=0.3"],
+        policies: &["libra-risk"],
+        ref_args: &["--no-shortcut"],
+    });
+    // LibraSLA, 30% under-estimated (late parts in the projections).
+    cases.push(Family {
+        name: "sdsc-sla300-under",
+        preset: "libra-sla",
+        workload: None,
+        nodes: 128,
+        jobs: 300,
+        sets: &["inaccuracy=0.3", "arrival_delay_factor=0.005"],
+        policies: &["libra-sla"],
+        ref_args: &[],
+    });
+    for c in &cases {
+        run_family(c, dir.path());
     }
 }
 

@@ -1,24 +1,31 @@
 #!/usr/bin/env python3
-"""An independent reference implementation of four Libratory policies
-(Libra, EDF, PBS FIFO, QoPS), written from the project's specification
-(the shared spec's policies.md and docs/policies.md) without reading the
-Rust code: a second implementation that the simulator's decisions are
-compared with, decision by decision (manager/tests/reference.rs).
+"""An independent reference implementation of seven Libratory policies
+(Libra, Libra+$, LibraRisk, LibraSLA, EDF, PBS FIFO, QoPS), written from
+the project's specification (the shared spec's policies.md, the papers'
+equations, docs/policies.md) without reading the Rust code: a second
+implementation that the simulator's decisions are compared with,
+decision by decision (manager/tests/reference.rs).
 
 Input: a simulator jobs-<policy>.csv (any policy: the annotated job list is
 identical across policies), giving submit, estimate, actual, processors,
 deadline, budget. Output: a CSV of per-job decisions, and optionally a
 comparison against a simulator jobs-<policy>.csv, ending with a line
-`jobs N: decision ..., all K/N`.
+`jobs N: decision ..., all K/N` (and, with --parts, `parts N (ref M):
+start+finish match K/N` against the simulator's parts-<policy>.csv).
 
 usage:
-  python3 ref.py POLICY JOBS.csv NODES [--compare SIM_jobs.csv]
+  python3 ref.py POLICY JOBS.csv NODES [--compare SIM_jobs.csv] [--parts SIM_parts.csv]
                  [--placement best-fit|least-loaded] [--swf TRACE] [--qops-no-wake]
+                 [--alpha A] [--beta B] [--pbase P] [--gamma G] [--delta D]
+                 [--speed S] [--tol T] [--no-shortcut] [--per-part]
                  [--out FILE.csv] [-v]
-POLICY in libra, edf, fifo, qops. --swf gives per-processor memory (field 10)
-for Libra's resource filter. --qops-no-wake calls QoPS only at arrivals and
-completions (by default also at reservation times, as docs/policies.md
-says). The small hand-made workloads beside it are in workloads/.
+  python3 ref.py --selftest
+POLICY in libra, libra-plus-dollar, libra-risk, libra-sla, edf, fifo, qops.
+--swf gives per-processor memory (field 10) for the resource filter.
+--qops-no-wake calls QoPS only at arrivals and completions (by default also
+at reservation times, as docs/policies.md says). The knobs are the
+simulator's (`--set alpha=...` etc.) and must be given to both. The small
+hand-made workloads beside it are in workloads/.
 """
 import csv, math, sys, argparse
 
@@ -40,6 +47,8 @@ class Job:
         self.DT = self.submit + self.D
         b = row['budget']
         self.B = math.inf if b in ('unlimited', '', 'inf') else float(b)
+        self.PR = float(row.get('penalty_rate') or 0.0)
+        self.dtype = row.get('deadline_type', 'hard')
         # results
         self.accepted = None
         self.reason = ''
@@ -227,6 +236,338 @@ def run_libra(jobs, nnodes, placement='best-fit', gamma=1.0, delta=1.0):
     for job in jobs:
         if job.accepted:
             job.finish = max(job.part_finish.values())
+    return jobs
+
+
+
+# ------------------------------------------------------ Libra+$
+# Written from the shared spec's policies.md ("Libra+$") and the Libra+$
+# paper's Algorithm 1 and equations (3)-(6), without the Rust code.
+def lpd_price_nodes(nodes, job, now, alpha, beta, pbase):
+    """Returns (fit_nodes, priced) where priced = [(RESFree, idx, price_rate)]."""
+    fit = []
+    for n in nodes:
+        need = (job.RE / n.speed) / job.D
+        if n.load(now) + need <= 1.0 + SHARE_EPS:
+            fit.append(n)
+    priced = []
+    for n in fit:
+        committed = 0.0
+        for p in n.parts:
+            if p.on_track(now):
+                rd = p.DT - now
+                committed += p.q(now) * min(rd, job.D)
+        resmax = job.D
+        resfree = resmax - committed - job.RE / n.speed
+        if resfree <= 0:
+            continue          # priced out
+        putil = resmax / resfree * pbase
+        rate = alpha * pbase + beta * putil
+        priced.append((resfree, n.idx, rate))
+    return fit, priced
+
+
+def run_lpd(jobs, nnodes, alpha=1.0, beta=0.1, pbase=1.0, speed=1.0):
+    nodes = [TSNode(j, speed) for j in range(nnodes)]
+    for job in jobs:
+        now = job.submit
+        for n in nodes:
+            n.advance_to(now)
+        job.decided_at = now
+        # Algorithm 1 lines 1-8: resources
+        if job.P > nnodes or job.mem > NODE_MEM_KB:
+            job.accepted, job.reason = False, 'resources'; continue
+        # lines 9-16: deadline (Libra share test)
+        fit, priced = lpd_price_nodes(nodes, job, now, alpha, beta, pbase)
+        if len(fit) < job.P:
+            job.accepted, job.reason = False, 'deadline'; continue
+        # line 17: sort ascending by RESFree, ties (1e-9) to the lower index
+        order = top_k([(r, i) for r, i, _ in priced], len(priced), higher_better=False)
+        rate_of = {i: rate for _, i, rate in priced}
+        alloc, C = [], None
+        for i in order:          # lines 18-29
+            c = job.RE * rate_of[i]
+            if c <= job.B:
+                alloc.append(i)
+                if C is None or c > C:
+                    C = c
+            if len(alloc) == job.P:
+                break
+        if len(alloc) < job.P:
+            job.accepted, job.reason = False, 'budget'; continue
+        job.accepted = True
+        job.nodes = sorted(alloc)
+        job.start = now
+        job.cost = C
+        for j in alloc:
+            nodes[j].place(job)
+    drain(nodes, jobs)
+    return jobs
+
+
+def drain(nodes, jobs):
+    for n in nodes:
+        while n.parts:
+            dt = n.next_event_dt()
+            n._integrate(dt)
+            n._event()
+    for job in jobs:
+        if job.accepted:
+            job.finish = max(job.part_finish.values())
+
+
+# ---------------------------------------------------- LibraRisk
+# Written from the spec's "LibraRisk" section and the LibraRisk paper's
+# equations (3)-(6) and Algorithm 1, without the Rust code.
+class _PJ:   # a stand-in job for projected parts
+    def __init__(self, key, RE, DT):
+        self.key = key; self.RE = RE; self.R = RE; self.DT = DT
+        self.part_finish = {}
+
+
+RISK_STATS = dict(shortcut=0, projected=0, empty=0, passed=0)
+
+
+def node_zero_risk(n, job, now, tol=1e-9, shortcut=True, lone_stats=None):
+    if not n.parts:
+        RISK_STATS['empty'] += 1
+        return True
+    # a deadline already passed on the node: not zero-risk
+    if any((p.DT - now) <= TIME_EPS for p in n.parts):
+        RISK_STATS['passed'] += 1
+        return False
+    q_new = (job.RE / n.speed) / job.D
+    if shortcut and n.load(now) + q_new <= 1.0 + SHARE_EPS:
+        RISK_STATS['shortcut'] += 1
+        return True
+    RISK_STATS['projected'] += 1
+    # projection on estimates
+    rds, finishes = [], []
+    proj = TSNode(-1, n.speed)
+    proj.t = now
+    for p in n.parts:
+        rem = p.RE - p.cpu
+        rd = p.DT - now
+        if rem <= TIME_EPS:          # ran past its estimate: finishes now
+            rds.append(rd); finishes.append(now); continue
+        pj = _PJ(len(rds), rem, p.DT)
+        rds.append(rd); finishes.append(None)
+        proj.parts.append(Part(pj, 1.0))   # rem is already in node time
+    pj = _PJ(len(rds), job.RE / n.speed, job.DT)
+    rds.append(job.DT - now); finishes.append(None)
+    proj.parts.append(Part(pj, 1.0))
+    job_control_shares(proj.parts, now)
+    pjs = [p.job for p in proj.parts]
+    while proj.parts:
+        dt = proj.next_event_dt()
+        proj._integrate(dt)
+        proj._event()
+    for pj in pjs:
+        finishes[pj.key] = pj.part_finish[-1]
+    dd = []
+    for rd, f, in zip(rds, finishes):
+        DTk = now + rd
+        delay = f - DTk
+        if delay <= TIME_EPS:
+            delay = 0.0
+        dd.append((delay + rd) / rd)
+    mu = sum(dd) / len(dd)
+    sigma = math.sqrt(sum((x - mu) ** 2 for x in dd) / len(dd))
+    return sigma <= tol
+
+
+def run_risk(jobs, nnodes, gamma=1.0, delta=1.0, tol=1e-9, shortcut=True,
+             order='node-order', speed=1.0):
+    nodes = [TSNode(j, speed) for j in range(nnodes)]
+    for job in jobs:
+        now = job.submit
+        for n in nodes:
+            n.advance_to(now)
+        job.decided_at = now
+        if job.P > nnodes:
+            job.accepted, job.reason = False, 'resources'; continue
+        C = gamma * job.RE + delta * job.RE / job.D
+        if job.B < C:
+            job.accepted, job.reason = False, 'budget'; continue
+        if job.mem > NODE_MEM_KB:
+            job.accepted, job.reason = False, 'resources'; continue
+        chosen = []
+        for n in nodes:
+            if node_zero_risk(n, job, now, tol, shortcut):
+                chosen.append(n.idx)
+                if len(chosen) == job.P:
+                    break
+        if len(chosen) < job.P:
+            job.accepted, job.reason = False, 'risk'; continue
+        job.accepted = True
+        job.nodes = sorted(chosen)
+        job.start = now
+        job.cost = C
+        job.lone_late = job.RE > job.D
+        for j in chosen:
+            nodes[j].place(job)
+    drain(nodes, jobs)
+    return jobs
+
+
+
+# ----------------------------------------------------- LibraSLA
+# Written from the spec's "LibraSLA" section, docs/policies.md's LibraSLA
+# section (the `sla` spare rule, readings) and the LibraSLA paper's
+# equations (1), (5), (6) and Algorithms 1 and 2, without the Rust code.
+def sla_shares(parts, now):
+    on = [p for p in parts if p.on_track(now)]
+    over = [p for p in parts if not p.on_track(now)]
+    qs = {id(p): p.q(now) for p in on}
+    Q = sum(qs.values())
+    best = None
+    for p in on:     # highest return, ties to the earlier part
+        if best is None or p.job.ret > best.job.ret:
+            best = p
+    def short(cap):
+        prot = [p for p in on if p.job.hard or p is best]
+        rest = [p for p in on if not (p.job.hard or p is best)]
+        Qp = sum(qs[id(p)] for p in prot)
+        if Qp > cap:
+            for p in prot:
+                p.share = qs[id(p)] * cap / Qp
+            for p in rest:
+                p.share = 0.0
+        else:
+            Qs = sum(qs[id(p)] for p in rest)
+            for p in prot:
+                p.share = qs[id(p)]
+            for p in rest:
+                p.share = qs[id(p)] * (cap - Qp) / Qs
+    if not over:
+        if Q <= 1.0:
+            for p in on:
+                p.share = qs[id(p)]
+            if best is not None:
+                best.share += 1.0 - Q
+        else:
+            short(1.0)
+        return
+    pool = max(1.0 - Q, POOL_MIN)
+    for p in over:
+        p.share = pool / len(over)
+    if Q <= 1.0 - pool:
+        for p in on:
+            p.share = qs[id(p)]
+    else:
+        short(1.0 - pool)
+
+
+class SLANode(TSNode):
+    def _event(self):
+        done = [p for p in self.parts if p.R - p.cpu <= TIME_EPS]
+        for p in done:
+            self.parts.remove(p)
+            p.job.part_finish[self.idx] = self.t
+        sla_shares(self.parts, self.t)
+
+    def place(self, job):
+        self.parts.append(Part(job, self.speed))
+        sla_shares(self.parts, self.t)
+
+
+class _SJ:   # stand-in job for a projected part
+    def __init__(self, key, rem, DT, ret, retpen, hard):
+        self.key = key; self.RE = rem; self.R = rem; self.DT = DT
+        self.ret = ret; self.retpen = retpen; self.hard = hard
+        self.part_finish = {}
+
+
+def _delay(f, DT):
+    d = f - DT
+    return d if d > TIME_EPS else 0.0
+
+
+def sla_node_return(n, now, new=None):
+    """Node return projected on estimates under the sla rule; with `new`
+    (a job) a tentative part is added last. Returns (return, new_delay)."""
+    entries = []   # (ret, retpen, finish or None, DT)
+    proj = SLANode(-1, n.speed)
+    proj.t = now
+    for p in n.parts:
+        rem = p.RE - p.cpu
+        if rem <= TIME_EPS:
+            entries.append([p.job.ret, p.job.retpen, now, p.DT]); continue
+        sj = _SJ(len(entries), rem, p.DT, p.job.ret, p.job.retpen, p.job.hard)
+        entries.append([p.job.ret, p.job.retpen, None, p.DT])
+        proj.parts.append(Part(sj, 1.0))
+    if new is not None:
+        sj = _SJ(len(entries), new.RE / n.speed, new.DT, new.ret, new.retpen, new.hard)
+        entries.append([new.ret, new.retpen, None, new.DT])
+        proj.parts.append(Part(sj, 1.0))
+    sla_shares(proj.parts, now)
+    sjs = [p.job for p in proj.parts]
+    while proj.parts:
+        dt = proj.next_event_dt()
+        proj._integrate(dt)
+        proj._event()
+    for sj in sjs:
+        entries[sj.key][2] = sj.part_finish[-1]
+    total = 0.0
+    for ret, retpen, f, DT in entries:
+        total += ret - _delay(f, DT) * retpen
+    nd = _delay(entries[-1][2], entries[-1][3]) if new is not None else None
+    return total, nd
+
+
+SLA_STATS = dict(shortcut=0, projected=0)
+
+
+def run_sla(jobs, nnodes, shortcut=True, per_part=False, speed=1.0):
+    nodes = [SLANode(j, speed) for j in range(nnodes)]
+    for job in jobs:
+        job.hard = (job.dtype == 'hard')
+        div = job.P if per_part else 1
+        if math.isfinite(job.B):
+            job.ret = job.B / job.RE / job.D / div
+        else:
+            job.ret = math.inf
+        job.retpen = job.PR / job.RE / job.D / div
+    for job in jobs:
+        now = job.submit
+        for n in nodes:
+            n.advance_to(now)
+        job.decided_at = now
+        if job.P > nnodes:
+            job.accepted, job.reason = False, 'resources'; continue
+        if not math.isfinite(job.B):
+            job.accepted, job.reason = False, 'budget'; continue
+        if job.RE > job.D:
+            job.accepted, job.reason = False, 'deadline'; continue
+        if job.mem > NODE_MEM_KB:
+            job.accepted, job.reason = False, 'resources'; continue
+        cands = []
+        for n in nodes:
+            passed = any((p.DT - now) <= TIME_EPS for p in n.parts)
+            qn = (job.RE / n.speed) / job.D
+            if shortcut and not passed and n.load(now) + qn <= 1.0 + SHARE_EPS:
+                SLA_STATS['shortcut'] += 1
+                old = 0.0
+                for p in n.parts:
+                    old += p.job.ret
+                newr = old + job.ret
+                nd = 0.0
+            else:
+                SLA_STATS['projected'] += 1
+                old, _ = sla_node_return(n, now)
+                newr, nd = sla_node_return(n, now, job)
+            if newr >= old - 1e-9 * max(abs(old), abs(newr)) and (not job.hard or nd <= TIME_EPS):
+                cands.append((newr, n.idx))
+        if len(cands) < job.P:
+            job.accepted, job.reason = False, 'return'; continue
+        chosen = top_k(cands, job.P, higher_better=True)
+        job.accepted = True
+        job.nodes = sorted(chosen)
+        job.start = now
+        job.cost = job.B
+        for j in chosen:
+            nodes[j].place(job)
+    drain(nodes, jobs)
     return jobs
 
 
@@ -470,7 +811,7 @@ def compare(jobs, simpath, verbose=False):
     with open(simpath) as f:
         sim = {r['job_id']: r for r in csv.DictReader(f)}
     n = len(jobs)
-    stats = dict(decision=0, reason=0, nodes=0, start=0, finish=0, all=0)
+    stats = dict(decision=0, reason=0, nodes=0, start=0, finish=0, cost=0, all=0)
     diffs = []
     for j in jobs:
         r = sim[j.id]
@@ -483,10 +824,14 @@ def compare(jobs, simpath, verbose=False):
         sfin = float(r['finish']) if r['finish'] else None
         ok_start = fclose(sstart, j.start)
         ok_fin = fclose(sfin, j.finish)
+        # cost: compared for jobs both accept (the simulator writes 0 for a rejection)
+        # (Libra, EDF, FIFO and QoPS: the reference prices none of them.)
+        ok_cost = (not (sacc and j.accepted)) or COMPARE_COST is False or j.cost is None or \
+            fclose(float(r['cost']), j.cost, rel=1e-9, ab=1e-9)
         for k, v in (('decision', ok_dec), ('reason', ok_reason), ('nodes', ok_nodes),
-                     ('start', ok_start), ('finish', ok_fin)):
+                     ('start', ok_start), ('finish', ok_fin), ('cost', ok_cost)):
             stats[k] += v
-        allok = ok_dec and ok_reason and ok_nodes and ok_start and ok_fin
+        allok = ok_dec and ok_reason and ok_nodes and ok_start and ok_fin and ok_cost
         stats['all'] += allok
         if not allok:
             diffs.append((j, r))
@@ -495,8 +840,33 @@ def compare(jobs, simpath, verbose=False):
         print(f"  job {j.id} t={j.submit:g} P={j.P} RE={j.RE:g} R={j.R:g} D={j.D:g}: "
               f"ref acc={j.accepted} {j.reason} nodes={j.nodes} start={j.start} fin={j.finish} | "
               f"sim acc={r['accepted']} {r['reason']} nodes={r['nodes']} start={r['start']} "
-              f"fin={r['finish']} ({r['detail'][:80]})")
+              f"fin={r['finish']} cost ref={j.cost} sim={r['cost']} ({r['detail'][:80]})")
     return stats, diffs
+
+
+COMPARE_COST = True
+
+
+def compare_parts(jobs, partspath):
+    """Per-part finish times against a simulator parts-<policy>.csv."""
+    byid = {j.id: j for j in jobs}
+    n = ok = 0
+    bad = []
+    with open(partspath) as f:
+        for r in csv.DictReader(f):
+            j = byid[r['job_id']]
+            n += 1
+            node = int(r['node'])
+            mine = j.part_finish.get(node)
+            good = mine is not None and fclose(float(r['finish']), mine) and \
+                fclose(float(r['start']), j.start)
+            ok += good
+            if not good:
+                bad.append((r['job_id'], node, r['start'], r['finish'], j.start, mine))
+    mine_n = sum(len(j.part_finish) for j in jobs if j.accepted)
+    print(f"parts {n} (ref {mine_n}): start+finish match {ok}/{n}")
+    for b in bad[:10]:
+        print("  part", b)
 
 
 def write(jobs, path):
@@ -510,7 +880,35 @@ def write(jobs, path):
                         '' if j.cost is None else repr(j.cost)])
 
 
+
+def selftest():
+    """The Libra+$ paper's own PUtil example (spec: 2.00 and 1.25) and
+    LibraRisk's literal readings, on hand-built nodes."""
+    class J: pass
+    def mk(RE, D, submit=0.0, R=None):
+        j = J(); j.RE = RE; j.R = RE if R is None else R; j.D = D; j.submit = submit
+        j.DT = submit + D; j.part_finish = {}; return j
+    # 90 units committed inside both windows (rem 90, due in 150 s), job needs 10
+    for D, want in ((200.0, 2.0), (500.0, 1.25)):
+        n = TSNode(0); n.place(mk(90.0, 150.0))
+        _, priced = lpd_price_nodes([n], mk(10.0, D), 0.0, alpha=0.0, beta=1.0, pbase=1.0)
+        resfree, _, rate = priced[0]
+        assert abs(rate - want) < 1e-12, (D, rate)
+        print(f"Libra+$ paper example: D={D:g} RESFree={resfree:g} PUtil={rate:.2f} (want {want:.2f})")
+    # LibraRisk: a lone part whose estimate exceeds its deadline, on an empty node
+    assert node_zero_risk(TSNode(0), mk(500.0, 100.0), 0.0)
+    # identical parts delayed identically: sigma 0 (accepted although all are late)
+    n = TSNode(0); n.place(mk(100.0, 150.0)); n.place(mk(100.0, 150.0))
+    assert node_zero_risk(n, mk(100.0, 150.0), 0.0, shortcut=False)
+    # one part that would be delayed with a different remaining deadline: risk
+    n = TSNode(0); n.place(mk(100.0, 150.0))
+    assert not node_zero_risk(n, mk(100.0, 120.0), 0.0, shortcut=False)
+    print("LibraRisk literal readings: lone late part zero-risk, identical delays zero-risk, mixed delays not")
+
+
 def main():
+    if sys.argv[1:] == ['--selftest']:
+        selftest(); return
     ap = argparse.ArgumentParser()
     ap.add_argument('policy')
     ap.add_argument('jobs')
@@ -522,12 +920,33 @@ def main():
     ap.add_argument('--qops-no-wake', action='store_true',
                     help='QoPS: no wake-up at reservation times')
     ap.add_argument('--swf', help='trace, for per-processor memory (field 10)')
+    ap.add_argument('--parts', help='simulator parts-<policy>.csv to compare per part')
+    ap.add_argument('--alpha', type=float, default=1.0)
+    ap.add_argument('--beta', type=float, default=0.1)
+    ap.add_argument('--pbase', type=float, default=1.0)
+    ap.add_argument('--tol', type=float, default=1e-9, help='LibraRisk risk_tolerance')
+    ap.add_argument('--no-shortcut', action='store_true', help='LibraRisk: always project')
+    ap.add_argument('--per-part', action='store_true', help='LibraSLA sla_return_per_part')
+    ap.add_argument('--gamma', type=float, default=1.0)
+    ap.add_argument('--delta', type=float, default=1.0)
+    ap.add_argument('--speed', type=float, default=1.0, help='every node speed (LibraRisk, Libra+$)')
     a = ap.parse_args()
     jobs = read_jobs(a.jobs)
     if a.swf:
         load_memory(jobs, a.swf)
     if a.policy == 'libra':
         run_libra(jobs, a.nodes, a.placement)
+    elif a.policy == 'libra-plus-dollar':
+        run_lpd(jobs, a.nodes, a.alpha, a.beta, a.pbase, speed=a.speed)
+    elif a.policy == 'libra-risk':
+        run_risk(jobs, a.nodes, a.gamma, a.delta, tol=a.tol, shortcut=not a.no_shortcut, speed=a.speed)
+        acc = [j for j in jobs if j.accepted]
+        late = [j for j in acc if j.RE > j.D]
+        print(f"libra-risk: accepted {len(acc)}, with estimate > deadline {len(late)} "
+              f"({sum(1 for j in late if j.finish <= j.DT + 1e-6)} met); nodes {RISK_STATS}")
+    elif a.policy == 'libra-sla':
+        run_sla(jobs, a.nodes, shortcut=not a.no_shortcut, per_part=a.per_part, speed=a.speed)
+        print(f"libra-sla: nodes {SLA_STATS}")
     elif a.policy in ('edf', 'fifo'):
         run_space(jobs, a.nodes, a.policy)
     elif a.policy == 'qops':
@@ -543,6 +962,8 @@ def main():
               f"(first: job {IDLE_MISSES[0][0]} reserved {IDLE_MISSES[0][1]:g}, next event {IDLE_MISSES[0][2]:g})")
     if a.compare:
         compare(jobs, a.compare, a.v)
+    if a.parts:
+        compare_parts(jobs, a.parts)
 
 
 if __name__ == '__main__':
