@@ -579,6 +579,36 @@ fn a_run_that_stopped_before_its_first_job_does_not_block_its_directory() {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // While it runs its journal is its own: another run into the
+    // directory, `resume` and `recover` are refused and move nothing.
+    for args in [
+        vec![
+            "run",
+            "--spawn-local",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+        ],
+        vec!["resume"],
+        vec!["recover"],
+    ] {
+        let o = Command::new(libratory())
+            .args(&args)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success()
+                && String::from_utf8_lossy(&o.stderr).contains("a manager is still writing it"),
+            "{}",
+            dump(args[0], &o)
+        );
+        assert!(
+            journal_has_header(&journal),
+            "{}: the journal moved",
+            args[0]
+        );
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     drop(child);

@@ -31,6 +31,13 @@ pub fn recover_interrupted(out: &Path, log: &mut Log) -> Result<()> {
     if !path.is_file() {
         return Ok(());
     }
+    if journal::in_use(&path) {
+        bail!(
+            "{}: a manager is still writing it (a run going in {}): give another --out",
+            path.display(),
+            out.display()
+        );
+    }
     let c = journal::read(&path).with_context(|| {
         format!(
             "an earlier run's journal in {} is unreadable: move it away or use another --out",
@@ -132,6 +139,12 @@ struct RecoveryFacts<'a> {
 pub fn recover(dir: &Path, force: bool) -> Result<()> {
     let me = Invocation::capture();
     let path = dir.join(JOURNAL);
+    if journal::in_use(&path) {
+        bail!(
+            "{}: a manager is still writing it (the run is going): its results come at its end",
+            path.display()
+        );
+    }
     let c = journal::read(&path)?;
     let r = journal::rebuild(&c);
     if !force && dir.join(rundir::MANIFEST).is_file() && (r.ended || !was_recovered(dir)) {

@@ -39,6 +39,12 @@ pub fn resume(
 ) -> Result<()> {
     let inv = Invocation::capture();
     let path = dir.join(JOURNAL);
+    if journal::in_use(&path) {
+        bail!(
+            "{}: a manager is still writing it (the run is going): nothing to resume",
+            path.display()
+        );
+    }
     let c = journal::read(&path)
         .with_context(|| format!("{}: no run to resume here", dir.display()))?;
     let s = ResumeState::from_journal(&c);

@@ -28,7 +28,7 @@
 //! [`reader`] (lines back to entries, a torn end tolerated), [`rebuild`]
 //! (entries back to one record per job).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
@@ -74,6 +74,14 @@ pub enum JournalError {
         /// The journal.
         path: PathBuf,
     },
+}
+
+/// Whether a live manager holds the journal at `path` (its writer's
+/// lock): such a run is still going, and its journal must not be moved,
+/// rebuilt or resumed from.
+pub fn in_use(path: &Path) -> bool {
+    std::fs::File::open(path)
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 #[cfg(test)]

@@ -110,7 +110,16 @@ impl JournalWriter {
             path: path.to_path_buf(),
             source,
         };
-        let file = fs::File::create(path).map_err(io)?;
+        // Opened without truncating, locked, then emptied: a journal
+        // another manager is writing is left whole.
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        lock(path, &file)?;
+        file.set_len(0).map_err(io)?;
         JournalWriter::start(path, file, Some(header), Instant::now())
     }
 
@@ -127,6 +136,7 @@ impl JournalWriter {
         let bytes = fs::read(path).map_err(io)?;
         let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let mut file = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+        lock(path, &file)?;
         let died = file.metadata().and_then(|m| m.modified()).ok();
         if whole < bytes.len() {
             // A last line without its newline: an entry the reader takes
@@ -316,6 +326,26 @@ fn writer_loop(
         }
     }
 }
+/// Takes the journal's exclusive lock, held while `file` stays open (the
+/// writer's life): another process writing it is refused, and readers
+/// that would move or rebuild it can tell a live run's journal
+/// ([`super::in_use`]).
+fn lock(path: &Path, file: &fs::File) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => Err(JournalError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(
+                "another manager is writing this journal (a run still going): give another --out",
+            ),
+        }),
+        Err(fs::TryLockError::Error(source)) => Err(JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
