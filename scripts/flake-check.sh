@@ -78,11 +78,13 @@ for k in $(seq 1 "$runs"); do
   cargo test --workspace --no-fail-fast "$@" >"$log" 2>&1 || rc=$?
   # libtest prints "test NAME ... FAILED"; a test binary that crashed (a
   # signal, an abort) or did not build has no such line for what it lost:
-  # each binary whose run ended without its "test result: ok" is named.
+  # cargo says the first "process didn't exit successfully: `BIN ...`
+  # (signal: N, SIG...)", the second "could not compile".
   grep -E '^test .* \.\.\. FAILED$' "$log" | sed -E "s/^test (.*) \.\.\. FAILED$/run $k: \1/" >>"$out/failures.txt" || true
-  grep -E '^error: (test failed, to rerun pass|could not compile)' "$log" |
-    sed -E "s/^error: (.*)$/run $k: cargo: \1/" >>"$out/failures.txt" || true
-  if ((rc != 0)) && ! grep -qE '^(test .* \.\.\. FAILED|error: (test failed|could not compile))' "$log"; then
+  grep -E "process didn't exit successfully: .*\(signal: " "$log" |
+    sed -E "s/^.*process didn't exit successfully: .([^ ]*).*\(signal: ([^)]*)\).*$/run $k: crashed: \1 (signal \2)/" >>"$out/failures.txt" || true
+  grep -E '^error: could not compile' "$log" | sed -E "s/^error: (.*)$/run $k: cargo: \1/" >>"$out/failures.txt" || true
+  if ((rc != 0)) && ! grep -qE "^test .* \.\.\. FAILED|process didn't exit successfully: .*\(signal: |^error: could not compile" "$log"; then
     echo "run $k: cargo test exited $rc without naming a failure (see $log)" >>"$out/failures.txt"
   fi
   if [ $shell_tests -eq 1 ]; then

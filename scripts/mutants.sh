@@ -30,6 +30,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+modules=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  modules+=("$1")
+  shift
+done
+[ "${1:-}" != "--" ] || shift
+extra=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=(sim share admission policy busy_index node_model)
+for m in "${modules[@]}"; do
+  case $m in
+    sim | share | node_model | admission | policy | busy_index) ;;
+    *)
+      echo "error: unknown module '$m' (sim, share, admission, policy, busy_index, node_model)" >&2
+      exit 2
+      ;;
+  esac
+done
+
 if ! command -v cargo-mutants >/dev/null; then
   echo "== installing cargo-mutants (cargo install cargo-mutants --locked)"
   cargo install cargo-mutants --locked
@@ -89,17 +107,9 @@ echo "== the unmutated tests in $src (baseline)"
 if ! (cd "$src" && cargo test -p libratory-common --tests >"$out/baseline.log" 2>&1); then
   tail -n 30 "$out/baseline.log" >&2
   echo "error: the libratory-common tests fail without any mutant ($out/baseline.log): fix them first" >&2
+  rm -f "$marker"
   exit 1
 fi
-
-modules=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-  modules+=("$1")
-  shift
-done
-[ "${1:-}" != "--" ] || shift
-extra=("$@")
-[ ${#modules[@]} -gt 0 ] || modules=(sim share admission policy busy_index node_model)
 
 for m in "${modules[@]}"; do
   # common::sim_faults is a module of its own (the fault schedule), not
@@ -169,7 +179,8 @@ done
 if ((${#new[@]})); then
   echo "== ${#new[@]} missed mutant(s) not among the reviewed survivors ($survivors):"
   printf '  %s\n' "${new[@]}"
-  echo "kill each with a test, or, when it cannot change behaviour, add it to $survivors with the reason in docs/testing.md"
+  echo "each ran at PROPTEST_CASES=$PROPTEST_CASES: first rerun them at the suite's full counts (scripts/mutants-recheck.py $out/<module>/mutants.out/missed.txt);"
+  echo "kill each still missed with a test, or, when it cannot change behaviour, add it to $survivors with the reason in docs/testing.md"
   exit 1
 fi
 echo "== every missed mutant is a reviewed survivor"

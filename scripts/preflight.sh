@@ -34,8 +34,14 @@ lbr_load "$config"
 server=''
 probers=()
 preflight_close() {
-  [[ -n $server ]] && kill "$server" 2>/dev/null
-  ((${#probers[@]})) && kill "${probers[@]}" 2>/dev/null
+  local p
+  if [[ -n $server ]]; then kill "$server" 2>/dev/null || true; fi
+  # A prober is a subshell running ssh (or the local probe): its child
+  # first, then it.
+  for p in "${probers[@]}"; do
+    pkill -P "$p" 2>/dev/null || true
+    kill "$p" 2>/dev/null || true
+  done
   lbr_close
 }
 trap preflight_close EXIT
@@ -230,6 +236,7 @@ start_probe_server() {
     fi
   fi
   [[ -s $plog ]] && server_why+=": $(tail -n 1 "$plog")"
+  server=''
   return 1
 }
 if [[ ${#probe_hosts[@]} -gt 0 ]]; then

@@ -41,9 +41,6 @@ faketime_lib=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | h
 
 started=$SECONDS
 T=$(mktemp -d /tmp/libratory-netns.XXXXXX)
-# Launches run from here: m0's work_dir is relative (to the launcher's
-# directory, as a local host's is).
-cd "$T"
 P=lbt$$
 sshd_pids=()
 keep=0
@@ -155,7 +152,7 @@ EOF
 
 [[hosts]]
 name = "m0"
-work_dir = "m0/work"
+work_dir = "m0/work"   # relative: to this configuration's directory, $T
 nodes_per_process = 2
 capacity = 0.1
 executors = 1
@@ -165,9 +162,9 @@ EOF
 config "$T/cluster.toml" "" "$ssh_opts" ""
 
 # The node processes of this test (not their wrappers): the command is a
-# work directory's libratory-node (m0's relative).
+# work directory's libratory-node.
 test_nodes() {
-  ps -eo pid=,stat=,args= | awk -v t="$T/" '$2 !~ /^Z/ && (index($3, t) == 1 || index($3, "m0/work/") == 1) && $3 ~ /\/work\/bin\/libratory-node$/'
+  ps -eo pid=,stat=,args= | awk -v t="$T/" '$2 !~ /^Z/ && index($3, t) == 1 && $3 ~ /\/work\/bin\/libratory-node$/'
 }
 
 in_mgr() {

@@ -128,7 +128,8 @@ pub struct HostSection {
     pub ssh_options: Vec<String>,
     /// Directory on the host for the binary, certificates, logs and pid
     /// files (default: `[launch] work_dir` / NAME). Relative paths are
-    /// relative to the ssh user's home (this directory for local hosts).
+    /// relative to the ssh user's home, or for a host without ssh to the
+    /// configuration file's directory.
     #[serde(default)]
     pub work_dir: Option<String>,
     /// A `libratory-node` already installed on the host: launch runs it

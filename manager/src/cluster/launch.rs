@@ -127,10 +127,26 @@ impl LaunchPlan {
             .hosts
             .iter()
             .map(|h| {
-                let work_dir = h
-                    .work_dir
-                    .clone()
-                    .unwrap_or_else(|| format!("{}/{}", cfg.launch.work_dir, h.name));
+                // On this machine a relative path is the configuration's
+                // directory's: the same whatever directory status.sh or
+                // stop.sh run from. Over ssh it is the ssh user's home's.
+                let here = |p: String| {
+                    if h.is_local() && Path::new(&p).is_relative() {
+                        config
+                            .parent()
+                            .unwrap_or(Path::new("/"))
+                            .join(&p)
+                            .to_string_lossy()
+                            .into_owned()
+                    } else {
+                        p
+                    }
+                };
+                let work_dir = here(
+                    h.work_dir
+                        .clone()
+                        .unwrap_or_else(|| format!("{}/{}", cfg.launch.work_dir, h.name)),
+                );
                 let mut ssh_args = Vec::new();
                 if !h.is_local() {
                     if let Some(p) = h.ssh_port {
@@ -155,6 +171,7 @@ impl LaunchPlan {
                     node_binary: h
                         .node_binary
                         .clone()
+                        .map(here)
                         .unwrap_or_else(|| format!("{work_dir}/bin/libratory-node")),
                     copy_binary: h.node_binary.is_none(),
                     work_dir,
@@ -379,6 +396,28 @@ executors = 1
         assert!(!b.copy_binary);
         assert_eq!(b.node_args[b.node_args.len() - 2..], ["--executors", "1"]);
         assert_eq!(b.cert_files, ["ca.pem", "node-b.pem", "node-b.key"]);
+    }
+
+    /// A relative work directory is the ssh user's home's on a host with
+    /// ssh (left relative: ssh starts there) and the configuration's
+    /// directory's on this machine, wherever the scripts run from.
+    #[test]
+    fn relative_work_dirs_are_resolved_where_they_are_meant() {
+        let text = LAB
+            .replace(
+                "capacity = 0.25\n",
+                "capacity = 0.25\nwork_dir = \"lab/a\"\n",
+            )
+            .replace(
+                "node_binary = \"/opt/libratory/bin/libratory-node\"",
+                "work_dir = \"runs/b\"\nnode_binary = \"bin/libratory-node\"",
+            );
+        let cfg = ClusterConfig::parse(Path::new("/etc/lab/lab.toml"), &text).unwrap();
+        let p = LaunchPlan::new(&cfg, Path::new("/etc/lab/lab.toml"));
+        assert_eq!(p.hosts[0].work_dir, "lab/a");
+        assert_eq!(p.hosts[0].node_binary, "lab/a/bin/libratory-node");
+        assert_eq!(p.hosts[1].work_dir, "/etc/lab/runs/b");
+        assert_eq!(p.hosts[1].node_binary, "/etc/lab/bin/libratory-node");
     }
 
     #[test]
