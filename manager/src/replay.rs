@@ -165,12 +165,13 @@ pub fn observe(
         })?;
         jobs.push(j);
     }
-    // Arrival order; ties in id order (the records are in id order).
+    // Arrival order; ties in id order.
     jobs.sort_by(|a, b| {
         a.spec
             .details
             .submit_time
             .total_cmp(&b.spec.details.submit_time)
+            .then(a.spec.id.cmp(&b.spec.id))
     });
     let first = jobs.first().map_or(0.0, |j| j.spec.details.submit_time);
 

@@ -281,7 +281,8 @@ fn escalations_are_refused_with_the_identity_role_and_request() {
     let o = submit(&m, "viewer");
     assert!(
         !o.status.success()
-            && text(&o).contains("refused the request: ")
+            && text(&o).contains(" refused the request: ")
+            && text(&o).contains("the manager at ")
             && text(&o)
                 .contains("identity viewer (role viewer) may not submit: a viewer may only look"),
         "{}",

@@ -283,6 +283,13 @@ pub async fn request(conn: &ConnArgs, msg: ClientMsg) -> Result<ClientReply> {
     let reply = got
         .with_context(|| format!("no answer from {} within 30 s", conn.manager))??
         .with_context(|| format!("{} closed the connection without answering", conn.manager))?;
+    // The same refusal read as the answer that comes before the close.
+    if let ClientReply::Error { message, .. } = &reply {
+        bail!(
+            "the manager at {} refused the request: {message}",
+            conn.manager
+        );
+    }
     c.close(0u32.into(), b"done");
     ep.wait_idle().await;
     Ok(reply)
