@@ -111,16 +111,6 @@ pub fn run(
     let listen: SocketAddr = cfg.manager.listen.parse()?;
     // Local node processes dial the advertised address, else loopback.
     let local_dial = cfg.local_dial_address();
-    // The manager's certificates before anything is written or started:
-    // a run that cannot listen leaves no journal behind.
-    net::check_server_identity(&cfg.manager.certs).with_context(|| {
-        format!(
-            "the manager's certificates in {} (make them with `libratory certs --out {} --nodes NAME,...`; \
-             the launch scripts make them when the directory does not exist)",
-            cfg.manager.certs.display(),
-            cfg.manager.certs.display()
-        )
-    })?;
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut log = Log::new();
     recover::recover_interrupted(out, &mut log)?;
@@ -177,6 +167,16 @@ pub fn run(
     }
     let trace = wl.trace.clone();
     let trace_facts = trace.as_deref().map(rundir::trace_facts).transpose()?;
+    // The manager's certificates before the journal and the node
+    // processes: a run that cannot listen leaves nothing behind.
+    net::check_server_identity(&cfg.manager.certs).with_context(|| {
+        format!(
+            "the manager's certificates in {} (make them with `libratory certs --out {} --nodes NAME,...`; \
+             the launch scripts make them when the directory does not exist)",
+            cfg.manager.certs.display(),
+            cfg.manager.certs.display()
+        )
+    })?;
     let writer = JournalWriter::create(
         &out.join(JOURNAL),
         setup::journal_header(
