@@ -102,7 +102,12 @@ touch "$marker"
 
 # The baseline, once: the tests must pass unmutated (a broken test, a
 # missing trace or a debug-only check that fires would make every mutant
-# "caught").
+# "caught"). The crate's sources are touched first: a mutant is undone
+# with the file's old time, and rsync keeps the tree's times, so cargo
+# would otherwise take the last mutant's build for the unmutated crate's
+# (the baseline caught exactly that: SpareRule's names, mutated by the
+# run before, failed two tests).
+find "$src/common/src" -name '*.rs' -exec touch {} +
 echo "== the unmutated tests in $src (baseline)"
 if ! (cd "$src" && cargo test -p libratory-common --tests >"$out/baseline.log" 2>&1); then
   tail -n 30 "$out/baseline.log" >&2
