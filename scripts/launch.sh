@@ -201,7 +201,13 @@ stop_everything() {
 }
 on_exit() {
   local rc=$?
-  trap - EXIT INT TERM HUP
+  set +e
+  trap - EXIT
+  # The cleanup runs to its end: a second Ctrl-C only says so, and a
+  # terminal pipe gone with the first (`launch.sh | tee`) does not kill
+  # it on its next line. Ctrl-\ (SIGQUIT) still quits at once.
+  trap 'lbr_say "still stopping the node processes (Ctrl-\\ quits now and leaves them running)" 2>/dev/null' INT TERM HUP
+  trap '' PIPE
   stop_everything
   lbr_close
   lbr_say "results and logs of every host in $run"

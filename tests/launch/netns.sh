@@ -351,6 +351,14 @@ sleep 1
 running=$(test_nodes | wc -l)
 [[ $running == 6 ]] || fail "expected 6 node processes mid-run, found $running"
 kill -TERM "$launch"
+# A second signal while it stops everything (Ctrl-C pressed twice) does
+# not cut the cleanup short: sent once the launcher says it was
+# interrupted, while it stops the manager and the node processes.
+for _ in $(seq 100); do
+  grep -q 'interrupted' "$T/launch2.log" && break
+  sleep 0.05
+done
+kill -TERM "$launch" 2>/dev/null || true
 rc=0
 wait "$launch" || rc=$?
 [[ $rc == 130 ]] || fail "the interrupted launch exited $rc, not 130: $(tail -n 20 "$T/launch2.log")"
