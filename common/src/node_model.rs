@@ -237,16 +237,6 @@ impl FluidExtra {
         }
     }
 
-    /// The current work rate (see the field).
-    pub fn rate(&self) -> f64 {
-        self.rate
-    }
-
-    /// The node's current time.
-    pub fn now(&self) -> Time {
-        self.now
-    }
-
     /// Processor time given to parts so far.
     pub fn busy_time(&self) -> f64 {
         self.busy
@@ -949,6 +939,11 @@ mod tests {
             n.place(part(2, 30.0, 100.0), 30.0);
             n.place(part(3, 10.0, 40.0), 10.0);
             let shares = n.extra.shares().to_vec();
+            // Required shares 20/200, 30/100 and 10/40 (0.65 in all),
+            // the spare handed out in proportion: each q / 0.65.
+            for (got, q) in shares.iter().zip([0.1, 0.3, 0.25]) {
+                assert!((got - q / 0.65).abs() < 1e-12, "{shares:?}");
+            }
             let mut fin = Vec::new();
             for &t in stops {
                 n.advance_to(t, &mut fin);
