@@ -941,6 +941,7 @@ mod tests {
             let shares = n.extra.shares().to_vec();
             // Required shares 20/200, 30/100 and 10/40 (0.65 in all),
             // the spare handed out in proportion: each q / 0.65.
+            assert_eq!(shares.len(), 3);
             for (got, q) in shares.iter().zip([0.1, 0.3, 0.25]) {
                 assert!((got - q / 0.65).abs() < 1e-12, "{shares:?}");
             }
