@@ -60,8 +60,25 @@ fn sets(extra: &[&'static str], fixed: bool) -> Vec<&'static str> {
     v
 }
 
-fn run_case(c: &Case, sets: &[&str], dir: &Path) {
-    let trace = match c.workload {
+/// One `simulate` run of `policies` and the reference's verdict on each.
+struct Run<'a> {
+    name: String,
+    preset: &'a str,
+    /// A hand-made workload in tests/reference/workloads, or None for the
+    /// SDSC SP2 trace.
+    workload: Option<&'a str>,
+    nodes: usize,
+    jobs: usize,
+    sets: Vec<&'a str>,
+    policies: &'a [&'a str],
+    /// The knobs given to the simulator, as the reference takes them.
+    ref_args: Vec<&'a str>,
+    /// Every part's start and finish compared too (the Libra family).
+    parts: bool,
+}
+
+fn check(r: &Run, dir: &Path) {
+    let trace = match r.workload {
         Some(w) => root()
             .join("tests/reference/workloads")
             .join(w)
@@ -69,66 +86,111 @@ fn run_case(c: &Case, sets: &[&str], dir: &Path) {
             .into_owned(),
         None => sdsc(),
     };
-    let policies = ["libra", "edf", "fifo", "qops"];
-    for placement in ["best-fit", "least-loaded"] {
-        let out = dir.join(format!("{}-{placement}", c.name));
-        let mut cmd = Command::new(libratory());
-        cmd.args(["simulate", "--preset", c.preset, "--trace", &trace])
-            .args(["--set", &format!("jobs={}", c.jobs)])
-            .args(["--set", &format!("nodes={}", c.nodes)]);
-        for s in sets {
-            cmd.args(["--set", s]);
+    let out = dir.join(&r.name);
+    let mut cmd = Command::new(libratory());
+    cmd.args(["simulate", "--preset", r.preset, "--trace", &trace])
+        .args(["--set", &format!("jobs={}", r.jobs)])
+        .args(["--set", &format!("nodes={}", r.nodes)]);
+    for s in &r.sets {
+        cmd.args(["--set", s]);
+    }
+    let outputs = if r.parts {
+        "jobs-csv,parts"
+    } else {
+        "jobs-csv"
+    };
+    let o = cmd
+        .args(["--policies", &r.policies.join(",")])
+        .args(["--outputs", outputs, "--out"])
+        .arg(&out)
+        .output()
+        .expect("run libratory");
+    assert!(
+        o.status.success(),
+        "{}: simulate failed: {}",
+        r.name,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for p in r.policies {
+        let jobs = out.join(format!("jobs-{p}.csv"));
+        let mut py = Command::new("python3");
+        py.arg(root().join("tests/reference/ref.py"))
+            .arg(p)
+            .arg(&jobs)
+            .arg(r.nodes.to_string())
+            .arg("--compare")
+            .arg(&jobs)
+            .args(&r.ref_args);
+        if r.parts {
+            py.arg("--parts").arg(out.join(format!("parts-{p}.csv")));
         }
-        let pols = if placement == "best-fit" {
-            policies.join(",")
-        } else {
-            cmd.args(["--set", "placement=least-loaded"]);
-            "libra".to_string()
-        };
-        let o = cmd
-            .args(["--policies", &pols, "--outputs", "jobs-csv", "--out"])
-            .arg(&out)
+        if r.workload.is_none() {
+            // Memory per processor (SWF field 10) for the resource filter.
+            py.args(["--swf", &trace]);
+        }
+        let o = py
             .output()
-            .expect("run libratory");
+            .unwrap_or_else(|e| panic!("python3 is needed for the reference implementation: {e}"));
+        let text = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success(),
-            "{}: simulate failed: {}",
-            c.name,
+            "{} {p}: ref.py failed: {}{text}",
+            r.name,
             String::from_utf8_lossy(&o.stderr)
         );
-        for p in pols.split(',') {
-            let jobs = out.join(format!("jobs-{p}.csv"));
-            let mut py = Command::new("python3");
-            py.arg(root().join("tests/reference/ref.py"))
-                .arg(p)
-                .arg(&jobs)
-                .arg(c.nodes.to_string())
-                .args(["--placement", placement])
-                .arg("--compare")
-                .arg(&jobs);
-            if c.workload.is_none() {
-                // Memory per processor (SWF field 10) for Libra's filter.
-                py.args(["--swf", &trace]);
-            }
-            let o = py.output().unwrap_or_else(|e| {
-                panic!("python3 is needed for the reference implementation: {e}")
+        let want = format!("all {0}/{0}", r.jobs);
+        let jobs_match = text
+            .lines()
+            .any(|l| l.starts_with("jobs ") && l.ends_with(&want));
+        let parts_match = !r.parts
+            || text.lines().any(|l| {
+                l.strip_prefix("parts ").is_some_and(|rest| {
+                    // "N (ref N): start+finish match N/N"
+                    let n = rest.split(' ').next().unwrap_or("?");
+                    rest.ends_with(&format!("match {n}/{n}"))
+                        && rest.contains(&format!("(ref {n})"))
+                })
             });
-            let text = String::from_utf8_lossy(&o.stdout);
-            assert!(
-                o.status.success(),
-                "{} {p} {placement}: ref.py failed: {}{text}",
-                c.name,
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let want = format!("all {0}/{0}", c.jobs);
-            assert!(
-                text.lines()
-                    .any(|l| l.starts_with("jobs ") && l.ends_with(&want)),
-                "{} {p} {placement}: the reference and the simulator differ:\n{text}",
-                c.name
-            );
-        }
+        assert!(
+            jobs_match && parts_match,
+            "{} {p}: the reference and the simulator differ:\n{text}",
+            r.name
+        );
     }
+}
+
+/// Libra, EDF, PBS FIFO and QoPS on `c`, then Libra least loaded.
+fn run_case(c: &Case, sets: &[&'static str], dir: &Path) {
+    check(
+        &Run {
+            name: format!("{}-best-fit", c.name),
+            preset: c.preset,
+            workload: c.workload,
+            nodes: c.nodes,
+            jobs: c.jobs,
+            sets: sets.to_vec(),
+            policies: &["libra", "edf", "fifo", "qops"],
+            ref_args: vec!["--placement", "best-fit"],
+            parts: false,
+        },
+        dir,
+    );
+    let mut least = sets.to_vec();
+    least.push("placement=least-loaded");
+    check(
+        &Run {
+            name: format!("{}-least-loaded", c.name),
+            preset: c.preset,
+            workload: c.workload,
+            nodes: c.nodes,
+            jobs: c.jobs,
+            sets: least,
+            policies: &["libra"],
+            ref_args: vec!["--placement", "least-loaded"],
+            parts: false,
+        },
+        dir,
+    );
 }
 
 /// A run of the Libra family checked against the reference: every job
@@ -146,75 +208,20 @@ struct Family {
 }
 
 fn run_family(c: &Family, dir: &Path) {
-    let trace = match c.workload {
-        Some(w) => root()
-            .join("tests/reference/workloads")
-            .join(w)
-            .to_string_lossy()
-            .into_owned(),
-        None => sdsc(),
-    };
-    let out = dir.join(c.name);
-    let mut cmd = Command::new(libratory());
-    cmd.args(["simulate", "--preset", c.preset, "--trace", &trace])
-        .args(["--set", &format!("jobs={}", c.jobs)])
-        .args(["--set", &format!("nodes={}", c.nodes)]);
-    for s in c.sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd
-        .args(["--policies", &c.policies.join(",")])
-        .args(["--outputs", "jobs-csv,parts", "--out"])
-        .arg(&out)
-        .output()
-        .expect("run libratory");
-    assert!(
-        o.status.success(),
-        "{}: simulate failed: {}",
-        c.name,
-        String::from_utf8_lossy(&o.stderr)
+    check(
+        &Run {
+            name: c.name.to_string(),
+            preset: c.preset,
+            workload: c.workload,
+            nodes: c.nodes,
+            jobs: c.jobs,
+            sets: c.sets.to_vec(),
+            policies: c.policies,
+            ref_args: c.ref_args.to_vec(),
+            parts: true,
+        },
+        dir,
     );
-    for p in c.policies {
-        let jobs = out.join(format!("jobs-{p}.csv"));
-        let mut py = Command::new("python3");
-        py.arg(root().join("tests/reference/ref.py"))
-            .arg(p)
-            .arg(&jobs)
-            .arg(c.nodes.to_string())
-            .arg("--compare")
-            .arg(&jobs)
-            .arg("--parts")
-            .arg(out.join(format!("parts-{p}.csv")))
-            .args(c.ref_args);
-        if c.workload.is_none() {
-            py.args(["--swf", &trace]);
-        }
-        let o = py
-            .output()
-            .unwrap_or_else(|e| panic!("python3 is needed for the reference implementation: {e}"));
-        let text = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success(),
-            "{} {p}: ref.py failed: {}{text}",
-            c.name,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let want = format!("all {0}/{0}", c.jobs);
-        let parts_match = text.lines().any(|l| {
-            l.strip_prefix("parts ").is_some_and(|rest| {
-                // "N (ref N): start+finish match N/N"
-                let n = rest.split(' ').next().unwrap_or("?");
-                rest.ends_with(&format!("match {n}/{n}")) && rest.contains(&format!("(ref {n})"))
-            })
-        });
-        assert!(
-            text.lines()
-                .any(|l| l.starts_with("jobs ") && l.ends_with(&want))
-                && parts_match,
-            "{} {p}: the reference and the simulator differ:\n{text}",
-            c.name
-        );
-    }
 }
 
 /// Libra+$ (its prices and costs), LibraRisk (node order, with and
