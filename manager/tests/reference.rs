@@ -196,12 +196,7 @@ fn run_case(c: &Case, sets: &[&'static str], dir: &Path) {
 /// A run of the Libra family checked against the reference: every job
 /// (with its cost) and every part.
 struct Family {
-    name: &'static str,
-    preset: &'static str,
-    workload: Option<&'static str>,
-    nodes: usize,
-    jobs: usize,
-    sets: &'static [&'static str],
+    case: Case,
     policies: &'static [&'static str],
     /// The knobs given to the simulator, as the reference takes them.
     ref_args: &'static [&'static str],
@@ -210,12 +205,12 @@ struct Family {
 fn run_family(c: &Family, dir: &Path) {
     check(
         &Run {
-            name: c.name.to_string(),
-            preset: c.preset,
-            workload: c.workload,
-            nodes: c.nodes,
-            jobs: c.jobs,
-            sets: c.sets.to_vec(),
+            name: c.case.name.to_string(),
+            preset: c.case.preset,
+            workload: c.case.workload,
+            nodes: c.case.nodes,
+            jobs: c.case.jobs,
+            sets: c.case.sets.to_vec(),
             policies: c.policies,
             ref_args: c.ref_args.to_vec(),
             parts: true,
@@ -253,12 +248,14 @@ fn the_libra_family_takes_the_independent_references_decisions() {
         ),
     ] {
         cases.push(Family {
-            name: w,
-            preset: "libra-plus-dollar",
-            workload: Some(w),
-            nodes,
-            jobs,
-            sets,
+            case: Case {
+                name: w,
+                preset: "libra-plus-dollar",
+                workload: Some(w),
+                nodes,
+                jobs,
+                sets,
+            },
             policies: both,
             ref_args: &[],
         });
@@ -266,62 +263,70 @@ fn the_libra_family_takes_the_independent_references_decisions() {
     // w7: exact fills, a node priced out at RESFree 0, three identical
     // parts delayed alike (LibraRisk takes them: zero deviation).
     cases.push(Family {
-        name: "w7",
-        preset: "libra-plus-dollar",
-        workload: Some("w7.swf"),
-        nodes: 2,
-        jobs: 9,
-        sets: &[
-            "spread=0",
-            "high_urgency_fraction=0",
-            "deadline_high_low_ratio=1",
-            "deadline_low_mean=2",
-            "arrival_delay_factor=1",
-            "inaccuracy=0",
-            "budget_low_mean=3",
-        ],
+        case: Case {
+            name: "w7",
+            preset: "libra-plus-dollar",
+            workload: Some("w7.swf"),
+            nodes: 2,
+            jobs: 9,
+            sets: &[
+                "spread=0",
+                "high_urgency_fraction=0",
+                "deadline_high_low_ratio=1",
+                "deadline_low_mean=2",
+                "arrival_delay_factor=1",
+                "inaccuracy=0",
+                "budget_low_mean=3",
+            ],
+        },
         policies: both,
         ref_args: &[],
     });
     cases.push(Family {
-        name: "w3-sla",
-        preset: "libra-sla",
-        workload: Some("w3.swf"),
-        nodes: 8,
-        jobs: 30,
-        sets: &[
-            "deadline_low_mean=2",
-            "high_deadline_type=hard",
-            "low_deadline_type=soft",
-        ],
+        case: Case {
+            name: "w3-sla",
+            preset: "libra-sla",
+            workload: Some("w3.swf"),
+            nodes: 8,
+            jobs: 30,
+            sets: &[
+                "deadline_low_mean=2",
+                "high_deadline_type=hard",
+                "low_deadline_type=soft",
+            ],
+        },
         policies: &["libra-sla"],
         ref_args: &[],
     });
     // The SDSC SP2 trace's last 400 jobs, 30% under-estimated.
     cases.push(Family {
-        name: "sdsc-lpd400-under",
-        preset: "libra-plus-dollar",
-        workload: None,
-        nodes: 128,
-        jobs: 400,
-        sets: &["inaccuracy=0.3"],
+        case: Case {
+            name: "sdsc-lpd400-under",
+            preset: "libra-plus-dollar",
+            workload: None,
+            nodes: 128,
+            jobs: 400,
+            sets: &["inaccuracy=0.3"],
+        },
         policies: both,
         ref_args: &[],
     });
     // Nodes of speed 2, Libra's cost factors and a lower beta.
     cases.push(Family {
-        name: "sdsc-lpd400-speed2",
-        preset: "libra-plus-dollar",
-        workload: None,
-        nodes: 128,
-        jobs: 400,
-        sets: &[
-            "node_speed=2",
-            "gamma=0.5",
-            "delta=3",
-            "beta=0.3",
-            "arrival_delay_factor=0.2",
-        ],
+        case: Case {
+            name: "sdsc-lpd400-speed2",
+            preset: "libra-plus-dollar",
+            workload: None,
+            nodes: 128,
+            jobs: 400,
+            sets: &[
+                "node_speed=2",
+                "gamma=0.5",
+                "delta=3",
+                "beta=0.3",
+                "arrival_delay_factor=0.2",
+            ],
+        },
         policies: both,
         ref_args: &[
             "--speed", "2", "--gamma", "0.5", "--delta", "3", "--beta", "0.3",
@@ -330,33 +335,39 @@ fn the_libra_family_takes_the_independent_references_decisions() {
     // LibraRisk on the trace's own estimates (jobs whose estimate exceeds
     // their deadline among them), at a tolerance and without the shortcut.
     cases.push(Family {
-        name: "sdsc-risk400-tol",
-        preset: "libra-risk",
-        workload: None,
-        nodes: 128,
-        jobs: 400,
-        sets: &["risk_tolerance=0.05", "arrival_delay_factor=0.3"],
+        case: Case {
+            name: "sdsc-risk400-tol",
+            preset: "libra-risk",
+            workload: None,
+            nodes: 128,
+            jobs: 400,
+            sets: &["risk_tolerance=0.05", "arrival_delay_factor=0.3"],
+        },
         policies: &["libra-risk"],
         ref_args: &["--tol", "0.05"],
     });
     cases.push(Family {
-        name: "sdsc-risk400-noshort",
-        preset: "libra-risk",
-        workload: None,
-        nodes: 128,
-        jobs: 400,
-        sets: &["risk_shortcut=false", "arrival_delay_factor=0.3"],
+        case: Case {
+            name: "sdsc-risk400-noshort",
+            preset: "libra-risk",
+            workload: None,
+            nodes: 128,
+            jobs: 400,
+            sets: &["risk_shortcut=false", "arrival_delay_factor=0.3"],
+        },
         policies: &["libra-risk"],
         ref_args: &["--no-shortcut"],
     });
     // LibraSLA, 30% under-estimated (late parts in the projections).
     cases.push(Family {
-        name: "sdsc-sla300-under",
-        preset: "libra-sla",
-        workload: None,
-        nodes: 128,
-        jobs: 300,
-        sets: &["inaccuracy=0.3", "arrival_delay_factor=0.005"],
+        case: Case {
+            name: "sdsc-sla300-under",
+            preset: "libra-sla",
+            workload: None,
+            nodes: 128,
+            jobs: 300,
+            sets: &["inaccuracy=0.3", "arrival_delay_factor=0.005"],
+        },
         policies: &["libra-sla"],
         ref_args: &[],
     });
