@@ -230,10 +230,16 @@ fn manager(
     let cfg = dir.join(format!("{policy}.toml"));
     std::fs::write(
         &cfg,
-        format!(
-            "[manager]\nlisten = \"{addr}\"\ncerts = \"{}\"\ntime_scale = 1.0\nstart_timeout_s = 30\n\
-             [workload]\npreset = \"libra\"\npolicy = \"{policy}\"\nset = {{ jobs = 1 }}\n",
-            certs.display()
+        support::config::serving(
+            addr,
+            &certs.display().to_string(),
+            policy,
+            "jobs = 1",
+            &[support::config::Proc {
+                name: node,
+                nodes: NODES,
+                capacity: 0.25 / NODES as f64,
+            }],
         ),
     )
     .unwrap();

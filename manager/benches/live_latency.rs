@@ -237,17 +237,26 @@ fn main() {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // time_scale 1: a trace second is a real second, so the jobs below
     // (estimate 1 s, deadline 1000 s) hold a part each for a while.
-    std::fs::write(
-        dir.path().join("c.toml"),
-        format!(
-            "[manager]\nlisten = \"{addr}\"\ncerts = \"certs\"\ntime_scale = 1.0\nstart_timeout_s = 30\n\
-             [workload]\npreset = \"libra\"\npolicy = \"libra\"\nset = {{ jobs = 1{} }}\n",
+    let set = std::iter::once("jobs = 1".to_string())
+        .chain(
             knobs
                 .set
                 .iter()
-                .map(|(k, v)| format!(", {k} = {}", toml::Value::String(v.clone())))
-                .collect::<String>()
-        ),
+                .map(|(k, v)| format!("{k} = {}", toml::Value::String(v.clone()))),
+        )
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hosts: Vec<support::config::Proc> = names
+        .iter()
+        .map(|name| support::config::Proc {
+            name,
+            nodes: per,
+            capacity,
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        support::config::serving(addr, "certs", "libra", &set, &hosts),
     )
     .unwrap();
     let manager_log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("live_latency-manager.log");

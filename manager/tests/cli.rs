@@ -3,6 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The configuration the live benches give their manager.
+#[path = "../benches/support/config.rs"]
+mod bench_config;
+
 fn libratory(args: &[&str], cwd: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_libratory"))
         .args(args)
@@ -992,5 +996,60 @@ fn trace_is_used_or_refused_by_every_preset() {
             ids.sort_unstable();
             assert_eq!(ids, (3..=12).collect::<Vec<_>>(), "{preset} {name}");
         }
+    }
+}
+
+/// The suite runs no bench, so a configuration a live bench writes for its
+/// manager is checked here as `libratory config check` checks it (a bench
+/// whose manager refused its file failed only when someone ran it): those
+/// of `live_latency` at 128 and 158,976 nodes and of `batsim_live`.
+#[test]
+fn the_live_benches_configurations_pass_config_check() {
+    use bench_config::{serving, Proc};
+    let dir = tempfile::tempdir().unwrap();
+    let addr = "127.0.0.1:7000".parse().unwrap();
+    let procs = |n: usize, per: usize| -> Vec<(String, usize)> {
+        (0..n)
+            .map(|k| (((b'a' + k as u8) as char).to_string(), per))
+            .collect()
+    };
+    let cases = [
+        ("live-128", "libra", "jobs = 1", procs(2, 64)),
+        (
+            "live-158976",
+            "libra",
+            "jobs = 1, placement = \"best-fit\"",
+            procs(8, 19_872),
+        ),
+        ("batsim-live", "batsim", "jobs = 1", procs(1, 64)),
+        ("batsim-live-fcfs", "fcfs-bf", "jobs = 1", procs(1, 64)),
+    ];
+    for (name, policy, set, ps) in cases {
+        let total: usize = ps.iter().map(|p| p.1).sum();
+        let ps: Vec<Proc> = ps
+            .iter()
+            .map(|(n, per)| Proc {
+                name: n,
+                nodes: *per,
+                capacity: 0.5 / total as f64,
+            })
+            .collect();
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, serving(addr, "certs", policy, set, &ps)).unwrap();
+        let out = libratory(
+            &["config", "check", "--config", path.to_str().unwrap()],
+            dir.path(),
+        );
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains(": ok:"), "{name}: {said}");
+        assert!(
+            said.contains(&total.to_string()),
+            "{name}: {total} nodes in {said}"
+        );
     }
 }

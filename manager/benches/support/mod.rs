@@ -1,4 +1,7 @@
-//! What the live benches share: a client connection to a serving manager.
+//! What the live benches share: a serving manager's configuration and a
+//! client connection to it.
+
+pub mod config;
 
 use std::net::SocketAddr;
 use std::path::Path;
