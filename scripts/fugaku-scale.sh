@@ -43,8 +43,10 @@ status() { libratory status --manager "$listen" --certs "$certs" "$@"; }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-manager=
+manager='' run_cfg=''
 cleanup() {
+  # The per-policy copy of the config, also when interrupted.
+  [[ -z $run_cfg ]] || rm -f "$run_cfg"
   if [[ -n $manager ]] && kill -0 "$manager" 2>/dev/null; then
     for p in $(pgrep -P "$manager" || true); do kill "$p" 2>/dev/null || true; done
     kill "$manager" 2>/dev/null || true
