@@ -322,6 +322,17 @@ fn a_node_process_restarted_before_its_loss_is_noticed_registers_after_it() {
         &d.join("manager.log"),
         &["registered a", ": 1 of 1 emulated nodes"],
     );
+    // That registration started the replay: the log says so in that
+    // order.
+    let log = std::fs::read_to_string(d.join("manager.log")).unwrap();
+    let at = |what: &str| {
+        log.find(what)
+            .unwrap_or_else(|| panic!("no {what:?} in {log}"))
+    };
+    assert!(
+        at(": 1 of 1 emulated nodes") < at("replay started"),
+        "the replay's start logged before the registration that started it:\n{log}"
+    );
     wait_log(
         &d.join("manager.log"),
         &["registered a", "during the run: 1 emulated nodes live"],

@@ -63,6 +63,10 @@ pub(super) struct ManagerActor {
     pub(super) handover: Rc<RefCell<Handover>>,
     pub(super) done: Option<oneshot::Sender<()>>,
     pub(super) bar: Option<indicatif::ProgressBar>,
+    /// While a registration is handled: `Some`, and the "replay started"
+    /// line its event gave, printed after the "registered" line (the
+    /// registration starts the replay, so it comes first in the log).
+    pub(super) held_line: Option<Option<String>>,
     /// Posts requests to the external scheduler's transport (the `batsim`
     /// policy); its replies come back as [`SchedulerReplied`].
     pub(super) scheduler: Option<crate::batsim::Poster>,
@@ -269,7 +273,11 @@ impl ManagerActor {
             self.bar = Some(b);
         }
         if let Some(every) = self.cfg.progress_lines {
-            eprintln!("replay started: {total} jobs");
+            let line = format!("replay started: {total} jobs");
+            match &mut self.held_line {
+                Some(held) => *held = Some(line),
+                None => eprintln!("{line}"),
+            }
             let started = Instant::now();
             ctx.run_interval(every, move |a, _| {
                 if !a.core.ending() {
@@ -327,7 +335,13 @@ impl Handler<Connected> for ManagerActor {
             pid: m.pid,
             nodes: m.nodes,
         };
-        if let Some(reason) = self.step(ctx, event) {
+        self.held_line = Some(None);
+        let refused = self.step(ctx, event);
+        let held = self.held_line.take().flatten();
+        if let Some(reason) = refused {
+            if let Some(line) = held {
+                eprintln!("{line}");
+            }
             return Err(reason);
         }
         if self.cfg.progress_lines.is_some() {
@@ -344,6 +358,9 @@ impl Handler<Connected> for ManagerActor {
                     self.core.core.live_nodes()
                 );
             }
+        }
+        if let Some(line) = held {
+            eprintln!("{line}");
         }
         Ok(())
     }

@@ -499,6 +499,7 @@ pub async fn run(
             handover: Default::default(),
             done: Some(done_tx),
             bar: None,
+            held_line: None,
         }
     };
     let manager = match &admission {
