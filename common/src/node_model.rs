@@ -887,6 +887,32 @@ mod tests {
         assert!((n.busy_time() - 50.0).abs() < 1e-9);
     }
 
+    /// A `slow` fault's rate scales the work done and the processor time
+    /// counted alike: alone on the node (proportional spare: share 1), a
+    /// part of 20 s of work at rate 0.5 finishes at 40, and the node gave
+    /// 20 s of processor time, not 40 or 80.
+    #[test]
+    fn a_slowed_node_counts_the_work_it_did() {
+        let mut n = FluidNode::new(spec(), SpareRule::Proportional, 0.0);
+        n.place(part(1, 20.0, 100.0), 20.0);
+        fluid_set_rate(
+            &n.state,
+            &mut n.extra,
+            0.5,
+            SpareRule::Proportional,
+            &mut n.scratch,
+        );
+        let mut fin = Vec::new();
+        n.advance_to(10.0, &mut fin);
+        assert!(fin.is_empty());
+        assert!((n.state.parts[0].cpu_done - 5.0).abs() < 1e-9);
+        assert!((n.busy_time() - 5.0).abs() < 1e-9, "{}", n.busy_time());
+        n.advance_to(1000.0, &mut fin);
+        assert_eq!(fin.len(), 1);
+        assert!((fin[0].at - 40.0).abs() < 1e-9, "{:?}", fin[0]);
+        assert!((n.busy_time() - 20.0).abs() < 1e-9, "{}", n.busy_time());
+    }
+
     #[test]
     fn idle_rule_finishes_at_the_deadline() {
         // Alone with q = 0.5 under the idle rule, a part finishes exactly at
