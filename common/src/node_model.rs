@@ -465,11 +465,6 @@ impl FluidCluster {
             &mut self.scratch,
         );
     }
-
-    /// The execution side of node `k`.
-    pub fn extra(&self, k: usize) -> &FluidExtra {
-        &self.extras[k]
-    }
 }
 
 /// One time-shared node integrated exactly between events (a cluster of
@@ -520,11 +515,6 @@ impl FluidNode {
             &mut self.scratch,
             finished,
         );
-    }
-
-    /// Time to the next event, if any part runs.
-    pub fn next_event_in(&self) -> Option<f64> {
-        next_event_in(&self.state, &self.extra)
     }
 
     /// The node's current time.

@@ -115,6 +115,7 @@ proptest! {
             };
             let mut cluster = FluidCluster::new(&specs(n), p.spare_rule(), 0.0);
             let mut fin: Vec<PartFinished> = Vec::new();
+            let mut placed = 0;
             for j in &jobs {
                 let now = j.spec.details.submit_time;
                 cluster.advance_to(now, &mut fin);
@@ -127,11 +128,17 @@ proptest! {
                     for &k in &a.nodes {
                         let part = cluster.states[k].new_part(&j.spec, 0.0);
                         cluster.place(k, part, j.actual_runtime);
+                        placed += 1;
                         let q = cluster.states[k].required_share(now);
                         prop_assert!(q <= 1.0 + 1e-9, "{name}: node {k} at {q}");
                     }
                 }
             }
+            // The cluster ran what was placed: every part ends (a cluster
+            // that dropped or froze its parts would pass the check above
+            // vacuously).
+            cluster.advance_to(1e12, &mut fin);
+            prop_assert_eq!(fin.len(), placed, "{}: parts finished of those placed", name);
         }
     }
 
