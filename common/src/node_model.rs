@@ -1266,4 +1266,30 @@ mod tests {
         assert!((population_sd(&[1.0, 1.0, 3.0]) - 8f64.sqrt() / 3.0).abs() < 1e-12);
         assert_eq!(population_sd(&[1.0, 1.0]), 0.0);
     }
+
+    /// Deadline delays all near 1 (the usual case) keep their spread:
+    /// 1, 1 + 1e-9, 1 + 3e-9 have mean 1 + 4/3e-9, squared deviations
+    /// (16 + 1 + 25)/9 e-18, so sigma = sqrt(14)/3 e-9. The one-pass
+    /// `mean(x^2) - mean^2` loses it to cancellation (here it comes out
+    /// negative).
+    #[test]
+    fn population_sd_keeps_a_tiny_spread_near_one() {
+        let sd = population_sd(&[1.0, 1.0 + 1e-9, 1.0 + 3e-9]);
+        assert!((sd - 14f64.sqrt() / 3.0 * 1e-9).abs() < 1e-15, "{sd}");
+    }
+
+    /// A part within `TIME_EPS` (1e-6 s) of its estimate is over: the
+    /// projection finishes it at the instant itself. Here it has exactly
+    /// 1e-6 s left (2e-6 - 1e-6, exact); projected, alone at share 1, it
+    /// would finish 1e-6 s later.
+    #[test]
+    fn a_part_within_the_tolerance_of_its_estimate_is_over_at_once() {
+        let mut node = NodeState::new(spec());
+        let mut a = part(1, 2e-6, 100.0);
+        a.cpu_done = 1e-6;
+        node.parts.push(a);
+        let mut out = Vec::new();
+        project_finishes(&node, None, 10.0, SpareRule::Proportional, &mut out);
+        assert_eq!(out, [10.0]);
+    }
 }
