@@ -734,9 +734,9 @@ impl BusyIndex {
         let b = &mut self.bounds;
         if !b.on || now < b.latest {
             // First use, or time ran back: every busy node, from scratch.
+            // (`latest` is set just below.)
             *b = Bounds {
                 on: true,
-                latest: now,
                 risk_on: b.risk_on,
                 tree: b.tree.as_ref().map(|_| LoadTree::default()),
                 ..Bounds::default()

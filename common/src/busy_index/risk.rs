@@ -950,6 +950,69 @@ mod tests {
         assert_eq!(ix.risk_refined(0, &at_zero(&c)), Verdict::Zero);
     }
 
+    /// A node's kept numbers over a window that does not start at 0 (the
+    /// other tests bound at 0), [100, 110]. Part A: 100 s of work, 40 done
+    /// when reported at 100 at share 0.5 (so 45 done at 110), due at 400.
+    /// Part B: 50 s, none done, no report, due at 500. Each number is
+    /// taken at the end of the window that makes it safe: the work left
+    /// `w` at 100 (60 + 50, with its rounding room), A's work left at 110
+    /// (55) over its deadline's distance from 100 for the least share it
+    /// needs, q_e = 55 / 300, and its work left at 100 over the distance
+    /// from 110 for the most, q_tie = 60 / 290 (with 1e-9 of room). The
+    /// next deadline after A's is B's. A part due within `TIME_EPS` of the
+    /// window's start (here exactly 1e-6 s after it) is past at every
+    /// instant of the window and gives no share.
+    #[test]
+    fn a_nodes_kept_numbers_are_those_of_its_window() {
+        let a = PartFn {
+            est_cpu: 100.0,
+            cpu_done: 40.0,
+            share: 0.5,
+            at: 100.0,
+            deadline: 400.0,
+            hard: false,
+        };
+        let b = PartFn {
+            est_cpu: 50.0,
+            cpu_done: 0.0,
+            share: 0.0,
+            at: Time::NAN,
+            deadline: 500.0,
+            hard: false,
+        };
+        let lb = LoadBound {
+            lo: 0.3,
+            hi: 0.31,
+            line: super::super::LoadLine::NONE,
+        };
+        let s = RiskSummary::of(&[a, b], 100.0, 110.0, &lb);
+        assert_eq!(s.rem_e, 55.0);
+        assert!((s.q_e - 55.0 / 300.0).abs() < 1e-12, "{}", s.q_e);
+        assert!(
+            (s.q_tie - 60.0 / 290.0 * (1.0 + 1e-9)).abs() < 1e-12,
+            "{}",
+            s.q_tie
+        );
+        assert!(
+            (s.w - (110.0 * (1.0 + 1e-12) + 1e-9)).abs() < 1e-12,
+            "{}",
+            s.w
+        );
+        assert_eq!((s.dl_min, s.dl_2, s.dl_max), (400.0, 500.0, 500.0));
+        assert_eq!((s.parts, s.expired, s.lo), (2, false, 0.3));
+        // 1e-6 - 0 is TIME_EPS exactly.
+        let due = PartFn {
+            deadline: 1e-6,
+            ..b
+        };
+        let s = RiskSummary::of(&[due], 0.0, 0.0, &lb);
+        assert!(s.expired);
+        assert_eq!(
+            (s.q_e, s.q_tie, s.dl_2),
+            (0.0, f64::INFINITY, f64::INFINITY)
+        );
+    }
+
     #[test]
     fn sqrt_twice_is_the_square_root_of_twice_n_beyond_its_table_too() {
         for n in 0..RISK_PARTS_LIMIT + 100 {
