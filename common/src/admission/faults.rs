@@ -460,13 +460,8 @@ mod tests {
         assert_eq!(c.record(3).unwrap().nodes, [0]);
     }
 
-    /// A job that loses a node loses its other parts too: they stop
-    /// where they are. Job 1 runs one part of 100 s on each of nodes 0
-    /// and 1 (share 1 each, alone); node 0 is lost at 10, so the part on
-    /// node 1 is cancelled there: each node gave 10 s (20 in all), not 10
-    /// + 100 as it would if node 1 ran its part to the end.
-    #[test]
-    fn a_lost_jobs_part_on_a_live_node_stops_where_it_is() {
+    /// `jobs` simulated under Libra on two nodes, node 0 lost at `at`.
+    fn node_0_lost_at(at: Time, jobs: &[WorkloadJob]) -> crate::sim::SimOutcome {
         use crate::sim_faults::{simulate_timeline, NodeAct, NodeEvent, Timeline};
         let specs: Vec<NodeSpec> = (0..2)
             .map(|id| NodeSpec {
@@ -478,19 +473,29 @@ mod tests {
             .collect();
         let tl = Timeline {
             events: vec![NodeEvent {
-                at: 10.0,
+                at,
                 act: NodeAct::Lose,
                 nodes: vec![0],
                 cause: "crash".into(),
             }],
             down: Vec::new(),
         };
+        let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
+        simulate_timeline(jobs, &specs, p, &tl).outcome
+    }
+
+    /// A job that loses a node loses its other parts too: they stop
+    /// where they are. Job 1 runs one part of 100 s on each of nodes 0
+    /// and 1 (share 1 each, alone); node 0 is lost at 10, so the part on
+    /// node 1 is cancelled there: each node gave 10 s (20 in all), not 10
+    /// + 100 as it would if node 1 ran its part to the end.
+    #[test]
+    fn a_lost_jobs_part_on_a_live_node_stops_where_it_is() {
         let two = WorkloadJob {
             spec: JobSpec::new(1, 0.0, 100.0, 2, 1000.0, 1e9),
             actual_runtime: 100.0,
         };
-        let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
-        let o = simulate_timeline(&[two], &specs, p, &tl).outcome;
+        let o = node_0_lost_at(10.0, &[two]);
         assert!(o.records[0].lost, "{:?}", o.records[0]);
         assert!((o.busy_time - 20.0).abs() < 1e-9, "{}", o.busy_time);
     }
@@ -500,26 +505,7 @@ mod tests {
     /// the run's busy time is still 50.
     #[test]
     fn a_lost_node_keeps_its_busy_time_in_the_simulator() {
-        use crate::sim_faults::{simulate_timeline, NodeAct, NodeEvent, Timeline};
-        let specs: Vec<NodeSpec> = (0..2)
-            .map(|id| NodeSpec {
-                id,
-                speed: 1.0,
-                memory_kb: 0,
-                disk_mb: 0,
-            })
-            .collect();
-        let tl = Timeline {
-            events: vec![NodeEvent {
-                at: 100.0,
-                act: NodeAct::Lose,
-                nodes: vec![0],
-                cause: "crash".into(),
-            }],
-            down: Vec::new(),
-        };
-        let p = policy::build("libra", &PolicyConfig::default(), &specs).unwrap();
-        let o = simulate_timeline(&[job(1, 50.0, 100.0)], &specs, p, &tl).outcome;
+        let o = node_0_lost_at(100.0, &[job(1, 50.0, 100.0)]);
         assert_eq!(o.records[0].finish, Some(50.0));
         assert!((o.busy_time - 50.0).abs() < 1e-9, "{}", o.busy_time);
     }
