@@ -77,6 +77,14 @@ pub(crate) enum Send {
     Oversized { processors: u32 },
 }
 
+impl Send {
+    /// Whether its submissions are meant to be rejected (so a step of
+    /// them accepting nothing is no failure to report).
+    fn rejected_by_design(&self) -> bool {
+        matches!(self, Send::Oversized { .. })
+    }
+}
+
 /// A paced step: echoes and `what` at `rate`, [`STEP_S`] of each, taking
 /// turns in slots of [`SLOT_S`] on two connections held open for the step.
 pub(crate) struct Paired {
@@ -126,7 +134,7 @@ pub(crate) async fn paired(
         move |token: u64| sent.lock().unwrap().get(token as usize).copied().flatten()
     };
     let window = move |token| window_of(token, per_slot, slots);
-    let wanted = matches!(what, Send::Oversized { .. });
+    let wanted = what.rejected_by_design();
     let er = answers(erx, false, total, sent_at(&esent), window, WINDOWS);
     let sr = answers(srx, wanted, total, sent_at(&ssent), window, WINDOWS);
     let (mut secs, mut cpu) = (0.0f64, 0.0f64);
@@ -293,7 +301,7 @@ pub(crate) async fn load_counted(
     let sent2 = sent.clone();
     let reader = answers(
         rx,
-        matches!(what, Send::Oversized { .. }),
+        what.rejected_by_design(),
         total,
         move |token| sent2.lock().unwrap().get(token as usize).copied().flatten(),
         |_| 0,
