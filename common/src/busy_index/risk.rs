@@ -1054,6 +1054,126 @@ mod tests {
         assert!(!r.zero_risk(0.0, &view[0], &b));
     }
 
+    /// The kept numbers of node 0 of `view`, bounded at 0.
+    fn kept(view: &[NodeState]) -> RiskSummary {
+        bounded(view).bounds.risk[0]
+    }
+
+    #[test]
+    fn the_certificate_needs_a_conserving_rule_and_at_most_its_parts_limit() {
+        // Node A and job B of the first test, proven not zero-risk. The
+        // proof takes the node to hand all of its capacity to its parts
+        // (the proportional and highest-return spare rules), and its
+        // rounding margins to hold for up to RISK_PARTS_LIMIT parts: under
+        // another spare rule, or with one part more, it proves nothing and
+        // the node is projected.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 100.0, 250.0);
+        let s = kept(&view);
+        let j = at_zero(&job(1, 120.0, 1, 150.0, 1e9));
+        assert!(Late::certain_one(&s, s.lo, &j));
+        let idle = RiskJob {
+            conserving: false,
+            ..j
+        };
+        assert!(!Late::certain_one(&s, s.lo, &idle));
+        let at_limit = RiskSummary {
+            parts: RISK_PARTS_LIMIT,
+            ..s
+        };
+        assert!(Late::certain_one(&at_limit, s.lo, &j));
+        let beyond = RiskSummary {
+            parts: RISK_PARTS_LIMIT + 1,
+            ..s
+        };
+        assert!(!Late::certain_one(&beyond, s.lo, &j));
+    }
+
+    #[test]
+    fn a_job_the_shortcut_admits_is_never_proven_not_zero_risk() {
+        // Node A: a part of 100 s, 5 done, due at 200; at 10 it needs
+        // 95 / 190 = 0.5 of the node. Job B, submitted at 0: RE 50, D 100,
+        // so the shortcut adds 50 / 100 = 0.5: 0.5 + 0.5 = 1, zero-risk.
+        // Decided at 10, B's part needs 50 / 90 = 0.556 to make its
+        // deadline, so the projection starts over-committed (Q' = 1.056)
+        // and the rest of the certificate would prove B late by at least
+        // 50 (1 - 1/1.056) = 2.6 s, A on time (all 145 s of work done by
+        // 155 < 200). Only its first test, the shortcut failing on the
+        // load's lower bound, keeps it off a node that is zero-risk.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 100.0, 200.0);
+        view[0].parts[0].cpu_done = 5.0;
+        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let lb = LoadBound {
+            lo: 0.5,
+            hi: 0.5,
+            line: super::super::LoadLine::NONE,
+        };
+        let s = RiskSummary::of(&fns, 10.0, 10.0, &lb);
+        let b = job(1, 50.0, 1, 100.0, 1e9);
+        let j = RiskJob::new(10.0, 50.0, 100.0, b.deadline_abs(), 1e-9, true, true)
+            .expect("numbers in range");
+        assert!((j.add, j.x) == (0.5, 50.0 / 90.0));
+        assert!(!Late::certain_one(&s, s.lo, &j));
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(r.zero_risk(10.0, &view[0], &b));
+        // Nor where the load may be 5e-10 more: the shortcut admits a sum
+        // within SHARE_SUM_EPS (1e-9) of 1.
+        assert!(!Late::certain_one(&s, 0.5 + 5e-10, &j));
+        // With a load of at least 0.51 the shortcut fails for certain
+        // (1.01 > 1), Q' = 1.066, and the same numbers prove B late.
+        assert!(Late::certain_one(&s, 0.51, &j));
+    }
+
+    #[test]
+    fn an_earliest_delay_within_twice_the_margin_proves_nothing() {
+        // Node A: 99 s of work due at 100 (q = 0.99). Job C: RE 12.5 ms,
+        // D 0.1 s (q = 0.125). Q' = 1.115: C gets 0.125 / 1.115 of the node
+        // until its deadline and is left with 12.5 ms (1 - 1/1.115) = 1.29
+        // ms of work, so it is late. The certificate wants that work
+        // beyond twice its 1 ms margin before it takes a ratio from it
+        // (its lower bound of C's delay, the work less the margin, is
+        // 0.29 ms here): it leaves the node to the projection, which finds
+        // C late and the node not zero-risk (A, all 99.0125 s done by
+        // 100, is on time).
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 99.0, 100.0);
+        let s = kept(&view);
+        let c = job(2, 0.0125, 1, 0.1, 1e9);
+        let j = at_zero(&c);
+        assert!(!Late::certain_one(&s, s.lo, &j));
+        let ix = bounded(&view);
+        assert_eq!(ix.risk_verdict(0, &j), Verdict::Open);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(!r.zero_risk(0.0, &view[0], &c));
+    }
+
+    #[test]
+    fn a_new_part_due_with_an_old_one_proves_it_with_its_own_share() {
+        // Node A: part A, 10 s due at 150 (q = 0.0667), and part C, 50 s
+        // due at 1000 (q = 0.05). Job B: RE 141, D 150 (q = 0.94), due with
+        // A. Q' = 1.0567, so by 150 B is left with 141 (1 - 1/1.0567) =
+        // 7.56 s: its ratio is at least 1 + 0.94 (1 - 1/1.0567) = 1.0504.
+        // All 201 s of work are done by 201 < 1000: C, the latest, is on
+        // time. A gap of 0.0504 among 3 parts proves a deviation above
+        // twice a tolerance of 0.005 (0.0504 > 0.01 sqrt(6) = 0.0245).
+        // Either part due at 150 may stand for the earliest deadline: A,
+        // with 10 (1 - 1/1.0567) = 0.54 s left, would prove only 0.0036
+        // (and its pool bound 0.0038): not enough.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 10.0, 150.0);
+        busy(&mut view[0], 11, 50.0, 1000.0);
+        let ix = bounded(&view);
+        let b = job(1, 141.0, 1, 150.0, 1e9);
+        let j = at_zero_within(&b, 0.005);
+        assert_eq!(ix.risk_verdict(0, &j), Verdict::NotZero);
+        let mut r = LibraRisk::new(PolicyConfig {
+            risk_tolerance: 0.005,
+            ..PolicyConfig::default()
+        });
+        assert!(!r.zero_risk(0.0, &view[0], &b));
+    }
+
     #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
