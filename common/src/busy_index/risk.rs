@@ -1175,6 +1175,36 @@ mod tests {
     }
 
     #[test]
+    fn a_latest_part_run_late_narrows_the_gap_from_now_on() {
+        // Decided at 100, not 0. Node A: part A, 10.4 s of work due at 204
+        // (q = 0.1). Job B, submitted at 100: RE 95, D 100 (x = 0.95), due at
+        // 200. Q' = 1.05: by 200 B is left with 95 (1 - 1/1.05) = 4.524 s.
+        // After 200 A needs at least 0.1 (1 + (1 - 1/1.05) 100/104) =
+        // 0.1046, so B gets at most 0.8954 until A's deadline, 4 s on: its
+        // delay is at least min(4.524 / 0.8954, 4.524 + 0.1046 x 4) =
+        // 4.942 s, its ratio at least 1 + (4.942 - 0.001) / 100 = 1.0494.
+        // All 105.4 s of work end by 205.4: A, the latest, may be late by
+        // 1.4 s (and the 1 ms margin), a ratio of at most 1 + 1.401 / 104 =
+        // 1.0135. A gap of 0.0359 among 2 parts proves a deviation above
+        // twice the tolerance below 0.0359 / 4 = 0.00898: at 0.0085, not
+        // at 0.0095.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 10.4, 204.0);
+        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let lb = LoadBound {
+            lo: 0.1,
+            hi: 0.1,
+            line: super::super::LoadLine::NONE,
+        };
+        let s = RiskSummary::of(&fns, 100.0, 100.0, &lb);
+        let at = |tol: f64| {
+            RiskJob::new(100.0, 95.0, 100.0, 200.0, tol, true, true).expect("numbers in range")
+        };
+        assert!(Late::certain_one(&s, s.lo, &at(0.0085)));
+        assert!(!Late::certain_one(&s, s.lo, &at(0.0095)));
+    }
+
+    #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
         // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
