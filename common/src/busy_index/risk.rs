@@ -1172,6 +1172,21 @@ mod tests {
             ..PolicyConfig::default()
         });
         assert!(!r.zero_risk(0.0, &view[0], &b));
+        // After 150, with A and B both overdue, C needs at least 0.05 (1 +
+        // (1 - 1/1.0567) 150/1000) = 0.0504, so B gets at most 0.9496 until
+        // C's deadline, 850 s on: its delay is at least 7.56 / 0.9496 =
+        // 7.96 s, a ratio of 1 + (7.96 - 0.001) / 150 = 1.0531. That
+        // proves tolerances below 0.0531 / (2 sqrt(6)) = 0.01083, where
+        // B's work left at 150 alone proves those below 0.01029: 0.0105
+        // is proven from the next deadline after the tie's.
+        assert_eq!(
+            ix.risk_verdict(0, &at_zero_within(&b, 0.0105)),
+            Verdict::NotZero
+        );
+        assert_eq!(
+            ix.risk_verdict(0, &at_zero_within(&b, 0.011)),
+            Verdict::Open
+        );
     }
 
     #[test]
@@ -1202,6 +1217,67 @@ mod tests {
         };
         assert!(Late::certain_one(&s, s.lo, &at(0.0085)));
         assert!(!Late::certain_one(&s, s.lo, &at(0.0095)));
+    }
+
+    /// The kept numbers of the parts `(work left, deadline)` of a node at
+    /// `now`, its load `lo` (they stand still: no report).
+    fn kept_at(now: Time, parts: &[(f64, Time)], lo: f64) -> RiskSummary {
+        let mut view = nodes(1);
+        for (i, &(rem, dl)) in parts.iter().enumerate() {
+            busy(&mut view[0], 10 + i as u64, rem, dl);
+        }
+        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let lb = LoadBound {
+            lo,
+            hi: lo,
+            line: super::super::LoadLine::NONE,
+        };
+        RiskSummary::of(&fns, now, now, &lb)
+    }
+
+    #[test]
+    fn the_new_part_overdue_takes_the_pool_until_the_next_deadline() {
+        // Decided at 100. Node A: part A, 55 s of work due at 210 (q = 0.5).
+        // Job B, submitted at 100: RE 60, D 100 (x = 0.6), due at 200. Q' =
+        // 1.1: by 200 B is left with 60 (1 - 1/1.1) = 5.4545 s. After 200
+        // A needs at least 0.5 (1 + (1 - 1/1.1) 100/110) = 0.5413, so B
+        // gets at most 0.4587 until A's deadline, 10 s on: B's delay is
+        // at least min(5.4545 / 0.4587, 5.4545 + 0.5413 x 10) = min(11.89,
+        // 10.868) = 10.868 s, its ratio at least 1 + (10.868 - 0.001) / 100
+        // = 1.10867. All 115 s of work end by 215: A may be late by 5 s,
+        // a ratio of at most 1 + 5.001 / 110 = 1.04546. A gap of 0.06320
+        // among 2 parts proves a deviation above twice a tolerance below
+        // 0.0158: at 0.0157, not at 0.017 (which the pool's bound without
+        // A's deadline, 11.89 s, would prove).
+        let s = kept_at(100.0, &[(55.0, 210.0)], 0.5);
+        let at = |tol: f64| {
+            RiskJob::new(100.0, 60.0, 100.0, 200.0, tol, true, true).expect("numbers in range")
+        };
+        assert!(Late::certain_one(&s, s.lo, &at(0.0157)));
+        assert!(!Late::certain_one(&s, s.lo, &at(0.017)));
+    }
+
+    #[test]
+    fn an_old_part_overdue_takes_the_pool_until_the_new_deadline() {
+        // Decided at 100. Node A: part A, 30 s due at 150 (q = 0.6), and
+        // part C, 20 s due at 300 (q = 0.1). Job B, submitted at 100: RE
+        // 20.8, D 52 (x = 0.4), due at 152. Q' = 1.1: A, the earliest, is
+        // left with 30 (1 - 1/1.1) = 2.727 s at 150. After 150 the parts
+        // on track, B and C, need at least (0.4 + 0.1) (1 + (1 - 1/1.1)
+        // 50/200) = 0.5114, so A gets at most 0.4886 until B's deadline,
+        // 2 s on: its delay is at least min(2.727 / 0.4886, 2.727 + 0.5114
+        // x 2) = min(5.58, 3.75) = 3.75 s, its ratio at least 1 + (3.75 -
+        // 0.001) / 50 = 1.07498. All 70.8 s of work end by 170.8 < 300: C,
+        // the latest, is on time. A gap of 0.07498 among 3 parts proves a
+        // deviation above twice a tolerance below 0.07498 / (2 sqrt(6)) =
+        // 0.01531: at 0.015, not at 0.016 (which the pool's bound until
+        // C's deadline would prove).
+        let s = kept_at(100.0, &[(30.0, 150.0), (20.0, 300.0)], 0.7);
+        let at = |tol: f64| {
+            RiskJob::new(100.0, 20.8, 52.0, 152.0, tol, true, true).expect("numbers in range")
+        };
+        assert!(Late::certain_one(&s, s.lo, &at(0.015)));
+        assert!(!Late::certain_one(&s, s.lo, &at(0.016)));
     }
 
     #[test]
