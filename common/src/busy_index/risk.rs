@@ -1281,6 +1281,37 @@ mod tests {
     }
 
     #[test]
+    fn a_block_whose_earliest_deadlines_straddle_the_new_one_is_settled_whole() {
+        // Node 0: a part of 0.1 s due at 0.2 (q = 0.5) and one of 150 s due
+        // at 1000 (q = 0.15); node 1: 0.11 s due at 0.22 (q = 0.5) and the
+        // same 150 s. Job C: RE 84 ms, D 0.21 s (q = 0.4), due between the
+        // nodes' earliest deadlines, so the pool's bound (which needs the
+        // time from the earliest deadline to the next) does not apply to
+        // the block's bounds, only the first half. Least load 0.65: Q' >=
+        // 1.05 on both. The earliest deadline's least share and least work
+        // left among C's and the nodes' own: 0.4 and 84 ms, so at its
+        // deadline it is left with R = 84 ms (1 - 1/1.05) = 4 ms at least,
+        // a delay of at least R less the 1 ms margin: a ratio of at least 1
+        // + 0.4 (1 - 1/1.05) (1 - 1/4) = 1.01429. All ~150.3 s of work end
+        // long before 1000: the latest is on time. A gap of 0.01429 among
+        // 3 parts proves a deviation above twice a tolerance below 0.01429
+        // / (2 sqrt(6)) = 0.00292: at 0.0027 the block is settled whole,
+        // at 0.0031 it is not (the 1 ms margin taken off R is a quarter of
+        // it here).
+        let mut view = nodes(2);
+        busy(&mut view[0], 10, 0.1, 0.2);
+        busy(&mut view[0], 11, 150.0, 1000.0);
+        busy(&mut view[1], 12, 0.11, 0.22);
+        busy(&mut view[1], 13, 150.0, 1000.0);
+        let ix = bounded(&view);
+        let c = job(1, 0.084, 1, 0.21, 1e9);
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &at_zero_within(&c, 0.0027), &mut open));
+        assert!(open.is_empty(), "{open:?}");
+        assert!(!ix.risk_block(0, &at_zero_within(&c, 0.0031), &mut open));
+    }
+
+    #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
         // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
