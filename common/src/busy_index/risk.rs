@@ -1312,6 +1312,120 @@ mod tests {
     }
 
     #[test]
+    fn the_margin_comes_off_the_pools_delay() {
+        // The test above at a thousandth of the scale, where the 1 ms
+        // margin is a tenth of the delay. Node A: 55 ms of work due at
+        // 110 ms (q = 0.5). Job C: RE 60 ms, D 100 ms (x = 0.6). Q' = 1.1: C
+        // is left with 5.4545 ms at 100 ms; A then needs at least 0.5413, so
+        // C's delay is at least min(5.4545 / 0.4587, 5.4545 + 0.5413 x 10)
+        // = 10.868 ms, its ratio at least 1 + (10.868 - 1) / 100 =
+        // 1.09868. All 115 ms of work end at 115 ms: A may be late by 5 ms
+        // and the margin, a ratio of at most 1 + 6 / 110 = 1.05455. A gap
+        // of 0.04413 proves tolerances below 0.01103: at 0.0105, not at
+        // 0.0125 (the delay without the margin taken off would: 0.016).
+        let s = kept_at(0.0, &[(0.055, 0.11)], 0.5);
+        let at = |tol: f64| {
+            RiskJob::new(0.0, 0.06, 0.1, 0.1, tol, true, true).expect("numbers in range")
+        };
+        assert!(Late::certain_one(&s, s.lo, &at(0.0105)));
+        assert!(!Late::certain_one(&s, s.lo, &at(0.0125)));
+    }
+
+    #[test]
+    fn an_old_part_overdue_takes_the_pool_until_the_next_old_deadline() {
+        // Node A: part A, 30 s due at 150 (q = 0.2), and part C, 20 s due
+        // at 152 (q = 0.1316). Job B: RE 225, D 300 (x = 0.75). Q' =
+        // 1.08158: A, the earliest, is left with 30 (1 - 1/1.08158) =
+        // 2.2628 s at 150. After 150 the parts on track, C and B, need at
+        // least 0.88158 (1 + 0.075426 x 150/300) = 0.91483, so A gets at
+        // most 0.08517 until C's deadline, 2 s on: its delay is at least
+        // min(2.2628 / 0.08517, 2.2628 + 0.91483 x 2) = min(26.57, 4.0925)
+        // = 4.0925 s, its ratio at least 1 + (4.0925 - 0.001) / 150 =
+        // 1.027277. All 275 s of work end by 275 < 300: B, the latest, is
+        // on time. A gap of 0.027277 among 3 parts proves tolerances below
+        // 0.027277 / (2 sqrt(6)) = 0.005568: at 0.0052, not at 0.006.
+        // The same from the node's block: its slack, 102 s, is below B's
+        // work, but its work and B's end by B's deadline, so it joins the
+        // block's bounds; where they prove nothing it is settled alone,
+        // open.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 30.0, 150.0);
+        busy(&mut view[0], 11, 20.0, 152.0);
+        let ix = bounded(&view);
+        let b = job(1, 225.0, 1, 300.0, 1e9);
+        let mut open = Vec::new();
+        for (tol, proven) in [(0.0052, true), (0.006, false)] {
+            let j = at_zero_within(&b, tol);
+            let v = if proven {
+                Verdict::NotZero
+            } else {
+                Verdict::Open
+            };
+            assert_eq!(ix.risk_verdict(0, &j), v, "{tol}");
+            assert!(ix.risk_block(0, &j, &mut open), "{tol}");
+            let left = if proven { vec![] } else { vec![(0, v)] };
+            assert_eq!(open, left, "{tol}");
+        }
+    }
+
+    /// The index of `view` bounded at `now` at each node's exact load
+    /// there, its parts standing still.
+    fn bounded_at(view: &[NodeState], now: Time) -> BusyIndex {
+        let mut ix = BusyIndex::of(view);
+        ix.keep_risk(true);
+        ix.rebound(now, |k, _, _, fns| {
+            crate::policy::test_util::still_part_fns(&view[k], fns);
+            let q = view[k].required_share(now);
+            LoadBound {
+                lo: q,
+                hi: q,
+                line: super::super::LoadLine::NONE,
+            }
+        });
+        ix
+    }
+
+    #[test]
+    fn a_block_joins_only_the_nodes_that_fail_the_shortcut() {
+        // Decided at 10. Job B, submitted at 0: RE 60, D 300, so the
+        // shortcut adds 0.2, and its part needs 60 / 290 = 0.2069 to make
+        // its deadline at 300. Node 0: 348.5 s due at 420 (q = 0.85 at 10):
+        // the shortcut fails (1.05), Q' = 1.0569, and B, due first, is
+        // left with 60 (1 - 1/1.0569) = 3.2 s, while all 408.5 s of work
+        // end by 418.5 < 420: not zero-risk. Node 1: 320 s due at 410 (q =
+        // 0.8): the shortcut holds (0.8 + 0.2 = 1), zero-risk, though its
+        // projection would start over-committed (0.8 + 0.2069). Node 2: q
+        // = 0.800001, a sum of 1.000001, which fails the shortcut but is
+        // within the certificate's 1e-6 of it. Every slack is above B's
+        // 60 s, so the block's bounds would cover all three; with nodes 1
+        // and 2 in them they prove nothing, so the walk takes them out and
+        // settles them alone (zero-risk; open), node 0 from the bounds of
+        // the rest.
+        let mut view = nodes(3);
+        busy(&mut view[0], 10, 348.5, 420.0);
+        busy(&mut view[1], 11, 320.0, 410.0);
+        busy(&mut view[2], 12, 320.0004, 410.0);
+        let ix = bounded_at(&view, 10.0);
+        let b = job(1, 60.0, 1, 300.0, 1e9);
+        let j = RiskJob::new(10.0, 60.0, 300.0, b.deadline_abs(), 1e-9, true, true)
+            .expect("numbers in range");
+        let risk = &ix.bounds.risk;
+        assert!(overcommits(&risk[0], &j));
+        assert!(!overcommits(&risk[1], &j) && !overcommits(&risk[2], &j));
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &j, &mut open));
+        assert_eq!(open, vec![(1, Verdict::Zero), (2, Verdict::Open)]);
+        let mut r = LibraRisk::new(PolicyConfig::default());
+        assert!(r.zero_risk(10.0, &view[1], &b) && !r.zero_risk(10.0, &view[0], &b));
+        // Below B's slack, a node joins the bounds as one whose latest
+        // part is on time only when all its work and B's, with the margin,
+        // end by B's deadline: w + 60 + 0.001 <= 300 - 10.
+        let late = kept_at(10.0, &[(235.0, 250.0)], 0.94);
+        let done = kept_at(10.0, &[(229.0, 250.0)], 0.94);
+        assert!(!fits_by_new_deadline(&late, &j) && fits_by_new_deadline(&done, &j));
+    }
+
+    #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
         // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
