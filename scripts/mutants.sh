@@ -169,16 +169,23 @@ for m in "${modules[@]}"; do
 done
 rm -f "$marker"
 
-# Missed mutants not reviewed as equivalent fail the run. A line of
-# missed.txt is FILE:LINE:COL: DESCRIPTION; the survivors file holds
-# FILE: DESCRIPTION (lines move as code is added above them).
+# Missed mutants not reviewed fail the run. A line of missed.txt is
+# FILE:LINE:COL: DESCRIPTION; the survivors file holds either
+# FILE: DESCRIPTION (every such mutant of the function) or, for one
+# mutant, FILE: DESCRIPTION | COL | SOURCE LINE (the line's text, leading
+# blanks off): lines move as code is added above them, the text and the
+# column do not, and a change to the line unlists the mutant.
 survivors=$root/scripts/mutants-survivors.txt
 new=()
 for m in "${modules[@]}"; do
   while IFS= read -r line; do
     [[ -n $line ]] || continue
-    key=$(sed -E 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' <<<"$line")
-    grep -qxF "$key" "$survivors" || new+=("$line")
+    IFS=: read -r file lineno col _ <<<"$line"
+    desc=${line#"$file:$lineno:$col: "}
+    text=$(sed -n "${lineno}p" "$src/$file" | sed -E 's/^[[:space:]]+//')
+    grep -qxF "$file: $desc" "$survivors" ||
+      grep -qxF "$file: $desc | $col | $text" "$survivors" ||
+      new+=("$line")
   done <"$out/$m/mutants.out/missed.txt"
 done
 if ((${#new[@]})); then

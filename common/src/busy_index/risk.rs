@@ -1426,6 +1426,23 @@ mod tests {
     }
 
     #[test]
+    fn a_blocks_nodes_are_kept_by_ascending_slack() {
+        // Four busy nodes of one block, each with 50 s of work, their slack
+        // (latest deadline less work) falling with the index: 400, 300,
+        // 200 and 100 s. The block keeps them from the least slack up, so
+        // that the nodes a job's work may run past are a prefix.
+        let mut view = nodes(4);
+        for (k, slack) in [400.0, 300.0, 200.0, 100.0].into_iter().enumerate() {
+            busy(&mut view[k], 10 + k as u64, 50.0, 50.0 + slack);
+        }
+        let ix = bounded(&view);
+        let block = &ix.bounds.blocks[0];
+        assert_eq!(&block.order[..block.live], &[3, 2, 1, 0]);
+        let slack: Vec<f64> = block.slack[..4].iter().map(|s| s.round()).collect();
+        assert_eq!(slack, vec![100.0, 200.0, 300.0, 400.0]);
+    }
+
+    #[test]
     fn a_part_starved_by_the_overdue_pool_is_certainly_late() {
         // Node 0 holds A (140 s of work) and C (155 s), both due at 300
         // (q = 0.4667 + 0.5167 = 0.9833). Job B: RE 20, D 100 (q = 0.2).
