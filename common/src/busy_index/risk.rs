@@ -1389,20 +1389,21 @@ mod tests {
     fn a_block_joins_only_the_nodes_that_fail_the_shortcut() {
         // Decided at 10. Job B, submitted at 0: RE 60, D 300, so the
         // shortcut adds 0.2, and its part needs 60 / 290 = 0.2069 to make
-        // its deadline at 300. Node 0: 348.5 s due at 420 (q = 0.85 at 10):
-        // the shortcut fails (1.05), Q' = 1.0569, and B, due first, is
-        // left with 60 (1 - 1/1.0569) = 3.2 s, while all 408.5 s of work
-        // end by 418.5 < 420: not zero-risk. Node 1: 320 s due at 410 (q =
-        // 0.8): the shortcut holds (0.8 + 0.2 = 1), zero-risk, though its
-        // projection would start over-committed (0.8 + 0.2069). Node 2: q
-        // = 0.800001, a sum of 1.000001, which fails the shortcut but is
-        // within the certificate's 1e-6 of it. Every slack is above B's
-        // 60 s, so the block's bounds would cover all three; with nodes 1
-        // and 2 in them they prove nothing, so the walk takes them out and
-        // settles them alone (zero-risk; open), node 0 from the bounds of
-        // the rest.
+        // its deadline at 300. Node 0: 348.5 s due at 443.5 (q = 0.8039 at
+        // 10): the shortcut fails (1.0039), Q' = 1.0108, and B, due first,
+        // is left with 60 (1 - 1/1.0108) = 0.64 s, while all 408.5 s of
+        // work end by 418.5 < 443.5: not zero-risk. Node 1: 320 s due at
+        // 410 (q = 0.8): the shortcut holds (0.8 + 0.2 = 1), zero-risk,
+        // though its projection would start over-committed (0.8 + 0.2069).
+        // Node 2: q = 0.800001, a sum of 1.000001, which fails the
+        // shortcut but is within the certificate's 1e-6 of it. Every slack
+        // is above B's 60 s (node 0's the most, 95 s, so it comes last in
+        // the block's order), and the block's bounds would cover all
+        // three; with nodes 1 and 2 in them they prove nothing, so the walk
+        // takes them out and settles them alone (zero-risk; open), node 0
+        // from the bounds of the rest.
         let mut view = nodes(3);
-        busy(&mut view[0], 10, 348.5, 420.0);
+        busy(&mut view[0], 10, 348.5, 443.5);
         busy(&mut view[1], 11, 320.0, 410.0);
         busy(&mut view[2], 12, 320.0004, 410.0);
         let ix = bounded_at(&view, 10.0);
@@ -1440,6 +1441,36 @@ mod tests {
         assert_eq!(&block.order[..block.live], &[3, 2, 1, 0]);
         let slack: Vec<f64> = block.slack[..4].iter().map(|s| s.round()).collect();
         assert_eq!(slack, vec![100.0, 200.0, 300.0, 400.0]);
+    }
+
+    #[test]
+    fn a_fitting_node_that_breaks_the_blocks_bounds_is_settled_alone() {
+        // Job B: RE 60, D 300 (q = 0.2), at 0. Node 0: A0, 330 s due at 400
+        // (slack 70, above B's 60 s): proven not zero-risk by the block's
+        // bounds from it on (the test above). Nodes 1 to 3 have slack below
+        // 60 s. The work of nodes 1 and 2 and B's ends by B's deadline, so
+        // they join those bounds as fitting nodes. Node 1: A1, 100 s due at
+        // 120 (slack 20; not zero-risk, the test above). Node 2: 40 s due
+        // at 85 (slack 45, q = 0.47): B fits beside it (0.67 <= 1),
+        // zero-risk, and its load brings the bounds' least load down to
+        // where they prove nothing. Node 3: 250 s due at 300 (slack 50, q
+        // = 0.833), with B's 60 s past B's deadline: settled alone. Its
+        // parts are both due at 300, so the latest is as late as the
+        // earliest and nothing proves it not zero-risk: open. So every
+        // node below the slack is settled alone: node 1 by its own
+        // numbers, node 2 open with the shortcut's verdict, node 3 open.
+        let mut view = nodes(4);
+        busy(&mut view[0], 10, 330.0, 400.0);
+        busy(&mut view[1], 11, 100.0, 120.0);
+        busy(&mut view[2], 12, 40.0, 85.0);
+        busy(&mut view[3], 13, 250.0, 300.0);
+        let ix = bounded(&view);
+        let j = at_zero(&job(1, 60.0, 1, 300.0, 1e9));
+        let block = &ix.bounds.blocks[0];
+        assert_eq!(&block.order[..block.live], &[1, 2, 3, 0]);
+        let mut open = Vec::new();
+        assert!(ix.risk_block(0, &j, &mut open));
+        assert_eq!(open, vec![(2, Verdict::Zero), (3, Verdict::Open)]);
     }
 
     #[test]
