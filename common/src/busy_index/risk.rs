@@ -1329,6 +1329,60 @@ mod tests {
         };
         assert!(Late::certain_one(&s, s.lo, &at(0.0105)));
         assert!(!Late::certain_one(&s, s.lo, &at(0.0125)));
+        // From the parts at 0, A's need is taken as it is now, 0.5, so C
+        // gets 0.5 for 10 ms (5 of its 5.4545 ms) and then the whole node
+        // for the 0.4545 ms left: a delay of 10.4545 ms, a ratio of 1 +
+        // (10.4545 - 1) / 100 = 1.094545, a gap of 0.04: proven below
+        // 0.01, at 0.0095, not at 0.0105.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 0.055, 0.11);
+        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        assert_eq!(refined_verdict(&fns, &at(0.0095)), Verdict::NotZero);
+        assert_eq!(refined_verdict(&fns, &at(0.0105)), Verdict::Open);
+    }
+
+    #[test]
+    fn a_node_past_a_deadline_is_never_zero_risk_from_its_parts() {
+        // Decided at 100: a part of 10 s left was due at 90, or is due
+        // within TIME_EPS of now. The projection refuses such a node, so it
+        // is never zero-risk, though its load at 100 (the past part needs
+        // nothing) leaves room for any job under the shortcut.
+        let b = JobSpec::new(1, 100.0, 10.0, 1, 200.0, 1e9);
+        let j =
+            RiskJob::new(100.0, 10.0, 200.0, 300.0, 1e-9, true, true).expect("numbers in range");
+        for due in [90.0, 100.0 + 1e-6] {
+            let mut view = nodes(1);
+            busy(&mut view[0], 10, 10.0, due);
+            let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+            assert_eq!(refined_verdict(&fns, &j), Verdict::NotZero, "{due}");
+            let mut r = LibraRisk::new(PolicyConfig::default());
+            assert!(!r.zero_risk(100.0, &view[0], &b), "{due}");
+        }
+    }
+
+    #[test]
+    fn a_node_of_up_to_63_parts_is_certified_from_its_parts() {
+        // The first test's node with A's 100 s split into `n` parts, all
+        // due at 250 (together q = 0.4), and job B: RE 120, D 150 (q = 0.8).
+        // Q' = 1.2, so B is left with 20 s at 150; then A's parts need 0.4,
+        // B gets 0.6 and takes 33.3 s more: ratio 1.2222, while A's parts
+        // end by 220 < 250. Proven for any `n` the certificate's stack
+        // arrays hold (up to 63 parts and the new one); from 64 parts on
+        // it leaves the node to the projection.
+        let b = job(1, 120.0, 1, 150.0, 1e9);
+        for (n, v) in [
+            (1, Verdict::NotZero),
+            (20, Verdict::NotZero),
+            (63, Verdict::NotZero),
+            (64, Verdict::Open),
+        ] {
+            let mut view = nodes(1);
+            for p in 0..n {
+                busy(&mut view[0], 10 + p, 100.0 / n as f64, 250.0);
+            }
+            let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+            assert_eq!(refined_verdict(&fns, &at_zero(&b)), v, "{n} parts");
+        }
     }
 
     #[test]
