@@ -1217,6 +1217,12 @@ mod tests {
         };
         assert!(Late::certain_one(&s, s.lo, &at(0.0085)));
         assert!(!Late::certain_one(&s, s.lo, &at(0.0095)));
+        // From the parts, A's need as it is at 100, 0.1: B gets 0.9 for the
+        // 4 s to A's deadline (3.6 of its 4.524 s) and then the whole node:
+        // a delay of 4.924 s, a ratio of 1 + 4.923 / 100 = 1.04923, a gap of
+        // 0.03576: proven below 0.00894, at 0.0085, not at 0.0095.
+        assert_eq!(refined_verdict(&fns, &at(0.0085)), Verdict::NotZero);
+        assert_eq!(refined_verdict(&fns, &at(0.0095)), Verdict::Open);
     }
 
     /// The kept numbers of the parts `(work left, deadline)` of a node at
@@ -1278,6 +1284,17 @@ mod tests {
         };
         assert!(Late::certain_one(&s, s.lo, &at(0.015)));
         assert!(!Late::certain_one(&s, s.lo, &at(0.016)));
+        // From the parts, their needs as they are at 100: A gets 1 - (0.4 +
+        // 0.1) = 0.5 for the 2 s to B's deadline (1 of its 2.727 s), then
+        // 1 - 0.1 = 0.9 while C is on track, for the 1.727 s left: 1.919 s.
+        // A delay of 3.919 s, a ratio of 1 + 3.918 / 50 = 1.07836: proven
+        // below 0.07836 / (2 sqrt(6)) = 0.0160, at 0.0155, not at 0.0165.
+        let mut view = nodes(1);
+        busy(&mut view[0], 10, 30.0, 150.0);
+        busy(&mut view[0], 11, 20.0, 300.0);
+        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        assert_eq!(refined_verdict(&fns, &at(0.0155)), Verdict::NotZero);
+        assert_eq!(refined_verdict(&fns, &at(0.0165)), Verdict::Open);
     }
 
     #[test]
