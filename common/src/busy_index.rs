@@ -1084,6 +1084,10 @@ mod tests {
         assert_eq!(a, b);
         b.remove(3);
         assert_ne!(a, b);
+        // As many members, not the same ones.
+        b.insert(4);
+        assert_eq!(b.len(), a.len());
+        assert_ne!(a, b);
     }
 
     #[test]
