@@ -1073,6 +1073,7 @@ mod tests {
             a.insert(k);
         }
         assert_eq!(a.len(), 3);
+        assert!(!a.is_empty());
         assert_eq!(a.iter().collect::<Vec<_>>(), [3, 70, 129]);
         assert_eq!(a.first(), Some(3));
         assert!(a.remove(129) && !a.remove(129) && !a.contains(129));
