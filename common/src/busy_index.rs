@@ -1066,6 +1066,27 @@ mod tests {
     }
 
     #[test]
+    fn order_keys_sort_floats_as_they_compare_and_give_them_back() {
+        // LibraSLA's order by return files sums that penalties can make
+        // negative: the keys must order those too.
+        let xs = [
+            f64::NEG_INFINITY,
+            -2.5,
+            -1e-300,
+            -0.0,
+            0.0,
+            1e-300,
+            2.5,
+            f64::INFINITY,
+        ];
+        let keys: Vec<u64> = xs.iter().map(|&x| order_key(x)).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:x?}");
+        for x in xs {
+            assert_eq!(from_order_key(order_key(x)).to_bits(), x.to_bits(), "{x}");
+        }
+    }
+
+    #[test]
     fn a_node_set_counts_walks_in_order_and_compares_by_members() {
         let mut a = NodeSet::default();
         assert!(a.is_empty() && a.first().is_none());
