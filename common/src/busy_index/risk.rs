@@ -1091,7 +1091,7 @@ mod tests {
 
     #[test]
     fn a_job_the_shortcut_admits_is_never_proven_not_zero_risk() {
-        // Node A: a part of 100 s, 5 done, due at 200; at 10 it needs
+        // Node A: a part with 95 s of work left, due at 200; at 10 it needs
         // 95 / 190 = 0.5 of the node. Job B, submitted at 0: RE 50, D 100,
         // so the shortcut adds 50 / 100 = 0.5: 0.5 + 0.5 = 1, zero-risk.
         // Decided at 10, B's part needs 50 / 90 = 0.556 to make its
@@ -1100,23 +1100,15 @@ mod tests {
         // 50 (1 - 1/1.056) = 2.6 s, A on time (all 145 s of work done by
         // 155 < 200). Only its first test, the shortcut failing on the
         // load's lower bound, keeps it off a node that is zero-risk.
-        let mut view = nodes(1);
-        busy(&mut view[0], 10, 100.0, 200.0);
-        view[0].parts[0].cpu_done = 5.0;
-        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
-        let lb = LoadBound {
-            lo: 0.5,
-            hi: 0.5,
-            line: super::super::LoadLine::NONE,
-        };
-        let s = RiskSummary::of(&fns, 10.0, 10.0, &lb);
+        let (node, fns) = standing_node(&[(95.0, 200.0)]);
+        let s = kept_of(&fns, 10.0, 0.5);
         let b = job(1, 50.0, 1, 100.0, 1e9);
         let j = RiskJob::new(10.0, 50.0, 100.0, b.deadline_abs(), 1e-9, true, true)
             .expect("numbers in range");
         assert!((j.add, j.x) == (0.5, 50.0 / 90.0));
         assert!(!Late::certain_one(&s, s.lo, &j));
         let mut r = LibraRisk::new(PolicyConfig::default());
-        assert!(r.zero_risk(10.0, &view[0], &b));
+        assert!(r.zero_risk(10.0, &node, &b));
         // Nor where the load may be 5e-10 more: the shortcut admits a sum
         // within SHARE_SUM_EPS (1e-9) of 1.
         assert!(!Late::certain_one(&s, 0.5 + 5e-10, &j));
@@ -1203,15 +1195,8 @@ mod tests {
         // 1.0135. A gap of 0.0359 among 2 parts proves a deviation above
         // twice the tolerance below 0.0359 / 4 = 0.00898: at 0.0085, not
         // at 0.0095.
-        let mut view = nodes(1);
-        busy(&mut view[0], 10, 10.4, 204.0);
-        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
-        let lb = LoadBound {
-            lo: 0.1,
-            hi: 0.1,
-            line: super::super::LoadLine::NONE,
-        };
-        let s = RiskSummary::of(&fns, 100.0, 100.0, &lb);
+        let (_, fns) = standing_node(&[(10.4, 204.0)]);
+        let s = kept_of(&fns, 100.0, 0.1);
         let at = |tol: f64| {
             RiskJob::new(100.0, 95.0, 100.0, 200.0, tol, true, true).expect("numbers in range")
         };
@@ -1225,20 +1210,32 @@ mod tests {
         assert_eq!(refined_verdict(&fns, &at(0.0095)), Verdict::Open);
     }
 
-    /// The kept numbers of the parts `(work left, deadline)` of a node at
-    /// `now`, its load `lo` (they stand still: no report).
-    fn kept_at(now: Time, parts: &[(f64, Time)], lo: f64) -> RiskSummary {
+    /// A node holding parts `(work left, deadline)` that stand still (no
+    /// report), and the index's record of them.
+    fn standing_node(parts: &[(f64, Time)]) -> (NodeState, Vec<PartFn>) {
         let mut view = nodes(1);
         for (i, &(rem, dl)) in parts.iter().enumerate() {
             busy(&mut view[0], 10 + i as u64, rem, dl);
         }
-        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let node = view.remove(0);
+        let fns = node.parts.iter().map(PartFn::standing).collect();
+        (node, fns)
+    }
+
+    /// The kept numbers of parts `fns` at `now` under a flat load bound
+    /// `lo`.
+    fn kept_of(fns: &[PartFn], now: Time, lo: f64) -> RiskSummary {
         let lb = LoadBound {
             lo,
             hi: lo,
             line: super::super::LoadLine::NONE,
         };
-        RiskSummary::of(&fns, now, now, &lb)
+        RiskSummary::of(fns, now, now, &lb)
+    }
+
+    /// [`kept_of`] a [`standing_node`].
+    fn kept_at(now: Time, parts: &[(f64, Time)], lo: f64) -> RiskSummary {
+        kept_of(&standing_node(parts).1, now, lo)
     }
 
     #[test]
@@ -1289,10 +1286,7 @@ mod tests {
         // 1 - 0.1 = 0.9 while C is on track, for the 1.727 s left: 1.919 s.
         // A delay of 3.919 s, a ratio of 1 + 3.918 / 50 = 1.07836: proven
         // below 0.07836 / (2 sqrt(6)) = 0.0160, at 0.0155, not at 0.0165.
-        let mut view = nodes(1);
-        busy(&mut view[0], 10, 30.0, 150.0);
-        busy(&mut view[0], 11, 20.0, 300.0);
-        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let (_, fns) = standing_node(&[(30.0, 150.0), (20.0, 300.0)]);
         assert_eq!(refined_verdict(&fns, &at(0.0155)), Verdict::NotZero);
         assert_eq!(refined_verdict(&fns, &at(0.0165)), Verdict::Open);
     }
@@ -1351,9 +1345,7 @@ mod tests {
         // for the 0.4545 ms left: a delay of 10.4545 ms, a ratio of 1 +
         // (10.4545 - 1) / 100 = 1.094545, a gap of 0.04: proven below
         // 0.01, at 0.0095, not at 0.0105.
-        let mut view = nodes(1);
-        busy(&mut view[0], 10, 0.055, 0.11);
-        let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+        let (_, fns) = standing_node(&[(0.055, 0.11)]);
         assert_eq!(refined_verdict(&fns, &at(0.0095)), Verdict::NotZero);
         assert_eq!(refined_verdict(&fns, &at(0.0105)), Verdict::Open);
     }
@@ -1368,12 +1360,10 @@ mod tests {
         let j =
             RiskJob::new(100.0, 10.0, 200.0, 300.0, 1e-9, true, true).expect("numbers in range");
         for due in [90.0, 100.0 + 1e-6] {
-            let mut view = nodes(1);
-            busy(&mut view[0], 10, 10.0, due);
-            let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+            let (node, fns) = standing_node(&[(10.0, due)]);
             assert_eq!(refined_verdict(&fns, &j), Verdict::NotZero, "{due}");
             let mut r = LibraRisk::new(PolicyConfig::default());
-            assert!(!r.zero_risk(100.0, &view[0], &b), "{due}");
+            assert!(!r.zero_risk(100.0, &node, &b), "{due}");
         }
     }
 
@@ -1393,11 +1383,7 @@ mod tests {
             (63, Verdict::NotZero),
             (64, Verdict::Open),
         ] {
-            let mut view = nodes(1);
-            for p in 0..n {
-                busy(&mut view[0], 10 + p, 100.0 / n as f64, 250.0);
-            }
-            let fns: Vec<PartFn> = view[0].parts.iter().map(PartFn::standing).collect();
+            let (_, fns) = standing_node(&vec![(100.0 / n as f64, 250.0); n]);
             assert_eq!(refined_verdict(&fns, &at_zero(&b)), v, "{n} parts");
         }
     }
